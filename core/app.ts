@@ -1,0 +1,214 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import Koa from 'koa';
+import { asValue } from 'awilix';
+import type { DestinationStream } from 'pino';
+import { ApiKeyService } from './auth/api-keys.ts';
+import { Authenticator } from './auth/credentials.ts';
+import { SecretBox } from './auth/crypto.ts';
+import { identityEntities } from './auth/entities.ts';
+import { resolveMasterKey } from './auth/master-key.ts';
+import { SessionService } from './auth/sessions.ts';
+import type { Config } from './config.ts';
+import { createAppContainer, type Container, type Cradle } from './container.ts';
+import { coreMigrations } from './db/core-migrations.ts';
+import { openDatabase, type Database } from './db/orm.ts';
+import { EventBus } from './events/bus.ts';
+import { WebSocketHub } from './events/websocket.ts';
+import { Metrics } from './http/metrics.ts';
+import { requestIdOf } from './http/request-info.ts';
+import { coreRoutes } from './http/routes.ts';
+import { createRpcEndpoint } from './http/rpc-endpoint.ts';
+import { createLogger, type Logger } from './logger.ts';
+import type { Plugin } from './plugin/define.ts';
+import { discoverLocalPlugins, importPackagePlugins, validatePlugins } from './plugin/loader.ts';
+import { WorkerPool } from './pool/worker-pool.ts';
+import { RateLimiter } from './rate-limiter.ts';
+import { Dispatcher } from './rpc/dispatch.ts';
+import { buildRegistry, type Registry } from './rpc/registry.ts';
+
+const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
+
+declare module './container.ts' {
+  interface Cradle {
+    secretBox: SecretBox;
+    bus: EventBus;
+    pool: WorkerPool;
+    rateLimiter: RateLimiter;
+    metrics: Metrics;
+    sessionService: SessionService;
+    apiKeyService: ApiKeyService;
+    authenticator: Authenticator;
+    dispatcher: Dispatcher;
+  }
+}
+
+export interface AppOptions {
+  config: Config;
+  /** Where logs go (stdout by default). */
+  logStream?: DestinationStream;
+  /** Keep the embedded database in memory (tests). */
+  inMemoryDatabase?: boolean;
+  /** Plugins given as objects, loaded after those of plugins/ and PLUGINS. */
+  extraPlugins?: Plugin[];
+  /** Folder of built-in plugins; tests may point it elsewhere. */
+  pluginsDir?: string;
+}
+
+export interface App {
+  readonly config: Config;
+  readonly container: Container;
+  readonly deps: Cradle;
+  readonly registry: Registry;
+  readonly plugins: readonly Plugin[];
+  readonly server: Server;
+  readonly logger: Logger;
+  listen(port?: number, host?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Builds the whole service: plugins, database, container, HTTP and WebSocket endpoints. Does not listen yet. */
+export async function createApp(options: AppOptions): Promise<App> {
+  const { config } = options;
+  const logger = createLogger(config.logLevel, options.logStream);
+  const secretBox = new SecretBox(resolveMasterKey(config, logger));
+
+  const plugins = validatePlugins([
+    ...(await discoverLocalPlugins(options.pluginsDir ?? PLUGINS_DIR)),
+    ...(await importPackagePlugins(config.plugins)),
+    ...(options.extraPlugins ?? []),
+  ]);
+
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    inMemory: options.inMemoryDatabase,
+    entities: [...identityEntities, ...plugins.flatMap((plugin) => plugin.entities ?? [])],
+    migrations: [
+      ...coreMigrations.map((migration) => ({ owner: 'core', migration })),
+      ...plugins.flatMap((plugin) => (plugin.migrations ?? []).map((migration) => ({ owner: plugin.id, migration }))),
+    ],
+    logger,
+  });
+  const bus = new EventBus(logger);
+  const pool = new WorkerPool({ size: config.workers, logger });
+  const closeBase = async () => {
+    await bus.close();
+    await pool.close();
+    await db.close();
+  };
+
+  try {
+    await db.migrate();
+    if (config.databaseUrl) await bus.startFanOut(config.databaseUrl, (sql, params) => db.execute(sql, params));
+
+    const container = createAppContainer();
+    const metrics = new Metrics();
+    container.register({
+      config: asValue(config),
+      logger: asValue(logger),
+      db: asValue(db),
+      secretBox: asValue(secretBox),
+      bus: asValue(bus),
+      pool: asValue(pool),
+      metrics: asValue(metrics),
+      rateLimiter: asValue(new RateLimiter(db)),
+    });
+    const deps = container.cradle;
+    const sessionService = new SessionService(deps);
+    const apiKeyService = new ApiKeyService(deps);
+    container.register({ sessionService: asValue(sessionService), apiKeyService: asValue(apiKeyService) });
+    const authenticator = new Authenticator(deps);
+    container.register({ authenticator: asValue(authenticator) });
+    for (const plugin of plugins) container.register(plugin.services ?? {});
+
+    const registry = buildRegistry(plugins);
+    const dispatcher = new Dispatcher(registry, authenticator, deps);
+    container.register({ dispatcher: asValue(dispatcher) });
+
+    for (const plugin of plugins) {
+      for (const [name, subscriber] of Object.entries(plugin.subscribers ?? {})) {
+        bus.subscribe(name, (event) => subscriber(event, deps));
+      }
+      await plugin.start?.(deps);
+    }
+
+    const server = createHttpServer({ config, registry, db, metrics, dispatcher, logger });
+    const hub = new WebSocketHub({ authenticator, bus, logger, metrics });
+    hub.attach(server);
+
+    return {
+      config,
+      container,
+      deps,
+      registry,
+      plugins,
+      server,
+      logger,
+      async listen(port = config.port, host = config.host) {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(port, host, () => resolve());
+        });
+        const address = server.address() as AddressInfo;
+        const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+        logger.info({ url, database: db.kind, plugins: plugins.map((plugin) => plugin.id) }, 'listening');
+        return url;
+      },
+      async close() {
+        await stopServer(server, hub, config.shutdownTimeoutMs);
+        for (const plugin of [...plugins].reverse()) await plugin.stop?.(deps);
+        await closeBase();
+        await container.dispose();
+      },
+    };
+  } catch (error) {
+    await closeBase().catch(() => undefined);
+    throw error;
+  }
+}
+
+function createHttpServer(parts: {
+  config: Config;
+  registry: Registry;
+  db: Database;
+  metrics: Metrics;
+  dispatcher: Dispatcher;
+  logger: Logger;
+}): Server {
+  const { config, logger } = parts;
+  const koa = new Koa({ proxy: config.trustProxy });
+  koa.silent = true;
+  koa.on('error', (err) => logger.error({ err }, 'http request failed'));
+  const routes = coreRoutes(parts);
+  koa.use(routes.routes()).use(routes.allowedMethods());
+  const koaHandler = koa.callback();
+  const handleRpc = createRpcEndpoint(parts.dispatcher, parts.metrics, logger, {
+    bodyLimitBytes: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    publicUrl: config.publicUrl,
+  });
+
+  return createServer((req: IncomingMessage, res: ServerResponse) => {
+    const requestId = requestIdOf(req);
+    res.setHeader('x-request-id', requestId);
+    if (req.method === 'POST' && (req.url === '/api/rpc' || req.url?.startsWith('/api/rpc?'))) {
+      handleRpc(req, res, requestId).catch((err) => {
+        logger.error({ err, requestId }, 'rpc endpoint failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+      return;
+    }
+    void koaHandler(req, res);
+  });
+}
+
+async function stopServer(server: Server, hub: WebSocketHub, timeoutMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  await hub.close();
+  const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  await closed;
+  clearTimeout(timer);
+}

@@ -1,0 +1,55 @@
+import type { Principal } from '../rpc/context.ts';
+
+export interface CachedCredential {
+  principal: Principal;
+  /** What the presented secret must hash to (hex SHA-256). */
+  secretHash: string;
+  /** Sessions only: when the session ends unless it is used again. */
+  expiresAt: Date | null;
+  lastSeenAt: Date | null;
+  /** After this the entry is read again from the database, even without an invalidation event. */
+  staleAt: number;
+}
+
+/**
+ * Verified credentials kept in memory so that a steady stream of calls costs
+ * no database round trip. Entries are dropped by invalidation events (which
+ * reach every node through the event fan-out) and after a short TTL.
+ */
+export class CredentialCache {
+  readonly #entries = new Map<string, CachedCredential>();
+  readonly #maxEntries: number;
+
+  constructor(maxEntries = 50_000) {
+    this.#maxEntries = maxEntries;
+  }
+
+  get(key: string): CachedCredential | undefined {
+    const entry = this.#entries.get(key);
+    if (entry && entry.staleAt <= Date.now()) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  set(key: string, entry: CachedCredential): void {
+    if (entry.staleAt <= Date.now()) return;
+    this.#entries.delete(key);
+    if (this.#entries.size >= this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, entry);
+  }
+
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  /** Drops every entry whose principal matches (a user deactivated, a key disabled ...). */
+  deleteWhere(match: (principal: Principal) => boolean): void {
+    for (const [key, entry] of this.#entries) if (match(entry.principal)) this.#entries.delete(key);
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}

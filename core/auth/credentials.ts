@@ -1,0 +1,69 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { BUS_RESYNC, type EventBus } from '../events/bus.ts';
+import type { Principal } from '../rpc/context.ts';
+import type { ApiKeyService } from './api-keys.ts';
+import { CREDENTIALS_REVOKED, type CredentialsRevoked } from './revocation.ts';
+import type { SessionService } from './sessions.ts';
+
+export const SESSION_COOKIE = 'session';
+
+export interface PresentedCredentials {
+  apiKey?: string;
+  sessionToken?: string;
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+/** `X-API-Key`, then `Authorization: Bearer`, then the session cookie; browsers' WebSockets may use the query. */
+export function presentedCredentials(headers: IncomingHttpHeaders, query?: URLSearchParams): PresentedCredentials {
+  const apiKey = headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey !== '') return { apiKey };
+  const authorization = headers.authorization;
+  if (authorization?.startsWith('Bearer ')) return { sessionToken: authorization.slice(7).trim() };
+  if (query?.get('apiKey')) return { apiKey: query.get('apiKey')! };
+  if (query?.get('token')) return { sessionToken: query.get('token')! };
+  const cookie = cookieValue(headers.cookie, SESSION_COOKIE);
+  return cookie ? { sessionToken: cookie } : {};
+}
+
+export const hasCredentials = (presented: PresentedCredentials): boolean =>
+  presented.apiKey !== undefined || presented.sessionToken !== undefined;
+
+/** Turns presented credentials into a principal, and keeps the credential caches honest. */
+export class Authenticator {
+  readonly #apiKeys: ApiKeyService;
+  readonly #sessions: SessionService;
+
+  constructor({ apiKeyService, sessionService, bus }: { apiKeyService: ApiKeyService; sessionService: SessionService; bus: EventBus }) {
+    this.#apiKeys = apiKeyService;
+    this.#sessions = sessionService;
+    bus.subscribe(CREDENTIALS_REVOKED, (event) => this.#forget(event.payload as CredentialsRevoked));
+    bus.subscribe(BUS_RESYNC, () => {
+      apiKeyService.cache.clear();
+      sessionService.cache.clear();
+    });
+  }
+
+  /** null when nothing was presented; throws UNAUTHENTICATED when what was presented is not valid. */
+  async authenticate(presented: PresentedCredentials): Promise<Principal | null> {
+    if (presented.apiKey !== undefined) return this.#apiKeys.authenticate(presented.apiKey);
+    if (presented.sessionToken !== undefined) return (await this.#sessions.authenticate(presented.sessionToken)).principal;
+    return null;
+  }
+
+  #forget({ apiKeyId, sessionId, userId }: CredentialsRevoked): void {
+    const matches = (principal: Principal) =>
+      (apiKeyId !== undefined && principal.apiKeyId === apiKeyId) ||
+      (sessionId !== undefined && principal.sessionId === sessionId) ||
+      (userId !== undefined && principal.userId === userId);
+    this.#apiKeys.cache.deleteWhere(matches);
+    this.#sessions.cache.deleteWhere(matches);
+  }
+}

@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/orm.ts';
+import { ACROSS_TENANTS } from '../db/tenant.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { Principal } from '../rpc/context.ts';
+import { unauthenticated } from '../rpc/errors.ts';
+import type { Role } from '../../config/roles.ts';
+import { CredentialCache } from './credential-cache.ts';
+import { randomToken, sha256Hex } from './crypto.ts';
+import { SessionSchema, type User } from './entities.ts';
+import { publishRevocation } from './revocation.ts';
+
+export interface IssuedSession {
+  token: string;
+  expiresAt: Date;
+  sessionId: string;
+}
+
+interface SessionRow {
+  id: string;
+  subscription_id: string;
+  user_id: string;
+  expires_at: Date | string;
+  last_seen_at: Date | string;
+  role: Role;
+  is_active: boolean;
+}
+
+/** Session tokens: 32 random bytes, stored only as SHA-256, expiring after SESSION_TTL_SECONDS without use. */
+export class SessionService {
+  readonly #db: Database;
+  readonly #bus: EventBus;
+  readonly #ttlMs: number;
+  readonly #cacheTtlMs: number;
+  // Sliding expiry is written back at most this often per session, not on every call.
+  readonly #touchEveryMs: number;
+  readonly cache = new CredentialCache();
+
+  constructor({ db, bus, config }: { db: Database; bus: EventBus; config: Config }) {
+    this.#db = db;
+    this.#bus = bus;
+    this.#ttlMs = config.sessionTtlSeconds * 1000;
+    this.#cacheTtlMs = config.authCacheTtlSeconds * 1000;
+    this.#touchEveryMs = Math.min(3_600_000, this.#ttlMs / 10);
+  }
+
+  async create(user: Pick<User, 'id' | 'subscriptionId'>): Promise<IssuedSession> {
+    const token = randomToken(32);
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + this.#ttlMs);
+    const em = this.#db.forkEm(user.subscriptionId);
+    const session = em.create(SessionSchema, {
+      id: randomUUID(),
+      subscriptionId: user.subscriptionId,
+      userId: user.id,
+      tokenHash: sha256Hex(token),
+      createdAt: now,
+      lastSeenAt: now,
+      expiresAt,
+    });
+    await em.flush();
+    return { token, expiresAt, sessionId: session.id };
+  }
+
+  /** The session's principal and expiry; UNAUTHENTICATED when unknown, expired or its user is inactive. */
+  async authenticate(token: string): Promise<{ principal: Principal; expiresAt: Date }> {
+    const tokenHash = sha256Hex(token);
+    const now = Date.now();
+    let entry = this.cache.get(tokenHash);
+    if (!entry) {
+      const [row] = await this.#db.execute<SessionRow>(
+        `select s.id, s.subscription_id, s.user_id, s.expires_at, s.last_seen_at, u.role, u.is_active
+         from core_session s join core_user u on u.id = s.user_id where s.token_hash = ?`,
+        [tokenHash],
+      );
+      if (!row || !row.is_active) throw unauthenticated('Invalid or revoked session');
+      entry = {
+        principal: {
+          subscriptionId: row.subscription_id,
+          userId: row.user_id,
+          role: row.role,
+          apiKeyId: null,
+          sessionId: row.id,
+          initialContext: null,
+        },
+        secretHash: tokenHash,
+        expiresAt: new Date(row.expires_at),
+        lastSeenAt: new Date(row.last_seen_at),
+        staleAt: now + this.#cacheTtlMs,
+      };
+      this.cache.set(tokenHash, entry);
+    }
+    if (entry.expiresAt!.getTime() <= now) {
+      this.cache.delete(tokenHash);
+      throw unauthenticated('Session expired; log in again');
+    }
+    if (now - entry.lastSeenAt!.getTime() >= this.#touchEveryMs) {
+      entry.lastSeenAt = new Date(now);
+      entry.expiresAt = new Date(now + this.#ttlMs);
+      await this.#db.execute('update core_session set last_seen_at = ?, expires_at = ? where id = ?', [
+        entry.lastSeenAt,
+        entry.expiresAt,
+        entry.principal.sessionId,
+      ]);
+    }
+    return { principal: entry.principal, expiresAt: entry.expiresAt! };
+  }
+
+  async revoke(sessionId: string): Promise<void> {
+    const em = this.#db.forkEm(null);
+    await em.nativeDelete(SessionSchema, { id: sessionId }, ACROSS_TENANTS);
+    await publishRevocation(this.#bus, { sessionId });
+  }
+
+  /** Ends every session of a user, except one when given (e.g. the caller's own). */
+  async revokeAllOfUser(userId: string, exceptSessionId?: string): Promise<void> {
+    const em = this.#db.forkEm(null);
+    await em.nativeDelete(
+      SessionSchema,
+      exceptSessionId ? { userId, id: { $ne: exceptSessionId } } : { userId },
+      ACROSS_TENANTS,
+    );
+    await publishRevocation(this.#bus, { userId });
+  }
+}

@@ -1,0 +1,158 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite/vector';
+import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
+import { Migration, Migrator } from '@mikro-orm/migrations';
+import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
+import { PGliteDriver } from 'mikro-orm-pglite';
+import type { Logger } from '../logger.ts';
+import type { MigrationDef } from './migration.ts';
+import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
+
+export type DatabaseKind = 'postgresql' | 'pglite';
+
+export interface Database {
+  kind: DatabaseKind;
+  orm: MikroORM;
+  /** A fresh EntityManager with the tenant filter set; null leaves it unset, so tenant tables refuse queries. */
+  forkEm(subscriptionId: string | null): EntityManager;
+  /** Runs SQL outside any tenant filter (health checks, rate limits, event payloads). */
+  execute<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  migrate(): Promise<string[]>;
+  pendingMigrations(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  databaseUrl?: string;
+  dataDir: string;
+  /** Embedded database kept in memory only (tests). */
+  inMemory?: boolean;
+  entities: EntitySchema<any, any>[];
+  migrations: { owner: string; migration: MigrationDef }[];
+  logger: Logger;
+}
+
+export class DatabaseStartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DatabaseStartupError';
+  }
+}
+
+const MIGRATIONS_TABLE = 'core_migrations';
+
+function toMigrationClass({ up }: MigrationDef): new (...args: ConstructorParameters<typeof Migration>) => Migration {
+  return class extends Migration {
+    override async up(): Promise<void> {
+      for (const statement of up) this.addSql(statement);
+    }
+  };
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const { databaseUrl, logger } = options;
+  const base: Options = {
+    entities: options.entities,
+    extensions: [Migrator],
+    discovery: { warnWhenNoEntities: false },
+    filters: {
+      [TENANT_FILTER]: {
+        name: TENANT_FILTER,
+        cond: (args: { subscriptionId: string }) => ({ subscriptionId: args.subscriptionId }),
+        entity: tenantEntityNames(options.entities),
+        default: true,
+      },
+    },
+    migrations: {
+      tableName: MIGRATIONS_TABLE,
+      transactional: true,
+      allOrNothing: false,
+      silent: true,
+      migrationsList: options.migrations.map(({ owner, migration }) => ({
+        name: `${owner}:${migration.name}`,
+        class: toMigrationClass(migration),
+      })),
+    },
+    allowGlobalContext: false,
+    debug: false,
+  };
+
+  let orm: MikroORM;
+  let pglite: PGlite | undefined;
+  if (databaseUrl) {
+    orm = await MikroORM.init({ ...base, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 1, max: 10 } }).catch(
+      (error: Error) => {
+        throw new DatabaseStartupError(`Cannot connect to PostgreSQL at DATABASE_URL: ${error.message}`);
+      },
+    );
+    await requirePgvector(orm);
+  } else {
+    const dir = options.inMemory ? undefined : path.join(options.dataDir, 'db');
+    if (dir) mkdirSync(dir, { recursive: true });
+    pglite = new PGlite(dir, { extensions: { vector } });
+    const instance = pglite;
+    orm = await MikroORM.init({
+      ...base,
+      driver: PGliteDriver,
+      dbName: 'postgres',
+      driverOptions: { connection: { pglite: () => instance } },
+    });
+  }
+
+  const connection = () => orm.em.getConnection();
+  const migrator = orm.getMigrator();
+  return {
+    kind: databaseUrl ? 'postgresql' : 'pglite',
+    orm,
+    forkEm(subscriptionId) {
+      const em = orm.em.fork({ clear: true }) as EntityManager;
+      if (subscriptionId !== null) em.setFilterParams(TENANT_FILTER, { subscriptionId });
+      return em;
+    },
+    execute: (sql, params = []) => connection().execute(sql, params as any[]),
+    async migrate() {
+      const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => migrator.up());
+      const names = applied.map((m) => m.name);
+      if (names.length > 0) logger.info({ migrations: names }, 'applied database migrations');
+      return names;
+    },
+    async pendingMigrations() {
+      return (await migrator.getPendingMigrations()).map((m) => m.name);
+    },
+    async close() {
+      await orm.close(true);
+      await pglite?.close();
+    },
+  };
+}
+
+async function requirePgvector(orm: MikroORM): Promise<void> {
+  const rows = await orm.em
+    .getConnection()
+    .execute(`select 1 from pg_available_extensions where name = 'vector'`);
+  if (rows.length === 0) {
+    await orm.close(true);
+    throw new DatabaseStartupError(
+      'The PostgreSQL server at DATABASE_URL has no pgvector extension. Install pgvector on that server ' +
+        '(Debian/Ubuntu: the postgresql-<version>-pgvector package, or build it as .ci/ensure-pgvector.sh does), ' +
+        'then start the service again.',
+    );
+  }
+}
+
+/** Several nodes may start at once on one PostgreSQL: only one applies migrations at a time. */
+async function withMigrationLock<T>(orm: MikroORM, shared: boolean, run: () => Promise<T>): Promise<T> {
+  if (!shared) return run();
+  const knex = (orm.em.getConnection() as any).getKnex();
+  const lockConnection = await knex.client.acquireConnection();
+  const LOCK_ID = 727_001;
+  try {
+    await lockConnection.query('select pg_advisory_lock($1)', [LOCK_ID]);
+    return await run();
+  } finally {
+    await lockConnection.query('select pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
+    await knex.client.releaseConnection(lockConnection);
+  }
+}

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from '../logger.ts';
+
+/**
+ * An event on the bus. Events with a subscriptionId reach that subscription's
+ * WebSocket clients (only `userIds` when given); events without one stay
+ * inside the service (cache invalidation, plugin subscribers).
+ */
+export interface BusEvent<P = unknown> {
+  name: string;
+  payload: P;
+  subscriptionId?: string | null;
+  userIds?: readonly string[] | null;
+  /** ISO 8601 time of publication. */
+  at: string;
+}
+
+export type BusHandler = (event: BusEvent) => void | Promise<void>;
+
+export type PublishInput<P = unknown> = Omit<BusEvent<P>, 'at'>;
+
+/** Emitted locally after the fan-out connection was lost and regained: caches must drop what they hold. */
+export const BUS_RESYNC = 'core.bus.resync';
+
+const CHANNEL = 'rpc_events';
+// NOTIFY payloads must stay under 8000 bytes; bigger events travel through a table.
+const MAX_INLINE_PAYLOAD = 7000;
+
+interface Notification {
+  origin: string;
+  event?: BusEvent;
+  ref?: string;
+}
+
+interface FanOut {
+  client: pg.Client | null;
+  stopped: boolean;
+  retryMs: number;
+  execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
+}
+
+/**
+ * The in-process event bus. With PostgreSQL it also fans events out to every
+ * node through LISTEN/NOTIFY, so a client of any node hears any node's events.
+ */
+export class EventBus {
+  readonly nodeId = randomUUID();
+  readonly #handlers = new Map<string, Set<BusHandler>>();
+  readonly #logger: Logger;
+  #fanOut: FanOut | null = null;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** Subscribes to one event name, or to every event with `*`; returns the unsubscribe function. */
+  subscribe(name: string, handler: BusHandler): () => void {
+    let set = this.#handlers.get(name);
+    if (!set) this.#handlers.set(name, (set = new Set()));
+    set.add(handler);
+    return () => set.delete(handler);
+  }
+
+  async publish<P>(input: PublishInput<P>): Promise<void> {
+    const event: BusEvent<P> = { ...input, at: new Date().toISOString() };
+    this.#deliver(event);
+    if (this.#fanOut) await this.#notify(this.#fanOut, event);
+  }
+
+  #deliver(event: BusEvent): void {
+    for (const key of [event.name, '*']) {
+      for (const handler of this.#handlers.get(key) ?? []) {
+        try {
+          const result = handler(event);
+          if (result instanceof Promise) result.catch((error) => this.#handlerFailed(event, error));
+        } catch (error) {
+          this.#handlerFailed(event, error);
+        }
+      }
+    }
+  }
+
+  #handlerFailed(event: BusEvent, err: unknown): void {
+    this.#logger.error({ err, event: event.name }, 'event subscriber failed');
+  }
+
+  async #notify(fanOut: FanOut, event: BusEvent): Promise<void> {
+    let text = JSON.stringify({ origin: this.nodeId, event } satisfies Notification);
+    if (Buffer.byteLength(text) > MAX_INLINE_PAYLOAD) {
+      const [row] = await fanOut.execute('insert into core_event_payload (body) values (?) returning id', [
+        JSON.stringify(event),
+      ]);
+      text = JSON.stringify({ origin: this.nodeId, ref: String(row!.id) } satisfies Notification);
+    }
+    await fanOut.execute('select pg_notify(?, ?)', [CHANNEL, text]);
+  }
+
+  /** Starts the cross-node fan-out on a dedicated PostgreSQL connection. */
+  async startFanOut(
+    databaseUrl: string,
+    execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>,
+  ): Promise<void> {
+    this.#fanOut = { client: null, stopped: false, retryMs: 500, execute };
+    await this.#listen(this.#fanOut, databaseUrl);
+    // Oversized payloads are only needed while the notification is in flight.
+    await execute(`delete from core_event_payload where created_at < now() - interval '1 hour'`);
+  }
+
+  async #listen(fanOut: FanOut, databaseUrl: string): Promise<void> {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    client.on('notification', (message) => {
+      if (message.channel === CHANNEL && message.payload) void this.#receive(fanOut, message.payload);
+    });
+    client.on('error', (err) => this.#logger.warn({ err }, 'event fan-out connection failed'));
+    client.on('end', () => {
+      if (fanOut.stopped) return;
+      fanOut.client = null;
+      this.#logger.warn({ retryMs: fanOut.retryMs }, 'event fan-out connection lost; reconnecting');
+      setTimeout(() => this.#reconnect(fanOut, databaseUrl), fanOut.retryMs).unref();
+    });
+    await client.connect();
+    await client.query(`listen ${CHANNEL}`);
+    fanOut.client = client;
+    fanOut.retryMs = 500;
+  }
+
+  async #reconnect(fanOut: FanOut, databaseUrl: string): Promise<void> {
+    if (fanOut.stopped) return;
+    try {
+      await this.#listen(fanOut, databaseUrl);
+      this.#logger.info('event fan-out connection restored');
+      // Events sent while this node was not listening are lost: tell caches to start over.
+      this.#deliver({ name: BUS_RESYNC, payload: null, at: new Date().toISOString() });
+    } catch (err) {
+      fanOut.retryMs = Math.min(fanOut.retryMs * 2, 30_000);
+      this.#logger.warn({ err, retryMs: fanOut.retryMs }, 'event fan-out reconnect failed');
+      setTimeout(() => this.#reconnect(fanOut, databaseUrl), fanOut.retryMs).unref();
+    }
+  }
+
+  async #receive(fanOut: FanOut, text: string): Promise<void> {
+    try {
+      const message = JSON.parse(text) as Notification;
+      if (message.origin === this.nodeId) return;
+      let event = message.event;
+      if (!event && message.ref) {
+        const [row] = await fanOut.execute('select body from core_event_payload where id = ?', [message.ref]);
+        const body = row?.body;
+        event = (typeof body === 'string' ? JSON.parse(body) : body) as BusEvent | undefined;
+      }
+      if (event) this.#deliver(event);
+    } catch (err) {
+      this.#logger.error({ err }, 'could not read a fanned-out event');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.#fanOut) return;
+    this.#fanOut.stopped = true;
+    await this.#fanOut.client?.end().catch(() => undefined);
+    this.#fanOut = null;
+  }
+}

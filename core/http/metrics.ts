@@ -1,0 +1,32 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of one app instance (its own registry, so several instances can share a process). */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly rpcCalls: Counter<'method' | 'code'>;
+  readonly rpcDuration: Histogram<'method'>;
+  readonly webSockets: Counter<'outcome'>;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    this.rpcCalls = new Counter({
+      name: 'rpc_calls_total',
+      help: 'RPC calls by method and outcome code (OK on success)',
+      labelNames: ['method', 'code'],
+      registers: [this.registry],
+    });
+    this.rpcDuration = new Histogram({
+      name: 'rpc_call_duration_seconds',
+      help: 'Time from request to response of RPC calls',
+      labelNames: ['method'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [this.registry],
+    });
+    this.webSockets = new Counter({
+      name: 'websocket_connections_total',
+      help: 'WebSocket connection attempts by outcome',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+  }
+}

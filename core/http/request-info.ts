@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CookieOptions, Transport } from '../rpc/operation.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Keeps a well-formed X-Request-Id from the caller (or proxy), else makes one. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export interface TransportOptions {
+  trustProxy: boolean;
+  publicUrl?: string;
+}
+
+const firstForwarded = (value: string | string[] | undefined): string | undefined =>
+  (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim() || undefined;
+
+export function clientIpOf(req: IncomingMessage, trustProxy: boolean): string {
+  const forwarded = trustProxy ? firstForwarded(req.headers['x-forwarded-for']) : undefined;
+  return forwarded ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+export function baseUrlOf(req: IncomingMessage, options: TransportOptions): string {
+  if (options.publicUrl) return options.publicUrl;
+  const proto = (options.trustProxy && firstForwarded(req.headers['x-forwarded-proto'])) || 'http';
+  const host = (options.trustProxy && firstForwarded(req.headers['x-forwarded-host'])) || req.headers.host || 'localhost';
+  return `${proto}://${host}`;
+}
+
+export function serializeCookie(name: string, value: string, secure: boolean, options: CookieOptions = {}): string {
+  const parts = [`${name}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Lax'];
+  if (options.maxAge !== undefined) parts.push(`Max-Age=${options.maxAge}`);
+  if (options.expires) parts.push(`Expires=${options.expires.toUTCString()}`);
+  if (secure) parts.push('Secure');
+  return parts.join('; ');
+}
+
+/** The Transport a handler sees for one HTTP request; cookies it sets go out with the response. */
+export function httpTransport(req: IncomingMessage, res: ServerResponse, options: TransportOptions): Transport {
+  let baseUrl: string | undefined;
+  const transport: Transport = {
+    clientIp: clientIpOf(req, options.trustProxy),
+    get baseUrl() {
+      baseUrl ??= baseUrlOf(req, options);
+      return baseUrl;
+    },
+    setCookie(name, value, cookieOptions) {
+      const secure = transport.baseUrl.startsWith('https:');
+      const cookie = serializeCookie(name, value, secure, cookieOptions);
+      const existing = res.getHeader('set-cookie');
+      res.setHeader('set-cookie', [...(Array.isArray(existing) ? existing : []), cookie]);
+    },
+  };
+  return transport;
+}

@@ -1,0 +1,38 @@
+import Router from '@koa/router';
+import type { Database } from '../db/orm.ts';
+import type { Registry } from '../rpc/registry.ts';
+import type { Metrics } from './metrics.ts';
+
+/** The non-RPC routes of the core: the operation listing, health, readiness and metrics. */
+export function coreRoutes({ registry, db, metrics }: { registry: Registry; db: Database; metrics: Metrics }): Router {
+  const router = new Router();
+  const listing = JSON.stringify({ success: true, data: { operations: registry.listing() } });
+
+  router.get('/api/rpc', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = listing;
+  });
+
+  router.get('/health', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+
+  router.get('/ready', async (ctx) => {
+    try {
+      await db.execute('select 1');
+      const pending = await db.pendingMigrations();
+      ctx.status = pending.length === 0 ? 200 : 503;
+      ctx.body = pending.length === 0 ? { status: 'ready' } : { status: 'migrating', pendingMigrations: pending };
+    } catch {
+      ctx.status = 503;
+      ctx.body = { status: 'unavailable', reason: 'database unreachable' };
+    }
+  });
+
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+
+  return router;
+}

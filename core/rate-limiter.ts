@@ -1,0 +1,60 @@
+import { sha256Hex } from './auth/crypto.ts';
+import type { Database } from './db/orm.ts';
+import { RpcError } from './rpc/errors.ts';
+
+interface BucketRow {
+  hits: number;
+  window_ends_at: Date | string;
+}
+
+/**
+ * Fixed-window counters kept in the database, so every node counts the same
+ * attempts. Only what can be brute-forced is counted (failed logins, code
+ * checks, code requests): the hot path never touches it.
+ */
+export class RateLimiter {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /** Bucket names hold identifiers such as e-mail addresses: only their hash is stored. */
+  static bucket(kind: string, value: string): string {
+    return `${kind}:${sha256Hex(value.toLowerCase())}`;
+  }
+
+  /** Refuses with RATE_LIMITED when any bucket is already at its limit. */
+  async check(buckets: readonly string[], limit: number): Promise<void> {
+    const rows = await this.#db.execute<BucketRow>(
+      `select hits, window_ends_at from core_rate_limit where bucket in (?) and window_ends_at > now() and hits >= ?`,
+      [buckets, limit],
+    );
+    if (rows.length > 0) throw this.#limited(rows);
+  }
+
+  /** Counts one attempt in every bucket. */
+  async hit(buckets: readonly string[], windowSeconds: number): Promise<void> {
+    for (const bucket of buckets) {
+      await this.#db.execute(
+        `insert into core_rate_limit (bucket, hits, window_ends_at)
+         values (?, 1, now() + make_interval(secs => ?))
+         on conflict (bucket) do update set
+           hits = case when core_rate_limit.window_ends_at <= now() then 1 else core_rate_limit.hits + 1 end,
+           window_ends_at = case when core_rate_limit.window_ends_at <= now()
+             then excluded.window_ends_at else core_rate_limit.window_ends_at end`,
+        [bucket, windowSeconds],
+      );
+    }
+  }
+
+  async reset(buckets: readonly string[]): Promise<void> {
+    await this.#db.execute('delete from core_rate_limit where bucket in (?)', [buckets]);
+  }
+
+  #limited(rows: BucketRow[]): RpcError {
+    const latest = Math.max(...rows.map((row) => new Date(row.window_ends_at).getTime()));
+    const retryAfter = Math.max(1, Math.ceil((latest - Date.now()) / 1000));
+    return new RpcError('RATE_LIMITED', `Too many attempts; try again in ${retryAfter} s`, { retryAfter });
+  }
+}

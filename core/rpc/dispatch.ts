@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import * as v from 'valibot';
+import type { Authenticator, PresentedCredentials } from '../auth/credentials.ts';
+import type { Cradle } from '../container.ts';
+import type { Database } from '../db/orm.ts';
+import type { Logger } from '../logger.ts';
+import { createContext, type Principal } from './context.ts';
+import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
+import type { Access, Transport } from './operation.ts';
+import type { Registry } from './registry.ts';
+
+const ROLE_ALLOWED: Record<Exclude<Access, 'public'>, (role: string) => boolean> = {
+  user: () => true,
+  staff: (role) => role === 'admin' || role === 'staff',
+  admin: (role) => role === 'admin',
+};
+
+export interface DispatchRequest {
+  method: string;
+  params: unknown;
+  requestId: string;
+  credentials: PresentedCredentials;
+  transport: Transport;
+}
+
+export type DispatchResult =
+  | { ok: true; result: unknown; method: string; userId: string | null }
+  | { ok: false; error: RpcError; errorId?: string; method: string; userId: string | null };
+
+export function issuesOf(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
+  return issues.map((issue) => ({
+    path: issue.path?.map((item) => String(item.key)).join('.') ?? '',
+    message: issue.message,
+  }));
+}
+
+export function errorBody(error: RpcError, errorId?: string): ErrorBody {
+  return {
+    error: error.message,
+    code: error.code,
+    ...(error.issues ? { issues: error.issues } : {}),
+    ...(errorId ? { errorId } : {}),
+  };
+}
+
+/**
+ * The one path every call takes, whatever carried it: look the method up in
+ * the frozen registry, authenticate, check access, validate params, run the
+ * handler, and map what it threw.
+ */
+export class Dispatcher {
+  readonly #registry: Registry;
+  readonly #authenticator: Authenticator;
+  readonly #deps: Cradle;
+  readonly #contextDeps: { forkEm: Database['forkEm']; logger: Logger };
+  readonly #logger: Logger;
+
+  constructor(registry: Registry, authenticator: Authenticator, deps: Cradle) {
+    this.#registry = registry;
+    this.#authenticator = authenticator;
+    this.#deps = deps;
+    this.#logger = deps.logger;
+    this.#contextDeps = { forkEm: (id) => deps.db.forkEm(id), logger: deps.logger };
+  }
+
+  async dispatch(request: DispatchRequest): Promise<DispatchResult> {
+    const operation = this.#registry.get(request.method);
+    if (!operation) {
+      return { ok: false, error: new RpcError('METHOD_NOT_FOUND', `Unknown method ${request.method}`), method: 'unknown', userId: null };
+    }
+    let principal: Principal | null = null;
+    try {
+      principal =
+        operation.access === 'public'
+          ? await this.#authenticator.authenticate(request.credentials).catch(() => null)
+          : await this.#authenticator.authenticate(request.credentials);
+      if (operation.access !== 'public') {
+        if (!principal) throw new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token');
+        if (!ROLE_ALLOWED[operation.access](principal.role)) {
+          throw new RpcError('FORBIDDEN', `${operation.method} requires the ${operation.access} role`);
+        }
+      }
+      const parsed = v.safeParse(operation.params, request.params ?? {}, { abortEarly: false });
+      if (!parsed.success) throw validationError(issuesOf(parsed.issues));
+      const ctx = createContext(this.#contextDeps, request.requestId, principal);
+      const result = await operation.handler({
+        params: parsed.output,
+        ctx: ctx as never,
+        deps: this.#deps,
+        transport: request.transport,
+      });
+      return { ok: true, result, method: operation.method, userId: ctx.userId };
+    } catch (thrown) {
+      const { error, errorId } = this.#map(thrown, operation.method, request.requestId);
+      return { ok: false, error, errorId, method: operation.method, userId: principal?.userId ?? null };
+    }
+  }
+
+  #map(thrown: unknown, method: string, requestId: string): { error: RpcError; errorId?: string } {
+    if (thrown instanceof RpcError) return { error: thrown };
+    if (thrown instanceof UniqueConstraintViolationException) {
+      return { error: new RpcError('CONFLICT', 'A record with the same unique values already exists') };
+    }
+    const errorId = randomUUID();
+    this.#logger.error({ err: thrown, errorId, requestId, method }, 'operation failed');
+    return { error: new RpcError('INTERNAL', `Internal error (error id ${errorId})`), errorId };
+  }
+}

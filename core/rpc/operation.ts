@@ -1,0 +1,64 @@
+import type { GenericSchema, InferOutput } from 'valibot';
+import type { Cradle } from '../container.ts';
+import type { AuthenticatedContext, RequestContext } from './context.ts';
+
+/**
+ * Who may call an operation. `public` is for AuthRpc only; `user` is any
+ * authenticated caller of the subscription; `staff` is admin or staff.
+ */
+export type Access = 'public' | 'user' | 'staff' | 'admin';
+export const ACCESS_LEVELS: readonly Access[] = ['public', 'user', 'staff', 'admin'];
+
+export interface CookieOptions {
+  expires?: Date;
+  /** Max age in seconds; 0 clears the cookie. */
+  maxAge?: number;
+}
+
+/** What a handler may learn about, or ask of, the transport that carried the call. */
+export interface Transport {
+  /** The caller's address (from X-Forwarded-For only when TRUST_PROXY is on). */
+  readonly clientIp: string;
+  /** The base URL the caller used (PUBLIC_URL when set). */
+  readonly baseUrl: string;
+  setCookie(name: string, value: string, options?: CookieOptions): void;
+}
+
+export type ContextFor<A extends Access> = A extends 'public' ? RequestContext : AuthenticatedContext;
+
+export interface HandlerArgs<S extends GenericSchema, A extends Access> {
+  params: InferOutput<S>;
+  ctx: ContextFor<A>;
+  deps: Cradle;
+  transport: Transport;
+}
+
+export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access> {
+  access: A;
+  params: S;
+  /** One line for the operation listing. */
+  describe: string;
+  handler(args: HandlerArgs<S, A>): unknown;
+}
+
+export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
+
+export type Operation = OperationDefinition<GenericSchema, Access> & { [OPERATION_MARKER]: true };
+
+/** Declares one operation: access, params schema and handler as plain data. */
+export function defineOperation<S extends GenericSchema, A extends Access>(
+  definition: OperationDefinition<S, A>,
+): Operation {
+  return { ...definition, [OPERATION_MARKER]: true } as unknown as Operation;
+}
+
+/**
+ * A success answer with fields beside (or instead of) `data`, for the few
+ * operations the spec shapes that way: `{success: true, message}` or a bare
+ * `{success: true}`.
+ */
+export class Envelope {
+  constructor(readonly fields: Record<string, unknown>) {}
+}
+
+export const envelope = (fields: Record<string, unknown> = {}): Envelope => new Envelope(fields);

@@ -1,0 +1,66 @@
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type { GenericSchema } from 'valibot';
+import type { Plugin } from '../plugin/define.ts';
+import type { Access, Operation } from './operation.ts';
+
+export interface RegisteredOperation {
+  method: string;
+  group: string;
+  pluginId: string;
+  access: Access;
+  describe: string;
+  params: GenericSchema;
+  handler: Operation['handler'];
+}
+
+export interface OperationListing {
+  method: string;
+  access: Access;
+  description: string;
+  params: Record<string, unknown>;
+}
+
+export interface Registry {
+  get(method: string): RegisteredOperation | undefined;
+  all(): readonly RegisteredOperation[];
+  /** The `GET /api/rpc` listing, made once at boot. */
+  listing(): readonly OperationListing[];
+}
+
+/** The operation table, frozen at boot: nothing can add a method after the server starts. */
+export function buildRegistry(plugins: readonly Plugin[]): Registry {
+  const table = new Map<string, RegisteredOperation>();
+  for (const plugin of plugins) {
+    for (const [key, operation] of Object.entries(plugin.operations)) {
+      const name = key.includes('.') ? key.slice(key.indexOf('.') + 1) : key;
+      const method = `${plugin.group}.${name}`;
+      if (table.has(method)) throw new Error(`Operation ${method} is declared twice by plugin "${plugin.id}"`);
+      table.set(
+        method,
+        Object.freeze({
+          method,
+          group: plugin.group,
+          pluginId: plugin.id,
+          access: operation.access,
+          describe: operation.describe,
+          params: operation.params,
+          handler: operation.handler,
+        }),
+      );
+    }
+  }
+  const operations = Object.freeze([...table.values()].sort((a, b) => a.method.localeCompare(b.method)));
+  const listing = Object.freeze(
+    operations.map((operation) => ({
+      method: operation.method,
+      access: operation.access,
+      description: operation.describe,
+      params: toJsonSchema(operation.params, { errorMode: 'ignore' }) as Record<string, unknown>,
+    })),
+  );
+  return {
+    get: (method) => table.get(method),
+    all: () => operations,
+    listing: () => listing,
+  };
+}
