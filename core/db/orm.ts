@@ -91,7 +91,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   } else {
     const dir = options.inMemory ? undefined : path.join(options.dataDir, 'db');
     if (dir) mkdirSync(dir, { recursive: true });
-    pglite = new PGlite(dir, { extensions: { vector } });
+    pglite = new PGlite({ dataDir: dir ?? 'memory://', extensions: { vector } });
     const instance = pglite;
     orm = await MikroORM.init({
       ...base,

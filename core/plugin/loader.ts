@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import semver from 'semver';
@@ -36,7 +36,7 @@ export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
 export async function importPackagePlugins(specifiers: string[], cwd = process.cwd()): Promise<Plugin[]> {
   const found: Plugin[] = [];
   for (const specifier of specifiers) {
-    const target = /^[./]/.test(specifier) ? pathToFileURL(path.resolve(cwd, specifier)).href : specifier;
+    const target = /^[./]/.test(specifier) ? pathToFileURL(entryOfPath(path.resolve(cwd, specifier))).href : specifier;
     let module: Record<string, unknown>;
     try {
       module = await import(target);
@@ -50,6 +50,14 @@ export async function importPackagePlugins(specifiers: string[], cwd = process.c
     found.push(...plugins);
   }
   return found;
+}
+
+/** A plugin given by path may be a file or a package folder (its package.json "main", else index.ts/js). */
+function entryOfPath(target: string): string {
+  if (!existsSync(target) || !statSync(target).isDirectory()) return target;
+  const manifest = path.join(target, 'package.json');
+  const main = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, 'utf8')) as { main?: string }).main : undefined;
+  return [main, 'index.ts', 'index.js'].filter(Boolean).map((file) => path.join(target, file!)).find(existsSync) ?? target;
 }
 
 function pluginsExportedBy(module: Record<string, unknown>, source: string): Plugin[] {
