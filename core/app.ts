@@ -22,7 +22,7 @@ import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { Plugin } from './plugin/define.ts';
-import { discoverLocalPlugins, importPackagePlugins, validatePlugins } from './plugin/loader.ts';
+import { discoverLocalPlugins, importPackagePlugins, PluginLoadError, validatePlugins } from './plugin/loader.ts';
 import { WorkerPool } from './pool/worker-pool.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
@@ -121,7 +121,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     container.register({ sessionService: asValue(sessionService), apiKeyService: asValue(apiKeyService) });
     const authenticator = new Authenticator(deps);
     container.register({ authenticator: asValue(authenticator) });
-    for (const plugin of plugins) container.register(plugin.services ?? {});
+    for (const plugin of plugins) {
+      for (const name of Object.keys(plugin.services ?? {})) {
+        if (container.hasRegistration(name)) {
+          throw new PluginLoadError(`Plugin "${plugin.id}": service "${name}" is already registered by the core`);
+        }
+      }
+      container.register(plugin.services ?? {});
+    }
 
     const registry = buildRegistry(plugins);
     const dispatcher = new Dispatcher(registry, authenticator, deps);

@@ -5,11 +5,16 @@ import { PluginLoadError } from './plugin/loader.ts';
 
 /** `npm start`: configuration from the environment, then serve until SIGTERM or SIGINT. */
 async function main(): Promise<void> {
+  // A signal during start-up waits for the start to finish, then shuts down cleanly.
+  let signalled: string | undefined;
+  let stop = (signal: string) => void (signalled ??= signal);
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
   const config = loadConfig();
   const app = await createApp({ config });
-  await app.listen();
   let stopping = false;
-  const stop = (signal: string) => {
+  stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.logger.info({ signal }, 'shutting down');
@@ -21,8 +26,9 @@ async function main(): Promise<void> {
         process.exit(1);
       });
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  if (signalled) return stop(signalled);
+  await app.listen();
+  if (signalled) stop(signalled);
 }
 
 main().catch((error: Error) => {

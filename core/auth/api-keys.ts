@@ -8,7 +8,7 @@ import type { Role } from '../../config/roles.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { hexDigestsEqual, randomToken, sha256Hex, type SecretBox } from './crypto.ts';
 import { ApiKeySchema, type ApiKey } from './entities.ts';
-import { publishRevocation } from './revocation.ts';
+import { publishCredentialChange } from './revocation.ts';
 
 /** Keys look like `ak3f9c1e0b7d24a6_<43 base64url characters>`: a lookup prefix and a 32-byte secret. */
 const KEY_FORMAT = /^(ak[0-9a-f]{14})_([A-Za-z0-9_-]{43,})$/;
@@ -126,14 +126,14 @@ export class ApiKeyService {
     if (changes.initialContext !== undefined) key.initialContext = changes.initialContext;
     if (changes.isEnabled !== undefined) key.isEnabled = changes.isEnabled;
     await ctx.em.flush();
-    await publishRevocation(this.#bus, { apiKeyId: key.id });
+    await publishCredentialChange(this.#bus, { apiKeyId: key.id });
     return toApiKeyRecord(key);
   }
 
   async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
     const key = await this.#own(ctx, id);
     await ctx.em.remove(key).flush();
-    await publishRevocation(this.#bus, { apiKeyId: key.id });
+    await publishCredentialChange(this.#bus, { apiKeyId: key.id });
     return { success: true };
   }
 
@@ -151,6 +151,7 @@ export class ApiKeyService {
     const presentedHash = sha256Hex(presented);
     let entry = this.cache.get(prefix);
     if (!entry) {
+      const readAt = this.cache.generation;
       const [row] = await this.#db.execute<KeyRow>(
         `select k.id, k.subscription_id, k.user_id, k.key_hash, k.is_enabled, k.initial_context, u.role, u.is_active
          from core_api_key k join core_user u on u.id = k.user_id where k.prefix = ?`,
@@ -175,7 +176,7 @@ export class ApiKeyService {
         lastSeenAt: null,
         staleAt: Date.now() + this.#cacheTtlMs,
       };
-      this.cache.set(prefix, entry);
+      this.cache.set(prefix, entry, readAt);
       return entry.principal;
     }
     if (!hexDigestsEqual(presentedHash, entry.secretHash)) throw unauthenticated('Invalid API key');

@@ -19,6 +19,8 @@ export interface CachedCredential {
 export class CredentialCache {
   readonly #entries = new Map<string, CachedCredential>();
   readonly #maxEntries: number;
+  /** Bumped by every removal: a fill that began before a removal must not put back what was removed. */
+  #generation = 0;
 
   constructor(maxEntries = 50_000) {
     this.#maxEntries = maxEntries;
@@ -33,23 +35,31 @@ export class CredentialCache {
     return entry;
   }
 
-  set(key: string, entry: CachedCredential): void {
-    if (entry.staleAt <= Date.now()) return;
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Caches what was read from the database, unless something was invalidated since `readAt` (a generation). */
+  set(key: string, entry: CachedCredential, readAt: number): void {
+    if (readAt !== this.#generation || entry.staleAt <= Date.now()) return;
     this.#entries.delete(key);
     if (this.#entries.size >= this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, entry);
   }
 
   delete(key: string): void {
+    this.#generation += 1;
     this.#entries.delete(key);
   }
 
   /** Drops every entry whose principal matches (a user deactivated, a key disabled ...). */
   deleteWhere(match: (principal: Principal) => boolean): void {
+    this.#generation += 1;
     for (const [key, entry] of this.#entries) if (match(entry.principal)) this.#entries.delete(key);
   }
 
   clear(): void {
+    this.#generation += 1;
     this.#entries.clear();
   }
 }

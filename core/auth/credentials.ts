@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { BUS_RESYNC, type EventBus } from '../events/bus.ts';
 import type { Principal } from '../rpc/context.ts';
 import type { ApiKeyService } from './api-keys.ts';
-import { CREDENTIALS_REVOKED, type CredentialsRevoked } from './revocation.ts';
+import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from './revocation.ts';
 import type { SessionService } from './sessions.ts';
 
 export const SESSION_COOKIE = 'session';
@@ -16,7 +16,13 @@ function cookieValue(header: string | undefined, name: string): string | undefin
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (eq === -1 || part.slice(0, eq).trim() !== name) continue;
+    const raw = part.slice(eq + 1).trim();
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return raw; // malformed escapes: let it fail as an unknown session
+    }
   }
   return undefined;
 }
@@ -44,11 +50,20 @@ export class Authenticator {
   constructor({ apiKeyService, sessionService, bus }: { apiKeyService: ApiKeyService; sessionService: SessionService; bus: EventBus }) {
     this.#apiKeys = apiKeyService;
     this.#sessions = sessionService;
-    bus.subscribe(CREDENTIALS_REVOKED, (event) => this.#forget(event.payload as CredentialsRevoked));
+    bus.subscribe(CREDENTIALS_CHANGED, (event) => {
+      const match = concerns(event.payload as CredentialsChanged);
+      apiKeyService.cache.deleteWhere(match);
+      sessionService.cache.deleteWhere(match);
+    });
     bus.subscribe(BUS_RESYNC, () => {
       apiKeyService.cache.clear();
       sessionService.cache.clear();
     });
+  }
+
+  /** Changes whenever a cached credential is dropped; a check that spans a change must be repeated. */
+  get generation(): number {
+    return this.#apiKeys.cache.generation + this.#sessions.cache.generation;
   }
 
   /** null when nothing was presented; throws UNAUTHENTICATED when what was presented is not valid. */
@@ -56,14 +71,5 @@ export class Authenticator {
     if (presented.apiKey !== undefined) return this.#apiKeys.authenticate(presented.apiKey);
     if (presented.sessionToken !== undefined) return (await this.#sessions.authenticate(presented.sessionToken)).principal;
     return null;
-  }
-
-  #forget({ apiKeyId, sessionId, userId }: CredentialsRevoked): void {
-    const matches = (principal: Principal) =>
-      (apiKeyId !== undefined && principal.apiKeyId === apiKeyId) ||
-      (sessionId !== undefined && principal.sessionId === sessionId) ||
-      (userId !== undefined && principal.userId === userId);
-    this.#apiKeys.cache.deleteWhere(matches);
-    this.#sessions.cache.deleteWhere(matches);
   }
 }

@@ -9,7 +9,7 @@ import type { Role } from '../../config/roles.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { randomToken, sha256Hex } from './crypto.ts';
 import { SessionSchema, type User } from './entities.ts';
-import { publishRevocation } from './revocation.ts';
+import { publishCredentialChange } from './revocation.ts';
 
 export interface IssuedSession {
   token: string;
@@ -69,6 +69,7 @@ export class SessionService {
     const now = Date.now();
     let entry = this.cache.get(tokenHash);
     if (!entry) {
+      const readAt = this.cache.generation;
       const [row] = await this.#db.execute<SessionRow>(
         `select s.id, s.subscription_id, s.user_id, s.expires_at, s.last_seen_at, u.role, u.is_active
          from core_session s join core_user u on u.id = s.user_id where s.token_hash = ?`,
@@ -89,7 +90,7 @@ export class SessionService {
         lastSeenAt: new Date(row.last_seen_at),
         staleAt: now + this.#cacheTtlMs,
       };
-      this.cache.set(tokenHash, entry);
+      this.cache.set(tokenHash, entry, readAt);
     }
     if (entry.expiresAt!.getTime() <= now) {
       this.cache.delete(tokenHash);
@@ -110,7 +111,7 @@ export class SessionService {
   async revoke(sessionId: string): Promise<void> {
     const em = this.#db.forkEm(null);
     await em.nativeDelete(SessionSchema, { id: sessionId }, ACROSS_TENANTS);
-    await publishRevocation(this.#bus, { sessionId });
+    await publishCredentialChange(this.#bus, { sessionId });
   }
 
   /** Ends every session of a user, except one when given (e.g. the caller's own). */
@@ -121,6 +122,6 @@ export class SessionService {
       exceptSessionId ? { userId, id: { $ne: exceptSessionId } } : { userId },
       ACROSS_TENANTS,
     );
-    await publishRevocation(this.#bus, { userId });
+    await publishCredentialChange(this.#bus, { userId });
   }
 }

@@ -36,6 +36,7 @@ interface Notification {
 interface FanOut {
   client: pg.Client | null;
   stopped: boolean;
+  cleanup: NodeJS.Timeout;
   retryMs: number;
   execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
 }
@@ -101,10 +102,15 @@ export class EventBus {
     databaseUrl: string,
     execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>,
   ): Promise<void> {
-    this.#fanOut = { client: null, stopped: false, retryMs: 500, execute };
+    // Oversized payloads are only needed while their notification is in flight.
+    const prune = () =>
+      execute(`delete from core_event_payload where created_at < now() - interval '1 hour'`).catch((err) =>
+        this.#logger.warn({ err }, 'could not prune old event payloads'),
+      );
+    const cleanup = setInterval(prune, 10 * 60_000).unref();
+    this.#fanOut = { client: null, stopped: false, cleanup, retryMs: 500, execute };
     await this.#listen(this.#fanOut, databaseUrl);
-    // Oversized payloads are only needed while the notification is in flight.
-    await execute(`delete from core_event_payload where created_at < now() - interval '1 hour'`);
+    await prune();
   }
 
   async #listen(fanOut: FanOut, databaseUrl: string): Promise<void> {
@@ -158,6 +164,7 @@ export class EventBus {
   async close(): Promise<void> {
     if (!this.#fanOut) return;
     this.#fanOut.stopped = true;
+    clearInterval(this.#fanOut.cleanup);
     await this.#fanOut.client?.end().catch(() => undefined);
     this.#fanOut = null;
   }

@@ -1,21 +1,23 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Authenticator } from '../auth/credentials.ts';
-import { presentedCredentials } from '../auth/credentials.ts';
-import { CREDENTIALS_REVOKED, type CredentialsRevoked } from '../auth/revocation.ts';
+import { presentedCredentials, type Authenticator, type PresentedCredentials } from '../auth/credentials.ts';
+import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../auth/revocation.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { Logger } from '../logger.ts';
 import type { Principal } from '../rpc/context.ts';
 import { RpcError } from '../rpc/errors.ts';
-import type { BusEvent, EventBus } from './bus.ts';
+import { BUS_RESYNC, type BusEvent, type EventBus } from './bus.ts';
 
 export const WS_PATH = '/ws';
 const HEARTBEAT_MS = 30_000;
+export const CLOSE_CREDENTIAL_REVOKED = 4001;
 
 interface Client {
   socket: WebSocket;
   principal: Principal;
+  /** Kept to re-check the connection when its credential changes. */
+  presented: PresentedCredentials;
   alive: boolean;
 }
 
@@ -25,6 +27,7 @@ interface Client {
  */
 export class WebSocketHub {
   readonly #server = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  readonly #clients = new Set<Client>();
   readonly #bySubscription = new Map<string, Set<Client>>();
   readonly #authenticator: Authenticator;
   readonly #logger: Logger;
@@ -38,15 +41,15 @@ export class WebSocketHub {
     this.#metrics = metrics;
     this.#unsubscribe = [
       bus.subscribe('*', (event) => this.#broadcast(event)),
-      bus.subscribe(CREDENTIALS_REVOKED, (event) => this.#disconnect(event.payload as CredentialsRevoked)),
+      bus.subscribe(CREDENTIALS_CHANGED, (event) => this.#recheck(concerns(event.payload as CredentialsChanged))),
+      // Changes may have been missed while the fan-out was down: check everyone.
+      bus.subscribe(BUS_RESYNC, () => this.#recheck(() => true)),
     ];
     this.#heartbeat = setInterval(() => this.#sweep(), HEARTBEAT_MS).unref();
   }
 
   get connectionCount(): number {
-    let count = 0;
-    for (const set of this.#bySubscription.values()) count += set.size;
-    return count;
+    return this.#clients.size;
   }
 
   attach(server: Server): void {
@@ -54,74 +57,88 @@ export class WebSocketHub {
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    // Node stops watching a socket handed over for upgrade: a reset would otherwise crash the process.
+    const onError = (err: Error) => {
+      this.#logger.debug({ err }, 'WebSocket upgrade socket error');
+      socket.destroy();
+    };
+    socket.on('error', onError);
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== WS_PATH) return refuse(socket, 404, 'Not Found');
-    let principal: Principal | null;
-    try {
-      principal = await this.#authenticator.authenticate(presentedCredentials(req.headers, url.searchParams));
-    } catch (error) {
-      if (!(error instanceof RpcError)) this.#logger.error({ err: error }, 'WebSocket authentication failed');
-      principal = null;
-    }
+    const presented = presentedCredentials(req.headers, url.searchParams);
+    const generation = this.#authenticator.generation;
+    const principal = await this.#authenticate(presented);
+    if (socket.destroyed) return;
     if (!principal) {
       this.#metrics.webSockets.inc({ outcome: 'refused' });
       return refuse(socket, 401, 'Unauthorized');
     }
-    const accepted = principal;
-    this.#server.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, accepted));
+    socket.off('error', onError);
+    this.#server.handleUpgrade(req, socket, head, (ws) => {
+      const client = this.#accept(ws, principal, presented);
+      // A credential changed while this one was being checked: check it again.
+      if (this.#authenticator.generation !== generation) void this.#verify(client);
+    });
   }
 
-  #accept(socket: WebSocket, principal: Principal): void {
+  async #authenticate(presented: PresentedCredentials): Promise<Principal | null> {
+    try {
+      return await this.#authenticator.authenticate(presented);
+    } catch (error) {
+      if (!(error instanceof RpcError)) this.#logger.error({ err: error }, 'WebSocket authentication failed');
+      return null;
+    }
+  }
+
+  #accept(socket: WebSocket, principal: Principal, presented: PresentedCredentials): Client {
     this.#metrics.webSockets.inc({ outcome: 'accepted' });
-    const client: Client = { socket, principal, alive: true };
-    let set = this.#bySubscription.get(principal.subscriptionId);
-    if (!set) this.#bySubscription.set(principal.subscriptionId, (set = new Set()));
-    set.add(client);
+    const client: Client = { socket, principal, presented, alive: true };
+    this.#clients.add(client);
+    let tenantClients = this.#bySubscription.get(principal.subscriptionId);
+    if (!tenantClients) this.#bySubscription.set(principal.subscriptionId, (tenantClients = new Set()));
+    tenantClients.add(client);
     socket.on('pong', () => (client.alive = true));
     socket.on('message', (data) => {
       // The only client message is an application-level ping, for clients that cannot send protocol pings.
       if (data.toString() === '{"type":"ping"}') socket.send('{"type":"pong"}');
     });
     socket.on('close', () => {
-      set.delete(client);
-      if (set.size === 0) this.#bySubscription.delete(principal.subscriptionId);
+      this.#clients.delete(client);
+      tenantClients.delete(client);
+      if (tenantClients.size === 0) this.#bySubscription.delete(principal.subscriptionId);
     });
     socket.on('error', (err) => this.#logger.debug({ err }, 'WebSocket error'));
     socket.send(JSON.stringify({ type: 'ready', userId: principal.userId, subscriptionId: principal.subscriptionId }));
+    return client;
   }
 
   #broadcast(event: BusEvent): void {
     if (!event.subscriptionId) return;
-    const clients = this.#bySubscription.get(event.subscriptionId);
-    if (!clients) return;
-    const text = JSON.stringify({ type: 'event', event: event.name, payload: event.payload, at: event.at });
-    for (const client of clients) {
-      if (!event.userIds || event.userIds.includes(client.principal.userId)) client.socket.send(text);
+    let text: string | undefined;
+    for (const client of this.#bySubscription.get(event.subscriptionId) ?? []) {
+      if (event.userIds && !event.userIds.includes(client.principal.userId)) continue;
+      text ??= JSON.stringify({ type: 'event', event: event.name, payload: event.payload, at: event.at });
+      client.socket.send(text);
     }
   }
 
-  #disconnect({ apiKeyId, sessionId, userId }: CredentialsRevoked): void {
-    for (const set of this.#bySubscription.values()) {
-      for (const { socket, principal } of set) {
-        if (
-          (apiKeyId && principal.apiKeyId === apiKeyId) ||
-          (sessionId && principal.sessionId === sessionId) ||
-          (userId && principal.userId === userId)
-        ) {
-          socket.close(4001, 'credential revoked');
-        }
-      }
-    }
+  #recheck(match: (principal: Principal) => boolean): void {
+    for (const client of this.#clients) if (match(client.principal)) void this.#verify(client);
+  }
+
+  /** Closes the connection when its credential no longer holds; otherwise takes the fresh principal. */
+  async #verify(client: Client): Promise<void> {
+    const principal = await this.#authenticate(client.presented);
+    if (principal) client.principal = principal;
+    else client.socket.close(CLOSE_CREDENTIAL_REVOKED, 'credential revoked');
   }
 
   #sweep(): void {
-    for (const set of this.#bySubscription.values()) {
-      for (const client of set) {
-        if (!client.alive) client.socket.terminate();
-        else {
-          client.alive = false;
-          client.socket.ping();
-        }
+    for (const client of this.#clients) {
+      if (!client.alive) client.socket.terminate();
+      else {
+        client.alive = false;
+        client.socket.ping();
       }
     }
   }
@@ -129,7 +146,7 @@ export class WebSocketHub {
   async close(): Promise<void> {
     clearInterval(this.#heartbeat);
     for (const unsubscribe of this.#unsubscribe) unsubscribe();
-    for (const set of this.#bySubscription.values()) for (const { socket } of set) socket.close(1001, 'server shutting down');
+    for (const { socket } of this.#clients) socket.close(1001, 'server shutting down');
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }

@@ -17,7 +17,6 @@ export class PluginLoadError extends Error {
 const PLUGIN_ID = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 const GROUP = /^[A-Z][A-Za-z0-9]*Rpc$/;
 const OPERATION_NAME = /^[a-z][A-Za-z0-9]*$/;
-const RESERVED_SERVICE_NAMES = new Set(['config', 'logger', 'db', 'secretBox', 'bus', 'pool', 'rateLimiter']);
 
 /** Imports every plugin in `plugins/<name>/index.ts` of the given folder. */
 export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
@@ -75,11 +74,10 @@ const tablePrefixOf = (pluginId: string) => `${pluginId.replace(/-/g, '_')}_`;
  * Checks every plugin against the contract and returns them in load order
  * (dependencies first). Each failure names the plugin and what to fix.
  */
-export function validatePlugins(plugins: Plugin[], coreServiceNames: Iterable<string> = []): Plugin[] {
+export function validatePlugins(plugins: Plugin[]): Plugin[] {
   const byId = new Map<string, Plugin>();
   const groups = new Map<string, string>();
-  const services = new Map<string, string>([...coreServiceNames].map((name) => [name, 'the core']));
-  for (const name of RESERVED_SERVICE_NAMES) services.set(name, 'the core');
+  const services = new Map<string, string>();
 
   for (const plugin of plugins) {
     const label = `Plugin "${plugin.id}"`;
@@ -98,13 +96,6 @@ export function validatePlugins(plugins: Plugin[], coreServiceNames: Iterable<st
       );
     }
     checkOperations(plugin);
-    const prefix = tablePrefixOf(plugin.id);
-    for (const entity of plugin.entities ?? []) {
-      const table = entity.meta.tableName ?? entity.meta.collection;
-      if (!table?.startsWith(prefix)) {
-        throw new PluginLoadError(`${label}: table "${table}" of entity ${entity.meta.className} must start with "${prefix}"`);
-      }
-    }
     for (const name of Object.keys(plugin.services ?? {})) {
       const taken = services.get(name);
       if (taken) throw new PluginLoadError(`${label}: service "${name}" is already registered by ${taken}`);
@@ -113,7 +104,26 @@ export function validatePlugins(plugins: Plugin[], coreServiceNames: Iterable<st
     byId.set(plugin.id, plugin);
     groups.set(plugin.group, plugin.id);
   }
+  checkTablePrefixes([...byId.values()]);
   return orderByDependencies(byId);
+}
+
+/** Each table starts with its plugin's prefix, and not with the longer prefix of another plugin (`task_` vs `task_board_`). */
+function checkTablePrefixes(plugins: Plugin[]): void {
+  const prefixes = plugins.map((plugin) => ({ id: plugin.id, prefix: tablePrefixOf(plugin.id) }));
+  for (const plugin of plugins) {
+    const prefix = tablePrefixOf(plugin.id);
+    for (const entity of plugin.entities ?? []) {
+      const label = `Plugin "${plugin.id}": entity ${entity.meta.className}`;
+      const table = entity.meta.tableName ?? entity.meta.collection;
+      if (!table) throw new PluginLoadError(`${label} must set a tableName starting with "${prefix}"`);
+      if (!table.startsWith(prefix)) throw new PluginLoadError(`${label}: table "${table}" must start with "${prefix}"`);
+      const other = prefixes.find((candidate) => candidate.prefix.length > prefix.length && table.startsWith(candidate.prefix));
+      if (other) {
+        throw new PluginLoadError(`${label}: table "${table}" looks like a table of plugin "${other.id}" (prefix "${other.prefix}")`);
+      }
+    }
+  }
 }
 
 function checkOperations(plugin: Plugin): void {

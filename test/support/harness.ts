@@ -88,6 +88,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     });
   } catch (error) {
     await scratch?.drop();
+    if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
     throw error;
   }
   const url = await app.listen(0, '127.0.0.1');
@@ -107,8 +108,8 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     databaseUrl,
     logs,
     call,
-    async ok(method, params, callOptions) {
-      const response = await call(method, params, callOptions);
+    async ok<T>(method: string, params?: unknown, callOptions?: CallOptions): Promise<T> {
+      const response = await call<T>(method, params, callOptions);
       if (response.status !== 200 || !response.body.success) {
         throw new Error(`${method} failed with ${response.status}: ${JSON.stringify(response.body)}`);
       }
