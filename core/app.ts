@@ -191,22 +191,19 @@ function createHttpServer(parts: {
   const routes = coreRoutes(parts);
   koa.use(routes.routes()).use(routes.allowedMethods());
   const koaHandler = koa.callback();
-  const handleRpc = createRpcEndpoint(parts.dispatcher, parts.metrics, logger, {
-    bodyLimitBytes: config.bodyLimitBytes,
-    trustProxy: config.trustProxy,
-    publicUrl: config.publicUrl,
+  const handleRpc = createRpcEndpoint({
+    dispatcher: parts.dispatcher,
+    metrics: parts.metrics,
+    logger,
+    options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
   });
 
   return createServer((req: IncomingMessage, res: ServerResponse) => {
     const requestId = requestIdOf(req);
-    res.setHeader('x-request-id', requestId);
     if (req.method === 'POST' && (req.url === '/api/rpc' || req.url?.startsWith('/api/rpc?'))) {
-      handleRpc(req, res, requestId).catch((err) => {
-        logger.error({ err, requestId }, 'rpc endpoint failed');
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-      return;
+      return handleRpc(req, res, requestId);
     }
+    res.setHeader('x-request-id', requestId);
     void koaHandler(req, res);
   });
 }

@@ -6,7 +6,7 @@ import type { AuthenticatedContext, Principal } from '../rpc/context.ts';
 import { notFound, unauthenticated } from '../rpc/errors.ts';
 import type { Role } from '../../config/roles.ts';
 import { CredentialCache } from './credential-cache.ts';
-import { hexDigestsEqual, randomToken, sha256Hex, type SecretBox } from './crypto.ts';
+import { digestsEqual, randomToken, sha256, sha256Hex, type SecretBox } from './crypto.ts';
 import { ApiKeySchema, type ApiKey } from './entities.ts';
 import { publishCredentialChange } from './revocation.ts';
 
@@ -143,43 +143,54 @@ export class ApiKeyService {
     return key;
   }
 
-  /** The principal an `X-API-Key` value stands for; UNAUTHENTICATED for anything not currently valid. */
-  async authenticate(presented: string): Promise<Principal> {
-    const match = KEY_FORMAT.exec(presented);
-    if (!match) throw unauthenticated('Invalid API key');
-    const prefix = match[1]!;
-    const presentedHash = sha256Hex(presented);
-    let entry = this.cache.get(prefix);
-    if (!entry) {
-      const readAt = this.cache.generation;
-      const [row] = await this.#db.execute<KeyRow>(
-        `select k.id, k.subscription_id, k.user_id, k.key_hash, k.is_enabled, k.initial_context, u.role, u.is_active
-         from core_api_key k join core_user u on u.id = k.user_id where k.prefix = ?`,
-        [prefix],
-      );
-      if (!row || !hexDigestsEqual(presentedHash, row.key_hash)) throw unauthenticated('Invalid API key');
-      if (!row.is_enabled) throw unauthenticated('API key is disabled');
-      if (!row.is_active) throw unauthenticated('The user of this API key is deactivated');
-      const initialContext =
-        typeof row.initial_context === 'string' ? JSON.parse(row.initial_context) : row.initial_context;
-      entry = {
-        principal: {
-          subscriptionId: row.subscription_id,
-          userId: row.user_id,
-          role: row.role,
-          apiKeyId: row.id,
-          sessionId: null,
-          initialContext,
-        },
-        secretHash: row.key_hash,
-        expiresAt: null,
-        lastSeenAt: null,
-        staleAt: Date.now() + this.#cacheTtlMs,
-      };
-      this.cache.set(prefix, entry, readAt);
-      return entry.principal;
-    }
-    if (!hexDigestsEqual(presentedHash, entry.secretHash)) throw unauthenticated('Invalid API key');
+  /**
+   * The principal of a key already verified and cached, without a database
+   * round trip; undefined when it must be read. Throws for anything invalid.
+   */
+  cached(presented: string): Principal | undefined {
+    const entry = this.cache.get(prefixOf(presented));
+    if (!entry) return undefined;
+    if (!digestsEqual(sha256(presented), entry.secretHash!)) throw unauthenticated('Invalid API key');
     return entry.principal;
   }
+
+  /** The principal an `X-API-Key` value stands for; UNAUTHENTICATED for anything not currently valid. */
+  async authenticate(presented: string): Promise<Principal> {
+    return this.cached(presented) ?? this.#load(presented);
+  }
+
+  async #load(presented: string): Promise<Principal> {
+    const prefix = prefixOf(presented);
+    const readAt = this.cache.generation;
+    const [row] = await this.#db.execute<KeyRow>(
+      `select k.id, k.subscription_id, k.user_id, k.key_hash, k.is_enabled, k.initial_context, u.role, u.is_active
+       from core_api_key k join core_user u on u.id = k.user_id where k.prefix = ?`,
+      [prefix],
+    );
+    const storedHash = row ? Buffer.from(row.key_hash, 'hex') : undefined;
+    if (!row || !storedHash || !digestsEqual(sha256(presented), storedHash)) throw unauthenticated('Invalid API key');
+    if (!row.is_enabled) throw unauthenticated('API key is disabled');
+    if (!row.is_active) throw unauthenticated('The user of this API key is deactivated');
+    const initialContext = typeof row.initial_context === 'string' ? JSON.parse(row.initial_context) : row.initial_context;
+    const principal: Principal = {
+      subscriptionId: row.subscription_id,
+      userId: row.user_id,
+      role: row.role,
+      apiKeyId: row.id,
+      sessionId: null,
+      initialContext,
+    };
+    this.cache.set(
+      prefix,
+      { principal, secretHash: storedHash, expiresAt: null, lastSeenAt: null, staleAt: Date.now() + this.#cacheTtlMs },
+      readAt,
+    );
+    return principal;
+  }
+}
+
+function prefixOf(presented: string): string {
+  const match = KEY_FORMAT.exec(presented);
+  if (!match) throw unauthenticated('Invalid API key');
+  return match[1]!;
 }

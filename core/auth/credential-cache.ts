@@ -2,8 +2,8 @@ import type { Principal } from '../rpc/context.ts';
 
 export interface CachedCredential {
   principal: Principal;
-  /** What the presented secret must hash to (hex SHA-256). */
-  secretHash: string;
+  /** API keys: what the presented key must hash to (SHA-256); sessions are looked up by their hash. */
+  secretHash?: Buffer;
   /** Sessions only: when the session ends unless it is used again. */
   expiresAt: Date | null;
   lastSeenAt: Date | null;

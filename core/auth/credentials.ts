@@ -66,10 +66,21 @@ export class Authenticator {
     return this.#apiKeys.cache.generation + this.#sessions.cache.generation;
   }
 
+  /**
+   * The answer the caches can give without waiting: a principal, null when
+   * nothing was presented, undefined when authenticate() must ask the database.
+   * Throws UNAUTHENTICATED when what was presented is not valid.
+   */
+  cached(presented: PresentedCredentials): Principal | null | undefined {
+    if (presented.apiKey !== undefined) return this.#apiKeys.cached(presented.apiKey);
+    if (presented.sessionToken !== undefined) return this.#sessions.cached(presented.sessionToken);
+    return null;
+  }
+
   /** null when nothing was presented; throws UNAUTHENTICATED when what was presented is not valid. */
   async authenticate(presented: PresentedCredentials): Promise<Principal | null> {
     if (presented.apiKey !== undefined) return this.#apiKeys.authenticate(presented.apiKey);
-    if (presented.sessionToken !== undefined) return (await this.#sessions.authenticate(presented.sessionToken)).principal;
+    if (presented.sessionToken !== undefined) return this.#sessions.authenticate(presented.sessionToken);
     return null;
   }
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (
@@ -8,16 +8,13 @@ const scryptAsync = promisify(scrypt) as (
   options: { N: number; r: number; p: number; maxmem: number },
 ) => Promise<Buffer>;
 
-export const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
-export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');
+// One-shot hashing: markedly cheaper than createHash on the per-request path.
+export const sha256 = (text: string): Buffer => hash('sha256', text, 'buffer');
+export const sha256Hex = (text: string): string => hash('sha256', text, 'hex');
 export const randomToken = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 
-/** Compares two hex digests in constant time. */
-export function hexDigestsEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a, 'hex');
-  const right = Buffer.from(b, 'hex');
-  return left.length === right.length && left.length > 0 && timingSafeEqual(left, right);
-}
+/** Compares two digests in constant time. */
+export const digestsEqual = (a: Buffer, b: Buffer): boolean => a.length === b.length && a.length > 0 && timingSafeEqual(a, b);
 
 /** AES-256-GCM under the master key; the text form is `v1.<iv>.<tag>.<ciphertext>` in base64url. */
 export class SecretBox {

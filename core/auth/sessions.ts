@@ -63,8 +63,28 @@ export class SessionService {
     return { token, expiresAt, sessionId: session.id };
   }
 
-  /** The session's principal and expiry; UNAUTHENTICATED when unknown, expired or its user is inactive. */
-  async authenticate(token: string): Promise<{ principal: Principal; expiresAt: Date }> {
+  /**
+   * The principal of a cached, unexpired session whose expiry needs no write
+   * yet; undefined when the database must be asked. Throws when it expired.
+   */
+  cached(token: string): Principal | undefined {
+    const tokenHash = sha256Hex(token);
+    const entry = this.cache.get(tokenHash);
+    if (!entry) return undefined;
+    const now = Date.now();
+    if (entry.expiresAt!.getTime() <= now) {
+      this.cache.delete(tokenHash);
+      throw unauthenticated('Session expired; log in again');
+    }
+    return now - entry.lastSeenAt!.getTime() < this.#touchEveryMs ? entry.principal : undefined;
+  }
+
+  /** The session's principal; UNAUTHENTICATED when unknown, expired or its user is inactive. */
+  async authenticate(token: string): Promise<Principal> {
+    return this.cached(token) ?? this.#load(token);
+  }
+
+  async #load(token: string): Promise<Principal> {
     const tokenHash = sha256Hex(token);
     const now = Date.now();
     let entry = this.cache.get(tokenHash);
@@ -85,7 +105,6 @@ export class SessionService {
           sessionId: row.id,
           initialContext: null,
         },
-        secretHash: tokenHash,
         expiresAt: new Date(row.expires_at),
         lastSeenAt: new Date(row.last_seen_at),
         staleAt: now + this.#cacheTtlMs,
@@ -105,7 +124,7 @@ export class SessionService {
         entry.principal.sessionId,
       ]);
     }
-    return { principal: entry.principal, expiresAt: entry.expiresAt! };
+    return entry.principal;
   }
 
   async revoke(sessionId: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { CookieOptions, Transport } from '../rpc/operation.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -38,21 +38,29 @@ export function serializeCookie(name: string, value: string, secure: boolean, op
   return parts.join('; ');
 }
 
-/** The Transport a handler sees for one HTTP request; cookies it sets go out with the response. */
-export function httpTransport(req: IncomingMessage, res: ServerResponse, options: TransportOptions): Transport {
-  let baseUrl: string | undefined;
-  const transport: Transport = {
-    clientIp: clientIpOf(req, options.trustProxy),
-    get baseUrl() {
-      baseUrl ??= baseUrlOf(req, options);
-      return baseUrl;
-    },
-    setCookie(name, value, cookieOptions) {
-      const secure = transport.baseUrl.startsWith('https:');
-      const cookie = serializeCookie(name, value, secure, cookieOptions);
-      const existing = res.getHeader('set-cookie');
-      res.setHeader('set-cookie', [...(Array.isArray(existing) ? existing : []), cookie]);
-    },
-  };
-  return transport;
+/**
+ * The Transport a handler sees for one HTTP request. Cookies it sets are
+ * collected and go out with the response; the rest is computed on first use.
+ */
+export class HttpTransport implements Transport {
+  readonly cookies: string[] = [];
+  #clientIp?: string;
+  #baseUrl?: string;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly options: TransportOptions,
+  ) {}
+
+  get clientIp(): string {
+    return (this.#clientIp ??= clientIpOf(this.req, this.options.trustProxy));
+  }
+
+  get baseUrl(): string {
+    return (this.#baseUrl ??= baseUrlOf(this.req, this.options));
+  }
+
+  setCookie(name: string, value: string, options?: CookieOptions): void {
+    this.cookies.push(serializeCookie(name, value, this.baseUrl.startsWith('https:'), options));
+  }
 }

@@ -1,12 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import getRawBody from 'raw-body';
 import { presentedCredentials } from '../auth/credentials.ts';
 import type { Logger } from '../logger.ts';
-import { errorBody, type Dispatcher } from '../rpc/dispatch.ts';
+import { errorBody, type DispatchResult, type Dispatcher } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { Envelope } from '../rpc/operation.ts';
 import type { Metrics } from './metrics.ts';
-import { httpTransport, type TransportOptions } from './request-info.ts';
+import { readBody, type BodyReceiver } from './read-body.ts';
+import { HttpTransport, type TransportOptions } from './request-info.ts';
 
 export interface RpcEndpointOptions extends TransportOptions {
   bodyLimitBytes: number;
@@ -14,33 +15,32 @@ export interface RpcEndpointOptions extends TransportOptions {
 
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\b/i;
 
-function send(res: ServerResponse, status: number, body: unknown, retryAfter?: number): void {
+interface Reply {
+  requestId: string;
+  cookies?: string[];
+  retryAfter?: number;
+  closeConnection?: boolean;
+}
+
+/** One writeHead with every header: the cheapest way out for a small JSON answer. */
+function send(res: ServerResponse, status: number, body: unknown, reply: Reply): void {
   const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(text));
-  res.setHeader('cache-control', 'no-store');
-  if (retryAfter !== undefined) res.setHeader('retry-after', String(retryAfter));
-  res.end(text);
+  const headers: Record<string, string | number | string[]> = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'x-request-id': reply.requestId,
+  };
+  if (reply.cookies?.length) headers['set-cookie'] = reply.cookies;
+  if (reply.retryAfter !== undefined) headers['retry-after'] = String(reply.retryAfter);
+  if (reply.closeConnection) headers.connection = 'close';
+  res.writeHead(status, headers).end(text);
 }
 
-function sendError(res: ServerResponse, error: RpcError, errorId?: string): void {
-  send(res, error.status, { success: false, data: errorBody(error, errorId) }, error.retryAfter);
+function sendError(res: ServerResponse, error: RpcError, reply: Reply, errorId?: string): void {
+  send(res, error.status, { success: false, data: errorBody(error, errorId) }, { ...reply, retryAfter: error.retryAfter });
 }
 
-async function readEnvelope(req: IncomingMessage, limit: number): Promise<{ method: string; params: unknown }> {
-  if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
-    throw new RpcError('BAD_REQUEST', 'Content-Type must be application/json');
-  }
-  let text: string;
-  try {
-    text = await getRawBody(req, { limit, length: req.headers['content-length'], encoding: 'utf8' });
-  } catch (error) {
-    if ((error as { type?: string }).type === 'entity.too.large') {
-      throw new RpcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`);
-    }
-    throw new RpcError('BAD_REQUEST', 'Could not read the request body');
-  }
+function parseEnvelope(text: string): { method: string; params: unknown } {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -60,43 +60,102 @@ async function readEnvelope(req: IncomingMessage, limit: number): Promise<{ meth
   return { method, params };
 }
 
+export interface RpcEndpoint {
+  dispatcher: Dispatcher;
+  metrics: Metrics;
+  logger: Logger;
+  options: RpcEndpointOptions;
+}
+
 /**
- * `POST /api/rpc` on plain node objects: the hot path of the service, kept
- * free of middleware chains. Everything else the server answers goes through Koa.
+ * `POST /api/rpc` on plain node objects: the hot path of the service. It uses
+ * a small object with methods and callbacks rather than closures and
+ * promises, so a call answered from caches by a synchronous handler
+ * allocates little. Everything else the server answers goes through Koa.
  */
-export function createRpcEndpoint(dispatcher: Dispatcher, metrics: Metrics, logger: Logger, options: RpcEndpointOptions) {
-  return async function handleRpc(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
-    const started = process.hrtime.bigint();
+export function createRpcEndpoint(endpoint: RpcEndpoint) {
+  return (req: IncomingMessage, res: ServerResponse, requestId: string): void => new RpcCall(endpoint, req, res, requestId).start();
+}
+
+class RpcCall implements BodyReceiver {
+  readonly #started = process.hrtime.bigint();
+  #method = '';
+  #transport?: HttpTransport;
+
+  constructor(
+    private readonly endpoint: RpcEndpoint,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly requestId: string,
+  ) {}
+
+  start(): void {
+    if (!JSON_TYPE.test(this.req.headers['content-type'] ?? '')) {
+      return this.#refuse(new RpcError('BAD_REQUEST', 'Content-Type must be application/json'));
+    }
+    readBody(this.req, this.endpoint.options.bodyLimitBytes, this);
+  }
+
+  onBody(readError: RpcError | null, text: string): void {
+    if (readError) return this.#refuse(readError);
     let envelope: { method: string; params: unknown };
     try {
-      envelope = await readEnvelope(req, options.bodyLimitBytes);
+      envelope = parseEnvelope(text);
     } catch (error) {
-      const rpcError = error as RpcError;
-      metrics.rpcCalls.inc({ method: 'invalid', code: rpcError.code });
-      logger.info({ requestId, code: rpcError.code }, rpcError.message);
-      if (rpcError.code === 'PAYLOAD_TOO_LARGE') res.setHeader('connection', 'close');
-      return sendError(res, rpcError);
+      return this.#refuse(error as RpcError);
     }
-    const outcome = await dispatcher.dispatch({
+    this.#method = envelope.method;
+    this.#transport = new HttpTransport(this.req, this.endpoint.options);
+    const outcome = this.endpoint.dispatcher.dispatch({
       method: envelope.method,
       params: envelope.params,
-      requestId,
-      credentials: presentedCredentials(req.headers),
-      transport: httpTransport(req, res, options),
+      requestId: this.requestId,
+      credentials: presentedCredentials(this.req.headers),
+      transport: this.#transport,
     });
+    if (outcome instanceof Promise) {
+      outcome.then((settled) => this.finish(settled)).catch((err) => this.#crashed(err));
+      return;
+    }
+    try {
+      this.finish(outcome);
+    } catch (err) {
+      this.#crashed(err);
+    }
+  }
+
+  finish(outcome: DispatchResult): void {
+    const reply: Reply = { requestId: this.requestId, cookies: this.#transport?.cookies };
     if (outcome.ok) {
       const { result } = outcome;
-      send(res, 200, result instanceof Envelope ? { success: true, ...result.fields } : { success: true, data: result ?? null });
+      send(this.res, 200, result instanceof Envelope ? { success: true, ...result.fields } : { success: true, data: result ?? null }, reply);
     } else {
-      sendError(res, outcome.error, outcome.errorId);
+      sendError(this.res, outcome.error, reply, outcome.errorId);
     }
+    const { metrics, logger } = this.endpoint;
     const code = outcome.ok ? 'OK' : outcome.error.code;
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const seconds = Number(process.hrtime.bigint() - this.#started) / 1e9;
     metrics.rpcCalls.inc({ method: outcome.method, code });
     metrics.rpcDuration.observe({ method: outcome.method }, seconds);
-    const line = { requestId, method: envelope.method, code, userId: outcome.userId, ms: Math.round(seconds * 1e4) / 10 };
+    if (outcome.ok && !logger.isLevelEnabled('debug')) return;
+    const line = { requestId: this.requestId, method: this.#method, code, userId: outcome.userId, ms: Math.round(seconds * 1e4) / 10 };
     if (outcome.ok) logger.debug(line, 'rpc call');
     else if (outcome.error.status >= 500) logger.error(line, 'rpc call failed');
     else logger.info(line, 'rpc call refused');
-  };
+  }
+
+  #refuse(error: RpcError): void {
+    this.endpoint.metrics.rpcCalls.inc({ method: 'invalid', code: error.code });
+    this.endpoint.logger.info({ requestId: this.requestId, code: error.code }, error.message);
+    sendError(this.res, error, { requestId: this.requestId, closeConnection: error.code === 'PAYLOAD_TOO_LARGE' });
+  }
+
+  /** A result that cannot be sent (say, not serialisable) still gets an answer and an error id. */
+  #crashed(err: unknown): void {
+    const errorId = randomUUID();
+    this.endpoint.logger.error({ err, errorId, requestId: this.requestId }, 'rpc endpoint failed');
+    if (!this.res.headersSent) {
+      sendError(this.res, new RpcError('INTERNAL', `Internal error (error id ${errorId})`), { requestId: this.requestId }, errorId);
+    }
+  }
 }

@@ -50,35 +50,44 @@ export interface ContextFactoryDeps {
 const stringOrNull = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
 
 /**
- * Builds the context for one call. The EntityManager and the child logger are
- * made lazily because most hot-path operations never touch either.
+ * The context of one call. The EntityManager and the child logger are made
+ * on first use, because most hot-path operations never touch either.
  */
-export function createContext(
-  deps: ContextFactoryDeps,
-  requestId: string,
-  principal: Principal | null,
-): RequestContext {
-  const extra = principal?.initialContext ?? {};
-  let em: EntityManager | undefined;
-  let log: Logger | undefined;
-  const subscriptionId = principal?.subscriptionId ?? null;
-  return {
-    requestId,
-    subscriptionId,
-    userId: principal?.userId ?? null,
-    role: principal?.role ?? null,
-    apiKeyId: principal?.apiKeyId ?? null,
-    sessionId: principal?.sessionId ?? null,
-    projectId: stringOrNull(extra.projectId),
-    serviceCode: stringOrNull(extra.serviceCode),
-    extra,
-    get em() {
-      em ??= deps.forkEm(subscriptionId);
-      return em;
-    },
-    get log() {
-      log ??= deps.logger.child({ requestId });
-      return log;
-    },
-  };
+class CallContext implements RequestContext {
+  readonly subscriptionId: string | null;
+  readonly userId: string | null;
+  readonly role: Role | null;
+  readonly apiKeyId: string | null;
+  readonly sessionId: string | null;
+  readonly projectId: string | null;
+  readonly serviceCode: string | null;
+  readonly extra: Readonly<Record<string, unknown>>;
+  #em?: EntityManager;
+  #log?: Logger;
+
+  constructor(
+    private readonly deps: ContextFactoryDeps,
+    readonly requestId: string,
+    principal: Principal | null,
+  ) {
+    this.subscriptionId = principal?.subscriptionId ?? null;
+    this.userId = principal?.userId ?? null;
+    this.role = principal?.role ?? null;
+    this.apiKeyId = principal?.apiKeyId ?? null;
+    this.sessionId = principal?.sessionId ?? null;
+    this.extra = principal?.initialContext ?? {};
+    this.projectId = stringOrNull(this.extra.projectId);
+    this.serviceCode = stringOrNull(this.extra.serviceCode);
+  }
+
+  get em(): EntityManager {
+    return (this.#em ??= this.deps.forkEm(this.subscriptionId));
+  }
+
+  get log(): Logger {
+    return (this.#log ??= this.deps.logger.child({ requestId: this.requestId }));
+  }
 }
+
+export const createContext = (deps: ContextFactoryDeps, requestId: string, principal: Principal | null): RequestContext =>
+  new CallContext(deps, requestId, principal);

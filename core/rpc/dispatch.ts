@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts';
 import { createContext, type Principal } from './context.ts';
 import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
 import type { Access, Transport } from './operation.ts';
-import type { Registry } from './registry.ts';
+import type { RegisteredOperation, Registry } from './registry.ts';
 
 const ROLE_ALLOWED: Record<Exclude<Access, 'public'>, (role: string) => boolean> = {
   user: () => true,
@@ -64,17 +64,35 @@ export class Dispatcher {
     this.#contextDeps = { forkEm: (id) => deps.db.forkEm(id), logger: deps.logger };
   }
 
-  async dispatch(request: DispatchRequest): Promise<DispatchResult> {
+  /**
+   * Answers synchronously when nothing needs waiting for (a cached credential
+   * and a synchronous handler): the hot path then creates no promise at all.
+   */
+  dispatch(request: DispatchRequest): DispatchResult | Promise<DispatchResult> {
     const operation = this.#registry.get(request.method);
     if (!operation) {
       return { ok: false, error: new RpcError('METHOD_NOT_FOUND', `Unknown method ${request.method}`), method: 'unknown', userId: null };
     }
-    let principal: Principal | null = null;
+    let found: Principal | null | Promise<Principal | null>;
     try {
-      principal =
-        operation.access === 'public'
-          ? await this.#authenticator.authenticate(request.credentials).catch(() => null)
-          : await this.#authenticator.authenticate(request.credentials);
+      found = this.#principalFor(request.credentials, operation.access === 'public');
+    } catch (thrown) {
+      return this.#failure(thrown, operation, request, null);
+    }
+    return found instanceof Promise
+      ? found.then(
+          (principal) => this.#run(operation, request, principal),
+          (thrown) => this.#failure(thrown, operation, request, null),
+        )
+      : this.#run(operation, request, found);
+  }
+
+  #run(
+    operation: RegisteredOperation,
+    request: DispatchRequest,
+    principal: Principal | null,
+  ): DispatchResult | Promise<DispatchResult> {
+    try {
       if (operation.access !== 'public') {
         if (!principal) throw new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token');
         if (!ROLE_ALLOWED[operation.access](principal.role)) {
@@ -84,17 +102,38 @@ export class Dispatcher {
       const parsed = v.safeParse(operation.params, request.params ?? {}, { abortEarly: false });
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
       const ctx = createContext(this.#contextDeps, request.requestId, principal);
-      const result = await operation.handler({
-        params: parsed.output,
-        ctx: ctx as never,
-        deps: this.#deps,
-        transport: request.transport,
-      });
-      return { ok: true, result, method: operation.method, userId: ctx.userId };
+      const result = operation.handler({ params: parsed.output, ctx: ctx as never, deps: this.#deps, transport: request.transport });
+      const userId = principal?.userId ?? null;
+      return result instanceof Promise
+        ? result.then(
+            (value): DispatchResult => ({ ok: true, result: value, method: operation.method, userId }),
+            (thrown) => this.#failure(thrown, operation, request, principal),
+          )
+        : { ok: true, result, method: operation.method, userId };
     } catch (thrown) {
-      const { error, errorId } = this.#map(thrown, operation.method, request.requestId);
-      return { ok: false, error, errorId, method: operation.method, userId: principal?.userId ?? null };
+      return this.#failure(thrown, operation, request, principal);
     }
+  }
+
+  #failure(thrown: unknown, operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult {
+    const { error, errorId } = this.#map(thrown, operation.method, request.requestId);
+    return { ok: false, error, errorId, method: operation.method, userId: principal?.userId ?? null };
+  }
+
+  /**
+   * Cached credentials answer synchronously, so the hot path awaits nothing
+   * here. Public operations run anonymously when the credential is not valid.
+   */
+  #principalFor(presented: PresentedCredentials, lenient: boolean): Principal | null | Promise<Principal | null> {
+    try {
+      const cached = this.#authenticator.cached(presented);
+      if (cached !== undefined) return cached;
+    } catch (error) {
+      if (lenient) return null;
+      throw error;
+    }
+    const pending = this.#authenticator.authenticate(presented);
+    return lenient ? pending.catch(() => null) : pending;
   }
 
   #map(thrown: unknown, method: string, requestId: string): { error: RpcError; errorId?: string } {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
  * ratios a/c, b/c and a/d. Each target is its own process, so each gets a
  * core while wrk uses the other.
  */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const here = fileURLToPath(new URL('.', import.meta.url));

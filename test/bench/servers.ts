@@ -1,11 +1,10 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Router from '@koa/router';
 import Koa from 'koa';
-import getRawBody from 'raw-body';
 import { createApp } from '../../core/app.ts';
 import { loadConfig } from '../../core/config.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
@@ -28,6 +27,16 @@ const SAME_JSON = JSON.stringify({
   },
 });
 
+/** The plain stream way to read a small body, as a minimal server would. */
+function readAll(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
 async function listen(server: ReturnType<typeof createServer>): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -35,7 +44,7 @@ async function listen(server: ReturnType<typeof createServer>): Promise<string> 
 
 async function bareNode(): Promise<string> {
   const server = createServer(async (req, res) => {
-    await getRawBody(req, { limit: 1024 * 1024 });
+    JSON.parse(await readAll(req));
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(SAME_JSON) });
     res.end(SAME_JSON);
   });
@@ -46,7 +55,7 @@ async function stockKoa(): Promise<string> {
   const app = new Koa();
   const router = new Router();
   router.post('/api/rpc', async (ctx) => {
-    JSON.parse(await getRawBody(ctx.req, { limit: 1024 * 1024, encoding: 'utf8' }));
+    JSON.parse(await readAll(ctx.req));
     ctx.body = SAME_JSON;
     ctx.type = 'application/json';
   });
@@ -82,6 +91,8 @@ async function service(): Promise<{ url: string; apiKey: string }> {
   return { url: `${url}/api/rpc`, apiKey: keys[0].fullKey };
 }
 
+// Exit normally on SIGTERM, so `node --cpu-prof` can write its profile.
+process.on('SIGTERM', () => process.exit(0));
 const kind = process.argv[2];
 const target =
   kind === 'rpc' ? await service() : { url: kind === 'koa' ? await stockKoa() : await bareNode(), apiKey: '' };
