@@ -375,6 +375,31 @@ describe('WebSocket /ws', () => {
         keep.ws.close();
       }
     });
+
+    it('editing a key without revoking it keeps its sockets open', async () => {
+      const key = await t.ok('ApiKeyRpc.create', { description: 'to edit' }, { token: owner.token });
+      const socket = await connect(t, { headers: { 'x-api-key': key.fullKey } });
+      try {
+        await t.ok('ApiKeyRpc.update', { _id: key._id, description: 'edited', initialContext: '{"projectId":"p"}' }, { token: owner.token });
+        // The change is re-checked asynchronously; give it time to (wrongly) close the socket.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await socket.barrier();
+        assert.ok(socket.isOpen);
+        await t.ok('NoteRpc.add', { text: 'still listening' }, { apiKey: key.fullKey });
+        const message = await socket.next();
+        assert.equal(message.event, 'note.added');
+        assert.equal(message.payload.text, 'still listening');
+      } finally {
+        socket.ws.close();
+      }
+    });
+
+    it('a malformed session cookie is refused with 401, not an error', async () => {
+      assert.equal(await refusedStatus(t, { headers: { cookie: 'session=%E0%A4%A' } }), 401);
+      const rpc = await t.call('AuthRpc.getSession', {}, { headers: { cookie: 'session=%E0%A4%A' } });
+      assert.equal(rpc.status, 401);
+      assert.equal(rpc.body.data.code, 'UNAUTHENTICATED');
+    });
   });
 });
 
