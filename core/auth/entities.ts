@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/core';
 import type { Role } from '../../config/roles.ts';
 
@@ -53,6 +54,33 @@ export interface User {
   serviceCode: string | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+export type NewUser = Pick<User, 'subscriptionId' | 'email' | 'username' | 'role'> & Partial<User>;
+
+/** A complete user record from the fields that matter, every other field at its default. */
+export function newUser(fields: NewUser): User {
+  const now = new Date();
+  return {
+    id: randomUUID(),
+    passwordHash: null,
+    firstName: null,
+    lastName: null,
+    isActive: true,
+    isVerified: false,
+    isPhoneVerified: false,
+    phoneNumber: null,
+    onboardingCompleted: false,
+    oauthProfiles: [],
+    partnerContactId: null,
+    profilePicture: null,
+    jobTitle: null,
+    department: null,
+    serviceCode: null,
+    createdAt: now,
+    updatedAt: now,
+    ...fields,
+  };
 }
 
 export const UserSchema = new EntitySchema<User>({

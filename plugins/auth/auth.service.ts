@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../core/config.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../../core/auth/crypto.ts';
-import { SessionSchema, SubscriptionSchema, UserSchema, type User } from '../../core/auth/entities.ts';
+import { newUser, SessionSchema, SubscriptionSchema, UserSchema, type User } from '../../core/auth/entities.ts';
 import type { SessionService } from '../../core/auth/sessions.ts';
 import { toUserView, type UserView } from '../../core/auth/user-view.ts';
 import type { Database } from '../../core/db/orm.ts';
@@ -59,29 +59,18 @@ export class AuthService {
         updatedAt: new Date(),
       });
       await tx.flush();
-      const created = tx.create(UserSchema, {
-        id: randomUUID(),
-        subscriptionId,
-        email: input.email,
-        username: input.username,
-        passwordHash,
-        firstName: input.firstName ?? null,
-        lastName: input.lastName ?? null,
-        role: 'admin',
-        isActive: true,
-        isVerified: false,
-        isPhoneVerified: false,
-        phoneNumber: null,
-        onboardingCompleted: false,
-        oauthProfiles: [],
-        partnerContactId: null,
-        profilePicture: null,
-        jobTitle: null,
-        department: null,
-        serviceCode: null,
-        createdAt: new Date(),
-        updatedAt: new Date(),
-      });
+      const created = tx.create(
+        UserSchema,
+        newUser({
+          subscriptionId,
+          email: input.email,
+          username: input.username,
+          passwordHash,
+          firstName: input.firstName ?? null,
+          lastName: input.lastName ?? null,
+          role: 'admin',
+        }),
+      );
       await tx.flush();
       return created;
     });

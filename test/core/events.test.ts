@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
-import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { addUser } from '../support/users.ts';
 
 type Signup = Awaited<ReturnType<TestApp['signup']>>;
 
@@ -157,15 +157,8 @@ function assertEventMessage(message: any, name: string, payload: unknown): void 
 
 /** A second user in an existing subscription (the service has no invitation operation yet). */
 async function addMember(t: TestApp, subscriptionId: string): Promise<{ userId: string; token: string }> {
-  const userId = randomUUID();
-  const name = uniqueName('member');
-  await t.app.deps.db.execute(
-    `insert into core_user (id, subscription_id, email, username, role, created_at, updated_at)
-     values (?, ?, ?, ?, 'user', now(), now())`,
-    [userId, subscriptionId, `${name}@example.com`, name],
-  );
-  const session = await t.app.deps.sessionService.create({ id: userId, subscriptionId });
-  return { userId, token: session.token };
+  const member = await addUser(t, subscriptionId, 'user');
+  return { userId: member.user._id, token: member.token };
 }
 
 describe('WebSocket /ws', () => {

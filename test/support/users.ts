@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { Role } from '../../config/roles.ts';
 import { hashPassword } from '../../core/auth/crypto.ts';
-import { UserSchema } from '../../core/auth/entities.ts';
+import { newUser, UserSchema } from '../../core/auth/entities.ts';
 import { uniqueName, type TestApp } from './harness.ts';
 
 /**
@@ -11,29 +10,10 @@ import { uniqueName, type TestApp } from './harness.ts';
 export async function addUser(t: TestApp, subscriptionId: string, role: Role, password = 'another long password') {
   const name = uniqueName(role);
   const em = t.app.deps.db.forkEm(subscriptionId);
-  em.create(UserSchema, {
-    id: randomUUID(),
-    subscriptionId,
-    email: `${name}@example.com`,
-    username: name,
-    passwordHash: await hashPassword(password),
-    firstName: null,
-    lastName: null,
-    role,
-    isActive: true,
-    isVerified: false,
-    isPhoneVerified: false,
-    phoneNumber: null,
-    onboardingCompleted: false,
-    oauthProfiles: [],
-    partnerContactId: null,
-    profilePicture: null,
-    jobTitle: null,
-    department: null,
-    serviceCode: null,
-    createdAt: new Date(),
-    updatedAt: new Date(),
-  });
+  em.create(
+    UserSchema,
+    newUser({ subscriptionId, email: `${name}@example.com`, username: name, passwordHash: await hashPassword(password), role }),
+  );
   await em.flush();
   const session = await t.ok('AuthRpc.login', { identifier: name, password });
   return { ...session, username: name, password };
