@@ -10,6 +10,8 @@ export const defaults = {
   /** Cached credentials are re-read from the database at most this often, even without an invalidation event. */
   authCacheTtlSeconds: 60,
   shutdownTimeoutMs: 10_000,
+  /** WebSocket ping interval; each beat also re-checks every connection's credential. */
+  wsHeartbeatSeconds: 30,
   /** Failed logins allowed per identifier and per client address in one window. */
   loginFailureLimit: 10,
   loginFailureWindowSeconds: 900,

@@ -142,7 +142,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     }
 
     const server = createHttpServer({ config, registry, db, metrics, dispatcher, logger });
-    const hub = new WebSocketHub({ authenticator, bus, logger, metrics });
+    const hub = new WebSocketHub({ authenticator, bus, logger, metrics, heartbeatMs: config.wsHeartbeatSeconds * 1000 });
     hub.attach(server);
 
     return {

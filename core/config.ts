@@ -41,6 +41,7 @@ const EnvSchema = v.object({
     String(defaults.loginFailureWindowSeconds),
   ),
   TRUST_PROXY: v.optional(boolean('TRUST_PROXY'), 'false'),
+  WS_HEARTBEAT_SECONDS: v.optional(integer('WS_HEARTBEAT_SECONDS', 1, 3600), String(defaults.wsHeartbeatSeconds)),
   SHUTDOWN_TIMEOUT_MS: v.optional(integer('SHUTDOWN_TIMEOUT_MS', 0, 600_000), String(defaults.shutdownTimeoutMs)),
 });
 
@@ -66,6 +67,7 @@ export interface Config {
   trustProxy: boolean;
   /** How long shutdown waits for open requests before cutting connections. */
   shutdownTimeoutMs: number;
+  wsHeartbeatSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -106,5 +108,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
     trustProxy: e.TRUST_PROXY,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    wsHeartbeatSeconds: e.WS_HEARTBEAT_SECONDS,
   };
 }

@@ -77,10 +77,13 @@ export class Authenticator {
     return null;
   }
 
-  /** null when nothing was presented; throws UNAUTHENTICATED when what was presented is not valid. */
-  async authenticate(presented: PresentedCredentials): Promise<Principal | null> {
+  /**
+   * null when nothing was presented; throws UNAUTHENTICATED when what was
+   * presented is not valid. A re-check (`touch: false`) does not slide a session's expiry.
+   */
+  async authenticate(presented: PresentedCredentials, options?: { touch?: boolean }): Promise<Principal | null> {
     if (presented.apiKey !== undefined) return this.#apiKeys.authenticate(presented.apiKey);
-    if (presented.sessionToken !== undefined) return this.#sessions.authenticate(presented.sessionToken);
+    if (presented.sessionToken !== undefined) return this.#sessions.authenticate(presented.sessionToken, options);
     return null;
   }
 }

@@ -79,12 +79,15 @@ export class SessionService {
     return now - entry.lastSeenAt!.getTime() < this.#touchEveryMs ? entry.principal : undefined;
   }
 
-  /** The session's principal; UNAUTHENTICATED when unknown, expired or its user is inactive. */
-  async authenticate(token: string): Promise<Principal> {
-    return this.cached(token) ?? this.#load(token);
+  /**
+   * The session's principal; UNAUTHENTICATED when unknown, expired or its
+   * user is inactive. `touch: false` checks without counting as a use (no slide).
+   */
+  async authenticate(token: string, { touch = true }: { touch?: boolean } = {}): Promise<Principal> {
+    return this.cached(token) ?? this.#load(token, touch);
   }
 
-  async #load(token: string): Promise<Principal> {
+  async #load(token: string, touch: boolean): Promise<Principal> {
     const tokenHash = sha256Hex(token);
     const now = Date.now();
     let entry = this.cache.get(tokenHash);
@@ -115,7 +118,7 @@ export class SessionService {
       this.cache.delete(tokenHash);
       throw unauthenticated('Session expired; log in again');
     }
-    if (now - entry.lastSeenAt!.getTime() >= this.#touchEveryMs) {
+    if (touch && now - entry.lastSeenAt!.getTime() >= this.#touchEveryMs) {
       entry.lastSeenAt = new Date(now);
       entry.expiresAt = new Date(now + this.#ttlMs);
       await this.#db.execute('update core_session set last_seen_at = ?, expires_at = ? where id = ?', [

@@ -10,7 +10,6 @@ import { RpcError } from '../rpc/errors.ts';
 import { BUS_RESYNC, type BusEvent, type EventBus } from './bus.ts';
 
 export const WS_PATH = '/ws';
-const HEARTBEAT_MS = 30_000;
 export const CLOSE_CREDENTIAL_REVOKED = 4001;
 
 interface Client {
@@ -35,7 +34,19 @@ export class WebSocketHub {
   readonly #heartbeat: NodeJS.Timeout;
   readonly #unsubscribe: (() => void)[];
 
-  constructor({ authenticator, bus, logger, metrics }: { authenticator: Authenticator; bus: EventBus; logger: Logger; metrics: Metrics }) {
+  constructor({
+    authenticator,
+    bus,
+    logger,
+    metrics,
+    heartbeatMs,
+  }: {
+    authenticator: Authenticator;
+    bus: EventBus;
+    logger: Logger;
+    metrics: Metrics;
+    heartbeatMs: number;
+  }) {
     this.#authenticator = authenticator;
     this.#logger = logger;
     this.#metrics = metrics;
@@ -45,7 +56,7 @@ export class WebSocketHub {
       // Changes may have been missed while the fan-out was down: check everyone.
       bus.subscribe(BUS_RESYNC, () => this.#recheck(() => true)),
     ];
-    this.#heartbeat = setInterval(() => this.#sweep(), HEARTBEAT_MS).unref();
+    this.#heartbeat = setInterval(() => this.#sweep(), heartbeatMs).unref();
   }
 
   get connectionCount(): number {
@@ -81,9 +92,9 @@ export class WebSocketHub {
     });
   }
 
-  async #authenticate(presented: PresentedCredentials): Promise<Principal | null> {
+  async #authenticate(presented: PresentedCredentials, touch = true): Promise<Principal | null> {
     try {
-      return await this.#authenticator.authenticate(presented);
+      return await this.#authenticator.authenticate(presented, { touch });
     } catch (error) {
       if (!(error instanceof RpcError)) this.#logger.error({ err: error }, 'WebSocket authentication failed');
       return null;
@@ -126,19 +137,24 @@ export class WebSocketHub {
     for (const client of this.#clients) if (match(client.principal)) void this.#verify(client);
   }
 
-  /** Closes the connection when its credential no longer holds; otherwise takes the fresh principal. */
+  /**
+   * Closes the connection when its credential no longer holds; otherwise
+   * takes the fresh principal. An open socket alone does not keep a session alive.
+   */
   async #verify(client: Client): Promise<void> {
-    const principal = await this.#authenticate(client.presented);
+    const principal = await this.#authenticate(client.presented, false);
     if (principal) client.principal = principal;
     else client.socket.close(CLOSE_CREDENTIAL_REVOKED, 'credential revoked');
   }
 
+  /** Drops connections that stopped answering pings, and those whose session expired meanwhile. */
   #sweep(): void {
     for (const client of this.#clients) {
       if (!client.alive) client.socket.terminate();
       else {
         client.alive = false;
         client.socket.ping();
+        void this.#verify(client);
       }
     }
   }

@@ -6,6 +6,9 @@ export class Metrics {
   readonly rpcCalls: Counter<'method' | 'code'>;
   readonly rpcDuration: Histogram<'method'>;
   readonly webSockets: Counter<'outcome'>;
+  // Label-bound children, made once per method and outcome: the per-call cost is then a plain add.
+  readonly #callChildren = new Map<string, { inc(): void }>();
+  readonly #durationChildren = new Map<string, { observe(value: number): void }>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -28,5 +31,16 @@ export class Metrics {
       labelNames: ['outcome'],
       registers: [this.registry],
     });
+  }
+
+  /** Counts one RPC call and its duration. */
+  recordCall(method: string, code: string, seconds: number): void {
+    const key = `${method} ${code}`;
+    let calls = this.#callChildren.get(key);
+    if (!calls) this.#callChildren.set(key, (calls = this.rpcCalls.labels(method, code)));
+    calls.inc();
+    let duration = this.#durationChildren.get(method);
+    if (!duration) this.#durationChildren.set(method, (duration = this.rpcDuration.labels(method)));
+    duration.observe(seconds);
   }
 }

@@ -135,8 +135,7 @@ class RpcCall implements BodyReceiver {
     const { metrics, logger } = this.endpoint;
     const code = outcome.ok ? 'OK' : outcome.error.code;
     const seconds = Number(process.hrtime.bigint() - this.#started) / 1e9;
-    metrics.rpcCalls.inc({ method: outcome.method, code });
-    metrics.rpcDuration.observe({ method: outcome.method }, seconds);
+    metrics.recordCall(outcome.method, code, seconds);
     if (outcome.ok && !logger.isLevelEnabled('debug')) return;
     const line = { requestId: this.requestId, method: this.#method, code, userId: outcome.userId, ms: Math.round(seconds * 1e4) / 10 };
     if (outcome.ok) logger.debug(line, 'rpc call');

@@ -276,3 +276,37 @@ describe('plugins named in PLUGINS', () => {
     await assert.rejects(importPackagePlugins([file]), /empty-plugin\.mjs" named in PLUGINS exports no plugin made with definePlugin\(\)/);
   });
 });
+
+describe('plugin extension points', () => {
+  it('runs start before serving, delivers subscribed events, and runs stop on shutdown', async () => {
+    const seen: string[] = [];
+    const received: unknown[] = [];
+    const listener = plugin({
+      id: 'listener',
+      group: 'ListenerRpc',
+      dependsOn: ['notes'],
+      start: (deps) => {
+        seen.push(`start:${typeof deps.bus.publish}`);
+      },
+      stop: () => {
+        seen.push('stop');
+      },
+      subscribers: {
+        'note.added': (event) => {
+          received.push(event.payload);
+        },
+      },
+    });
+    const t = await startTestApp({ extraPlugins: [listener] });
+    try {
+      assert.deepEqual(seen, ['start:function']);
+      const account = await t.signup();
+      const note = await t.ok('NoteRpc.add', { text: 'heard by a plugin' }, { token: account.token });
+      assert.deepEqual(received, [note]);
+      assert.deepEqual(t.app.plugins.map((p) => p.id).slice(-2), ['notes', 'listener']);
+    } finally {
+      await t.close();
+    }
+    assert.deepEqual(seen, ['start:function', 'stop']);
+  });
+});

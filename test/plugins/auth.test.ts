@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import WebSocket from 'ws';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 
 describe('AuthRpc: signup, login, sessions', () => {
@@ -141,7 +142,7 @@ describe('AuthRpc: signup, login, sessions', () => {
 describe('session expiry', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ env: { SESSION_TTL_SECONDS: '2' } });
+    t = await startTestApp({ env: { SESSION_TTL_SECONDS: '2', WS_HEARTBEAT_SECONDS: '1' } });
   });
   after(() => t.close());
 
@@ -152,6 +153,23 @@ describe('session expiry', () => {
     const response = await t.call('AuthRpc.getSession', {}, { token: account.token });
     assert.equal(response.status, 401);
     assert.match(response.body.data.error, /expired/);
+  });
+
+  it('a WebSocket opened with the session closes once the session expires', async () => {
+    const account = await t.signup();
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/ws`, { headers: { authorization: `Bearer ${account.token}` } });
+    try {
+      const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+      const ready = await new Promise<any>((resolve, reject) => {
+        ws.once('message', (data) => resolve(JSON.parse(data.toString())));
+        ws.once('error', reject);
+      });
+      assert.equal(ready.type, 'ready');
+      const code = await Promise.race([closed, sleep(6000).then(() => 'still open')]);
+      assert.equal(code, 4001);
+    } finally {
+      ws.terminate();
+    }
   });
 
   it('use slides the expiry forward', async () => {
