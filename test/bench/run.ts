@@ -8,8 +8,10 @@ import { fileURLToPath } from 'node:url';
  *   (b) ApiKeyRpc.getData,
  *   (c) a bare node:http server answering the same JSON,
  *   (d) stock Koa + @koa/router answering the same JSON,
+ *   (e) the bare server of (c) run inside the service's process,
  * measured with wrk, interleaved over several rounds in one run, then the
- * ratios a/c, b/c and a/d. Each target is its own process, so each gets a
+ * ratios a/c, b/c and a/d, and a/e and e/c, which separate the cost of the
+ * RPC layer from that of the process it runs in. Each target is its own process, so each gets a
  * core while wrk uses the other.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -19,7 +21,7 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 
 interface Target {
   label: string;
-  kind: 'rpc' | 'node' | 'koa';
+  kind: 'rpc' | 'node' | 'koa' | 'inProcess';
   body: string;
   withKey: boolean;
 }
@@ -29,6 +31,7 @@ const TARGETS: Target[] = [
   { label: 'b', kind: 'rpc', body: '{"method":"ApiKeyRpc.getData","params":{}}', withKey: true },
   { label: 'c', kind: 'node', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: false },
   { label: 'd', kind: 'koa', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: false },
+  { label: 'e', kind: 'inProcess', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: false },
 ];
 
 function ensureWrk(): void {
@@ -38,13 +41,20 @@ function ensureWrk(): void {
   if (install.status !== 0) throw new Error('wrk is needed for the benchmark: apt-get install wrk');
 }
 
-async function startServer(kind: Target['kind']): Promise<{ child: ChildProcess; url: string; apiKey: string }> {
+interface Server {
+  child: ChildProcess;
+  url: string;
+  apiKey: string;
+  inProcessUrl: string;
+}
+
+async function startServer(kind: 'rpc' | 'node' | 'koa'): Promise<Server> {
   const child = spawn(process.execPath, ['--import', 'tsx', `${here}servers.ts`, kind], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
   for await (const line of lines) {
     if (line.startsWith('READY ')) {
-      const [, url, apiKey = ''] = line.split(' ');
-      return { child, url: url!, apiKey };
+      const [, url, apiKey = '', inProcessUrl = ''] = line.split(' ');
+      return { child, url: url!, apiKey, inProcessUrl };
     }
   }
   throw new Error(`benchmark server ${kind} exited before it was ready`);
@@ -78,10 +88,12 @@ function runWrk(url: string, target: Target, apiKey: string, seconds: number): S
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
 ensureWrk();
-const servers = {
-  rpc: await startServer('rpc'),
+const rpcServer = await startServer('rpc');
+const servers: Record<Target['kind'], Server> = {
+  rpc: rpcServer,
   node: await startServer('node'),
   koa: await startServer('koa'),
+  inProcess: { ...rpcServer, url: rpcServer.inProcessUrl },
 };
 const samples = new Map<string, Sample[]>(TARGETS.map((target) => [target.label, []]));
 try {
@@ -94,7 +106,7 @@ try {
     }
   }
 } finally {
-  for (const { child } of Object.values(servers)) child.kill('SIGTERM');
+  for (const { child } of new Set(Object.values(servers))) child.kill('SIGTERM');
 }
 
 const summary = Object.fromEntries(
@@ -102,18 +114,21 @@ const summary = Object.fromEntries(
     const list = samples.get(target.label)!;
     return [target.label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }];
   }),
-) as Record<'a' | 'b' | 'c' | 'd', Sample>;
+) as Record<'a' | 'b' | 'c' | 'd' | 'e', Sample>;
 
 const names = {
   a: 'authenticated operation, no table (NoteRpc.whoAmI)',
   b: 'ApiKeyRpc.getData',
   c: 'bare node:http',
   d: 'stock Koa + @koa/router',
+  e: 'bare node:http inside the service process',
 };
 console.log(`\nmedian of ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, wrk -t1`);
-for (const label of ['a', 'b', 'c', 'd'] as const) {
+for (const label of ['a', 'b', 'c', 'd', 'e'] as const) {
   console.log(`(${label}) ${names[label].padEnd(52)} ${summary[label].rps.toFixed(0).padStart(7)} req/s   p99 ${summary[label].p99ms.toFixed(2)} ms`);
 }
 console.log(`\na/c = ${(summary.a.rps / summary.c.rps).toFixed(2)}   (aim: at least 0.5)`);
 console.log(`b/c = ${(summary.b.rps / summary.c.rps).toFixed(2)}`);
 console.log(`a/d = ${(summary.a.rps / summary.d.rps).toFixed(2)}`);
+console.log(`a/e = ${(summary.a.rps / summary.e.rps).toFixed(2)}   (the RPC layer alone: same process, same runtime costs)`);
+console.log(`e/c = ${(summary.e.rps / summary.c.rps).toFixed(2)}   (what the service's process costs a bare handler)`);

@@ -11,7 +11,7 @@ import { NOTES_PLUGIN } from '../support/harness.ts';
 
 /**
  * One benchmark target per process: `rpc` (the service), `node` (bare
- * node:http) or `koa` (stock Koa + @koa/router). Prints `READY <url> <apiKey>`.
+ * node:http) or `koa` (stock Koa + @koa/router). Prints `READY <url> [<apiKey> <bare url in the same process>]`.
  */
 
 // What the service answers for NoteRpc.whoAmI, so the baselines send the same bytes.
@@ -94,6 +94,10 @@ async function service(): Promise<{ url: string; apiKey: string }> {
 // Exit normally on SIGTERM, so `node --cpu-prof` can write its profile.
 process.on('SIGTERM', () => process.exit(0));
 const kind = process.argv[2];
-const target =
-  kind === 'rpc' ? await service() : { url: kind === 'koa' ? await stockKoa() : await bareNode(), apiKey: '' };
-console.log(`READY ${target.url} ${target.apiKey}`);
+if (kind === 'rpc') {
+  const target = await service();
+  // The same bare server inside the service's process: what the process itself (database driver, ORM) costs.
+  console.log(`READY ${target.url} ${target.apiKey} ${await bareNode()}`);
+} else {
+  console.log(`READY ${kind === 'koa' ? await stockKoa() : await bareNode()}`);
+}
