@@ -80,6 +80,12 @@ export class ApiKeyService {
   readonly #secretBox: SecretBox;
   readonly #cacheTtlMs: number;
   readonly cache = new CredentialCache();
+  /**
+   * Prefixes that matched no key, remembered briefly so a flood of made-up
+   * keys does not turn into a flood of queries. Prefixes are random, so a new
+   * key never carries one of them.
+   */
+  readonly #unknownPrefixes = new Map<string, number>();
 
   constructor({ db, bus, secretBox, config }: { db: Database; bus: EventBus; secretBox: SecretBox; config: Config }) {
     this.#db = db;
@@ -148,8 +154,13 @@ export class ApiKeyService {
    * round trip; undefined when it must be read. Throws for anything invalid.
    */
   cached(presented: string): Principal | undefined {
-    const entry = this.cache.get(prefixOf(presented));
-    if (!entry) return undefined;
+    const prefix = prefixOf(presented);
+    const entry = this.cache.get(prefix);
+    if (!entry) {
+      const unknownUntil = this.#unknownPrefixes.get(prefix);
+      if (unknownUntil !== undefined && unknownUntil > Date.now()) throw unauthenticated('Invalid API key');
+      return undefined;
+    }
     if (!digestsEqual(sha256(presented), entry.secretHash!)) throw unauthenticated('Invalid API key');
     return entry.principal;
   }
@@ -167,8 +178,12 @@ export class ApiKeyService {
        from core_api_key k join core_user u on u.id = k.user_id where k.prefix = ?`,
       [prefix],
     );
-    const storedHash = row ? Buffer.from(row.key_hash, 'hex') : undefined;
-    if (!row || !storedHash || !digestsEqual(sha256(presented), storedHash)) throw unauthenticated('Invalid API key');
+    if (!row) {
+      this.#rememberUnknown(prefix);
+      throw unauthenticated('Invalid API key');
+    }
+    const storedHash = Buffer.from(row.key_hash, 'hex');
+    if (!digestsEqual(sha256(presented), storedHash)) throw unauthenticated('Invalid API key');
     if (!row.is_enabled) throw unauthenticated('API key is disabled');
     if (!row.is_active) throw unauthenticated('The user of this API key is deactivated');
     const initialContext = typeof row.initial_context === 'string' ? JSON.parse(row.initial_context) : row.initial_context;
@@ -187,7 +202,15 @@ export class ApiKeyService {
     );
     return principal;
   }
+
+  #rememberUnknown(prefix: string): void {
+    if (this.#unknownPrefixes.size >= UNKNOWN_PREFIX_LIMIT) this.#unknownPrefixes.clear();
+    this.#unknownPrefixes.set(prefix, Date.now() + UNKNOWN_PREFIX_TTL_MS);
+  }
 }
+
+const UNKNOWN_PREFIX_TTL_MS = 10_000;
+const UNKNOWN_PREFIX_LIMIT = 10_000;
 
 function prefixOf(presented: string): string {
   const match = KEY_FORMAT.exec(presented);

@@ -78,7 +78,7 @@ export function createRpcEndpoint(endpoint: RpcEndpoint) {
 }
 
 class RpcCall implements BodyReceiver {
-  readonly #started = process.hrtime.bigint();
+  readonly #started = performance.now();
   #method = '';
   #transport?: HttpTransport;
 
@@ -134,7 +134,7 @@ class RpcCall implements BodyReceiver {
     }
     const { metrics, logger } = this.endpoint;
     const code = outcome.ok ? 'OK' : outcome.error.code;
-    const seconds = Number(process.hrtime.bigint() - this.#started) / 1e9;
+    const seconds = (performance.now() - this.#started) / 1000;
     metrics.recordCall(outcome.method, code, seconds);
     if (outcome.ok && !logger.isLevelEnabled('debug')) return;
     const line = { requestId: this.requestId, method: this.#method, code, userId: outcome.userId, ms: Math.round(seconds * 1e4) / 10 };

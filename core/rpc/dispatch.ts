@@ -16,6 +16,8 @@ const ROLE_ALLOWED: Record<Exclude<Access, 'public'>, (role: string) => boolean>
   admin: (role) => role === 'admin',
 };
 
+const REPORT_ALL_ISSUES = { abortEarly: false } as const;
+
 export interface DispatchRequest {
   method: string;
   params: unknown;
@@ -99,7 +101,7 @@ export class Dispatcher {
           throw new RpcError('FORBIDDEN', `${operation.method} requires the ${operation.access} role`);
         }
       }
-      const parsed = v.safeParse(operation.params, request.params ?? {}, { abortEarly: false });
+      const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
       const ctx = createContext(this.#contextDeps, request.requestId, principal);
       const result = operation.handler({ params: parsed.output, ctx: ctx as never, deps: this.#deps, transport: request.transport });
