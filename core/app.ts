@@ -120,7 +120,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     const apiKeyService = new ApiKeyService(deps);
     container.register({ sessionService: asValue(sessionService), apiKeyService: asValue(apiKeyService) });
     const authenticator = new Authenticator(deps);
-    container.register({ authenticator: asValue(authenticator) });
+    const registry = buildRegistry(plugins);
+    const dispatcher = new Dispatcher(registry, authenticator, deps);
+    container.register({ authenticator: asValue(authenticator), dispatcher: asValue(dispatcher) });
+    // Every core service is registered by now, so a plugin cannot replace one.
     for (const plugin of plugins) {
       for (const name of Object.keys(plugin.services ?? {})) {
         if (container.hasRegistration(name)) {
@@ -129,10 +132,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       }
       container.register(plugin.services ?? {});
     }
-
-    const registry = buildRegistry(plugins);
-    const dispatcher = new Dispatcher(registry, authenticator, deps);
-    container.register({ dispatcher: asValue(dispatcher) });
 
     for (const plugin of plugins) {
       for (const [name, subscriber] of Object.entries(plugin.subscribers ?? {})) {

@@ -186,7 +186,7 @@ describe('createApp and plugins', () => {
   });
 
   it('refuses to start with a plugin that would replace a core service', async () => {
-    for (const name of ['db', 'metrics', 'sessionService', 'authenticator']) {
+    for (const name of ['db', 'metrics', 'sessionService', 'authenticator', 'dispatcher']) {
       const usurper = plugin({ id: 'usurper', group: 'UsurperRpc', services: { [name]: asValue('nope') } });
       await assert.rejects(startTestApp({ extraPlugins: [usurper], dataDir: freshDataDir() }), (error: unknown) => {
         assert.ok(error instanceof PluginLoadError, String(error));
