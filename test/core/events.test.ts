@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
+import { BUS_RESYNC } from '../../core/events/bus.ts';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
@@ -428,6 +429,38 @@ describe('event fan-out between two instances on one PostgreSQL', { skip: TEST_D
       await onB.barrier();
     } finally {
       onA.ws.close();
+      onB.ws.close();
+    }
+  });
+
+  it('B recovers after losing its LISTEN connection: it forgets cached credentials and hears events again', async () => {
+    const key = await a.ok('ApiKeyRpc.create', { description: 'survives a reconnect' }, { token: owner.token });
+    await b.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey }); // cached on B
+    const onB = await connect(b, { headers: { authorization: `Bearer ${owner.token}` } });
+    let resynced = 0;
+    const unsubscribe = b.app.deps.bus.subscribe(BUS_RESYNC, () => void (resynced += 1));
+    try {
+      // Cut every LISTEN connection of the scratch database, as a database restart or a network blip would.
+      const dbName = new URL(scratch.url).pathname.slice(1);
+      const [cut] = await a.app.deps.db.execute<{ n: number }>(
+        `select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = ? and query ilike 'listen %'`,
+        [dbName],
+      );
+      assert.ok(cut!.n >= 2, `terminated ${cut!.n} listeners`);
+      // While B is not listening, A deletes the key: B must not keep trusting its cached copy.
+      await a.ok('ApiKeyRpc.delete', { _id: key._id }, { token: owner.token });
+      const deadline = Date.now() + 8000;
+      let delivered: any;
+      while (!delivered && Date.now() < deadline) {
+        await a.ok('NoteRpc.add', { text: 'after the blip' }, { token: owner.token });
+        delivered = await onB.next(700).catch(() => undefined);
+      }
+      assert.ok(delivered, 'B heard events again after reconnecting');
+      assert.equal(delivered.event, 'note.added');
+      assert.equal(resynced, 1, 'B announced that it may have missed events');
+      assert.equal((await b.call('NoteRpc.whoAmI', {}, { apiKey: key.fullKey })).status, 401);
+    } finally {
+      unsubscribe();
       onB.ws.close();
     }
   });
