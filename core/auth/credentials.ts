@@ -39,9 +39,6 @@ export function presentedCredentials(headers: IncomingHttpHeaders, query?: URLSe
   return cookie ? { sessionToken: cookie } : {};
 }
 
-export const hasCredentials = (presented: PresentedCredentials): boolean =>
-  presented.apiKey !== undefined || presented.sessionToken !== undefined;
-
 /** Turns presented credentials into a principal, and keeps the credential caches honest. */
 export class Authenticator {
   readonly #apiKeys: ApiKeyService;

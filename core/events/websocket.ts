@@ -59,10 +59,6 @@ export class WebSocketHub {
     this.#heartbeat = setInterval(() => this.#sweep(), heartbeatMs).unref();
   }
 
-  get connectionCount(): number {
-    return this.#clients.size;
-  }
-
   attach(server: Server): void {
     server.on('upgrade', (req, socket, head) => void this.#upgrade(req, socket, head));
   }
