@@ -46,3 +46,44 @@ export function toUserView(user: User): UserView {
     updatedAt: user.updatedAt.toISOString(),
   };
 }
+
+/** A user as an administrator of the subscription sees it (the spec's administrative view). */
+export interface AdminUserRecord {
+  _id: string;
+  email: string;
+  username: string;
+  firstName: string | null;
+  lastName: string | null;
+  role: string;
+  isActive: boolean;
+  isVerified: boolean;
+  isPhoneVerified: boolean;
+  onboardingCompleted: boolean;
+  oauthProfiles: Record<string, unknown>[];
+  partnerContactId: string | null;
+  subscriptionId: string;
+  serviceCode: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toAdminUserRecord(user: User): AdminUserRecord {
+  return {
+    _id: user.id,
+    email: user.email,
+    username: user.username,
+    firstName: user.firstName,
+    lastName: user.lastName,
+    role: user.role,
+    isActive: user.isActive,
+    isVerified: user.isVerified,
+    isPhoneVerified: user.isPhoneVerified,
+    onboardingCompleted: user.onboardingCompleted,
+    oauthProfiles: user.oauthProfiles ?? [],
+    partnerContactId: user.partnerContactId,
+    subscriptionId: user.subscriptionId,
+    serviceCode: user.serviceCode,
+    createdAt: user.createdAt.toISOString(),
+    updatedAt: user.updatedAt.toISOString(),
+  };
+}

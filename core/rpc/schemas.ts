@@ -12,6 +12,13 @@ export const email = v.pipe(
   v.email('Invalid e-mail address'),
 );
 
+/** Usernames: 3 to 32 letters, digits, dots, dashes or underscores. */
+export const username = v.pipe(
+  v.string(),
+  v.trim(),
+  v.regex(/^[A-Za-z0-9._-]{3,32}$/, 'Username must be 3 to 32 letters, digits, dots, dashes or underscores'),
+);
+
 export const password = v.pipe(
   v.string(),
   v.minLength(8, 'Password must be at least 8 characters'),

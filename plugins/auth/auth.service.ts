@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../core/config.ts';
+import { assertIdentityAvailable } from '../../core/auth/availability.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../../core/auth/crypto.ts';
 import { newUser, SessionSchema, SubscriptionSchema, UserSchema, type User } from '../../core/auth/entities.ts';
 import type { SessionService } from '../../core/auth/sessions.ts';
@@ -8,7 +9,7 @@ import type { Database } from '../../core/db/orm.ts';
 import { ACROSS_TENANTS } from '../../core/db/tenant.ts';
 import { RateLimiter } from '../../core/rate-limiter.ts';
 import type { AuthenticatedContext, RequestContext } from '../../core/rpc/context.ts';
-import { badRequest, conflict, RpcError, unauthenticated } from '../../core/rpc/errors.ts';
+import { badRequest, RpcError, unauthenticated } from '../../core/rpc/errors.ts';
 
 export interface SignupInput {
   email: string;
@@ -46,7 +47,7 @@ export class AuthService {
 
   /** Creates a subscription with its first user (role admin) and a session for that user. */
   async signup(_ctx: RequestContext, input: SignupInput): Promise<SessionGrant & { subscriptionId: string }> {
-    await this.#assertAvailable(input.email, input.username);
+    await assertIdentityAvailable(this.#db, input);
     const subscriptionId = randomUUID();
     const passwordHash = input.password ? await hashPassword(input.password) : null;
     const em = this.#db.forkEm(subscriptionId);
@@ -75,16 +76,6 @@ export class AuthService {
       return created;
     });
     return { ...(await this.#grant(user)), subscriptionId };
-  }
-
-  async #assertAvailable(email: string, username: string): Promise<void> {
-    const [taken] = await this.#db.execute<{ email_taken: boolean; username_taken: boolean }>(
-      `select exists(select 1 from core_user where lower(email) = ?) as email_taken,
-              exists(select 1 from core_user where lower(username) = lower(?)) as username_taken`,
-      [email, username],
-    );
-    if (taken?.email_taken) throw conflict('This e-mail address is already registered');
-    if (taken?.username_taken) throw conflict('This username is already taken');
   }
 
   /**

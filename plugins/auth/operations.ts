@@ -1,14 +1,9 @@
 import * as v from 'valibot';
 import { SESSION_COOKIE } from '../../core/auth/credentials.ts';
 import { defineOperation, type Transport } from '../../core/rpc/operation.ts';
-import { email, password } from '../../core/rpc/schemas.ts';
+import { email, password, username } from '../../core/rpc/schemas.ts';
 import type { SessionGrant } from './auth.service.ts';
 
-const username = v.pipe(
-  v.string(),
-  v.trim(),
-  v.regex(/^[A-Za-z0-9._-]{3,32}$/, 'Username must be 3 to 32 letters, digits, dots, dashes or underscores'),
-);
 const personName = v.optional(v.pipe(v.string(), v.trim(), v.maxLength(100)));
 
 const startSession = <T extends SessionGrant>(transport: Transport, grant: T): T => {

@@ -1,0 +1,155 @@
+import * as v from 'valibot';
+import { validationError, type ValidationIssue } from './errors.ts';
+
+/**
+ * The document-store-style list filters of DESIGN §3, translated into
+ * MikroORM conditions on an entity's own fields only. Anything else is a
+ * VALIDATION_ERROR naming the offending path; no raw SQL is ever built.
+ */
+
+export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** API field name → entity property and its type. */
+export type FieldMap = Record<string, { property: string; type: FieldType }>;
+
+export const MAX_PAGE_SIZE = 200;
+const MAX_REGEX_LENGTH = 200;
+
+const positiveInteger = (label: string) =>
+  v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`));
+
+/** `filter`, `sort`, `page`, `pageSize` params with the spec's defaults. */
+export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE) => ({
+  filter: v.optional(v.record(v.string(), v.unknown()), {}),
+  sort: v.optional(v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])])), {}),
+  page: v.optional(positiveInteger('page'), 1),
+  pageSize: v.optional(v.pipe(positiveInteger('pageSize'), v.maxValue(maxPageSize, `pageSize must be at most ${maxPageSize}`)), defaultPageSize),
+});
+
+type Condition = Record<string, unknown>;
+
+class FilterTranslator {
+  readonly issues: ValidationIssue[] = [];
+
+  constructor(private readonly fields: FieldMap) {}
+
+  translate(filter: unknown, path: string): Condition {
+    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+      this.issues.push({ path, message: 'must be an object' });
+      return {};
+    }
+    const conditions: Condition[] = [];
+    for (const [key, value] of Object.entries(filter)) {
+      const at = `${path}.${key}`;
+      if (key === '$and' || key === '$or') {
+        if (!Array.isArray(value) || value.length === 0) {
+          this.issues.push({ path: at, message: `${key} takes a non-empty array of filters` });
+          continue;
+        }
+        conditions.push({ [key]: value.map((item, index) => this.translate(item, `${at}.${index}`)) });
+      } else if (key.startsWith('$')) {
+        this.issues.push({ path: at, message: `unknown operator ${key}` });
+      } else {
+        const field = this.fields[key];
+        if (!field) {
+          this.issues.push({ path: at, message: `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}` });
+          continue;
+        }
+        conditions.push({ [field.property]: this.#fieldCondition(value, field.type, at) });
+      }
+    }
+    return conditions.length === 1 ? conditions[0]! : conditions.length === 0 ? {} : { $and: conditions };
+  }
+
+  #fieldCondition(value: unknown, type: FieldType, path: string): unknown {
+    const isOperators =
+      typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) &&
+      Object.keys(value).some((key) => key.startsWith('$'));
+    if (!isOperators) return this.#value(value, type, path);
+    const operators = value as Record<string, unknown>;
+    const condition: Condition = {};
+    for (const [operator, operand] of Object.entries(operators)) {
+      const at = `${path}.${operator}`;
+      switch (operator) {
+        case '$eq':
+        case '$ne':
+        case '$gt':
+        case '$gte':
+        case '$lt':
+        case '$lte':
+          condition[operator] = this.#value(operand, type, at);
+          break;
+        case '$in':
+        case '$nin':
+          if (!Array.isArray(operand)) this.issues.push({ path: at, message: `${operator} takes an array` });
+          else condition[operator] = operand.map((item, index) => this.#value(item, type, `${at}.${index}`));
+          break;
+        case '$exists':
+          if (typeof operand !== 'boolean') this.issues.push({ path: at, message: '$exists takes true or false' });
+          else if (operand) condition.$ne = null;
+          else condition.$eq = null;
+          break;
+        case '$regex':
+          if (this.#validRegex(operand, operators.$options, at)) {
+            // PostgreSQL takes the case-insensitive flag as an embedded option at the start of the pattern.
+            condition.$re = operators.$options === 'i' ? `(?i)${operand as string}` : operand;
+          }
+          break;
+        case '$options':
+          if (!('$regex' in operators)) this.issues.push({ path: at, message: '$options goes with $regex' });
+          break;
+        default:
+          this.issues.push({ path: at, message: `unknown operator ${operator}` });
+      }
+    }
+    return condition;
+  }
+
+  #validRegex(pattern: unknown, options: unknown, path: string): boolean {
+    if (typeof pattern !== 'string' || pattern.length > MAX_REGEX_LENGTH) {
+      this.issues.push({ path, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` });
+      return false;
+    }
+    if (options !== undefined && options !== '' && options !== 'i') {
+      this.issues.push({ path: path.replace(/\$regex$/, '$options'), message: '$options may only be "i"' });
+      return false;
+    }
+    return true;
+  }
+
+  #value(value: unknown, fieldType: FieldType, path: string): unknown {
+    if (value === null) return null;
+    if (fieldType === 'date') {
+      const date = typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
+      if (!date || Number.isNaN(date.getTime())) this.issues.push({ path, message: 'must be an ISO 8601 date' });
+      return date;
+    }
+    if (fieldType === 'uuid') {
+      if (typeof value !== 'string' || !UUID.test(value)) this.issues.push({ path, message: 'must be a UUID' });
+      return value;
+    }
+    if (typeof value !== fieldType) this.issues.push({ path, message: `must be a ${fieldType}` });
+    return value;
+  }
+}
+
+export function toWhere(filter: Record<string, unknown>, fields: FieldMap): Condition {
+  const translator = new FilterTranslator(fields);
+  const where = translator.translate(filter, 'filter');
+  if (translator.issues.length > 0) throw validationError(translator.issues);
+  return where;
+}
+
+export function toOrderBy(sort: Record<string, 1 | -1 | 'asc' | 'desc'>, fields: FieldMap): Record<string, 'asc' | 'desc'> {
+  const orderBy: Record<string, 'asc' | 'desc'> = {};
+  const issues: ValidationIssue[] = [];
+  for (const [key, direction] of Object.entries(sort)) {
+    const field = fields[key];
+    if (!field) issues.push({ path: `sort.${key}`, message: `unknown field; sortable fields: ${Object.keys(fields).join(', ')}` });
+    else orderBy[field.property] = direction === 1 || direction === 'asc' ? 'asc' : 'desc';
+  }
+  if (issues.length > 0) throw validationError(issues);
+  return orderBy;
+}

@@ -1,0 +1,113 @@
+import * as v from 'valibot';
+import { ROLES } from '../../config/roles.ts';
+import { defineOperation } from '../../core/rpc/operation.ts';
+import { email, password, recordId, username } from '../../core/rpc/schemas.ts';
+import { listParams } from '../../core/rpc/list-query.ts';
+
+const role = v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`);
+const personName = v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(100)));
+const oauthProfiles = v.array(
+  v.looseObject({ provider: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) }),
+);
+
+/** Fields an admin may set on create and change on update. */
+const editable = {
+  firstName: v.optional(personName),
+  lastName: v.optional(personName),
+  isVerified: v.optional(v.boolean()),
+  isPhoneVerified: v.optional(v.boolean()),
+  onboardingCompleted: v.optional(v.boolean()),
+  oauthProfiles: v.optional(oauthProfiles),
+  partnerContactId: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(200)))),
+};
+
+export const create = defineOperation({
+  access: 'admin',
+  describe: 'Create a user in the caller’s subscription.',
+  params: v.object({ email, password, username, role, isActive: v.optional(v.boolean(), true), ...editable }),
+  handler: ({ params, ctx, deps }) => deps.adminUserService.create(ctx, params),
+});
+
+export const update = defineOperation({
+  access: 'admin',
+  describe: 'Change a user of the caller’s subscription.',
+  params: v.object({
+    _id: recordId('_id'),
+    email: v.optional(email),
+    username: v.optional(username),
+    role: v.optional(role),
+    isActive: v.optional(v.boolean()),
+    ...editable,
+  }),
+  handler: ({ params: { _id, ...changes }, ctx, deps }) => deps.adminUserService.update(ctx, _id, changes),
+});
+
+export const remove = defineOperation({
+  access: 'admin',
+  describe: 'Delete a user of the caller’s subscription, with their sessions and API keys.',
+  params: v.object({ _id: recordId('_id') }),
+  handler: ({ params, ctx, deps }) => deps.adminUserService.delete(ctx, params._id),
+});
+
+export const findById = defineOperation({
+  access: 'admin',
+  describe: 'One user of the caller’s subscription.',
+  params: v.object({ id: recordId('id') }),
+  handler: ({ params, ctx, deps }) => deps.adminUserService.findById(ctx, params.id),
+});
+
+export const getData = defineOperation({
+  access: 'admin',
+  describe: 'Users of the caller’s subscription, filtered, sorted and paged.',
+  params: v.object(listParams(25)),
+  handler: ({ params, ctx, deps }) => deps.adminUserService.list(ctx, params),
+});
+
+export const resetPassword = defineOperation({
+  access: 'admin',
+  describe: 'Set a new password for a user and end all of their sessions.',
+  params: v.object({ userId: recordId('userId'), newPassword: password }),
+  handler: ({ params, ctx, deps }) => deps.adminUserService.resetPassword(ctx, params.userId, params.newPassword),
+});
+
+export const getAvailableRoles = defineOperation({
+  access: 'admin',
+  describe: 'The role names a user can have.',
+  params: v.object({}),
+  handler: ({ deps }) => deps.adminUserService.availableRoles(),
+});
+
+export const createInviteCode = defineOperation({
+  access: 'admin',
+  describe: 'Create an invite code to the caller’s subscription; the code is shown once.',
+  params: v.object({
+    role: v.optional(role, 'user'),
+    maxUses: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 1),
+    expiresAt: v.optional(
+      v.nullable(
+        v.pipe(
+          v.string(),
+          v.isoTimestamp('expiresAt must be an ISO 8601 timestamp'),
+          v.transform((text) => new Date(text)),
+          v.check((date) => date.getTime() > Date.now(), 'expiresAt must be in the future'),
+        ),
+      ),
+      null,
+    ),
+  }),
+  handler: ({ params, ctx, deps }) => deps.inviteCodeService.create(ctx, params),
+});
+
+export const listInviteCodes = defineOperation({
+  access: 'admin',
+  describe: 'The invite codes of the caller’s subscription (never the codes themselves).',
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.inviteCodeService.list(ctx),
+});
+
+export const revokeInviteCode = defineOperation({
+  access: 'admin',
+  describe: 'Revoke an invite code; it can no longer be used.',
+  params: v.object({ _id: recordId('_id') }),
+  handler: ({ params, ctx, deps }) => deps.inviteCodeService.revoke(ctx, params._id),
+});

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { Role } from '../../config/roles.ts';
+import { randomToken, sha256Hex } from '../../core/auth/crypto.ts';
+import type { AuthenticatedContext } from '../../core/rpc/context.ts';
+import { notFound } from '../../core/rpc/errors.ts';
+import { InviteCodeSchema, type InviteCode } from './invite-code.entity.ts';
+
+export interface InviteCodeRecord {
+  _id: string;
+  hint: string;
+  role: string;
+  maxUses: number;
+  uses: number;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  /** active, used up, expired or revoked */
+  status: 'active' | 'exhausted' | 'expired' | 'revoked';
+  createdBy: string;
+  createdAt: string;
+}
+
+function statusOf(invite: InviteCode, now = Date.now()): InviteCodeRecord['status'] {
+  if (invite.revokedAt) return 'revoked';
+  if (invite.expiresAt && invite.expiresAt.getTime() <= now) return 'expired';
+  return invite.uses >= invite.maxUses ? 'exhausted' : 'active';
+}
+
+const toRecord = (invite: InviteCode): InviteCodeRecord => ({
+  _id: invite.id,
+  hint: invite.hint,
+  role: invite.role,
+  maxUses: invite.maxUses,
+  uses: invite.uses,
+  expiresAt: invite.expiresAt?.toISOString() ?? null,
+  revokedAt: invite.revokedAt?.toISOString() ?? null,
+  status: statusOf(invite),
+  createdBy: invite.createdBy,
+  createdAt: invite.createdAt.toISOString(),
+});
+
+/** Invite codes of a subscription: made and revoked by its admins, redeemed at signup. */
+export class InviteCodeService {
+  async create(
+    ctx: AuthenticatedContext,
+    input: { role: Role; maxUses: number; expiresAt: Date | null },
+  ): Promise<InviteCodeRecord & { code: string }> {
+    const code = `inv_${randomToken(15)}`;
+    const invite = ctx.em.create(InviteCodeSchema, {
+      id: randomUUID(),
+      subscriptionId: ctx.subscriptionId,
+      codeHash: sha256Hex(code),
+      hint: code.slice(0, 8),
+      role: input.role,
+      maxUses: input.maxUses,
+      uses: 0,
+      expiresAt: input.expiresAt,
+      revokedAt: null,
+      createdBy: ctx.userId,
+      createdAt: new Date(),
+    });
+    await ctx.em.flush();
+    return { ...toRecord(invite), code };
+  }
+
+  async list(ctx: AuthenticatedContext): Promise<{ data: InviteCodeRecord[]; totalCount: number }> {
+    const invites = await ctx.em.find(InviteCodeSchema, {}, { orderBy: { createdAt: 'desc' } });
+    return { data: invites.map(toRecord), totalCount: invites.length };
+  }
+
+  /** Revoking is final and idempotent; a revoked code stays listed for the record. */
+  async revoke(ctx: AuthenticatedContext, id: string): Promise<InviteCodeRecord> {
+    const invite = await ctx.em.findOne(InviteCodeSchema, { id });
+    if (!invite) throw notFound(`Invite code ${id} not found`);
+    invite.revokedAt ??= new Date();
+    await ctx.em.flush();
+    return toRecord(invite);
+  }
+}
