@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Koa from 'koa';
 import { asValue } from 'awilix';
@@ -17,6 +18,8 @@ import { openDatabase, type Database } from './db/orm.ts';
 import { EventBus } from './events/bus.ts';
 import { WebSocketHub } from './events/websocket.ts';
 import { Metrics } from './http/metrics.ts';
+import { MessageSender } from './messaging/message-sender.ts';
+import { LifecycleHooks } from './plugin/hooks.ts';
 import { requestIdOf } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
@@ -27,6 +30,10 @@ import { WorkerPool } from './pool/worker-pool.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
+import { uploadEntities } from './uploads/entities.ts';
+import { uploadRoutes } from './uploads/routes.ts';
+import { DiskStorage, type FileStorage } from './uploads/storage.ts';
+import { UploadService } from './uploads/upload-service.ts';
 
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
 
@@ -41,6 +48,10 @@ declare module './container.ts' {
     apiKeyService: ApiKeyService;
     authenticator: Authenticator;
     dispatcher: Dispatcher;
+    messageSender: MessageSender;
+    lifecycle: LifecycleHooks;
+    fileStorage: FileStorage;
+    uploadService: UploadService;
   }
 }
 
@@ -84,7 +95,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     inMemory: options.inMemoryDatabase,
-    entities: [...identityEntities, ...plugins.flatMap((plugin) => plugin.entities ?? [])],
+    entities: [...identityEntities, ...uploadEntities, ...plugins.flatMap((plugin) => plugin.entities ?? [])],
     migrations: [
       ...coreMigrations.map((migration) => ({ owner: 'core', migration })),
       ...plugins.flatMap((plugin) => (plugin.migrations ?? []).map((migration) => ({ owner: plugin.id, migration }))),
@@ -114,11 +125,19 @@ export async function createApp(options: AppOptions): Promise<App> {
       pool: asValue(pool),
       metrics: asValue(metrics),
       rateLimiter: asValue(new RateLimiter(db)),
+      messageSender: asValue(new MessageSender({ config: config.messaging, db, logger })),
+      lifecycle: asValue(new LifecycleHooks(plugins, () => container.cradle, logger)),
     });
     const deps = container.cradle;
     const sessionService = new SessionService(deps);
     const apiKeyService = new ApiKeyService(deps);
-    container.register({ sessionService: asValue(sessionService), apiKeyService: asValue(apiKeyService) });
+    container.register({
+      sessionService: asValue(sessionService),
+      apiKeyService: asValue(apiKeyService),
+      fileStorage: asValue(new DiskStorage(path.join(config.dataDir, 'files'))),
+    });
+    const uploadService = new UploadService(deps);
+    container.register({ uploadService: asValue(uploadService) });
     const authenticator = new Authenticator(deps);
     const registry = buildRegistry(plugins);
     const dispatcher = new Dispatcher(registry, authenticator, deps);
@@ -140,9 +159,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       await plugin.start?.(deps);
     }
 
-    const server = createHttpServer({ config, registry, db, metrics, dispatcher, logger });
+    const server = createHttpServer({ config, registry, db, metrics, dispatcher, authenticator, uploadService, logger });
     const hub = new WebSocketHub({ authenticator, bus, logger, metrics, heartbeatMs: config.wsHeartbeatSeconds * 1000 });
     hub.attach(server);
+    uploadService.start();
 
     return {
       config,
@@ -165,6 +185,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       async close() {
         await stopServer(server, hub, config.shutdownTimeoutMs);
         for (const plugin of [...plugins].reverse()) await plugin.stop?.(deps);
+        await uploadService.stop();
         await closeBase();
         await container.dispose();
       },
@@ -181,6 +202,8 @@ function createHttpServer(parts: {
   db: Database;
   metrics: Metrics;
   dispatcher: Dispatcher;
+  authenticator: Authenticator;
+  uploadService: UploadService;
   logger: Logger;
 }): Server {
   const { config, logger } = parts;
@@ -189,6 +212,8 @@ function createHttpServer(parts: {
   koa.on('error', (err) => logger.error({ err }, 'http request failed'));
   const routes = coreRoutes(parts);
   koa.use(routes.routes()).use(routes.allowedMethods());
+  const uploads = uploadRoutes(parts);
+  koa.use(uploads.routes()).use(uploads.allowedMethods());
   const koaHandler = koa.callback();
   const handleRpc = createRpcEndpoint({
     dispatcher: parts.dispatcher,

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
 import { defaults } from '../config/defaults.ts';
+import type { MessagingConfig } from './messaging/message-sender.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -19,6 +20,12 @@ const boolean = (name: string) =>
     v.picklist(['true', 'false', '1', '0'], `${name} must be true or false`),
     v.transform((value) => value === 'true' || value === '1'),
   );
+
+const list = (text: string) =>
+  text
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 const EnvSchema = v.object({
   PORT: v.optional(integer('PORT', 0, 65535), String(defaults.port)),
@@ -41,9 +48,43 @@ const EnvSchema = v.object({
     String(defaults.loginFailureWindowSeconds),
   ),
   TRUST_PROXY: v.optional(boolean('TRUST_PROXY'), 'false'),
+  SIGNUP_MODE: v.optional(v.picklist(['open', 'invite'], 'SIGNUP_MODE must be open or invite'), defaults.signupMode),
+  SIGNUP_REQUIRE_EMAIL_VERIFICATION: v.optional(boolean('SIGNUP_REQUIRE_EMAIL_VERIFICATION'), 'false'),
+  SIGNUP_REQUIRE_PHONE_VERIFICATION: v.optional(boolean('SIGNUP_REQUIRE_PHONE_VERIFICATION'), 'false'),
+  SIGNUP_BLOCKED_EMAIL_DOMAINS: v.optional(v.string(), ''),
+  SIGNUP_BLOCKED_EMAIL_PATTERNS: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((text) => list(text).every(isRegex), 'SIGNUP_BLOCKED_EMAIL_PATTERNS must be comma-separated regular expressions'),
+    ),
+    '',
+  ),
+  SIGNUP_RESERVED_USERNAMES: v.optional(v.string(), defaults.signupReservedUsernames),
+  OTP_REQUEST_LIMIT: v.optional(integer('OTP_REQUEST_LIMIT', 1, 100000), String(defaults.otpRequestLimit)),
+  OTP_REQUEST_IP_LIMIT: v.optional(integer('OTP_REQUEST_IP_LIMIT', 1, 100000), String(defaults.otpRequestIpLimit)),
+  OTP_VERIFY_FAILURE_LIMIT: v.optional(integer('OTP_VERIFY_FAILURE_LIMIT', 1, 100000), String(defaults.otpVerifyFailureLimit)),
+  OTP_WINDOW_SECONDS: v.optional(integer('OTP_WINDOW_SECONDS', 1, 86400), String(defaults.otpWindowSeconds)),
+  SMTP_URL: v.optional(v.pipe(v.string(), v.regex(/^smtps?:\/\//, 'SMTP_URL must start with smtp:// or smtps://'))),
+  MAIL_FROM: v.optional(v.pipe(v.string(), v.minLength(3)), defaults.mailFrom),
+  SMS_API_URL: v.optional(v.pipe(v.string(), v.url('SMS_API_URL must be an absolute URL'))),
+  SMS_ACCOUNT_SID: v.optional(v.string()),
+  SMS_AUTH_TOKEN: v.optional(v.string()),
+  SMS_FROM: v.optional(v.string()),
+  WHATSAPP_FROM: v.optional(v.string()),
   WS_HEARTBEAT_SECONDS: v.optional(integer('WS_HEARTBEAT_SECONDS', 1, 3600), String(defaults.wsHeartbeatSeconds)),
   SHUTDOWN_TIMEOUT_MS: v.optional(integer('SHUTDOWN_TIMEOUT_MS', 0, 600_000), String(defaults.shutdownTimeoutMs)),
+  UPLOAD_MAX_BYTES: v.optional(integer('UPLOAD_MAX_BYTES', 1, 2 ** 40), String(defaults.uploadMaxBytes)),
+  UPLOAD_KEY_TTL_SECONDS: v.optional(integer('UPLOAD_KEY_TTL_SECONDS', 1, 7 * 24 * 3600), String(defaults.uploadKeyTtlSeconds)),
 });
+
+function isRegex(text: string): boolean {
+  try {
+    new RegExp(text, 'i');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export interface Config {
   port: number;
@@ -68,6 +109,22 @@ export interface Config {
   /** How long shutdown waits for open requests before cutting connections. */
   shutdownTimeoutMs: number;
   wsHeartbeatSeconds: number;
+  /** Ceiling for every uploaded file, whatever its purpose allows. */
+  uploadMaxBytes: number;
+  uploadKeyTtlSeconds: number;
+  signupMode: 'open' | 'invite';
+  signupRequireEmailVerification: boolean;
+  signupRequirePhoneVerification: boolean;
+  /** Lower-case domains; each also blocks its subdomains. */
+  signupBlockedEmailDomains: string[];
+  signupBlockedEmailPatterns: RegExp[];
+  /** Lower-case usernames nobody may sign up with. */
+  signupReservedUsernames: string[];
+  otpRequestLimit: number;
+  otpRequestIpLimit: number;
+  otpVerifyFailureLimit: number;
+  otpWindowSeconds: number;
+  messaging: MessagingConfig;
 }
 
 export class ConfigError extends Error {
@@ -109,5 +166,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     wsHeartbeatSeconds: e.WS_HEARTBEAT_SECONDS,
+    signupMode: e.SIGNUP_MODE,
+    signupRequireEmailVerification: e.SIGNUP_REQUIRE_EMAIL_VERIFICATION,
+    signupRequirePhoneVerification: e.SIGNUP_REQUIRE_PHONE_VERIFICATION,
+    signupBlockedEmailDomains: list(e.SIGNUP_BLOCKED_EMAIL_DOMAINS.toLowerCase()),
+    signupBlockedEmailPatterns: list(e.SIGNUP_BLOCKED_EMAIL_PATTERNS).map((pattern) => new RegExp(pattern, 'i')),
+    signupReservedUsernames: list(e.SIGNUP_RESERVED_USERNAMES.toLowerCase()),
+    otpRequestLimit: e.OTP_REQUEST_LIMIT,
+    otpRequestIpLimit: e.OTP_REQUEST_IP_LIMIT,
+    otpVerifyFailureLimit: e.OTP_VERIFY_FAILURE_LIMIT,
+    otpWindowSeconds: e.OTP_WINDOW_SECONDS,
+    messaging: messagingConfig(e),
+    uploadMaxBytes: e.UPLOAD_MAX_BYTES,
+    uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
   };
+}
+
+function messagingConfig(e: v.InferOutput<typeof EnvSchema>): MessagingConfig {
+  const sms =
+    e.SMS_API_URL && e.SMS_ACCOUNT_SID && e.SMS_AUTH_TOKEN
+      ? { apiUrl: e.SMS_API_URL, accountSid: e.SMS_ACCOUNT_SID, authToken: e.SMS_AUTH_TOKEN, smsFrom: e.SMS_FROM, whatsappFrom: e.WHATSAPP_FROM }
+      : undefined;
+  if (!sms && (e.SMS_API_URL || e.SMS_ACCOUNT_SID || e.SMS_AUTH_TOKEN)) {
+    throw new ConfigError('Invalid configuration: SMS_API_URL, SMS_ACCOUNT_SID and SMS_AUTH_TOKEN go together');
+  }
+  return { smtpUrl: e.SMTP_URL, mailFrom: e.MAIL_FROM, sms };
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (
@@ -19,10 +19,21 @@ export const digestsEqual = (a: Buffer, b: Buffer): boolean => a.length === b.le
 /** AES-256-GCM under the master key; the text form is `v1.<iv>.<tag>.<ciphertext>` in base64url. */
 export class SecretBox {
   readonly #key: Buffer;
+  // A separate key for MACs, derived from the master key, so no key serves two algorithms.
+  readonly #macKey: Buffer;
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('The master key must be 32 bytes');
     this.#key = key;
+    this.#macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'rpc-service mac', 32));
+  }
+
+  /**
+   * HMAC-SHA256 under the master key, hex. For short secrets such as one-time
+   * codes, whose plain hash could be reversed by trying every value.
+   */
+  mac(text: string): string {
+    return createHmac('sha256', this.#macKey).update(text).digest('hex');
   }
 
   encrypt(plaintext: string): string {

@@ -1,6 +1,6 @@
 import { defineMigration } from './migration.ts';
 
-/** The core's own tables: identity, credentials, rate limits and oversized event payloads. */
+/** The core's own tables: identity, credentials, rate limits, oversized event payloads and uploads. */
 export const coreMigrations = [
   defineMigration('0001_identity', [
     'create extension if not exists vector',
@@ -69,5 +69,44 @@ export const coreMigrations = [
       id bigserial primary key,
       body jsonb not null,
       created_at timestamptz not null default now())`,
+  ]),
+  defineMigration('0002_uploads', [
+    `create table core_upload_key (
+      id uuid primary key,
+      subscription_id uuid not null references core_subscription (id) on delete cascade,
+      user_id uuid not null references core_user (id) on delete cascade,
+      key_hash text not null unique,
+      purpose text not null,
+      expires_at timestamptz not null,
+      used_at timestamptz,
+      created_at timestamptz not null)`,
+    'create index core_upload_key_expires_idx on core_upload_key (expires_at)',
+    `create table core_file (
+      id uuid primary key,
+      subscription_id uuid not null references core_subscription (id) on delete cascade,
+      user_id uuid references core_user (id) on delete set null,
+      upload_key_id uuid references core_upload_key (id) on delete set null,
+      purpose text not null,
+      file_name text not null,
+      mime_type text not null,
+      size bigint not null,
+      sha256 text not null,
+      storage_path text not null,
+      finalized_at timestamptz,
+      created_at timestamptz not null)`,
+    'create index core_file_subscription_idx on core_file (subscription_id)',
+    'create index core_file_upload_key_idx on core_file (upload_key_id)',
+    'create index core_file_unfinalized_idx on core_file (created_at) where finalized_at is null',
+  ]),
+  defineMigration('0003_outbox', [
+    // Messages for channels with no delivery configured (the embedded default), for the operator to read.
+    `create table core_outbox (
+      id uuid primary key,
+      channel text not null,
+      recipient text not null,
+      subject text not null,
+      body text not null,
+      created_at timestamptz not null)`,
+    'create index core_outbox_created_idx on core_outbox (created_at)',
   ]),
 ];

@@ -4,6 +4,7 @@ import type { Cradle } from '../container.ts';
 import type { MigrationDef } from '../db/migration.ts';
 import type { BusEvent } from '../events/bus.ts';
 import type { Operation } from '../rpc/operation.ts';
+import type { LifecycleHookSet } from './hooks.ts';
 
 export type EventSubscriber = (event: BusEvent, deps: Cradle) => void | Promise<void>;
 
@@ -21,6 +22,8 @@ export interface PluginDefinition {
   /** awilix registrations, e.g. `{ taskService: asClass(TaskService).singleton() }`. */
   services?: Record<string, Resolver<unknown>>;
   operations: Record<string, Operation>;
+  /** Application lifecycle hooks (after signup, after login), awaited in load order. */
+  hooks?: LifecycleHookSet;
   /** Event subscribers: event name (or `*`) → handler. */
   subscribers?: Record<string, EventSubscriber>;
   /** Runs after the database is migrated and before the server listens. */

@@ -10,3 +10,5 @@ export { recordId, jsonObjectText, email, password } from '../rpc/schemas.ts';
 export type { AuthenticatedContext, RequestContext } from '../rpc/context.ts';
 export type { Cradle } from '../container.ts';
 export type { BusEvent } from '../events/bus.ts';
+export type { UploadService, PurposeLimits, FileInfo } from '../uploads/upload-service.ts';
+export { fileUrl, fileIdOfUrl } from '../uploads/upload-service.ts';

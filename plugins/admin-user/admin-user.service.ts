@@ -11,6 +11,7 @@ import type { EventBus } from '../../core/events/bus.ts';
 import type { AuthenticatedContext } from '../../core/rpc/context.ts';
 import { badRequest, conflict, notFound } from '../../core/rpc/errors.ts';
 import { toOrderBy, toWhere, type FieldMap } from '../../core/rpc/list-query.ts';
+import { fileIdOfUrl, type UploadService } from '../../core/uploads/upload-service.ts';
 
 export interface UserFields {
   email?: string;
@@ -60,11 +61,13 @@ export class AdminUserService {
   readonly #db: Database;
   readonly #bus: EventBus;
   readonly #sessions: SessionService;
+  readonly #uploads: UploadService;
 
-  constructor({ db, bus, sessionService }: { db: Database; bus: EventBus; sessionService: SessionService }) {
+  constructor({ db, bus, sessionService, uploadService }: { db: Database; bus: EventBus; sessionService: SessionService; uploadService: UploadService }) {
     this.#db = db;
     this.#bus = bus;
     this.#sessions = sessionService;
+    this.#uploads = uploadService;
   }
 
   availableRoles(): readonly Role[] {
@@ -132,6 +135,8 @@ export class AdminUserService {
     // Sessions and API keys go with the user (foreign keys cascade).
     await ctx.em.remove(user).flush();
     await publishCredentialChange(this.#bus, { userId: user.id });
+    const picture = fileIdOfUrl(user.profilePicture);
+    if (picture) await this.#uploads.delete(ctx, picture).catch((err) => ctx.log.warn({ err }, 'could not delete the profile picture of a deleted user'));
     return { acknowledged: true, deletedCount: 1 };
   }
 

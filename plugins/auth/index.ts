@@ -4,12 +4,15 @@ import { AuthService } from './auth.service.ts';
 import { InviteCodeSchema } from './invite-code.entity.ts';
 import { InviteCodeService } from './invite-codes.service.ts';
 import { authMigrations } from './migrations.ts';
+import { OtpRequestSchema } from './otp-request.entity.ts';
+import { VerificationService } from './verification.service.ts';
 import * as operations from './operations.ts';
 
 declare module '../../core/container.ts' {
   interface Cradle {
     authService: AuthService;
     inviteCodeService: InviteCodeService;
+    verificationService: VerificationService;
   }
 }
 
@@ -17,8 +20,12 @@ export const authPlugin = definePlugin({
   id: 'auth',
   group: 'AuthRpc',
   coreVersion: '^1.0.0',
-  entities: [InviteCodeSchema],
+  entities: [InviteCodeSchema, OtpRequestSchema],
   migrations: authMigrations,
-  services: { authService: asClass(AuthService).singleton(), inviteCodeService: asClass(InviteCodeService).singleton() },
+  services: {
+    authService: asClass(AuthService).singleton(),
+    inviteCodeService: asClass(InviteCodeService).singleton(),
+    verificationService: asClass(VerificationService).singleton(),
+  },
   operations,
 });

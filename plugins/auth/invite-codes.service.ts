@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Role } from '../../config/roles.ts';
 import { randomToken, sha256Hex } from '../../core/auth/crypto.ts';
 import type { AuthenticatedContext } from '../../core/rpc/context.ts';
-import { notFound } from '../../core/rpc/errors.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Database } from '../../core/db/orm.ts';
+import { notFound, validationError } from '../../core/rpc/errors.ts';
 import { InviteCodeSchema, type InviteCode } from './invite-code.entity.ts';
 
 export interface InviteCodeRecord {
@@ -38,8 +40,34 @@ const toRecord = (invite: InviteCode): InviteCodeRecord => ({
   createdAt: invite.createdAt.toISOString(),
 });
 
+const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now()) and uses < max_uses';
+const invalidCode = () =>
+  validationError([{ path: 'inviteCode', message: 'This invite code is not valid: unknown, used up, expired or revoked' }]);
+
 /** Invite codes of a subscription: made and revoked by its admins, redeemed at signup. */
 export class InviteCodeService {
+  readonly #db: Database;
+
+  constructor({ db }: { db: Database }) {
+    this.#db = db;
+  }
+
+  /** Refuses a code that signup would not accept. */
+  async check(code: string): Promise<void> {
+    const [usable] = await this.#db.execute(`select 1 from auth_invite_code where code_hash = ? and ${USABLE}`, [sha256Hex(code)]);
+    if (!usable) throw invalidCode();
+  }
+
+  /** Takes one use of a code inside the signup's transaction; two signups cannot share its last use. */
+  async redeem(tx: EntityManager, code: string): Promise<{ subscriptionId: string; role: Role }> {
+    const [invite] = await tx.execute<{ subscription_id: string; role: Role }[]>(
+      `update auth_invite_code set uses = uses + 1 where code_hash = ? and ${USABLE} returning subscription_id, role`,
+      [sha256Hex(code)],
+    );
+    if (!invite) throw invalidCode();
+    return { subscriptionId: invite.subscription_id, role: invite.role };
+  }
+
   async create(
     ctx: AuthenticatedContext,
     input: { role: Role; maxUses: number; expiresAt: Date | null },

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { SESSION_COOKIE } from '../../core/auth/credentials.ts';
-import { defineOperation, type Transport } from '../../core/rpc/operation.ts';
+import { validationError } from '../../core/rpc/errors.ts';
+import { defineOperation, envelope, type Transport } from '../../core/rpc/operation.ts';
 import { email, password, username } from '../../core/rpc/schemas.ts';
 import type { SessionGrant } from './auth.service.ts';
 
@@ -11,22 +12,88 @@ const startSession = <T extends SessionGrant>(transport: Transport, grant: T): T
   return grant;
 };
 
+const nonEmpty = (label: string, max = 200) =>
+  v.pipe(v.string(), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max));
+const verification = v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20) });
+const inviteCode = v.optional(nonEmpty('inviteCode'));
+
+export const preSignupValidate = defineOperation({
+  access: 'public',
+  describe: 'Check signup details (rules, uniqueness, invite code) without creating anything.',
+  params: v.object({ email, username, inviteCode }),
+  handler: async ({ params, deps }) => {
+    await deps.authService.preSignupValidate(params);
+    return envelope({ message: 'The signup details are valid' });
+  },
+});
+
 export const signup = defineOperation({
   access: 'public',
-  describe: 'Create a subscription and its first user (role admin); returns a session for that user.',
-  params: v.object({ email, username, password: v.optional(password), firstName: personName, lastName: personName }),
-  handler: async ({ params, ctx, deps, transport }) => startSession(transport, await deps.authService.signup(ctx, params)),
+  describe: 'Create a user: in a new subscription as its admin, or with an invite code in the inviting one. Returns a session.',
+  params: v.object({
+    email,
+    username,
+    password: v.optional(password),
+    firstName: personName,
+    lastName: personName,
+    inviteCode,
+    verifications: v.optional(v.object({ email: v.optional(verification), phone: v.optional(verification) })),
+  }),
+  handler: async ({ params, deps, transport }) => startSession(transport, await deps.authService.signup(params, transport.clientIp)),
+});
+
+export const requestVerificationCode = defineOperation({
+  access: 'public',
+  describe: 'Send a six-digit code to an e-mail address or phone number; valid for ten minutes.',
+  params: v.object({
+    channelType: v.picklist(['email', 'sms', 'whatsapp'], 'channelType must be email, sms or whatsapp'),
+    identifier: nonEmpty('identifier', 254),
+    contactInfo: v.optional(
+      v.object({
+        firstName: v.optional(v.pipe(v.string(), v.maxLength(100))),
+        lastName: v.optional(v.pipe(v.string(), v.maxLength(100))),
+        contactId: v.optional(v.nullable(v.string())),
+      }),
+    ),
+  }),
+  handler: ({ params, deps, transport }) => {
+    if (params.channelType === 'email' && !v.is(email, params.identifier)) {
+      throw validationError([{ path: 'identifier', message: 'Invalid e-mail address' }]);
+    }
+    return deps.verificationService.request(params.channelType, params.identifier, transport.clientIp, params.contactInfo?.firstName);
+  },
+});
+
+export const verifyCode = defineOperation({
+  access: 'public',
+  describe: 'Check a code; finalize consumes it. Creates no user.',
+  params: v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20), finalize: v.optional(v.boolean(), false) }),
+  handler: ({ params, deps, transport }) =>
+    deps.verificationService.verify(params.otpRequestId, params.code, transport.clientIp, params.finalize),
 });
 
 export const login = defineOperation({
   access: 'public',
-  describe: 'Log in with an e-mail address or username and a password; returns a session token.',
-  params: v.object({
-    identifier: v.pipe(v.string(), v.trim(), v.minLength(1, 'identifier is required'), v.maxLength(254)),
-    password: v.pipe(v.string(), v.minLength(1, 'password is required'), v.maxLength(256)),
-  }),
+  describe: 'Log in with identifier (e-mail or username) and password, or passwordless with otpRequestId and code.',
+  params: v.pipe(
+    v.object({
+      identifier: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'identifier must not be empty'), v.maxLength(254))),
+      password: v.optional(v.pipe(v.string(), v.minLength(1, 'password must not be empty'), v.maxLength(256))),
+      otpRequestId: v.optional(nonEmpty('otpRequestId')),
+      code: v.optional(nonEmpty('code', 20)),
+    }),
+    v.check(
+      (params) => (params.identifier !== undefined && params.password !== undefined) !== (params.otpRequestId !== undefined && params.code !== undefined),
+      'Send identifier and password, or otpRequestId and code',
+    ),
+  ),
   handler: async ({ params, deps, transport }) =>
-    startSession(transport, await deps.authService.login(params.identifier, params.password, transport.clientIp)),
+    startSession(
+      transport,
+      params.otpRequestId !== undefined
+        ? await deps.authService.loginWithCode(params.otpRequestId, params.code!, transport.clientIp)
+        : await deps.authService.login(params.identifier!, params.password!, transport.clientIp),
+    ),
 });
 
 export const logout = defineOperation({
@@ -51,9 +118,9 @@ export const getClientConfig = defineOperation({
   access: 'public',
   describe: 'Public settings a client needs before login: signup mode, verifications, OAuth providers.',
   params: v.object({}),
-  handler: () => ({
-    signupMode: 'open',
-    requiredVerifications: { email: false, phone: false },
+  handler: ({ deps: { config } }) => ({
+    signupMode: config.signupMode,
+    requiredVerifications: { email: config.signupRequireEmailVerification, phone: config.signupRequirePhoneVerification },
     oauthProviders: [],
     passwordMinLength: 8,
   }),

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Database } from '../db/orm.ts';
+import type { Logger } from '../logger.ts';
+import { RpcError } from '../rpc/errors.ts';
+
+export type Channel = 'email' | 'sms' | 'whatsapp';
+
+export interface OutgoingMessage {
+  channel: Channel;
+  /** An e-mail address or a phone number in E.164 form. */
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface SmsProviderConfig {
+  /** Base URL of a Twilio-style REST API, e.g. https://api.twilio.com */
+  apiUrl: string;
+  accountSid: string;
+  authToken: string;
+  smsFrom?: string;
+  whatsappFrom?: string;
+}
+
+export interface MessagingConfig {
+  smtpUrl?: string;
+  mailFrom: string;
+  sms?: SmsProviderConfig;
+}
+
+/** Where a message went: the provider's id, or the outbox row of the embedded default. */
+export interface Delivery {
+  via: 'smtp' | 'sms-provider' | 'outbox';
+  id: string;
+}
+
+const mask = (to: string) => (to.includes('@') ? to.replace(/^(.).*(@.*)$/, '$1***$2') : `***${to.slice(-3)}`);
+
+/**
+ * Sends e-mail over SMTP (nodemailer) and SMS or WhatsApp messages through a
+ * Twilio-style HTTP API. A channel with nothing configured writes to the
+ * `core_outbox` table instead, and the log says so without the message text,
+ * which may hold a code.
+ */
+export class MessageSender {
+  readonly #config: MessagingConfig;
+  readonly #db: Database;
+  readonly #logger: Logger;
+  readonly #mail?: Transporter;
+
+  constructor({ config, db, logger }: { config: MessagingConfig; db: Database; logger: Logger }) {
+    this.#config = config;
+    this.#db = db;
+    this.#logger = logger;
+    if (config.smtpUrl) this.#mail = nodemailer.createTransport(config.smtpUrl);
+  }
+
+  async send(message: OutgoingMessage): Promise<Delivery> {
+    if (message.channel === 'email' && this.#mail) return this.#sendMail(message);
+    const from = message.channel === 'sms' ? this.#config.sms?.smsFrom : message.channel === 'whatsapp' ? this.#config.sms?.whatsappFrom : undefined;
+    if (this.#config.sms && from) return this.#sendText(message, this.#config.sms, from);
+    return this.#toOutbox(message);
+  }
+
+  async #sendMail(message: OutgoingMessage): Promise<Delivery> {
+    try {
+      const info = await this.#mail!.sendMail({ from: this.#config.mailFrom, to: message.to, subject: message.subject, text: message.text });
+      return { via: 'smtp', id: info.messageId };
+    } catch (err) {
+      this.#logger.error({ err, to: mask(message.to) }, 'e-mail delivery failed');
+      throw new RpcError('FEATURE_UNAVAILABLE', 'The e-mail could not be sent; try again later');
+    }
+  }
+
+  async #sendText(message: OutgoingMessage, provider: SmsProviderConfig, from: string): Promise<Delivery> {
+    const prefix = message.channel === 'whatsapp' ? 'whatsapp:' : '';
+    const url = `${provider.apiUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(provider.accountSid)}/Messages.json`;
+    const body = new URLSearchParams({ To: `${prefix}${message.to}`, From: `${prefix}${from}`, Body: message.text });
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${provider.accountSid}:${provider.authToken}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (!response.ok) throw new Error(`provider answered HTTP ${response.status}`);
+      const answer = (await response.json().catch(() => ({}))) as { sid?: string };
+      return { via: 'sms-provider', id: answer.sid ?? randomUUID() };
+    } catch (err) {
+      this.#logger.error({ err, channel: message.channel, to: mask(message.to) }, 'text message delivery failed');
+      throw new RpcError('FEATURE_UNAVAILABLE', `The ${message.channel} message could not be sent; try again later`);
+    }
+  }
+
+  async #toOutbox(message: OutgoingMessage): Promise<Delivery> {
+    const id = randomUUID();
+    await this.#db.execute(
+      'insert into core_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())',
+      [id, message.channel, message.to, message.subject, message.text],
+    );
+    this.#logger.info({ outboxId: id, channel: message.channel, to: mask(message.to) }, 'message written to the outbox (no delivery configured for this channel)');
+    return { via: 'outbox', id };
+  }
+}

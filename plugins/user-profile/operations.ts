@@ -1,0 +1,65 @@
+import * as v from 'valibot';
+import { defineOperation } from '../../core/rpc/operation.ts';
+import { password } from '../../core/rpc/schemas.ts';
+
+// Trimmed; null or an empty string clears the field.
+const profileText = (label: string) =>
+  v.optional(
+    v.nullable(
+      v.pipe(
+        v.string(`${label} must be a string or null`),
+        v.trim(),
+        v.maxLength(100, `${label} must be at most 100 characters`),
+        v.transform((text) => (text === '' ? null : text)),
+      ),
+    ),
+  );
+
+export const getUserProfile = defineOperation({
+  access: 'user',
+  describe: "The calling user's own profile.",
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.userProfileService.get(ctx),
+});
+
+export const updateUserProfile = defineOperation({
+  access: 'user',
+  describe: "Change the calling user's name, job title or department (null clears a field).",
+  params: v.object({
+    firstName: profileText('firstName'),
+    lastName: profileText('lastName'),
+    jobTitle: profileText('jobTitle'),
+    department: profileText('department'),
+  }),
+  handler: ({ params, ctx, deps }) => deps.userProfileService.update(ctx, params),
+});
+
+export const changePassword = defineOperation({
+  access: 'user',
+  describe: "Change the calling user's password; every other session of the user ends.",
+  params: v.object({
+    currentPassword: v.pipe(v.string(), v.minLength(1, 'currentPassword is required'), v.maxLength(256)),
+    newPassword: password,
+  }),
+  handler: async ({ params, ctx, deps }) => {
+    await deps.userProfileService.changePassword(ctx, params.currentPassword, params.newPassword);
+    return true;
+  },
+});
+
+export const getUploadKeyForProfilePicture = defineOperation({
+  access: 'user',
+  describe: 'A single-use upload key, when it expires, and the URL to PUT or POST the new profile picture to.',
+  params: v.object({}),
+  handler: async ({ ctx, deps, transport }) => {
+    const { uploadKey, expiresAt } = await deps.userProfileService.createPictureUploadKey(ctx);
+    return { uploadKey, uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`, expiresAt: expiresAt.toISOString() };
+  },
+});
+
+export const updateProfilePicture = defineOperation({
+  access: 'user',
+  describe: 'Make the picture uploaded with this key the profile picture; the previous one is deleted.',
+  params: v.object({ uploadKey: v.pipe(v.string(), v.minLength(1, 'uploadKey is required'), v.maxLength(100)) }),
+  handler: ({ params, ctx, deps }) => deps.userProfileService.updatePicture(ctx, params.uploadKey),
+});

@@ -1,0 +1,376 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as v from 'valibot';
+import { definePlugin } from '../../core/plugin/define.ts';
+import { defineOperation } from '../../core/rpc/operation.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { getFile, postUpload, putUpload, tinyPng } from '../support/uploads.ts';
+import { addUser } from '../support/users.ts';
+
+/** A purpose of its own, so the core is tested apart from any real feature: two files, text or PNG. */
+const probePlugin = definePlugin({
+  id: 'upload-probe',
+  group: 'UploadProbeRpc',
+  coreVersion: '^1.0.0',
+  start: ({ uploadService }) =>
+    uploadService.definePurpose('probe-docs', { maxBytes: 64 * 1024, types: ['text/plain', 'image/png'], maxFiles: 2 }),
+  operations: {
+    getKey: defineOperation({
+      access: 'user',
+      describe: 'An upload key for probe documents.',
+      params: v.object({}),
+      handler: ({ ctx, deps }) => deps.uploadService.createKey(ctx, 'probe-docs'),
+    }),
+    finalize: defineOperation({
+      access: 'user',
+      describe: 'Finalize a probe upload; answers its files.',
+      params: v.object({ uploadKey: v.string() }),
+      handler: ({ params, ctx, deps }) => deps.uploadService.consume(ctx, params.uploadKey, 'probe-docs', async (files) => files),
+    }),
+  },
+});
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+const TEXT = Buffer.from('plain words, nothing more\n');
+
+type Account = Awaited<ReturnType<TestApp['signup']>>;
+
+async function fileRows(t: TestApp, subscriptionId: string) {
+  return t.app.deps.db.execute<Record<string, any>>('select * from core_file where subscription_id = ? order by created_at', [subscriptionId]);
+}
+
+/** Stored files of a subscription on disk, ignoring nothing: half-written `.part` files count too. */
+function filesOnDisk(t: TestApp, subscriptionId: string): string[] {
+  const folder = path.join(t.dataDir, 'files', subscriptionId);
+  return existsSync(folder) ? readdirSync(folder) : [];
+}
+
+function assertRefused(answer: { status: number; body: any }, status: number, code: string, message?: RegExp) {
+  assert.equal(answer.status, status, JSON.stringify(answer.body));
+  assert.equal(answer.body.success, false);
+  assert.equal(answer.body.data.code, code);
+  if (message) assert.match(answer.body.data.error, message);
+}
+
+describe('uploads and files', () => {
+  let t: TestApp;
+  let ann: Account;
+  let other: Account;
+
+  before(async () => {
+    t = await startTestApp({ extraPlugins: [probePlugin] });
+    ann = await t.signup();
+    other = await t.signup();
+  });
+  after(() => t.close());
+
+  const probeKey = async (account: { token: string } = ann) =>
+    (await t.ok('UploadProbeRpc.getKey', {}, { token: account.token })).uploadKey as string;
+
+  it('PUT stores a file that, once finalized, any user of the subscription reads back byte for byte', async () => {
+    const png = tinyPng(3);
+    const uploadKey = await probeKey();
+    const put = await putUpload(t, uploadKey, png, 'image/png', { token: ann.token, fileName: 'dir/../été photo.png' });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assert.equal(put.body.success, true);
+    const [file] = put.body.data.files;
+    assert.deepEqual(Object.keys(file).sort(), ['fileId', 'fileName', 'mimeType', 'size']);
+    assert.equal(file.fileName, 'été photo.png');
+    assert.equal(file.mimeType, 'image/png');
+    assert.equal(file.size, png.length);
+
+    const before = await getFile(t, `/api/files/${file.fileId}`, { token: ann.token });
+    assert.equal(before.status, 404, 'not served before it is finalized');
+
+    const finalized = await t.ok('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token });
+    assert.deepEqual(finalized, [file]);
+
+    const colleague = await addUser(t, ann.subscriptionId, 'user');
+    for (const reader of [ann, colleague]) {
+      const served = await getFile(t, `/api/files/${file.fileId}`, { token: reader.token });
+      assert.equal(served.status, 200);
+      assert.ok(served.bytes.equals(png));
+      assert.equal(served.headers.get('content-type'), 'image/png');
+      assert.equal(served.headers.get('content-length'), String(png.length));
+      assert.equal(served.headers.get('x-content-type-options'), 'nosniff');
+      assert.match(served.headers.get('content-disposition')!, /^inline; filename=/);
+      assert.ok(served.headers.get('x-request-id'));
+    }
+
+    const [row] = (await fileRows(t, ann.subscriptionId)).filter((candidate) => candidate.id === file.fileId);
+    assert.equal(row!.sha256, sha256(png));
+    assert.equal(row!.user_id, ann.user._id);
+    assert.equal(row!.purpose, 'probe-docs');
+    assert.equal(row!.storage_path, `${ann.subscriptionId}/${file.fileId}`);
+    assert.ok(row!.finalized_at);
+    const onDisk = readFileSync(path.join(t.dataDir, 'files', ann.subscriptionId, file.fileId));
+    assert.ok(onDisk.equals(png));
+  });
+
+  it('multipart POST takes several files, up to the purpose limit over all requests of a key', async () => {
+    const png = tinyPng(2);
+    const uploadKey = await probeKey();
+    const posted = await postUpload(
+      t,
+      uploadKey,
+      [
+        { bytes: png, type: 'image/png', name: 'a.png' },
+        { bytes: TEXT, type: 'text/plain', name: 'notes.txt', field: 'second' },
+      ],
+      { token: ann.token },
+    );
+    assert.equal(posted.status, 200, JSON.stringify(posted.body));
+    assert.deepEqual(
+      posted.body.data.files.map((file: any) => [file.fileName, file.mimeType, file.size]),
+      [['a.png', 'image/png', png.length], ['notes.txt', 'text/plain', TEXT.length]],
+    );
+    assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token }), 400, 'VALIDATION_ERROR', /at most 2 files/);
+
+    const crowded = await probeKey();
+    const before = filesOnDisk(t, ann.subscriptionId).length;
+    const three = await postUpload(
+      t,
+      crowded,
+      [1, 2, 3].map((n) => ({ bytes: TEXT, type: 'text/plain', name: `${n}.txt` })),
+      { token: ann.token },
+    );
+    assertRefused(three, 400, 'VALIDATION_ERROR', /at most 2 files/);
+    assert.equal(filesOnDisk(t, ann.subscriptionId).length, before, 'the first two parts were removed again');
+    assert.deepEqual(await t.ok('UploadProbeRpc.finalize', { uploadKey: crowded }, { token: ann.token }), []);
+  });
+
+  it('refuses a type the purpose does not take, and content that is not what it claims', async () => {
+    const png = tinyPng();
+    const profileKey = (await t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: ann.token })).uploadKey;
+    const cases: [string, Buffer, string, RegExp][] = [
+      [profileKey, TEXT, 'image/png', /content is not of type image\/png/],
+      [profileKey, png, 'text/plain', /text\/plain are not accepted/],
+      [profileKey, png, 'image/jpeg', /content is not of type image\/jpeg/],
+      [profileKey, Buffer.from('GIF89a but not really'), 'image/webp', /content is not of type image\/webp/],
+      // text/plain has no signature of its own, but a PNG is recognisably not text.
+      [await probeKey(), png, 'text/plain', /content is not of type text\/plain/],
+      [await probeKey(), TEXT, 'application/pdf', /application\/pdf are not accepted/],
+    ];
+    const rowsBefore = (await fileRows(t, ann.subscriptionId)).length;
+    const diskBefore = filesOnDisk(t, ann.subscriptionId).length;
+    for (const [uploadKey, bytes, type, message] of cases) {
+      const put = await putUpload(t, uploadKey, bytes, type, { token: ann.token });
+      assertRefused(put, 400, 'VALIDATION_ERROR', message);
+      assert.equal(put.body.data.issues[0].path, 'file');
+    }
+    const posted = await postUpload(t, profileKey, [{ bytes: TEXT, type: 'image/png', name: 'x.png', field: 'picture' }], {
+      token: ann.token,
+    });
+    assertRefused(posted, 400, 'VALIDATION_ERROR', /content is not of type image\/png/);
+    assert.equal(posted.body.data.issues[0].path, 'picture');
+    assertRefused(await putUpload(t, profileKey, Buffer.alloc(0), 'image/png', { token: ann.token }), 400, 'VALIDATION_ERROR', /empty/);
+
+    assert.equal((await fileRows(t, ann.subscriptionId)).length, rowsBefore);
+    assert.equal(filesOnDisk(t, ann.subscriptionId).length, diskBefore);
+    // A refused upload leaves the key as it was.
+    assert.equal((await putUpload(t, profileKey, png, 'image/png', { token: ann.token })).status, 200);
+  });
+
+  it('a multipart body without a file, or not multipart at all, is refused', async () => {
+    const uploadKey = await probeKey();
+    const form = new FormData();
+    form.append('note', 'just a field');
+    const noFile = await fetch(`${t.url}/api/uploads/${uploadKey}`, { method: 'POST', body: form, headers: { authorization: `Bearer ${ann.token}` } });
+    assertRefused({ status: noFile.status, body: await noFile.json() }, 400, 'VALIDATION_ERROR', /no file/);
+    const json = await fetch(`${t.url}/api/uploads/${uploadKey}`, {
+      method: 'POST',
+      body: '{}',
+      headers: { authorization: `Bearer ${ann.token}`, 'content-type': 'application/json' },
+    });
+    assertRefused({ status: json.status, body: await json.json() }, 400, 'BAD_REQUEST', /multipart\/form-data/);
+  });
+
+  it('a key is finalized once; a used key takes no more files', async () => {
+    const uploadKey = await probeKey();
+    assert.equal((await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token })).status, 200);
+    await t.ok('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token });
+    const again = await t.call('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token });
+    assertRefused(again, 400, 'BAD_REQUEST', /already been used/);
+    assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token }), 400, 'BAD_REQUEST', /already been used/);
+  });
+
+  it('an expired key takes no files and cannot be finalized', async () => {
+    const uploadKey = await probeKey();
+    assert.equal((await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token })).status, 200);
+    await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '1 second' where user_id = ? and used_at is null`, [
+      ann.user._id,
+    ]);
+    assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token }), 400, 'BAD_REQUEST', /expired/);
+    assertRefused(await t.call('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token }), 400, 'BAD_REQUEST', /expired/);
+  });
+
+  it('a key works only for the user it was made for, in its own subscription', async () => {
+    const uploadKey = await probeKey();
+    const colleague = await addUser(t, ann.subscriptionId, 'admin');
+    for (const stranger of [colleague, other]) {
+      assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: stranger.token }), 404, 'NOT_FOUND', /Upload key not found/);
+      assertRefused(await t.call('UploadProbeRpc.finalize', { uploadKey }, { token: stranger.token }), 404, 'NOT_FOUND');
+    }
+    for (const made of ['x'.repeat(43), 'not-a-key', uploadKey.slice(0, -1)]) {
+      assertRefused(await putUpload(t, made, TEXT, 'text/plain', { token: ann.token }), 404, 'NOT_FOUND');
+    }
+    // Still intact for its owner.
+    assert.equal((await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token })).status, 200);
+    assert.equal((await t.ok('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token })).length, 1);
+  });
+
+  it('a key of one purpose does not finalize another', async () => {
+    const profileKey = (await t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: ann.token })).uploadKey;
+    assert.equal((await putUpload(t, profileKey, tinyPng(), 'image/png', { token: ann.token })).status, 200);
+    const wrong = await t.call('UploadProbeRpc.finalize', { uploadKey: profileKey }, { token: ann.token });
+    assertRefused(wrong, 400, 'BAD_REQUEST', /profile-picture uploads, not probe-docs/);
+  });
+
+  it('another subscription can neither read a file nor use the key', async () => {
+    const png = tinyPng(4);
+    const uploadKey = await probeKey();
+    const { fileId } = (await putUpload(t, uploadKey, png, 'image/png', { token: ann.token })).body.data.files[0];
+    await t.ok('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token });
+    const read = await getFile(t, `/api/files/${fileId}`, { token: other.token });
+    assert.equal(read.status, 404);
+    const body = JSON.parse(read.bytes.toString());
+    assert.deepEqual(body, { success: false, data: { error: `File ${fileId} not found`, code: 'NOT_FOUND' } });
+    assert.equal((await getFile(t, `/api/files/${fileId}`, { token: ann.token })).status, 200);
+  });
+
+  it('answers 404 in the envelope for an unknown or malformed file id', async () => {
+    for (const id of ['00000000-0000-4000-8000-000000000000', 'nonsense', '..%2F..%2Fmaster.key']) {
+      const read = await getFile(t, `/api/files/${id}`, { token: ann.token });
+      assert.equal(read.status, 404, id);
+      assert.equal(JSON.parse(read.bytes.toString()).data.code, 'NOT_FOUND');
+    }
+  });
+
+  it('needs a credential: none or a bad one is 401, an API key works like a session', async () => {
+    const uploadKey = await probeKey();
+    for (const credential of [{}, { token: 'not-a-session' }, { apiKey: 'ak0000000000000_nope' }]) {
+      assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', credential), 401, 'UNAUTHENTICATED');
+      assertRefused(await postUpload(t, uploadKey, [{ bytes: TEXT, type: 'text/plain', name: 'a.txt' }], credential), 401, 'UNAUTHENTICATED');
+    }
+    const key = await t.ok('ApiKeyRpc.create', { description: 'uploader' }, { token: ann.token });
+    const put = await putUpload(t, uploadKey, TEXT, 'text/plain', { apiKey: key.fullKey });
+    assert.equal(put.status, 200);
+    await t.ok('UploadProbeRpc.finalize', { uploadKey }, { apiKey: key.fullKey });
+    const { fileId } = put.body.data.files[0];
+    const anonymous = await getFile(t, `/api/files/${fileId}`);
+    assert.equal(anonymous.status, 401);
+    assert.equal(JSON.parse(anonymous.bytes.toString()).data.code, 'UNAUTHENTICATED');
+    const served = await getFile(t, `/api/files/${fileId}`, { apiKey: key.fullKey });
+    assert.ok(served.bytes.equals(TEXT));
+    assert.equal(served.headers.get('content-type'), 'text/plain');
+    assert.match(served.headers.get('content-disposition')!, /^attachment/);
+  });
+
+  it('an upload cut off by the client leaves nothing behind', async () => {
+    const carol = await t.signup();
+    const uploadKey = await probeKey(carol);
+    for (const multipart of [false, true]) {
+      const socket = connect(Number(new URL(t.url).port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const boundary = 'cut-off-boundary';
+      const head = multipart
+        ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n`
+        : '';
+      socket.write(
+        `${multipart ? 'POST' : 'PUT'} /api/uploads/${uploadKey} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${carol.token}\r\n` +
+          `Content-Type: ${multipart ? `multipart/form-data; boundary=${boundary}` : 'text/plain'}\r\nContent-Length: 5000\r\n\r\n` +
+          `${head}${'x'.repeat(1000)}`,
+      );
+      // Let the first bytes reach storage, then hang up mid-body.
+      for (let waited = 0; filesOnDisk(t, carol.subscriptionId).length === 0 && waited < 2000; waited += 20) await sleep(20);
+      assert.equal(filesOnDisk(t, carol.subscriptionId).length, 1, 'a partial file was being written');
+      socket.destroy();
+      for (let waited = 0; filesOnDisk(t, carol.subscriptionId).length > 0 && waited < 2000; waited += 20) await sleep(20);
+      assert.deepEqual(filesOnDisk(t, carol.subscriptionId), []);
+    }
+    assert.deepEqual(await fileRows(t, carol.subscriptionId), []);
+    assert.equal((await putUpload(t, uploadKey, TEXT, 'text/plain', { token: carol.token })).status, 200, 'the key is intact');
+  });
+
+  it('stores upload keys only as hashes', async () => {
+    const uploadKey = await probeKey(other);
+    const rows = await t.app.deps.db.execute('select * from core_upload_key where user_id = ?', [other.user._id]);
+    assert.equal(rows.length, 1);
+    assert.ok(!JSON.stringify(rows).includes(uploadKey));
+    assert.equal(rows[0]!.key_hash, sha256(Buffer.from(uploadKey)));
+  });
+
+  it('the sweep removes files never finalized once their key expired, and keeps finalized ones', async () => {
+    const kept = await probeKey(other);
+    const keptId = (await putUpload(t, kept, TEXT, 'text/plain', { token: other.token })).body.data.files[0].fileId;
+    await t.ok('UploadProbeRpc.finalize', { uploadKey: kept }, { token: other.token });
+    const abandoned = await probeKey(other);
+    const abandonedId = (await putUpload(t, abandoned, TEXT, 'text/plain', { token: other.token })).body.data.files[0].fileId;
+    assert.deepEqual(filesOnDisk(t, other.subscriptionId).sort(), [keptId, abandonedId].sort());
+
+    assert.equal(await t.app.deps.uploadService.sweep(), 0, 'nothing is swept while keys are valid');
+    await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '2 minutes' where user_id = ?`, [other.user._id]);
+    assert.equal(await t.app.deps.uploadService.sweep(), 1);
+    assert.deepEqual(filesOnDisk(t, other.subscriptionId), [keptId]);
+    assert.deepEqual((await fileRows(t, other.subscriptionId)).map((row) => row.id), [keptId]);
+    const keys = await t.app.deps.db.execute('select id from core_upload_key where user_id = ?', [other.user._id]);
+    assert.equal(keys.length, 0);
+    assert.equal((await getFile(t, `/api/files/${keptId}`, { token: other.token })).status, 200);
+  });
+});
+
+describe('upload limits', () => {
+  let t: TestApp;
+  let ann: Account;
+  const LIMIT = 1024;
+
+  before(async () => {
+    t = await startTestApp({ extraPlugins: [probePlugin], env: { UPLOAD_MAX_BYTES: String(LIMIT), UPLOAD_KEY_TTL_SECONDS: '120' } });
+    ann = await t.signup();
+  });
+  after(() => t.close());
+
+  const probeKey = async () => (await t.ok('UploadProbeRpc.getKey', {}, { token: ann.token })).uploadKey as string;
+  const bigText = Buffer.alloc(LIMIT + 1, 'a');
+
+  it('UPLOAD_KEY_TTL_SECONDS sets how long a key lives', async () => {
+    const { expiresAt } = await t.ok('UploadProbeRpc.getKey', {}, { token: ann.token });
+    const ttl = Date.parse(expiresAt) - Date.now();
+    assert.ok(ttl > 110_000 && ttl <= 120_000, String(ttl));
+  });
+
+  it('a file over UPLOAD_MAX_BYTES is refused with 413, declared or streamed, and nothing is kept', async () => {
+    const uploadKey = await probeKey();
+    assertRefused(await putUpload(t, uploadKey, bigText, 'text/plain', { token: ann.token }), 413, 'PAYLOAD_TOO_LARGE', /1024 bytes/);
+
+    // No Content-Length: the limit is enforced while the bytes stream in.
+    const chunks = [bigText.subarray(0, 600), bigText.subarray(600)];
+    const streamed = await fetch(`${t.url}/api/uploads/${uploadKey}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/plain', authorization: `Bearer ${ann.token}` },
+      body: new ReadableStream({
+        pull(controller) {
+          const next = chunks.shift();
+          if (next) controller.enqueue(next);
+          else controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    assertRefused({ status: streamed.status, body: await streamed.json() }, 413, 'PAYLOAD_TOO_LARGE');
+
+    const posted = await postUpload(t, uploadKey, [{ bytes: bigText, type: 'text/plain', name: 'big.txt' }], { token: ann.token });
+    assertRefused(posted, 413, 'PAYLOAD_TOO_LARGE');
+
+    assert.deepEqual(filesOnDisk(t, ann.subscriptionId), []);
+    assert.deepEqual(await fileRows(t, ann.subscriptionId), []);
+    const fits = await putUpload(t, uploadKey, bigText.subarray(0, LIMIT), 'text/plain', { token: ann.token });
+    assert.equal(fits.status, 200, JSON.stringify(fits.body));
+    assert.equal(fits.body.data.files[0].size, LIMIT);
+  });
+});

@@ -1,0 +1,69 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+export interface ReceivedMail {
+  to: string[];
+  raw: string;
+}
+
+/** A real SMTP server on loopback that keeps every message it receives. */
+export async function startSmtpServer(): Promise<{ url: string; mails: ReceivedMail[]; close(): Promise<void> }> {
+  const mails: ReceivedMail[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        mails.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw: Buffer.concat(chunks).toString('utf8') });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return { url: `smtp://127.0.0.1:${port}`, mails, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+export interface ReceivedText {
+  path: string;
+  authorization: string | undefined;
+  form: URLSearchParams;
+}
+
+/** A Twilio-style messaging API on loopback: records each message and answers with a sid. */
+export async function startTextProvider(): Promise<{ url: string; texts: ReceivedText[]; close(): Promise<void> }> {
+  const texts: ReceivedText[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      texts.push({ path: req.url ?? '', authorization: req.headers.authorization, form: new URLSearchParams(Buffer.concat(chunks).toString()) });
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ sid: `SM${texts.length}` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, texts, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** The six-digit code in a message text. */
+export function codeIn(text: string): string {
+  const match = /code is (\d{6})/.exec(text);
+  if (!match) throw new Error(`no code in: ${text.slice(0, 200)}`);
+  return match[1]!;
+}
+
+/** Polls until `read` returns a value (deliveries are asynchronous on the peer's side). */
+export async function eventually<T>(read: () => T | undefined, timeoutMs = 3000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
