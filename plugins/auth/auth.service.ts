@@ -147,17 +147,17 @@ export class AuthService {
     const { email, phone } = input.verifications ?? {};
     let emailVerified = false;
     if (email) {
-      const proven = await this.#codes.consume(email.otpRequestId, email.code, clientIp, 'verifications.email');
-      if (proven.channel !== 'email' || proven.identifier !== input.email) {
-        throw validationError([{ path: 'verifications.email.otpRequestId', message: 'This code was not sent to the signup e-mail address' }]);
-      }
+      await this.#codes.consume(email.otpRequestId, email.code, clientIp, 'verifications.email', ({ channel, identifier }) => {
+        if (channel !== 'email' || identifier !== input.email) {
+          throw validationError([{ path: 'otpRequestId', message: 'This code was not sent to the signup e-mail address' }]);
+        }
+      });
       emailVerified = true;
     }
     if (!phone) return { emailVerified };
-    const proven = await this.#codes.consume(phone.otpRequestId, phone.code, clientIp, 'verifications.phone');
-    if (proven.channel === 'email') {
-      throw validationError([{ path: 'verifications.phone.otpRequestId', message: 'This code was sent to an e-mail address, not a phone' }]);
-    }
+    const proven = await this.#codes.consume(phone.otpRequestId, phone.code, clientIp, 'verifications.phone', ({ channel }) => {
+      if (channel === 'email') throw validationError([{ path: 'otpRequestId', message: 'This code was sent to an e-mail address, not a phone' }]);
+    });
     return { emailVerified, phone: proven.identifier };
   }
 

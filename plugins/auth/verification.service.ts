@@ -115,14 +115,24 @@ export class VerificationService {
     return { verified: true, otpRequestId, finalized: finalize };
   }
 
-  /** Checks and consumes a code in one step, for signup, login and channel verification. */
-  async consume(otpRequestId: string, code: string, clientIp: string, path: string): Promise<ProvenIdentifier> {
+  /**
+   * Checks and consumes a code in one step, for signup, login and channel
+   * verification; `path` prefixes issue paths. `accept` may refuse a right
+   * code sent to the wrong place by throwing; the code then stays unused.
+   */
+  async consume(
+    otpRequestId: string,
+    code: string,
+    clientIp: string,
+    path: string,
+    accept?: (proven: ProvenIdentifier) => void,
+  ): Promise<ProvenIdentifier> {
     try {
-      return await this.#check(otpRequestId, code, clientIp, true);
+      return await this.#check(otpRequestId, code, clientIp, true, accept);
     } catch (error) {
       // Name the params the caller sent (verifications.email.code rather than code).
       if (error instanceof RpcError && error.code === 'VALIDATION_ERROR') {
-        throw validationError((error.issues ?? []).map((issue) => ({ ...issue, path: `${path}.${issue.path}` })));
+        throw validationError((error.issues ?? []).map((issue) => ({ ...issue, path: path ? `${path}.${issue.path}` : issue.path })));
       }
       throw error;
     }
@@ -132,7 +142,13 @@ export class VerificationService {
    * Each attempt is counted with one atomic update, so parallel guesses
    * cannot share an attempt, and consuming is first come, first served.
    */
-  async #check(otpRequestId: string, code: string, clientIp: string, finalize: boolean): Promise<ProvenIdentifier> {
+  async #check(
+    otpRequestId: string,
+    code: string,
+    clientIp: string,
+    finalize: boolean,
+    accept?: (proven: ProvenIdentifier) => void,
+  ): Promise<ProvenIdentifier> {
     const byIp = [RateLimiter.bucket('otp-verify-ip', clientIp)];
     await this.#limiter.check(byIp, this.#config.otpVerifyFailureLimit);
     if (!UUID.test(otpRequestId)) throw notFound('Unknown verification request; request a new code');
@@ -148,6 +164,8 @@ export class VerificationService {
       const left = MAX_ATTEMPTS - attempt.attempts;
       throw validationError([{ path: 'code', message: left > 0 ? `Wrong code; ${left} attempt(s) left` : 'Wrong code; request a new one' }]);
     }
+    const proven: ProvenIdentifier = { channel: attempt.channel, identifier: attempt.identifier };
+    accept?.(proven);
     const [marked] = await this.#db.execute(
       `update auth_otp_request
        set verified_at = coalesce(verified_at, now()), consumed_at = case when ?::boolean then now() else consumed_at end
@@ -155,7 +173,7 @@ export class VerificationService {
       [finalize, otpRequestId],
     );
     if (!marked) throw badRequest('This code was already used; request a new one');
-    return { channel: attempt.channel, identifier: attempt.identifier };
+    return proven;
   }
 
   async #whyUnusable(otpRequestId: string): Promise<RpcError> {

@@ -14,6 +14,8 @@ export const userProfilePlugin = definePlugin({
   id: 'user-profile',
   group: 'UserProfileRpc',
   coreVersion: '^1.0.0',
+  // Channel verification uses the auth plugin's one-time codes.
+  dependsOn: ['auth'],
   services: { userProfileService: asClass(UserProfileService).singleton() },
   operations,
   start: ({ uploadService }) => uploadService.definePurpose(PROFILE_PICTURE, PROFILE_PICTURE_LIMITS),

@@ -63,3 +63,15 @@ export const updateProfilePicture = defineOperation({
   params: v.object({ uploadKey: v.pipe(v.string(), v.minLength(1, 'uploadKey is required'), v.maxLength(100)) }),
   handler: ({ params, ctx, deps }) => deps.userProfileService.updatePicture(ctx, params.uploadKey),
 });
+
+export const verifyUserChannel = defineOperation({
+  access: 'user',
+  describe: "Verify the caller's e-mail address or phone number with a one-time code sent to it.",
+  params: v.object({
+    otpRequestId: v.pipe(v.string(), v.trim(), v.minLength(1, 'otpRequestId must not be empty')),
+    code: v.pipe(v.string(), v.trim(), v.minLength(1, 'code must not be empty'), v.maxLength(20)),
+    identifier: v.pipe(v.string(), v.trim(), v.minLength(1, 'identifier must not be empty'), v.maxLength(254)),
+    channelType: v.picklist(['email', 'phone'], 'channelType must be email or phone'),
+  }),
+  handler: ({ params, ctx, deps, transport }) => deps.userProfileService.verifyChannel(ctx, params, transport.clientIp),
+});

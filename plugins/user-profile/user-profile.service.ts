@@ -2,6 +2,7 @@ import type { Config } from '../../core/config.ts';
 import { hashPassword, verifyPassword } from '../../core/auth/crypto.ts';
 import { UserSchema, type User } from '../../core/auth/entities.ts';
 import type { SessionService } from '../../core/auth/sessions.ts';
+import { normaliseIdentifier, type VerificationService } from '../auth/verification.service.ts';
 import { toUserView, type UserView } from '../../core/auth/user-view.ts';
 import { RateLimiter } from '../../core/rate-limiter.ts';
 import type { AuthenticatedContext } from '../../core/rpc/context.ts';
@@ -14,7 +15,6 @@ export const PROFILE_PICTURE_LIMITS: PurposeLimits = {
   types: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'],
   maxFiles: 1,
 };
-
 
 export interface ProfileChanges {
   firstName?: string | null;
@@ -29,22 +29,55 @@ export class UserProfileService {
   readonly #limiter: RateLimiter;
   readonly #uploads: UploadService;
   readonly #config: Config;
+  readonly #codes: VerificationService;
 
   constructor({
     sessionService,
     rateLimiter,
     uploadService,
     config,
+    verificationService,
   }: {
     sessionService: SessionService;
     rateLimiter: RateLimiter;
     uploadService: UploadService;
     config: Config;
+    verificationService: VerificationService;
   }) {
     this.#sessions = sessionService;
     this.#limiter = rateLimiter;
     this.#uploads = uploadService;
     this.#config = config;
+    this.#codes = verificationService;
+  }
+
+  /**
+   * Marks the user's e-mail address or phone as verified with a code sent to
+   * it. The e-mail must be the user's own; a verified phone becomes the user's number.
+   */
+  async verifyChannel(
+    ctx: AuthenticatedContext,
+    input: { otpRequestId: string; code: string; identifier: string; channelType: 'email' | 'phone' },
+    clientIp: string,
+  ): Promise<{ success: true; message: string }> {
+    const user = await this.#self(ctx);
+    const expected = normaliseIdentifier(input.channelType === 'email' ? 'email' : 'sms', input.identifier);
+    if (input.channelType === 'email' && expected !== user.email.toLowerCase()) {
+      throw validationError([{ path: 'identifier', message: 'This is not the e-mail address of your account' }]);
+    }
+    const proven = await this.#codes.consume(input.otpRequestId, input.code, clientIp, '', ({ channel, identifier }) => {
+      const sameChannel = input.channelType === 'email' ? channel === 'email' : channel !== 'email';
+      if (!sameChannel || identifier !== expected) {
+        throw validationError([{ path: 'otpRequestId', message: `This code was not sent to ${input.identifier}` }]);
+      }
+    });
+    if (input.channelType === 'email') user.isVerified = true;
+    else {
+      user.phoneNumber = proven.identifier;
+      user.isPhoneVerified = true;
+    }
+    await ctx.em.flush();
+    return { success: true, message: input.channelType === 'email' ? 'E-mail address verified' : 'Phone number verified' };
   }
 
   async get(ctx: AuthenticatedContext): Promise<UserView> {

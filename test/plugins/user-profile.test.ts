@@ -253,3 +253,69 @@ describe('UserProfileRpc: profile picture', () => {
     assert.equal((await putUpload(t, uploadKey, tinyPng(), 'image/png')).status, 401);
   });
 });
+
+describe('UserProfileRpc.verifyUserChannel', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp(); // no channel configured: codes land in the outbox
+  });
+  after(() => t.close());
+
+  /** Requests a code and reads it from the outbox, as an operator of the embedded default would. */
+  const outboxCode = async (channelType: 'email' | 'sms', identifier: string) => {
+    const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType, identifier });
+    const rows = await t.app.deps.db.execute<{ body: string }>('select body from core_outbox order by created_at desc limit 1');
+    return { otpRequestId, code: /code is (\d{6})/.exec(rows[0]!.body)![1]! };
+  };
+
+  it('verifies the account e-mail address with a code sent to it', async () => {
+    const account = await t.signup();
+    const { otpRequestId, code } = await outboxCode('email', account.user.email);
+    const wrong = await t.call(
+      'UserProfileRpc.verifyUserChannel',
+      { otpRequestId, code: code === '000000' ? '111111' : '000000', identifier: account.user.email, channelType: 'email' },
+      { token: account.token },
+    );
+    assert.equal(wrong.body.data.issues[0].path, 'code');
+    const done = await t.ok(
+      'UserProfileRpc.verifyUserChannel',
+      { otpRequestId, code, identifier: account.user.email.toUpperCase(), channelType: 'email' },
+      { token: account.token },
+    );
+    assert.deepEqual(done, { success: true, message: 'E-mail address verified' });
+    assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { token: account.token })).isVerified, true);
+  });
+
+  it('refuses an address that is not the account e-mail, and a code sent elsewhere', async () => {
+    const account = await t.signup();
+    const other = `${uniqueName('elsewhere')}@example.com`;
+    const foreign = await outboxCode('email', other);
+    const notMine = await t.call('UserProfileRpc.verifyUserChannel', { ...foreign, identifier: other, channelType: 'email' }, { token: account.token });
+    assert.equal(notMine.body.data.issues[0].path, 'identifier');
+    const mismatch = await t.call(
+      'UserProfileRpc.verifyUserChannel',
+      { ...foreign, identifier: account.user.email, channelType: 'email' },
+      { token: account.token },
+    );
+    assert.equal(mismatch.body.data.issues[0].path, 'otpRequestId');
+    assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { token: account.token })).isVerified, false);
+  });
+
+  it('verifies a phone number, which becomes the account number', async () => {
+    const account = await t.signup();
+    const sms = await outboxCode('sms', '+1 555 765 4321');
+    const otherNumber = await t.call(
+      'UserProfileRpc.verifyUserChannel',
+      { ...sms, identifier: '+15550000000', channelType: 'phone' },
+      { token: account.token },
+    );
+    assert.equal(otherNumber.body.data.issues[0].path, 'otpRequestId');
+    // The refused attempt left the code unused.
+    assert.deepEqual(
+      await t.ok('UserProfileRpc.verifyUserChannel', { ...sms, identifier: '+1 555-765-4321', channelType: 'phone' }, { token: account.token }),
+      { success: true, message: 'Phone number verified' },
+    );
+    const profile = await t.ok('UserProfileRpc.getUserProfile', {}, { token: account.token });
+    assert.deepEqual([profile.phoneNumber, profile.isPhoneVerified], ['+15557654321', true]);
+  });
+});
