@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Router from '@koa/router';
 import Koa from 'koa';
 import { asValue } from 'awilix';
 import type { DestinationStream } from 'pino';
@@ -159,7 +160,13 @@ export async function createApp(options: AppOptions): Promise<App> {
       await plugin.start?.(deps);
     }
 
-    const server = createHttpServer({ config, registry, db, metrics, dispatcher, authenticator, uploadService, logger });
+    const pluginRoutes = plugins.flatMap((plugin) => {
+      if (!plugin.routes) return [];
+      const router = new Router();
+      plugin.routes(router, deps);
+      return [router];
+    });
+    const server = createHttpServer({ config, registry, db, metrics, dispatcher, authenticator, uploadService, logger, pluginRoutes });
     const hub = new WebSocketHub({ authenticator, bus, logger, metrics, heartbeatMs: config.wsHeartbeatSeconds * 1000 });
     hub.attach(server);
     uploadService.start();
@@ -205,6 +212,7 @@ function createHttpServer(parts: {
   authenticator: Authenticator;
   uploadService: UploadService;
   logger: Logger;
+  pluginRoutes: Router[];
 }): Server {
   const { config, logger } = parts;
   const koa = new Koa({ proxy: config.trustProxy });
@@ -214,6 +222,7 @@ function createHttpServer(parts: {
   koa.use(routes.routes()).use(routes.allowedMethods());
   const uploads = uploadRoutes(parts);
   koa.use(uploads.routes()).use(uploads.allowedMethods());
+  for (const router of parts.pluginRoutes) koa.use(router.routes()).use(router.allowedMethods());
   const koaHandler = koa.callback();
   const handleRpc = createRpcEndpoint({
     dispatcher: parts.dispatcher,

@@ -71,6 +71,8 @@ const EnvSchema = v.object({
   SMS_AUTH_TOKEN: v.optional(v.string()),
   SMS_FROM: v.optional(v.string()),
   WHATSAPP_FROM: v.optional(v.string()),
+  OAUTH_PROVIDERS: v.optional(v.string(), ''),
+  OAUTH_ALLOW_HTTP: v.optional(boolean('OAUTH_ALLOW_HTTP'), 'false'),
   WS_HEARTBEAT_SECONDS: v.optional(integer('WS_HEARTBEAT_SECONDS', 1, 3600), String(defaults.wsHeartbeatSeconds)),
   SHUTDOWN_TIMEOUT_MS: v.optional(integer('SHUTDOWN_TIMEOUT_MS', 0, 600_000), String(defaults.shutdownTimeoutMs)),
   UPLOAD_MAX_BYTES: v.optional(integer('UPLOAD_MAX_BYTES', 1, 2 ** 40), String(defaults.uploadMaxBytes)),
@@ -125,7 +127,26 @@ export interface Config {
   otpVerifyFailureLimit: number;
   otpWindowSeconds: number;
   messaging: MessagingConfig;
+  oauthProviders: OAuthProviderConfig[];
+  /** Allow http:// issuers (a local test provider); never in production. */
+  oauthAllowHttp: boolean;
 }
+
+export interface OAuthProviderConfig {
+  /** The name in /auth/<name>, lower-case. */
+  name: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string;
+}
+
+/** Issuers of the named presets; any other name needs OAUTH_<NAME>_ISSUER. */
+const OAUTH_PRESETS: Record<string, string> = {
+  google: 'https://accounts.google.com',
+  gitlab: 'https://gitlab.com',
+  apple: 'https://appleid.apple.com',
+};
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -177,6 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otpVerifyFailureLimit: e.OTP_VERIFY_FAILURE_LIMIT,
     otpWindowSeconds: e.OTP_WINDOW_SECONDS,
     messaging: messagingConfig(e),
+    oauthProviders: oauthProviders(e.OAUTH_PROVIDERS, env),
+    oauthAllowHttp: e.OAUTH_ALLOW_HTTP,
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
   };
@@ -191,4 +214,19 @@ function messagingConfig(e: v.InferOutput<typeof EnvSchema>): MessagingConfig {
     throw new ConfigError('Invalid configuration: SMS_API_URL, SMS_ACCOUNT_SID and SMS_AUTH_TOKEN go together');
   }
   return { smtpUrl: e.SMTP_URL, mailFrom: e.MAIL_FROM, sms };
+}
+
+/** `OAUTH_PROVIDERS=google,acme` with `OAUTH_<NAME>_CLIENT_ID`, `_CLIENT_SECRET`, `_ISSUER` (presets know theirs), `_SCOPES`. */
+function oauthProviders(names: string, env: NodeJS.ProcessEnv): OAuthProviderConfig[] {
+  return list(names.toLowerCase()).map((name) => {
+    if (!/^[a-z][a-z0-9-]*$/.test(name)) throw new ConfigError(`Invalid configuration: OAuth provider name "${name}" must be lower-case letters, digits and dashes`);
+    const key = `OAUTH_${name.toUpperCase().replace(/-/g, '_')}`;
+    const issuer = env[`${key}_ISSUER`] || OAUTH_PRESETS[name];
+    const clientId = env[`${key}_CLIENT_ID`];
+    const clientSecret = env[`${key}_CLIENT_SECRET`];
+    const missing = [!issuer && `${key}_ISSUER`, !clientId && `${key}_CLIENT_ID`, !clientSecret && `${key}_CLIENT_SECRET`].filter(Boolean);
+    if (missing.length > 0) throw new ConfigError(`Invalid configuration: OAuth provider "${name}" needs ${missing.join(', ')}`);
+    if (!URL.canParse(issuer!)) throw new ConfigError(`Invalid configuration: ${key}_ISSUER must be a URL`);
+    return { name, issuer: issuer!, clientId: clientId!, clientSecret: clientSecret!, scopes: env[`${key}_SCOPES`] || 'openid email profile' };
+  });
 }

@@ -1,4 +1,5 @@
 import type { EntitySchema } from '@mikro-orm/core';
+import type Router from '@koa/router';
 import type { Resolver } from 'awilix';
 import type { Cradle } from '../container.ts';
 import type { MigrationDef } from '../db/migration.ts';
@@ -26,6 +27,11 @@ export interface PluginDefinition {
   hooks?: LifecycleHookSet;
   /** Event subscribers: event name (or `*`) → handler. */
   subscribers?: Record<string, EventSubscriber>;
+  /**
+   * HTTP routes outside /api/rpc (browser redirects such as OAuth callbacks),
+   * mounted on the Koa side after the core's own.
+   */
+  routes?(router: Router, deps: Cradle): void;
   /** Runs after the database is migrated and before the server listens. */
   start?(deps: Cradle): void | Promise<void>;
   /** Runs on shutdown, in reverse load order. */

@@ -4,6 +4,8 @@ import { AuthService } from './auth.service.ts';
 import { InviteCodeSchema } from './invite-code.entity.ts';
 import { InviteCodeService } from './invite-codes.service.ts';
 import { authMigrations } from './migrations.ts';
+import { oauthRoutes } from './oauth.routes.ts';
+import { OAuthService } from './oauth.service.ts';
 import { OtpRequestSchema } from './otp-request.entity.ts';
 import { VerificationService } from './verification.service.ts';
 import * as operations from './operations.ts';
@@ -13,6 +15,7 @@ declare module '../../core/container.ts' {
     authService: AuthService;
     inviteCodeService: InviteCodeService;
     verificationService: VerificationService;
+    oauthService: OAuthService;
   }
 }
 
@@ -26,6 +29,8 @@ export const authPlugin = definePlugin({
     authService: asClass(AuthService).singleton(),
     inviteCodeService: asClass(InviteCodeService).singleton(),
     verificationService: asClass(VerificationService).singleton(),
+    oauthService: asClass(OAuthService).singleton(),
   },
   operations,
+  routes: oauthRoutes,
 });

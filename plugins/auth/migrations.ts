@@ -30,4 +30,25 @@ export const authMigrations = [
       created_at timestamptz not null)`,
     'create index auth_otp_request_expiry_idx on auth_otp_request (expires_at)',
   ]),
+  defineMigration('0003_oauth', [
+    // A login in progress at the provider: state (hashed), PKCE verifier (sealed), nonce.
+    `create table auth_oauth_state (
+      state_hash text primary key,
+      provider text not null,
+      code_verifier text not null,
+      nonce text not null,
+      external_login_id uuid,
+      expires_at timestamptz not null)`,
+    // A login started for another program (a desktop app) that polls for its result.
+    `create table auth_external_login (
+      id uuid primary key,
+      provider text not null,
+      poll_token_hash text not null,
+      session_token text,
+      user_id uuid,
+      completed_at timestamptz,
+      consumed_at timestamptz,
+      expires_at timestamptz not null,
+      created_at timestamptz not null)`,
+  ]),
 ];

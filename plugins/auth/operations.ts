@@ -118,10 +118,33 @@ export const getClientConfig = defineOperation({
   access: 'public',
   describe: 'Public settings a client needs before login: signup mode, verifications, OAuth providers.',
   params: v.object({}),
-  handler: ({ deps: { config } }) => ({
-    signupMode: config.signupMode,
-    requiredVerifications: { email: config.signupRequireEmailVerification, phone: config.signupRequirePhoneVerification },
-    oauthProviders: [],
+  handler: ({ deps }) => ({
+    signupMode: deps.config.signupMode,
+    requiredVerifications: { email: deps.config.signupRequireEmailVerification, phone: deps.config.signupRequirePhoneVerification },
+    oauthProviders: deps.oauthService.providerNames,
     passwordMinLength: 8,
   }),
+});
+
+const provider = v.pipe(v.string(), v.trim(), v.minLength(1, 'provider must not be empty'), v.maxLength(50));
+
+export const getOAuthLoginUrl = defineOperation({
+  access: 'public',
+  describe: 'The path that starts a login with an OAuth provider: /auth/<provider>.',
+  params: v.object({ provider }),
+  handler: ({ params, deps }) => ({ url: `/auth/${deps.oauthService.provider(params.provider).name}` }),
+});
+
+export const createExternalOAuthLoginSession = defineOperation({
+  access: 'public',
+  describe: 'Start an OAuth login in an external browser; poll its result with pollExternalOAuthLoginSession.',
+  params: v.object({ provider }),
+  handler: ({ params, deps, transport }) => deps.oauthService.createExternalLogin(params.provider, transport.baseUrl),
+});
+
+export const pollExternalOAuthLoginSession = defineOperation({
+  access: 'public',
+  describe: 'The state of an external OAuth login: pending, completed (once, with the session) or expired.',
+  params: v.object({ sessionId: nonEmpty('sessionId', 100), pollToken: nonEmpty('pollToken', 200) }),
+  handler: ({ params, deps }) => deps.oauthService.pollExternalLogin(params.sessionId, params.pollToken),
 });

@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import * as oidc from 'openid-client';
+import type { Config, OAuthProviderConfig } from '../../core/config.ts';
+import { digestsEqual, randomToken, sha256, sha256Hex, type SecretBox } from '../../core/auth/crypto.ts';
+import { newUser, SubscriptionSchema, UserSchema, type User } from '../../core/auth/entities.ts';
+import type { SessionService } from '../../core/auth/sessions.ts';
+import { toUserView, type UserView } from '../../core/auth/user-view.ts';
+import type { Database } from '../../core/db/orm.ts';
+import { ACROSS_TENANTS } from '../../core/db/tenant.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { LifecycleHooks } from '../../core/plugin/hooks.ts';
+import { badRequest, notFound, RpcError } from '../../core/rpc/errors.ts';
+import { checkSignupRules } from './signup-policy.ts';
+
+/** How long a login may take at the provider, and how long an external login can be polled. */
+const LOGIN_TTL_MS = 10 * 60_000;
+
+export interface ExternalLoginStarted {
+  sessionId: string;
+  loginUrl: string;
+  pollToken: string;
+  expiresAt: string;
+}
+
+export type ExternalLoginStatus =
+  | { status: 'pending' | 'expired' }
+  | { status: 'completed'; token: string; expiresAt: string; user: UserView };
+
+export interface OAuthLogin {
+  token: string;
+  expiresAt: Date;
+  user: UserView;
+  /** Set when the login was started by another program, which collects it by polling. */
+  external: boolean;
+}
+
+interface Deps {
+  config: Config;
+  db: Database;
+  secretBox: SecretBox;
+  sessionService: SessionService;
+  lifecycle: LifecycleHooks;
+  logger: Logger;
+}
+
+/**
+ * OpenID Connect login (openid-client): authorization code flow with state,
+ * nonce and PKCE; users are found by their provider profile, linked by a
+ * verified e-mail address, or created.
+ */
+export class OAuthService {
+  readonly #deps: Deps;
+  readonly #providers: Map<string, OAuthProviderConfig>;
+  readonly #discovered = new Map<string, Promise<oidc.Configuration>>();
+
+  constructor(deps: Deps) {
+    this.#deps = deps;
+    this.#providers = new Map(deps.config.oauthProviders.map((provider) => [provider.name, provider]));
+  }
+
+  get providerNames(): string[] {
+    return [...this.#providers.keys()];
+  }
+
+  provider(name: string): OAuthProviderConfig {
+    const provider = this.#providers.get(name.toLowerCase());
+    if (!provider) throw notFound(`OAuth provider "${name}" is not configured`);
+    return provider;
+  }
+
+  /** Discovery once per provider; a failure is forgotten so the next login tries again. */
+  #configuration(provider: OAuthProviderConfig): Promise<oidc.Configuration> {
+    let pending = this.#discovered.get(provider.name);
+    if (!pending) {
+      const options = this.#deps.config.oauthAllowHttp ? { execute: [oidc.allowInsecureRequests] } : undefined;
+      pending = oidc.discovery(new URL(provider.issuer), provider.clientId, provider.clientSecret, undefined, options);
+      pending.catch((err) => {
+        this.#discovered.delete(provider.name);
+        this.#deps.logger.error({ err, provider: provider.name }, 'OpenID provider discovery failed');
+      });
+      this.#discovered.set(provider.name, pending);
+    }
+    return pending.catch(() => {
+      throw new RpcError('FEATURE_UNAVAILABLE', `The ${provider.name} login is unavailable right now; try again later`);
+    });
+  }
+
+  static callbackUrl(baseUrl: string, provider: string): string {
+    return `${baseUrl}/auth/${provider}/callback`;
+  }
+
+  /** The provider URL to send the browser to; the login's secrets wait in the database. */
+  async authorizationUrl(providerName: string, baseUrl: string, externalLoginId?: string): Promise<string> {
+    const provider = this.provider(providerName);
+    const configuration = await this.#configuration(provider);
+    if (externalLoginId) await this.#pendingExternal(externalLoginId);
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const verifier = oidc.randomPKCECodeVerifier();
+    await this.#deps.db.execute(
+      `insert into auth_oauth_state (state_hash, provider, code_verifier, nonce, external_login_id, expires_at)
+       values (?, ?, ?, ?, ?, ?)`,
+      [sha256Hex(state), provider.name, this.#deps.secretBox.encrypt(verifier), nonce, externalLoginId ?? null, new Date(Date.now() + LOGIN_TTL_MS)],
+    );
+    await this.#deps.db.execute('delete from auth_oauth_state where expires_at < now()');
+    return oidc
+      .buildAuthorizationUrl(configuration, {
+        redirect_uri: OAuthService.callbackUrl(baseUrl, provider.name),
+        scope: provider.scopes,
+        state,
+        nonce,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      })
+      .toString();
+  }
+
+  /** Completes the login the provider redirected back with: checks state, nonce and PKCE, then finds or makes the user. */
+  async completeLogin(providerName: string, callbackUrl: URL, baseUrl: string): Promise<OAuthLogin> {
+    const provider = this.provider(providerName);
+    const state = callbackUrl.searchParams.get('state');
+    if (!state) throw badRequest('The provider answered without a state');
+    const [pending] = await this.#deps.db.execute<{ provider: string; code_verifier: string; nonce: string; external_login_id: string | null }>(
+      `delete from auth_oauth_state where state_hash = ? and expires_at > now() returning provider, code_verifier, nonce, external_login_id`,
+      [sha256Hex(state)],
+    );
+    if (!pending || pending.provider !== provider.name) throw badRequest('This login is unknown or has expired; start again');
+    const configuration = await this.#configuration(provider);
+    // The callback URL the provider saw, on the public base URL rather than however the request reached us.
+    const seen = new URL(OAuthService.callbackUrl(baseUrl, provider.name));
+    seen.search = callbackUrl.search;
+    let claims: oidc.IDToken;
+    try {
+      const tokens = await oidc.authorizationCodeGrant(configuration, seen, {
+        pkceCodeVerifier: this.#deps.secretBox.decrypt(pending.code_verifier),
+        expectedState: state,
+        expectedNonce: pending.nonce,
+        idTokenExpected: true,
+      });
+      claims = tokens.claims()!;
+      // Many providers put e-mail and profile claims only in the UserInfo answer, not in the ID token.
+      if (claims.email === undefined && configuration.serverMetadata().userinfo_endpoint) {
+        const info = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
+        claims = { ...info, ...claims, email: info.email, email_verified: info.email_verified, given_name: info.given_name, family_name: info.family_name };
+      }
+    } catch (err) {
+      this.#deps.logger.warn({ err, provider: provider.name }, 'OpenID login failed');
+      throw badRequest('The provider did not confirm this login; start again');
+    }
+    const user = await this.#userFor(provider.name, claims);
+    if (!user.isActive) throw new RpcError('UNAUTHENTICATED', 'This account is deactivated');
+    const session = await this.#deps.sessionService.create(user);
+    const view = toUserView(user);
+    if (pending.external_login_id) await this.#completeExternal(pending.external_login_id, session.token, user.id);
+    await this.#deps.lifecycle.afterLogin({ user: view, method: 'oauth' });
+    return { token: session.token, expiresAt: session.expiresAt, user: view, external: pending.external_login_id !== null };
+  }
+
+  async #userFor(provider: string, claims: oidc.IDToken): Promise<User> {
+    const em = this.#deps.db.forkEm(null);
+    const profile = { provider, id: claims.sub };
+    const [linked] = await this.#deps.db.execute<{ id: string }>(
+      `select id from core_user where oauth_profiles @> ?::jsonb`,
+      [JSON.stringify([profile])],
+    );
+    if (linked) return em.findOneOrFail(UserSchema, { id: linked.id }, ACROSS_TENANTS);
+    const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
+    if (!email || claims.email_verified !== true) {
+      throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
+    }
+    const existing = await em.findOne(UserSchema, { email }, ACROSS_TENANTS);
+    if (existing) {
+      // A verified address at the provider proves the same person: link the profile to the account.
+      existing.oauthProfiles = [...existing.oauthProfiles, { ...profile, email }];
+      existing.isVerified = true;
+      await em.flush();
+      return existing;
+    }
+    return this.#signup(provider, claims, email);
+  }
+
+  async #signup(provider: string, claims: oidc.IDToken, email: string): Promise<User> {
+    const { config, db, lifecycle } = this.#deps;
+    const username = await this.#freeUsername(email);
+    checkSignupRules(config, { email, username });
+    if (config.signupMode === 'invite') {
+      const [anyone] = await db.execute<{ exists: boolean }>('select exists(select 1 from core_user) as exists');
+      if (anyone?.exists) throw badRequest('Signup needs an invite code; sign up with it first, then link this login');
+    }
+    const subscriptionId = randomUUID();
+    const user = await db.forkEm(subscriptionId).transactional(async (tx) => {
+      tx.create(SubscriptionSchema, { id: subscriptionId, name: username, serviceCode: null, createdAt: new Date(), updatedAt: new Date() });
+      await tx.flush();
+      const created = tx.create(
+        UserSchema,
+        newUser({
+          subscriptionId,
+          email,
+          username,
+          role: 'admin',
+          isVerified: true,
+          firstName: typeof claims.given_name === 'string' ? claims.given_name.slice(0, 100) : null,
+          lastName: typeof claims.family_name === 'string' ? claims.family_name.slice(0, 100) : null,
+          oauthProfiles: [{ provider, id: claims.sub, email }],
+        }),
+      );
+      await tx.flush();
+      return created;
+    });
+    await lifecycle.afterSignup({ user: toUserView(user), subscriptionId, joinedExisting: false });
+    return user;
+  }
+
+  /** The e-mail's local part, cleaned; a short suffix when it is taken. */
+  async #freeUsername(email: string): Promise<string> {
+    const base = (email.slice(0, email.indexOf('@')).replace(/[^A-Za-z0-9._-]/g, '') || 'user').slice(0, 24).padEnd(3, '0');
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const candidate = attempt === 0 ? base : `${base}-${randomToken(3).replace(/[^A-Za-z0-9]/g, 'x').slice(0, 4)}`;
+      const [taken] = await this.#deps.db.execute('select 1 from core_user where lower(username) = lower(?)', [candidate]);
+      if (!taken) return candidate;
+    }
+    return `user-${randomUUID().slice(0, 8)}`;
+  }
+
+  /** Starts a login in a browser for another program, which polls for the session. */
+  async createExternalLogin(providerName: string, baseUrl: string): Promise<ExternalLoginStarted> {
+    const provider = this.provider(providerName);
+    const id = randomUUID();
+    const pollToken = randomToken(32);
+    const expiresAt = new Date(Date.now() + LOGIN_TTL_MS);
+    await this.#deps.db.execute(
+      `insert into auth_external_login (id, provider, poll_token_hash, expires_at, created_at) values (?, ?, ?, ?, now())`,
+      [id, provider.name, sha256Hex(pollToken), expiresAt],
+    );
+    return { sessionId: id, loginUrl: `${baseUrl}/auth/${provider.name}?external=${id}`, pollToken, expiresAt: expiresAt.toISOString() };
+  }
+
+  async #pendingExternal(id: string): Promise<void> {
+    const [row] = await this.#deps.db.execute(
+      'select 1 from auth_external_login where id = ? and completed_at is null and expires_at > now()',
+      [id],
+    );
+    if (!row) throw badRequest('This login link has expired or was already used; start again from the application');
+  }
+
+  async #completeExternal(id: string, token: string, userId: string): Promise<void> {
+    await this.#deps.db.execute(
+      `update auth_external_login set session_token = ?, user_id = ?, completed_at = now()
+       where id = ? and completed_at is null and expires_at > now()`,
+      [this.#deps.secretBox.encrypt(token), userId, id],
+    );
+  }
+
+  /** The login's state; a completed result is handed out once, then reads as expired. */
+  async pollExternalLogin(id: string, pollToken: string): Promise<ExternalLoginStatus> {
+    const rows = /^[0-9a-f-]{36}$/i.test(id)
+      ? await this.#deps.db.execute<{ poll_token_hash: string; completed_at: Date | null; consumed_at: Date | null; expires_at: Date; user_id: string | null }>(
+          'select poll_token_hash, completed_at, consumed_at, expires_at, user_id from auth_external_login where id = ?',
+          [id],
+        )
+      : [];
+    const row = rows[0];
+    if (!row || !digestsEqual(Buffer.from(row.poll_token_hash, 'hex'), sha256(pollToken))) throw notFound('Unknown external login session');
+    if (row.consumed_at || (!row.completed_at && new Date(row.expires_at).getTime() <= Date.now())) return { status: 'expired' };
+    if (!row.completed_at) return { status: 'pending' };
+    // Hand the token out once: take it and clear it in one statement.
+    const [taken] = await this.#deps.db.execute<{ session_token: string }>(
+      `with claimed as (select id, session_token from auth_external_login where id = ? and consumed_at is null for update)
+       update auth_external_login set consumed_at = now(), session_token = null
+       from claimed where auth_external_login.id = claimed.id returning claimed.session_token`,
+      [id],
+    );
+    if (!taken) return { status: 'expired' };
+    const user = await this.#deps.db.forkEm(null).findOneOrFail(UserSchema, { id: row.user_id! }, ACROSS_TENANTS);
+    const token = this.#deps.secretBox.decrypt(taken.session_token);
+    const session = await this.#deps.sessionService.authenticate(token);
+    const [expiry] = await this.#deps.db.execute<{ expires_at: Date }>('select expires_at from core_session where id = ?', [session.sessionId]);
+    return { status: 'completed', token, expiresAt: new Date(expiry!.expires_at).toISOString(), user: toUserView(user) };
+  }
+}

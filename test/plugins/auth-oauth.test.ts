@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
+import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
+
+describe('OAuth login with an OpenID provider', () => {
+  let t: TestApp;
+  let idp: Awaited<ReturnType<typeof startOpenIdProvider>>;
+
+  before(async () => {
+    idp = await startOpenIdProvider();
+    t = await startTestApp({
+      env: {
+        OAUTH_PROVIDERS: 'acme',
+        OAUTH_ACME_ISSUER: idp.issuer,
+        OAUTH_ACME_CLIENT_ID: 'rpc-service',
+        OAUTH_ACME_CLIENT_SECRET: 'test-client-secret',
+        OAUTH_ALLOW_HTTP: 'true',
+      },
+    });
+    idp.configure([`${t.url}/auth/acme/callback`]);
+  });
+  after(async () => {
+    await t.close();
+    await idp.close();
+  });
+
+  const host = () => new URL(t.url).host;
+
+  it('lists the provider and its login path', async () => {
+    assert.deepEqual((await t.ok('AuthRpc.getClientConfig')).oauthProviders, ['acme']);
+    assert.deepEqual(await t.ok('AuthRpc.getOAuthLoginUrl', { provider: 'acme' }), { url: '/auth/acme' });
+    const unknown = await t.call('AuthRpc.getOAuthLoginUrl', { provider: 'nope' });
+    assert.equal(unknown.status, 404);
+  });
+
+  it('signs a new user up through the browser flow, with state and PKCE, and starts a session', async () => {
+    const sub = uniqueName('sub');
+    idp.accounts.set(sub, { email: `${sub}@example.com`, givenName: 'Ida' });
+    const browser = new TestBrowser();
+    const start = await browser.get(`${t.url}/auth/acme`);
+    assert.equal(start.status, 302);
+    const authorize = new URL(start.headers.get('location')!);
+    assert.equal(authorize.origin, idp.issuer);
+    assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+    assert.ok(authorize.searchParams.get('state'));
+    assert.ok(authorize.searchParams.get('nonce'));
+    assert.equal(authorize.searchParams.get('redirect_uri'), `${t.url}/auth/acme/callback`);
+
+    const done = await browser.signInAt(authorize.toString(), sub, idp.issuer);
+    assert.equal(done.status, 302, await done.clone().text());
+    const token = browser.cookie(host(), 'session');
+    assert.ok(token, 'the callback set the session cookie');
+    const session = await t.ok('AuthRpc.getSession', {}, { token });
+    assert.equal(session.user.email, `${sub}@example.com`);
+    assert.equal(session.user.isVerified, true);
+    assert.equal(session.user.role, 'admin');
+    assert.equal(session.user.firstName, 'Ida');
+    assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+
+    // The same person again: the same account, found by the provider profile.
+    const again = new TestBrowser();
+    await again.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: again.cookie(host(), 'session') })).user._id, session.user._id);
+  });
+
+  it('links an existing account by its verified e-mail address', async () => {
+    const account = await t.signup();
+    const sub = uniqueName('linked');
+    idp.accounts.set(sub, { email: account.user.email.toUpperCase() });
+    const browser = new TestBrowser();
+    await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    const session = await t.ok('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+    assert.equal(session.user._id, account.user._id);
+    assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+  });
+
+  it('refuses an unverified e-mail address, a wrong state and a replayed callback', async () => {
+    const sub = uniqueName('unverified');
+    idp.accounts.set(sub, { email: `${sub}@example.com`, emailVerified: false });
+    const refused = await new TestBrowser().signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /verified e-mail/);
+
+    const forged = await new TestBrowser().get(`${t.url}/auth/acme/callback?code=abc&state=not-ours`);
+    assert.equal(forged.status, 400);
+    assert.match(await forged.text(), /unknown or has expired/);
+
+    // Capture a real callback URL, use it once, then replay it.
+    const ok = uniqueName('replay');
+    idp.accounts.set(ok, { email: `${ok}@example.com` });
+    const browser = new TestBrowser();
+    let response = await browser.get(`${t.url}/auth/acme`);
+    let callback: string | undefined;
+    for (let hop = 0; hop < 20 && !callback; hop++) {
+      const location = response.headers.get('location');
+      if (location?.startsWith(`${t.url}/auth/acme/callback`)) callback = location;
+      else if (location) response = await browser.get(new URL(location, response.url).toString());
+      else {
+        const html = await response.text();
+        const action = new URL(/<form[^>]*action="([^"]+)"/.exec(html)![1]!, response.url).toString();
+        response = html.includes('name="login"')
+          ? await browser.post(action, { prompt: 'login', login: ok, password: 'x' })
+          : await browser.post(action, { prompt: 'consent' });
+      }
+    }
+    assert.ok(callback);
+    assert.equal((await browser.get(callback)).status, 302);
+    const replay = await new TestBrowser().get(callback);
+    assert.equal(replay.status, 400);
+  });
+
+  it('completes an external-browser login that the application collects once by polling', async () => {
+    const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    assert.equal(started.loginUrl, `${t.url}/auth/acme?external=${started.sessionId}`);
+    assert.ok(Date.parse(started.expiresAt) > Date.now());
+    const pending = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    assert.deepEqual(pending, { status: 'pending' });
+    const wrongToken = await t.call('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: 'guess' });
+    assert.equal(wrongToken.status, 404);
+
+    const sub = uniqueName('desktop');
+    idp.accounts.set(sub, { email: `${sub}@example.com` });
+    const browser = new TestBrowser();
+    const page = await browser.signInAt(started.loginUrl, sub, idp.issuer);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /You can close this window/);
+    assert.equal(browser.cookie(host(), 'session'), undefined, 'the browser gets no session of its own');
+
+    const completed = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    assert.equal(completed.status, 'completed');
+    assert.equal(completed.user.email, `${sub}@example.com`);
+    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: completed.token })).user._id, completed.user._id);
+    const second = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    assert.deepEqual(second, { status: 'expired' });
+
+    // The link cannot start a second login once used.
+    const reuse = await new TestBrowser().get(started.loginUrl);
+    assert.equal(reuse.status, 400);
+  });
+
+  it('an expired external session reads as expired and its link no longer works', async () => {
+    const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    await t.app.deps.db.execute(`update auth_external_login set expires_at = now() - interval '1 second' where id = ?`, [started.sessionId]);
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), { status: 'expired' });
+    const link = await new TestBrowser().get(started.loginUrl);
+    assert.equal(link.status, 400);
+  });
+});
