@@ -217,7 +217,12 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
 
   before(async () => {
     t = await startTestApp({
-      env: { SIGNUP_MODE: 'invite', SIGNUP_BLOCKED_EMAIL_DOMAINS: 'spam.test', SIGNUP_BLOCKED_EMAIL_PATTERNS: '^bot[0-9]+@' },
+      env: {
+        SIGNUP_MODE: 'invite',
+        SIGNUP_BLOCKED_EMAIL_DOMAINS: 'spam.test',
+        SIGNUP_BLOCKED_EMAIL_PATTERNS: '^bot[0-9]+@',
+        OTP_VERIFY_FAILURE_LIMIT: '6',
+      },
     });
   });
   after(() => t.close());
@@ -283,5 +288,21 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
     assert.deepEqual(await t.ok('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code }), {
       verified: true, otpRequestId: requested.otpRequestId, finalized: false,
     });
+  });
+
+  it('limits wrong codes per client address across requests with 429 and Retry-After', async () => {
+    const codes = [];
+    for (let index = 0; index < 2; index++) {
+      codes.push(await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: `${uniqueName('guess')}@example.com` }));
+    }
+    // Three wrong guesses on each of two requests: six failures from this address.
+    for (const { otpRequestId } of codes) {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        assert.equal((await t.call('AuthRpc.verifyCode', { otpRequestId, code: '000000' })).status, 400);
+      }
+    }
+    const limited = await t.call('AuthRpc.verifyCode', { otpRequestId: codes[0]!.otpRequestId, code: '000000' });
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get('retry-after')) > 0);
   });
 });
