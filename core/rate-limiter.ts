@@ -14,6 +14,7 @@ interface BucketRow {
  */
 export class RateLimiter {
   readonly #db: Database;
+  #prunedAt = 0;
 
   constructor(db: Database) {
     this.#db = db;
@@ -33,8 +34,12 @@ export class RateLimiter {
     if (rows.length > 0) throw this.#limited(rows);
   }
 
-  /** Counts one attempt in every bucket. */
+  /** Counts one attempt in every bucket; ended windows are pruned at most once a minute. */
   async hit(buckets: readonly string[], windowSeconds: number): Promise<void> {
+    if (Date.now() - this.#prunedAt > 60_000) {
+      this.#prunedAt = Date.now();
+      await this.#db.execute('delete from core_rate_limit where window_ends_at < now()');
+    }
     for (const bucket of buckets) {
       await this.#db.execute(
         `insert into core_rate_limit (bucket, hits, window_ends_at)

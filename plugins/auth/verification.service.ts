@@ -99,6 +99,8 @@ export class VerificationService {
       createdAt: new Date(),
     });
     await em.flush();
+    // Old requests are of no use once expired; a day's grace keeps them for support questions.
+    await this.#db.execute(`delete from auth_otp_request where expires_at < now() - interval '1 day'`);
     const greeting = firstName ? `Hello ${firstName},\n\n` : '';
     await this.#sender.send({
       channel,

@@ -145,5 +145,7 @@ describe('OAuth login with an OpenID provider', () => {
     assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), { status: 'expired' });
     const link = await new TestBrowser().get(started.loginUrl);
     assert.equal(link.status, 400);
+    const mangled = await new TestBrowser().get(`${t.url}/auth/acme?external=not-a-session`);
+    assert.equal(mangled.status, 400);
   });
 });
