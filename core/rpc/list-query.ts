@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { validationError, type ValidationIssue } from './errors.ts';
+import { isUuid } from './schemas.ts';
 
 /**
  * The document-store-style list filters of DESIGN §3, translated into
@@ -8,8 +9,6 @@ import { validationError, type ValidationIssue } from './errors.ts';
  */
 
 export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** API field name → entity property and its type. */
 export type FieldMap = Record<string, { property: string; type: FieldType }>;
@@ -127,7 +126,7 @@ class FilterTranslator {
       return date;
     }
     if (fieldType === 'uuid') {
-      if (typeof value !== 'string' || !UUID.test(value)) this.issues.push({ path, message: 'must be a UUID' });
+      if (!isUuid(value)) this.issues.push({ path, message: 'must be a UUID' });
       return value;
     }
     if (typeof value !== fieldType) this.issues.push({ path, message: `must be a ${fieldType}` });

@@ -2,6 +2,11 @@ import * as v from 'valibot';
 
 /** Shared params pieces, so every group spells the same rule the same way. */
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** For ids that arrive outside a params schema (URLs, filters): a non-UUID can only be "not found". */
+export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
+
 export const recordId = (label = 'id') => v.pipe(v.string(), v.uuid(`${label} must be a UUID`));
 
 export const email = v.pipe(

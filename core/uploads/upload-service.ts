@@ -12,6 +12,7 @@ import { badRequest, notFound, RpcError } from '../rpc/errors.ts';
 import { StoredFileSchema, UploadKeySchema, type StoredFile, type UploadKey } from './entities.ts';
 import { contentMatchesType, extensionFor, SNIFF_BYTES } from './sniff.ts';
 import type { FileStorage } from './storage.ts';
+import { isUuid } from '../rpc/schemas.ts';
 
 /** What one kind of upload accepts, declared once by whoever owns it (a plugin, at start). */
 export interface PurposeLimits {
@@ -48,7 +49,6 @@ export interface IssuedUploadKey {
 }
 
 const KEY_FORMAT = /^[A-Za-z0-9_-]{43}$/;
-const FILE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SWEEP_EVERY_MS = 5 * 60_000;
 // Unfinalized files and keys are swept this long after the key expired, well past any finalize still in flight.
 const SWEEP_GRACE_MS = 60_000;
@@ -223,14 +223,14 @@ export class UploadService {
 
   /** A finalized file of the caller's subscription and its bytes; NOT_FOUND otherwise. */
   async open(ctx: AuthenticatedContext, fileId: string): Promise<{ file: StoredFile; content: Readable }> {
-    const file = FILE_ID.test(fileId) ? await ctx.em.findOne(StoredFileSchema, { id: fileId, finalizedAt: { $ne: null } }) : null;
+    const file = isUuid(fileId) ? await ctx.em.findOne(StoredFileSchema, { id: fileId, finalizedAt: { $ne: null } }) : null;
     if (!file) throw notFound(`File ${fileId} not found`);
     return { file, content: await this.#storage.get(file.storagePath) };
   }
 
   /** Deletes a file of the caller's subscription, record and bytes; one that does not exist is left at that. */
   async delete(ctx: AuthenticatedContext, fileId: string): Promise<void> {
-    const file = FILE_ID.test(fileId) ? await ctx.em.findOne(StoredFileSchema, { id: fileId }) : null;
+    const file = isUuid(fileId) ? await ctx.em.findOne(StoredFileSchema, { id: fileId }) : null;
     if (!file) return;
     await ctx.em.remove(file).flush();
     await this.#storage.delete(file.storagePath);

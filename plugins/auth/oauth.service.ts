@@ -11,8 +11,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { LifecycleHooks } from '../../core/plugin/hooks.ts';
 import { badRequest, notFound, RpcError } from '../../core/rpc/errors.ts';
 import { checkSignupRules } from './signup-policy.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../../core/rpc/schemas.ts';
 
 /** How long a login may take at the provider, and how long an external login can be polled. */
 const LOGIN_TTL_MS = 10 * 60_000;
@@ -239,7 +238,7 @@ export class OAuthService {
   }
 
   async #pendingExternal(id: string): Promise<void> {
-    if (!UUID.test(id)) throw badRequest('This login link is not valid; start again from the application');
+    if (!isUuid(id)) throw badRequest('This login link is not valid; start again from the application');
     const [row] = await this.#deps.db.execute(
       'select 1 from auth_external_login where id = ? and completed_at is null and expires_at > now()',
       [id],
@@ -257,7 +256,7 @@ export class OAuthService {
 
   /** The login's state; a completed result is handed out once, then reads as expired. */
   async pollExternalLogin(id: string, pollToken: string): Promise<ExternalLoginStatus> {
-    const rows = UUID.test(id)
+    const rows = isUuid(id)
       ? await this.#deps.db.execute<{ poll_token_hash: string; completed_at: Date | null; consumed_at: Date | null; expires_at: Date; user_id: string | null }>(
           'select poll_token_hash, completed_at, consumed_at, expires_at, user_id from auth_external_login where id = ?',
           [id],

@@ -6,6 +6,7 @@ import type { MessageSender } from '../../core/messaging/message-sender.ts';
 import { RateLimiter } from '../../core/rate-limiter.ts';
 import { badRequest, notFound, RpcError, validationError } from '../../core/rpc/errors.ts';
 import { OtpRequestSchema, type OtpChannel } from './otp-request.entity.ts';
+import { isUuid } from '../../core/rpc/schemas.ts';
 
 export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_ATTEMPTS = 5;
@@ -31,7 +32,6 @@ export interface ProvenIdentifier {
 }
 
 const E164 = /^\+[1-9]\d{6,14}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface AttemptRow {
   channel: OtpChannel;
@@ -153,7 +153,7 @@ export class VerificationService {
   ): Promise<ProvenIdentifier> {
     const byIp = [RateLimiter.bucket('otp-verify-ip', clientIp)];
     await this.#limiter.check(byIp, this.#config.otpVerifyFailureLimit);
-    if (!UUID.test(otpRequestId)) throw notFound('Unknown verification request; request a new code');
+    if (!isUuid(otpRequestId)) throw notFound('Unknown verification request; request a new code');
     const [attempt] = await this.#db.execute<AttemptRow>(
       `update auth_otp_request set attempts = attempts + 1
        where id = ? and consumed_at is null and expires_at > now() and attempts < ?
