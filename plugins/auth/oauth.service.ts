@@ -212,11 +212,13 @@ export class OAuthService {
     return user;
   }
 
-  /** The e-mail's local part, cleaned; a short suffix when it is taken. */
+  /** The e-mail's local part, cleaned; a short suffix when it is taken or reserved. */
   async #freeUsername(email: string): Promise<string> {
+    const reserved = new Set(this.#deps.config.signupReservedUsernames);
     const base = (email.slice(0, email.indexOf('@')).replace(/[^A-Za-z0-9._-]/g, '') || 'user').slice(0, 24).padEnd(3, '0');
     for (let attempt = 0; attempt < 5; attempt++) {
       const candidate = attempt === 0 ? base : `${base}-${randomToken(3).replace(/[^A-Za-z0-9]/g, 'x').slice(0, 4)}`;
+      if (reserved.has(candidate.toLowerCase())) continue;
       const [taken] = await this.#deps.db.execute('select 1 from core_user where lower(username) = lower(?)', [candidate]);
       if (!taken) return candidate;
     }

@@ -64,6 +64,15 @@ describe('OAuth login with an OpenID provider', () => {
     assert.equal((await t.ok('AuthRpc.getSession', {}, { token: again.cookie(host(), 'session') })).user._id, session.user._id);
   });
 
+  it('gives a new user a free username, never a reserved one', async () => {
+    const sub = uniqueName('reserved');
+    idp.accounts.set(sub, { email: `admin@${sub.toLowerCase()}.example.com` });
+    const browser = new TestBrowser();
+    await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    const session = await t.ok('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+    assert.match(session.user.username, /^admin-[A-Za-z0-9]{4}$/);
+  });
+
   it('links an existing account by its verified e-mail address', async () => {
     const account = await t.signup();
     const sub = uniqueName('linked');
