@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Config } from '../../core/config.ts';
-import type { SecretBox } from '../../core/auth/crypto.ts';
+import { digestsEqual, type SecretBox } from '../../core/auth/crypto.ts';
 import type { Database } from '../../core/db/orm.ts';
 import type { MessageSender } from '../../core/messaging/message-sender.ts';
 import { RateLimiter } from '../../core/rate-limiter.ts';
@@ -151,9 +151,16 @@ export class VerificationService {
     finalize: boolean,
     accept?: (proven: ProvenIdentifier) => void,
   ): Promise<ProvenIdentifier> {
-    const byIp = [RateLimiter.bucket('otp-verify-ip', clientIp)];
-    await this.#limiter.check(byIp, this.#config.otpVerifyFailureLimit);
-    if (!isUuid(otpRequestId)) throw notFound('Unknown verification request; request a new code');
+    const limit = this.#config.otpVerifyFailureLimit;
+    const byIp = RateLimiter.bucket('otp-verify-ip', clientIp);
+    await this.#limiter.check([byIp], limit);
+    const [target] = isUuid(otpRequestId)
+      ? await this.#db.execute<{ identifier: string }>('select identifier from auth_otp_request where id = ?', [otpRequestId])
+      : [];
+    if (!target) throw notFound('Unknown verification request; request a new code');
+    // Wrong codes count per client address and per address or number, across all of its requests.
+    const buckets = [byIp, RateLimiter.bucket('otp-verify-id', target.identifier)];
+    await this.#limiter.check(buckets, limit);
     const [attempt] = await this.#db.execute<AttemptRow>(
       `update auth_otp_request set attempts = attempts + 1
        where id = ? and consumed_at is null and expires_at > now() and attempts < ?
@@ -161,8 +168,8 @@ export class VerificationService {
       [otpRequestId, MAX_ATTEMPTS],
     );
     if (!attempt) throw await this.#whyUnusable(otpRequestId);
-    if (this.#hash(otpRequestId, code.trim()) !== attempt.code_hash) {
-      await this.#limiter.hit(byIp, this.#config.otpWindowSeconds);
+    if (!digestsEqual(Buffer.from(this.#hash(otpRequestId, code.trim()), 'hex'), Buffer.from(attempt.code_hash, 'hex'))) {
+      await this.#limiter.hit(buckets, this.#config.otpWindowSeconds);
       const left = MAX_ATTEMPTS - attempt.attempts;
       throw validationError([{ path: 'code', message: left > 0 ? `Wrong code; ${left} attempt(s) left` : 'Wrong code; request a new one' }]);
     }

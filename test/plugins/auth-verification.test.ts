@@ -222,6 +222,7 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
         SIGNUP_BLOCKED_EMAIL_DOMAINS: 'spam.test',
         SIGNUP_BLOCKED_EMAIL_PATTERNS: '^bot[0-9]+@',
         OTP_VERIFY_FAILURE_LIMIT: '6',
+        TRUST_PROXY: 'true',
       },
     });
   });
@@ -304,5 +305,21 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
     const limited = await t.call('AuthRpc.verifyCode', { otpRequestId: codes[0]!.otpRequestId, code: '000000' });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) > 0);
+  });
+
+  it('limits wrong codes per address across requests and client addresses', async () => {
+    const address = `${uniqueName('target')}@example.com`;
+    const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
+    for (const ip of ['10.9.0.1', '10.9.0.2']) {
+      const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address }, from(ip));
+      for (let attempt = 0; attempt < 3; attempt++) {
+        assert.equal((await t.call('AuthRpc.verifyCode', { otpRequestId, code: '000000' }, from(ip))).status, 400);
+      }
+    }
+    const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address }, from('10.9.0.3'));
+    const limited = await t.call('AuthRpc.verifyCode', { otpRequestId, code: '000000' }, from('10.9.0.3'));
+    assert.equal(limited.status, 429);
+    const elsewhere = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: `${uniqueName()}@example.com` }, from('10.9.0.3'));
+    assert.equal((await t.call('AuthRpc.verifyCode', { otpRequestId: elsewhere.otpRequestId, code: '000000' }, from('10.9.0.3'))).status, 400);
   });
 });
