@@ -4,57 +4,46 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import Koa from 'koa';
-import { asValue } from 'awilix';
+import { asFunction, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { DestinationStream } from 'pino';
-import { ApiKeyService } from './auth/api-keys.ts';
-import { Authenticator } from './auth/credentials.ts';
-import { SecretBox } from './auth/crypto.ts';
-import { identityEntities } from './auth/entities.ts';
-import { resolveMasterKey } from './auth/master-key.ts';
-import { SessionService } from './auth/sessions.ts';
 import type { Config } from './config.ts';
-import { createAppContainer, type Container, type Cradle } from './container.ts';
-import { coreMigrations } from './db/core-migrations.ts';
+import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialSchemeContribution, type CredentialVerifier } from './credentials/authenticator.ts';
+import { Credentials } from './credentials/credentials.ts';
+import { SecretBox } from './credentials/crypto.ts';
+import { resolveMasterKey } from './credentials/master-key.ts';
+import { coreEntities } from './db/core-entities.ts';
+import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
 import { EventBus } from './events/bus.ts';
+import { eventsPoint, type EventDeclaration } from './events/catalogue.ts';
 import { WebSocketHub } from './events/websocket.ts';
 import { Metrics } from './http/metrics.ts';
-import { MessageSender } from './messaging/message-sender.ts';
-import { LifecycleHooks } from './plugin/hooks.ts';
-import { requestIdOf } from './http/request-info.ts';
+import { HttpHelpers, requestIdOf } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { MessageSender } from './messaging/message-sender.ts';
 import type { Plugin } from './plugin/define.ts';
-import { discoverLocalPlugins, importPackagePlugins, PluginLoadError, validatePlugins } from './plugin/loader.ts';
+import { PluginLoadError } from './plugin/errors.ts';
+import { ExtensionRegistry } from './plugin/extension-points.ts';
+import { discoverLocalPlugins, importPackagePlugins, selectPlugins, validatePlugins } from './plugin/loader.ts';
+import type { CoreServices } from './plugin/services.ts';
 import { WorkerPool } from './pool/worker-pool.ts';
 import { RateLimiter } from './rate-limiter.ts';
+import { createCaller, type Caller, type CallerOptions } from './rpc/caller.ts';
+import type { Principal } from './rpc/context.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
-import { uploadEntities } from './uploads/entities.ts';
+import { describeSettings, parseSettings, type SettingInfo } from './settings.ts';
+import { CoreSettings } from './config.ts';
 import { uploadRoutes } from './uploads/routes.ts';
-import { DiskStorage, type FileStorage } from './uploads/storage.ts';
+import { DiskStorage } from './uploads/storage.ts';
 import { UploadService } from './uploads/upload-service.ts';
 
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
 
-declare module './container.ts' {
-  interface Cradle {
-    secretBox: SecretBox;
-    bus: EventBus;
-    pool: WorkerPool;
-    rateLimiter: RateLimiter;
-    metrics: Metrics;
-    sessionService: SessionService;
-    apiKeyService: ApiKeyService;
-    authenticator: Authenticator;
-    dispatcher: Dispatcher;
-    messageSender: MessageSender;
-    lifecycle: LifecycleHooks;
-    fileStorage: FileStorage;
-    uploadService: UploadService;
-  }
-}
+/** The extension points of the core: plugins contribute to them like to any plugin's. */
+export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint];
 
 export interface AppOptions {
   config: Config;
@@ -66,41 +55,61 @@ export interface AppOptions {
   extraPlugins?: Plugin[];
   /** Folder of built-in plugins; tests may point it elsewhere. */
   pluginsDir?: string;
+  /** Start only these plugins and those they need (a test backend for the plugins under test). */
+  only?: readonly string[];
 }
 
 export interface App {
   readonly config: Config;
-  readonly container: Container;
-  readonly deps: Cradle;
+  /** The core services, as plugins name them in `deps`. */
+  readonly deps: CoreServices;
   readonly registry: Registry;
   readonly plugins: readonly Plugin[];
+  /** The events of the catalogue, as `GET /api/rpc` lists them. */
+  readonly events: readonly EventDeclaration[];
   readonly server: Server;
   readonly logger: Logger;
+  /** The deps one plugin receives (its named services, own services, config, logger, extension points). */
+  depsOf(pluginId: string): Record<string, any>;
+  /** Calls operations in the process as `principal` (null: anonymous), without HTTP. */
+  createCaller(principal: Principal | null, options?: CallerOptions): Caller;
   listen(port?: number, host?: string): Promise<string>;
   close(): Promise<void>;
 }
 
-/** Builds the whole service: plugins, database, container, HTTP and WebSocket endpoints. Does not listen yet. */
+/** Every setting the core and the given plugins read, with defaults and descriptions (`npm start -- --print-config`). */
+export function describeAllSettings(plugins: readonly Plugin[]): SettingInfo[] {
+  return [
+    ...describeSettings(CoreSettings, 'core'),
+    ...plugins.flatMap((plugin) => (plugin.config ? describeSettings(plugin.config, plugin.id) : [])),
+  ];
+}
+
+/** The plugins of plugins/, of PLUGINS and given as objects, checked and in load order. */
+export async function loadPlugins(options: AppOptions): Promise<Plugin[]> {
+  const found = [
+    ...(await discoverLocalPlugins(options.pluginsDir ?? PLUGINS_DIR)),
+    ...(await importPackagePlugins(options.config.plugins)),
+    ...(options.extraPlugins ?? []),
+  ];
+  return validatePlugins(options.only ? selectPlugins(found, options.only) : found, CORE_EXTENSION_POINTS);
+}
+
+/** Builds the whole service: plugins, database, services, HTTP and WebSocket endpoints. Does not listen yet. */
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const logger = createLogger(config.logLevel, options.logStream);
+  const plugins = await loadPlugins(options);
+  // Every plugin's settings are checked before anything opens, like the core's.
+  const settings = new Map(plugins.map((plugin) => [plugin.id, plugin.config ? parseSettings(plugin.config, config.env) : {}]));
   const secretBox = new SecretBox(resolveMasterKey(config, logger));
-
-  const plugins = validatePlugins([
-    ...(await discoverLocalPlugins(options.pluginsDir ?? PLUGINS_DIR)),
-    ...(await importPackagePlugins(config.plugins)),
-    ...(options.extraPlugins ?? []),
-  ]);
 
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     inMemory: options.inMemoryDatabase,
-    entities: [...identityEntities, ...uploadEntities, ...plugins.flatMap((plugin) => plugin.entities ?? [])],
-    migrations: [
-      ...coreMigrations.map((migration) => ({ owner: 'core', migration })),
-      ...plugins.flatMap((plugin) => (plugin.migrations ?? []).map((migration) => ({ owner: plugin.id, migration }))),
-    ],
+    entities: [...coreEntities, ...plugins.flatMap((plugin) => plugin.entities ?? [])],
+    migrations: [{ owner: 'core', migrations: coreMigrations }, ...plugins.map((plugin) => ({ owner: plugin.id, migrations: plugin.migrations ?? [] }))],
     logger,
   });
   const bus = new EventBus(logger);
@@ -115,45 +124,38 @@ export async function createApp(options: AppOptions): Promise<App> {
     await db.migrate();
     if (config.databaseUrl) await bus.startFanOut(config.databaseUrl, (sql, params) => db.execute(sql, params));
 
-    const container = createAppContainer();
     const metrics = new Metrics();
-    container.register({
-      config: asValue(config),
-      logger: asValue(logger),
-      db: asValue(db),
-      secretBox: asValue(secretBox),
-      bus: asValue(bus),
-      pool: asValue(pool),
-      metrics: asValue(metrics),
-      rateLimiter: asValue(new RateLimiter(db)),
-      messageSender: asValue(new MessageSender({ config: config.messaging, db, logger })),
-      lifecycle: asValue(new LifecycleHooks(plugins, () => container.cradle, logger)),
-    });
-    const deps = container.cradle;
-    const sessionService = new SessionService(deps);
-    const apiKeyService = new ApiKeyService(deps);
-    container.register({
-      sessionService: asValue(sessionService),
-      apiKeyService: asValue(apiKeyService),
-      fileStorage: asValue(new DiskStorage(path.join(config.dataDir, 'files'))),
-    });
-    const uploadService = new UploadService(deps);
-    container.register({ uploadService: asValue(uploadService) });
-    const authenticator = new Authenticator(deps);
-    const registry = buildRegistry(plugins);
-    const dispatcher = new Dispatcher(registry, authenticator, deps);
-    container.register({ authenticator: asValue(authenticator), dispatcher: asValue(dispatcher) });
-    // Every core service is registered by now, so a plugin cannot replace one.
+    const uploadService = new UploadService({ db, config, logger, fileStorage: new DiskStorage(path.join(config.dataDir, 'files')) });
+    const core: CoreServices = {
+      db,
+      bus,
+      pool,
+      uploadService,
+      secretBox,
+      rateLimiter: new RateLimiter(db),
+      messageSender: new MessageSender({ config: config.messaging, db, logger }),
+      credentials: new Credentials({ bus, cacheTtlSeconds: config.authCacheTtlSeconds }),
+      http: new HttpHelpers({ trustProxy: config.trustProxy, publicUrl: config.publicUrl }),
+    };
+
+    const extensions = new ExtensionRegistry();
+    for (const point of CORE_EXTENSION_POINTS) extensions.declare(point.id);
+    for (const plugin of plugins) for (const point of plugin.extensionPoints ?? []) extensions.declare(point.id);
+    const scopes = buildPluginScopes(plugins, core, settings, extensions, logger);
     for (const plugin of plugins) {
-      for (const name of Object.keys(plugin.services ?? {})) {
-        if (container.hasRegistration(name)) {
-          throw new PluginLoadError(`Plugin "${plugin.id}": service "${name}" is already registered by the core`);
-        }
+      for (const [id, contributions] of Object.entries(plugin.extends ?? {})) {
+        for (const value of contributions as unknown[]) extensions.add(id, { pluginId: plugin.id, value, deps: scopes.get(plugin.id)!.cradle });
       }
-      container.register(plugin.services ?? {});
     }
+    const events = extensions.all<EventDeclaration>(eventsPoint.id).map((contribution) => contribution.value);
+    bus.useCatalogue(events.map((event) => event.name));
+
+    const authenticator = new Authenticator(credentialVerifiers(extensions), core.credentials);
+    const registry = buildRegistry(plugins, (plugin) => scopes.get(plugin.id)!.cradle);
+    const dispatcher = new Dispatcher(registry, authenticator, { db, logger });
 
     for (const plugin of plugins) {
+      const deps = scopes.get(plugin.id)!.cradle;
       for (const [name, subscriber] of Object.entries(plugin.subscribers ?? {})) {
         bus.subscribe(name, (event) => subscriber(event, deps));
       }
@@ -163,22 +165,29 @@ export async function createApp(options: AppOptions): Promise<App> {
     const pluginRoutes = plugins.flatMap((plugin) => {
       if (!plugin.routes) return [];
       const router = new Router();
-      plugin.routes(router, deps);
+      plugin.routes(router, scopes.get(plugin.id)!.cradle);
       return [router];
     });
-    const server = createHttpServer({ config, registry, db, metrics, dispatcher, authenticator, uploadService, logger, pluginRoutes });
+    const server = createHttpServer({ config, registry, events, db, metrics, dispatcher, authenticator, uploadService, logger, pluginRoutes });
     const hub = new WebSocketHub({ authenticator, bus, logger, metrics, heartbeatMs: config.wsHeartbeatSeconds * 1000 });
     hub.attach(server);
     uploadService.start();
 
     return {
       config,
-      container,
-      deps,
+      deps: core,
       registry,
       plugins,
+      events,
       server,
       logger,
+      depsOf(pluginId) {
+        const scope = scopes.get(pluginId);
+        if (!scope) throw new Error(`No plugin "${pluginId}" is loaded`);
+        return scope.cradle;
+      },
+      createCaller: (principal, callerOptions) =>
+        createCaller(dispatcher, principal, { baseUrl: config.publicUrl, ...callerOptions }),
       async listen(port = config.port, host = config.host) {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -191,10 +200,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       },
       async close() {
         await stopServer(server, hub, config.shutdownTimeoutMs);
-        for (const plugin of [...plugins].reverse()) await plugin.stop?.(deps);
+        for (const plugin of [...plugins].reverse()) await plugin.stop?.(scopes.get(plugin.id)!.cradle);
         await uploadService.stop();
         await closeBase();
-        await container.dispose();
+        for (const scope of [...scopes.values()].reverse()) await scope.dispose();
       },
     };
   } catch (error) {
@@ -203,9 +212,57 @@ export async function createApp(options: AppOptions): Promise<App> {
   }
 }
 
+/**
+ * One container per plugin holding exactly what it receives: the services it
+ * named (core ones as values, other plugins' resolved from their exporter),
+ * its own services, its settings, its logger and its extension points.
+ */
+function buildPluginScopes(
+  plugins: readonly Plugin[],
+  core: CoreServices,
+  settings: Map<string, unknown>,
+  extensions: ExtensionRegistry,
+  logger: Logger,
+): Map<string, AwilixContainer> {
+  const scopes = new Map<string, AwilixContainer>();
+  const exporters = new Map<string, AwilixContainer>();
+  for (const plugin of plugins) {
+    const scope = createContainer({ injectionMode: InjectionMode.PROXY, strict: true });
+    for (const name of plugin.deps ?? []) {
+      if (name in core) scope.register(name, asValue(core[name as keyof CoreServices]));
+      else {
+        const exporter = exporters.get(name)!;
+        scope.register(name, asFunction(() => exporter.resolve(name)).singleton());
+      }
+    }
+    scope.register({
+      config: asValue(Object.freeze(settings.get(plugin.id))),
+      logger: asValue(logger.child({ plugin: plugin.id })),
+      extensions: asValue(extensions.scopedTo(`Plugin "${plugin.id}"`, (plugin.extensionPoints ?? []).map((point) => point.id))),
+    });
+    scope.register(plugin.services ?? {});
+    for (const name of plugin.exports ?? []) exporters.set(name, scope);
+    scopes.set(plugin.id, scope);
+  }
+  return scopes;
+}
+
+/** The verifier of each credential scheme, from the plugins that contributed one. */
+function credentialVerifiers(extensions: ExtensionRegistry): Partial<Record<CredentialScheme, CredentialVerifier>> {
+  const verifiers: Partial<Record<CredentialScheme, CredentialVerifier>> = {};
+  for (const { pluginId, value, deps } of extensions.all<CredentialSchemeContribution>(credentialsPoint.id)) {
+    if (verifiers[value.scheme]) {
+      throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": the ${value.scheme} credential scheme already has a verifier`);
+    }
+    verifiers[value.scheme] = value.verifier(deps);
+  }
+  return verifiers;
+}
+
 function createHttpServer(parts: {
   config: Config;
   registry: Registry;
+  events: readonly EventDeclaration[];
   db: Database;
   metrics: Metrics;
   dispatcher: Dispatcher;

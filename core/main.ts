@@ -1,7 +1,7 @@
-import { createApp } from './app.ts';
+import { createApp, describeAllSettings, loadPlugins } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DatabaseStartupError } from './db/orm.ts';
-import { PluginLoadError } from './plugin/loader.ts';
+import { PluginLoadError } from './plugin/errors.ts';
 
 /** `npm start`: configuration from the environment, then serve until SIGTERM or SIGINT. */
 async function main(): Promise<void> {
@@ -12,6 +12,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   const config = loadConfig();
+  if (process.argv.includes('--print-config')) return printConfig(config);
   const app = await createApp({ config });
   let stopping = false;
   stop = (signal: string) => {
@@ -29,6 +30,15 @@ async function main(): Promise<void> {
   if (signalled) return stop(signalled);
   await app.listen();
   if (signalled) stop(signalled);
+}
+
+/** `npm start -- --print-config`: every setting of the core and of each plugin, its default and whether it is set. */
+async function printConfig(config: ReturnType<typeof loadConfig>): Promise<void> {
+  const settings = describeAllSettings(await loadPlugins({ config }));
+  for (const setting of settings) {
+    const state = config.env[setting.name] ? 'set' : setting.default === null ? 'unset' : `default ${setting.default}`;
+    console.log(`${setting.name.padEnd(36)} ${setting.owner.padEnd(12)} ${state.padEnd(24)} ${setting.description}`);
+  }
 }
 
 main().catch((error: Error) => {

@@ -1,4 +1,4 @@
-import { sha256Hex } from './auth/crypto.ts';
+import { sha256Hex } from './credentials/crypto.ts';
 import type { Database } from './db/orm.ts';
 import { RpcError } from './rpc/errors.ts';
 

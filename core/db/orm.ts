@@ -3,11 +3,11 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
-import { Migration, Migrator } from '@mikro-orm/migrations';
+import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
 import { PGliteDriver } from 'mikro-orm-pglite';
 import type { Logger } from '../logger.ts';
-import type { MigrationDef } from './migration.ts';
+import type { MigrationClass } from '../plugin/define.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
 
 export type DatabaseKind = 'postgresql' | 'pglite';
@@ -29,8 +29,9 @@ export interface DatabaseOptions {
   dataDir: string;
   /** Embedded database kept in memory only (tests). */
   inMemory?: boolean;
-  entities: EntitySchema<any, any>[];
-  migrations: { owner: string; migration: MigrationDef }[];
+  entities: readonly EntitySchema<any, any>[];
+  /** Each owner's migrations in order: the core's first, then each plugin's in load order. */
+  migrations: { owner: string; migrations: readonly MigrationClass[] }[];
   logger: Logger;
 }
 
@@ -43,18 +44,13 @@ export class DatabaseStartupError extends Error {
 
 const MIGRATIONS_TABLE = 'core_migrations';
 
-function toMigrationClass({ up }: MigrationDef): new (...args: ConstructorParameters<typeof Migration>) => Migration {
-  return class extends Migration {
-    override async up(): Promise<void> {
-      for (const statement of up) this.addSql(statement);
-    }
-  };
-}
+/** A migration of the history before plugins owned their tables (contract v1), which cannot be upgraded in place. */
+const V1_MIGRATION = 'core:0001_identity';
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const { databaseUrl, logger } = options;
   const base: Options = {
-    entities: options.entities,
+    entities: [...options.entities],
     extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
     filters: {
@@ -70,10 +66,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       transactional: true,
       allOrNothing: false,
       silent: true,
-      migrationsList: options.migrations.map(({ owner, migration }) => ({
-        name: `${owner}:${migration.name}`,
-        class: toMigrationClass(migration),
-      })),
+      migrationsList: options.migrations.flatMap(({ owner, migrations }) =>
+        migrations.map((migration) => ({ name: `${owner}:${migration.name}`, class: migration as never })),
+      ),
     },
     allowGlobalContext: false,
     debug: false,
@@ -113,6 +108,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     },
     execute: (sql, params = []) => connection().execute(sql, params as any[]),
     async migrate() {
+      await refuseV1Schema(connection());
       const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => migrator.up());
       const names = applied.map((m) => m.name);
       if (names.length > 0) logger.info({ migrations: names }, 'applied database migrations');
@@ -126,6 +122,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       await pglite?.close();
     },
   };
+}
+
+async function refuseV1Schema(connection: { execute(sql: string, params?: unknown[]): Promise<any[]> }): Promise<void> {
+  const [found] = await connection.execute(
+    `select to_regclass('${MIGRATIONS_TABLE}') is not null as present`,
+  );
+  if (!found?.present) return;
+  const [old] = await connection.execute(`select 1 from ${MIGRATIONS_TABLE} where name = ?`, [V1_MIGRATION]);
+  if (old) {
+    throw new DatabaseStartupError(
+      'This database was created by a build before plugins owned their tables (plugin contract v2) and cannot be upgraded in place. ' +
+        'Start with an empty database (a new DATA_DIR or DATABASE_URL).',
+    );
+  }
 }
 
 async function requirePgvector(orm: MikroORM): Promise<void> {

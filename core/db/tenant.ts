@@ -8,7 +8,7 @@ import type { EntitySchema } from '@mikro-orm/core';
  */
 export const TENANT_FILTER = 'tenant';
 
-export function tenantEntityNames(entities: EntitySchema<any, any>[]): string[] {
+export function tenantEntityNames(entities: readonly EntitySchema<any, any>[]): string[] {
   return entities.filter((schema) => 'subscriptionId' in schema.meta.properties).map((schema) => schema.meta.className);
 }
 

@@ -50,9 +50,16 @@ export class EventBus {
   readonly #handlers = new Map<string, Set<BusHandler>>();
   readonly #logger: Logger;
   #fanOut: FanOut | null = null;
+  /** Names of the events clients may receive (the `core.events` catalogue); null before the plugins are loaded. */
+  #catalogue: ReadonlySet<string> | null = null;
 
   constructor(logger: Logger) {
     this.#logger = logger;
+  }
+
+  /** From now on, an event for clients must be in the catalogue, so webhooks and clients can rely on the list. */
+  useCatalogue(names: Iterable<string>): void {
+    this.#catalogue = new Set(names);
   }
 
   /** Subscribes to one event name, or to every event with `*`; returns the unsubscribe function. */
@@ -64,6 +71,9 @@ export class EventBus {
   }
 
   async publish<P>(input: PublishInput<P>): Promise<void> {
+    if (input.subscriptionId && this.#catalogue && !this.#catalogue.has(input.name)) {
+      throw new Error(`Event "${input.name}" is not in the event catalogue: declare it with extends: {'core.events': [...]}`);
+    }
     const event: BusEvent<P> = { ...input, at: new Date().toISOString() };
     this.#deliver(event);
     if (this.#fanOut) await this.#notify(this.#fanOut, event);

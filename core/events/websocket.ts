@@ -1,8 +1,8 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { presentedCredentials, type Authenticator, type PresentedCredentials } from '../auth/credentials.ts';
-import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../auth/revocation.ts';
+import { presentedCredentials, type Authenticator, type PresentedCredentials } from '../credentials/authenticator.ts';
+import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../credentials/revocation.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { Logger } from '../logger.ts';
 import type { Principal } from '../rpc/context.ts';

@@ -64,3 +64,23 @@ export class HttpTransport implements Transport {
     this.cookies.push(serializeCookie(name, value, this.baseUrl.startsWith('https:'), options));
   }
 }
+
+/** What plugin routes need to answer a browser the way the RPC endpoint would. */
+export class HttpHelpers {
+  constructor(private readonly options: TransportOptions) {}
+
+  /** PUBLIC_URL without a trailing slash, when set. */
+  get publicUrl(): string | undefined {
+    return this.options.publicUrl;
+  }
+
+  /** The base URL the caller used (PUBLIC_URL when set). */
+  baseUrl(req: IncomingMessage): string {
+    return baseUrlOf(req, this.options);
+  }
+
+  /** A Set-Cookie value (HttpOnly, SameSite=Lax, Secure when the base URL is https). */
+  cookie(req: IncomingMessage, name: string, value: string, options?: CookieOptions): string {
+    return serializeCookie(name, value, this.baseUrl(req).startsWith('https:'), options);
+  }
+}

@@ -1,12 +1,23 @@
 import Router from '@koa/router';
 import type { Database } from '../db/orm.ts';
+import type { EventDeclaration } from '../events/catalogue.ts';
 import type { Registry } from '../rpc/registry.ts';
 import type { Metrics } from './metrics.ts';
 
-/** The non-RPC routes of the core: the operation listing, health, readiness and metrics. */
-export function coreRoutes({ registry, db, metrics }: { registry: Registry; db: Database; metrics: Metrics }): Router {
+/** The non-RPC routes of the core: the operation and event listing, health, readiness and metrics. */
+export function coreRoutes({
+  registry,
+  events,
+  db,
+  metrics,
+}: {
+  registry: Registry;
+  events: readonly EventDeclaration[];
+  db: Database;
+  metrics: Metrics;
+}): Router {
   const router = new Router();
-  const listing = JSON.stringify({ success: true, data: { operations: registry.listing() } });
+  const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events } });
 
   router.get('/api/rpc', (ctx) => {
     ctx.type = 'application/json';

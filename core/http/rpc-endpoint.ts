@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { presentedCredentials } from '../auth/credentials.ts';
+import { presentedCredentials } from '../credentials/authenticator.ts';
 import type { Logger } from '../logger.ts';
 import { errorBody, type DispatchResult, type Dispatcher } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';

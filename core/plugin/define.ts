@@ -1,49 +1,72 @@
-import type { EntitySchema } from '@mikro-orm/core';
 import type Router from '@koa/router';
+import type { EntitySchema } from '@mikro-orm/core';
+import type { Migration } from '@mikro-orm/migrations';
 import type { Resolver } from 'awilix';
-import type { Cradle } from '../container.ts';
-import type { MigrationDef } from '../db/migration.ts';
+import type * as v from 'valibot';
 import type { BusEvent } from '../events/bus.ts';
 import type { Operation } from '../rpc/operation.ts';
-import type { LifecycleHookSet } from './hooks.ts';
+import type { Contributions, ExtensionPoint } from './extension-points.ts';
+import type { ServiceName } from './services.ts';
 
-export type EventSubscriber = (event: BusEvent, deps: Cradle) => void | Promise<void>;
+/** A migration class made by the MikroORM migrator (`npm run migration:create`); its class name is its id. */
+export type MigrationClass = (abstract new (...args: any[]) => Migration) & { readonly name: string };
 
-export interface PluginDefinition {
-  /** kebab-case, unique; prefixes the plugin's tables (`task-board` → `task_board_*`). */
+type SettingsObject = v.ObjectSchema<v.ObjectEntries, any> | v.LooseObjectSchema<v.ObjectEntries, any>;
+
+/**
+ * The environment settings of a plugin: a valibot object whose keys are the
+ * variable names, optionally piped into the shape the plugin wants.
+ */
+export type ConfigSchema = SettingsObject | v.SchemaWithPipe<readonly [SettingsObject, ...v.PipeItem<any, any, v.BaseIssue<unknown>>[]]>;
+
+export type EventSubscriber<D = any> = (event: BusEvent, deps: D) => void | Promise<void>;
+
+export interface PluginDefinition<D = any> {
+  /** kebab-case, unique; prefixes the plugin's tables (`task-board` → `task_board` or `task_board_*`). */
   id: string;
   /** The RPC group; every operation becomes `<group>.<name>`. */
   group: string;
   /** Range of core versions the plugin works with (semver), checked at load. */
   coreVersion: string;
-  /** Ids of plugins that must load first. */
-  dependsOn?: string[];
-  entities?: EntitySchema<any, any>[];
-  migrations?: MigrationDef[];
-  /** awilix registrations, e.g. `{ taskService: asClass(TaskService).singleton() }`. */
+  /** Ids of plugins that must load first (besides those whose services or extension points it uses). */
+  dependsOn?: readonly string[];
+  /** The plugin's own environment settings, validated at start; handlers and services get them as `deps.config`. */
+  config?: ConfigSchema;
+  /** Core services and services exported by other plugins that this plugin uses; it receives exactly these. */
+  deps?: readonly ServiceName[];
+  /** awilix registrations, e.g. `{ taskService: asClass(TaskService).singleton() }`; private unless exported. */
   services?: Record<string, Resolver<unknown>>;
+  /** Names of its services other plugins may name in their `deps`. */
+  exports?: readonly string[];
+  /** Entities made with `defineEntity`; a `subscriptionId` property puts them under the tenant filter. */
+  entities?: readonly EntitySchema<any, any>[];
+  /** Generated from the entities by the MikroORM migrator, in order. */
+  migrations?: readonly MigrationClass[];
   operations: Record<string, Operation>;
-  /** Application lifecycle hooks (after signup, after login), awaited in load order. */
-  hooks?: LifecycleHookSet;
+  /** Points other plugins may contribute to; ids start with the plugin id (`auth.lifecycle`). */
+  extensionPoints?: readonly ExtensionPoint<any>[];
+  /** Contributions to extension points of the core or of other plugins. */
+  extends?: Contributions;
   /** Event subscribers: event name (or `*`) → handler. */
-  subscribers?: Record<string, EventSubscriber>;
+  subscribers?: Record<string, EventSubscriber<D>>;
   /**
    * HTTP routes outside /api/rpc (browser redirects such as OAuth callbacks),
    * mounted on the Koa side after the core's own.
    */
-  routes?(router: Router, deps: Cradle): void;
+  routes?(router: Router, deps: D): void;
   /** Runs after the database is migrated and before the server listens. */
-  start?(deps: Cradle): void | Promise<void>;
+  start?(deps: D): void | Promise<void>;
   /** Runs on shutdown, in reverse load order. */
-  stop?(deps: Cradle): void | Promise<void>;
+  stop?(deps: D): void | Promise<void>;
 }
 
 export const PLUGIN_MARKER = Symbol.for('rpc-service.plugin');
 
 export type Plugin = Readonly<PluginDefinition> & { readonly [PLUGIN_MARKER]: true };
 
-export const definePlugin = (definition: PluginDefinition): Plugin =>
-  Object.freeze({ ...definition, [PLUGIN_MARKER]: true as const });
+/** Declares a plugin. `D` types the deps its hooks receive (see `Deps`). */
+export const definePlugin = <D = any>(definition: PluginDefinition<D>): Plugin =>
+  Object.freeze({ ...definition, [PLUGIN_MARKER]: true as const }) as Plugin;
 
 export const isPlugin = (value: unknown): value is Plugin =>
   typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[PLUGIN_MARKER] === true;

@@ -3,20 +3,28 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import semver from 'semver';
 import * as v from 'valibot';
+import { CORE_SETTING_NAMES } from '../config.ts';
+import { settingsEntries } from '../settings.ts';
 import { ACCESS_LEVELS, OPERATION_MARKER } from '../rpc/operation.ts';
 import { CORE_VERSION } from '../version.ts';
 import { isPlugin, type Plugin } from './define.ts';
+import { PluginLoadError } from './errors.ts';
+import type { ExtensionPoint } from './extension-points.ts';
+import { CORE_SERVICE_NAMES, SCOPE_NAMES } from './services.ts';
 
-export class PluginLoadError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PluginLoadError';
-  }
-}
+export { PluginLoadError };
 
 const PLUGIN_ID = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 const GROUP = /^[A-Z][A-Za-z0-9]*Rpc$/;
 const OPERATION_NAME = /^[a-z][A-Za-z0-9]*$/;
+
+/** The folder each plugin was loaded from, where known (its migrations live under it). */
+export const pluginFolders = new WeakMap<Plugin, string>();
+
+const remember = (plugins: Plugin[], folder: string): Plugin[] => {
+  for (const plugin of plugins) pluginFolders.set(plugin, folder);
+  return plugins;
+};
 
 /** Imports every plugin in `plugins/<name>/index.ts` of the given folder. */
 export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
@@ -26,7 +34,7 @@ export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
     if (!entry.isDirectory()) continue;
     const index = ['index.ts', 'index.js'].map((file) => path.join(folder, entry.name, file)).find(existsSync);
     if (!index) continue;
-    found.push(...pluginsExportedBy(await import(pathToFileURL(index).href), `plugins/${entry.name}`));
+    found.push(...remember(pluginsExportedBy(await import(pathToFileURL(index).href), `plugins/${entry.name}`), path.dirname(index)));
   }
   return found;
 }
@@ -35,18 +43,19 @@ export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
 export async function importPackagePlugins(specifiers: string[], cwd = process.cwd()): Promise<Plugin[]> {
   const found: Plugin[] = [];
   for (const specifier of specifiers) {
-    const target = /^[./]/.test(specifier) ? pathToFileURL(entryOfPath(path.resolve(cwd, specifier))).href : specifier;
+    const entry = /^[./]/.test(specifier) ? entryOfPath(path.resolve(cwd, specifier)) : undefined;
+    const target = entry ? pathToFileURL(entry).href : specifier;
     let module: Record<string, unknown>;
     try {
       module = await import(target);
     } catch (error) {
-      throw new PluginLoadError(`Cannot import plugin package "${specifier}" named in PLUGINS: ${(error as Error).message}`);
+      throw new PluginLoadError('PLUGIN_IMPORT_FAILED', `Cannot import plugin package "${specifier}" named in PLUGINS: ${(error as Error).message}`);
     }
     const plugins = pluginsExportedBy(module, specifier);
     if (plugins.length === 0) {
-      throw new PluginLoadError(`"${specifier}" named in PLUGINS exports no plugin made with definePlugin()`);
+      throw new PluginLoadError('PLUGIN_NOT_EXPORTED', `"${specifier}" named in PLUGINS exports no plugin made with definePlugin()`);
     }
-    found.push(...plugins);
+    found.push(...(entry ? remember(plugins, path.dirname(entry)) : plugins));
   }
   return found;
 }
@@ -63,64 +72,181 @@ function pluginsExportedBy(module: Record<string, unknown>, source: string): Plu
   const plugins = new Set(Object.values(module).filter(isPlugin));
   const candidate = module.default;
   if (plugins.size === 0 && typeof candidate === 'object' && candidate !== null && 'operations' in candidate) {
-    throw new PluginLoadError(`${source} exports a plain object, not a plugin: wrap it in definePlugin()`);
+    throw new PluginLoadError('PLUGIN_NOT_WRAPPED', `${source} exports a plain object, not a plugin: wrap it in definePlugin()`);
   }
   return [...plugins];
 }
 
-const tablePrefixOf = (pluginId: string) => `${pluginId.replace(/-/g, '_')}_`;
+/** `task-board` owns the table `task_board` and every table starting with `task_board_`. */
+const tableBaseOf = (pluginId: string) => pluginId.replace(/-/g, '_');
+const ownsTable = (pluginId: string, table: string) => table === tableBaseOf(pluginId) || table.startsWith(`${tableBaseOf(pluginId)}_`);
+
+const SETTING_NAME = /^[A-Z][A-Z0-9_]*$/;
 
 /**
- * Checks every plugin against the contract and returns them in load order
- * (dependencies first). Each failure names the plugin and what to fix.
+ * Checks every plugin against the contract and returns them in load order:
+ * a plugin comes after those it names in `dependsOn`, whose services it uses
+ * and whose extension points it contributes to. Each failure is a coded
+ * PluginLoadError naming the plugin and what to fix.
  */
-export function validatePlugins(plugins: Plugin[]): Plugin[] {
+export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly ExtensionPoint<any>[] = []): Plugin[] {
   const byId = new Map<string, Plugin>();
   const groups = new Map<string, string>();
-  const services = new Map<string, string>();
+  const services = new Map<string, string>(CORE_SERVICE_NAMES.map((name) => [name, 'the core']));
+  for (const name of SCOPE_NAMES) services.set(name, 'the core (every plugin gets its own)');
+  const settings = new Map<string, string>(CORE_SETTING_NAMES.map((name) => [name, 'the core']));
+  const points = new Map<string, { owner: string; point: ExtensionPoint<any> }>(corePoints.map((point) => [point.id, { owner: 'core', point }]));
 
   for (const plugin of plugins) {
     const label = `Plugin "${plugin.id}"`;
     if (typeof plugin.id !== 'string' || !PLUGIN_ID.test(plugin.id)) {
-      throw new PluginLoadError(`Plugin id "${String(plugin.id)}" must be kebab-case (e.g. "task-board")`);
+      throw new PluginLoadError('PLUGIN_INVALID_ID', `Plugin id "${String(plugin.id)}" must be kebab-case (e.g. "task-board")`);
     }
-    if (byId.has(plugin.id)) throw new PluginLoadError(`${label} is loaded twice; plugin ids must be unique`);
+    if (byId.has(plugin.id)) throw new PluginLoadError('PLUGIN_DUPLICATE_ID', `${label} is loaded twice; plugin ids must be unique`);
     if (typeof plugin.group !== 'string' || !GROUP.test(plugin.group)) {
-      throw new PluginLoadError(`${label}: group "${String(plugin.group)}" must look like "TaskRpc"`);
+      throw new PluginLoadError('PLUGIN_INVALID_GROUP', `${label}: group "${String(plugin.group)}" must look like "TaskRpc"`);
     }
     const owner = groups.get(plugin.group);
-    if (owner) throw new PluginLoadError(`${label}: group ${plugin.group} already belongs to plugin "${owner}"`);
+    if (owner) throw new PluginLoadError('PLUGIN_DUPLICATE_GROUP', `${label}: group ${plugin.group} already belongs to plugin "${owner}"`);
     if (!semver.validRange(plugin.coreVersion) || !semver.satisfies(CORE_VERSION, plugin.coreVersion)) {
-      throw new PluginLoadError(
-        `${label} needs core version "${plugin.coreVersion}", but this core is ${CORE_VERSION}`,
-      );
+      throw new PluginLoadError('PLUGIN_CORE_VERSION', `${label} needs core version "${plugin.coreVersion}", but this core is ${CORE_VERSION}`);
     }
     checkOperations(plugin);
     for (const name of Object.keys(plugin.services ?? {})) {
       const taken = services.get(name);
-      if (taken) throw new PluginLoadError(`${label}: service "${name}" is already registered by ${taken}`);
+      if (taken) throw new PluginLoadError('PLUGIN_DUPLICATE_SERVICE', `${label}: service "${name}" is already registered by ${taken}`);
       services.set(name, `plugin "${plugin.id}"`);
+    }
+    for (const name of plugin.exports ?? []) {
+      if (!(name in (plugin.services ?? {}))) {
+        throw new PluginLoadError('PLUGIN_INVALID_EXPORT', `${label} exports "${name}", which is not one of its services`);
+      }
+    }
+    checkConfig(plugin, settings);
+    checkMigrations(plugin);
+    for (const point of plugin.extensionPoints ?? []) {
+      if (typeof point?.id !== 'string' || !point.id.startsWith(`${plugin.id}.`) || !v.isOfKind('schema', point.contribution)) {
+        throw new PluginLoadError(
+          'PLUGIN_INVALID_EXTENSION_POINT',
+          `${label}: extension point "${String(point?.id)}" must be made with defineExtensionPoint, with an id starting with "${plugin.id}."`,
+        );
+      }
+      if (points.has(point.id)) throw new PluginLoadError('PLUGIN_INVALID_EXTENSION_POINT', `${label}: extension point "${point.id}" is declared twice`);
+      points.set(point.id, { owner: plugin.id, point });
     }
     byId.set(plugin.id, plugin);
     groups.set(plugin.group, plugin.id);
   }
+
+  const exporters = new Map<string, string>();
+  for (const plugin of byId.values()) for (const name of plugin.exports ?? []) exporters.set(name, plugin.id);
+  const after = new Map<string, string[]>();
+  for (const plugin of byId.values()) {
+    const needs = [...(plugin.dependsOn ?? [])];
+    for (const name of plugin.deps ?? []) {
+      if ((CORE_SERVICE_NAMES as readonly string[]).includes(name)) continue;
+      const provider = exporters.get(name);
+      if (!provider || provider === plugin.id) {
+        throw new PluginLoadError(
+          'PLUGIN_UNKNOWN_SERVICE',
+          `Plugin "${plugin.id}" uses service "${name}", which neither the core nor another loaded plugin exports`,
+        );
+      }
+      needs.push(provider);
+    }
+    for (const [id, contributions] of Object.entries(plugin.extends ?? {})) {
+      const declared = points.get(id);
+      if (!declared) {
+        throw new PluginLoadError(
+          'PLUGIN_UNKNOWN_EXTENSION_POINT',
+          `Plugin "${plugin.id}" contributes to extension point "${id}", which no loaded plugin declares`,
+        );
+      }
+      checkContributions(plugin, declared.point, contributions);
+      if (declared.owner !== 'core') needs.push(declared.owner);
+    }
+    after.set(plugin.id, needs);
+  }
   checkTablePrefixes([...byId.values()]);
-  return orderByDependencies(byId);
+  return orderByDependencies(byId, after);
 }
 
-/** Each table starts with its plugin's prefix, and not with the longer prefix of another plugin (`task_` vs `task_board_`). */
+/** The plugins asked for and every plugin they need, in the order given: a backend with only the plugins under test. */
+export function selectPlugins(plugins: readonly Plugin[], ids: readonly string[]): Plugin[] {
+  const byId = new Map(plugins.map((plugin) => [plugin.id, plugin]));
+  const exporters = new Map(plugins.flatMap((plugin) => (plugin.exports ?? []).map((name) => [name, plugin.id] as const)));
+  const declarers = new Map(plugins.flatMap((plugin) => (plugin.extensionPoints ?? []).map((point) => [point.id, plugin.id] as const)));
+  const chosen = new Set<string>();
+  const visit = (id: string) => {
+    const plugin = byId.get(id);
+    if (!plugin || chosen.has(id)) return;
+    chosen.add(id);
+    for (const needed of plugin.dependsOn ?? []) visit(needed);
+    for (const name of plugin.deps ?? []) visit(exporters.get(name) ?? '');
+    for (const point of Object.keys(plugin.extends ?? {})) visit(declarers.get(point) ?? '');
+  };
+  for (const id of ids) {
+    if (!byId.has(id)) throw new PluginLoadError('PLUGIN_MISSING_DEPENDENCY', `No plugin "${id}" to start`);
+    visit(id);
+  }
+  return plugins.filter((plugin) => chosen.has(plugin.id));
+}
+
+function checkContributions(plugin: Plugin, point: ExtensionPoint<any>, contributions: unknown): void {
+  const label = `Plugin "${plugin.id}": contribution to "${point.id}"`;
+  if (!Array.isArray(contributions)) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `${label} must be an array`);
+  contributions.forEach((contribution, index) => {
+    const result = v.safeParse(point.contribution, contribution);
+    if (!result.success) {
+      const problems = result.issues.map((issue) => `${v.getDotPath(issue) ?? '(value)'}: ${issue.message}`).join('; ');
+      throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `${label} #${index + 1} is invalid: ${problems}`);
+    }
+  });
+}
+
+function checkConfig(plugin: Plugin, settings: Map<string, string>): void {
+  if (plugin.config === undefined) return;
+  const label = `Plugin "${plugin.id}"`;
+  const entries = settingsEntries(plugin.config);
+  if (!entries) {
+    throw new PluginLoadError('PLUGIN_INVALID_CONFIG_SCHEMA', `${label}: config must be a valibot object schema of its environment variables`);
+  }
+  for (const name of Object.keys(entries)) {
+    if (!SETTING_NAME.test(name)) {
+      throw new PluginLoadError('PLUGIN_INVALID_CONFIG_SCHEMA', `${label}: setting "${name}" must be an upper-case environment variable name`);
+    }
+    const owner = settings.get(name);
+    if (owner) throw new PluginLoadError('PLUGIN_DUPLICATE_SETTING', `${label}: setting ${name} already belongs to ${owner}`);
+    settings.set(name, `plugin "${plugin.id}"`);
+  }
+}
+
+function checkMigrations(plugin: Plugin): void {
+  const names = new Set<string>();
+  for (const migration of plugin.migrations ?? []) {
+    if (typeof migration !== 'function' || !migration.name || names.has(migration.name)) {
+      throw new PluginLoadError(
+        'PLUGIN_INVALID_MIGRATION',
+        `Plugin "${plugin.id}": migrations must be distinct classes made by the MikroORM migrator (npm run migration:create)`,
+      );
+    }
+    names.add(migration.name);
+  }
+}
+
+/** Each table is the plugin's own (see tableBaseOf), and not one of another plugin with a longer id (`task_` vs `task_board_`). */
 function checkTablePrefixes(plugins: Plugin[]): void {
-  const prefixes = plugins.map((plugin) => ({ id: plugin.id, prefix: tablePrefixOf(plugin.id) }));
   for (const plugin of plugins) {
-    const prefix = tablePrefixOf(plugin.id);
+    const base = tableBaseOf(plugin.id);
     for (const entity of plugin.entities ?? []) {
       const label = `Plugin "${plugin.id}": entity ${entity.meta.className}`;
       const table = entity.meta.tableName ?? entity.meta.collection;
-      if (!table) throw new PluginLoadError(`${label} must set a tableName starting with "${prefix}"`);
-      if (!table.startsWith(prefix)) throw new PluginLoadError(`${label}: table "${table}" must start with "${prefix}"`);
-      const other = prefixes.find((candidate) => candidate.prefix.length > prefix.length && table.startsWith(candidate.prefix));
+      if (!table || !ownsTable(plugin.id, table)) {
+        throw new PluginLoadError('PLUGIN_TABLE_PREFIX', `${label}: table "${table ?? ''}" must be "${base}" or start with "${base}_"`);
+      }
+      const other = plugins.find((candidate) => candidate.id.length > plugin.id.length && ownsTable(candidate.id, table));
       if (other) {
-        throw new PluginLoadError(`${label}: table "${table}" looks like a table of plugin "${other.id}" (prefix "${other.prefix}")`);
+        throw new PluginLoadError('PLUGIN_TABLE_PREFIX', `${label}: table "${table}" looks like a table of plugin "${other.id}"`);
       }
     }
   }
@@ -129,44 +255,47 @@ function checkTablePrefixes(plugins: Plugin[]): void {
 function checkOperations(plugin: Plugin): void {
   const label = `Plugin "${plugin.id}" (group ${plugin.group})`;
   if (typeof plugin.operations !== 'object' || plugin.operations === null) {
-    throw new PluginLoadError(`${label} has no operations object`);
+    throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label} has no operations object`);
   }
   for (const [key, operation] of Object.entries(plugin.operations)) {
     const dot = key.indexOf('.');
     if (dot !== -1 && key.slice(0, dot) !== plugin.group) {
       throw new PluginLoadError(
+        'PLUGIN_OPERATION_OUTSIDE_GROUP',
         `${label} declares operation "${key}" outside its own group; a plugin may only register ${plugin.group}.* operations`,
       );
     }
     const name = dot === -1 ? key : key.slice(dot + 1);
-    if (!OPERATION_NAME.test(name)) throw new PluginLoadError(`${label}: operation name "${key}" must be camelCase`);
+    if (!OPERATION_NAME.test(name)) throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation name "${key}" must be camelCase`);
     if (!operation || (operation as unknown as Record<symbol, unknown>)[OPERATION_MARKER] !== true) {
-      throw new PluginLoadError(`${label}: operation "${name}" must be made with defineOperation()`);
+      throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" must be made with defineOperation()`);
     }
     if (!ACCESS_LEVELS.includes(operation.access)) {
-      throw new PluginLoadError(`${label}: operation "${name}" has unknown access "${String(operation.access)}"`);
+      throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" has unknown access "${String(operation.access)}"`);
     }
     if (operation.access === 'public' && plugin.group !== 'AuthRpc') {
-      throw new PluginLoadError(`${label}: operation "${name}" cannot be public; only AuthRpc operations are`);
+      throw new PluginLoadError('PLUGIN_PUBLIC_OPERATION', `${label}: operation "${name}" cannot be public; only AuthRpc operations are`);
     }
     if (!v.isOfKind('schema', operation.params) || typeof operation.handler !== 'function') {
-      throw new PluginLoadError(`${label}: operation "${name}" needs a valibot params schema and a handler`);
+      throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" needs a valibot params schema and a handler`);
     }
   }
 }
 
-function orderByDependencies(byId: Map<string, Plugin>): Plugin[] {
+function orderByDependencies(byId: Map<string, Plugin>, after: Map<string, string[]>): Plugin[] {
   const ordered: Plugin[] = [];
   const state = new Map<string, 'visiting' | 'done'>();
   const visit = (plugin: Plugin, chain: string[]) => {
     if (state.get(plugin.id) === 'done') return;
     if (state.get(plugin.id) === 'visiting') {
-      throw new PluginLoadError(`Plugins depend on each other in a cycle: ${[...chain, plugin.id].join(' → ')}`);
+      throw new PluginLoadError('PLUGIN_DEPENDENCY_CYCLE', `Plugins depend on each other in a cycle: ${[...chain, plugin.id].join(' → ')}`);
     }
     state.set(plugin.id, 'visiting');
-    for (const dependency of plugin.dependsOn ?? []) {
+    for (const dependency of after.get(plugin.id) ?? []) {
       const needed = byId.get(dependency);
-      if (!needed) throw new PluginLoadError(`Plugin "${plugin.id}" depends on "${dependency}", which is not loaded`);
+      if (!needed) {
+        throw new PluginLoadError('PLUGIN_MISSING_DEPENDENCY', `Plugin "${plugin.id}" depends on "${dependency}", which is not loaded`);
+      }
       visit(needed, [...chain, plugin.id]);
     }
     state.set(plugin.id, 'done');

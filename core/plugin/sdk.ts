@@ -1,14 +1,50 @@
 /**
- * Everything a plugin needs from the core, in one import:
- * `import { definePlugin, defineOperation } from 'rpc-service/plugin'`.
+ * `rpc-service/plugin`: everything a plugin may use from the core, in one
+ * import. Built-in plugins use it exactly as a third-party package would; a
+ * test keeps files under plugins/ from importing anything else of the core.
  */
-export { definePlugin, type Plugin, type PluginDefinition, type EventSubscriber } from './define.ts';
-export { defineOperation, envelope, type Access, type Transport } from '../rpc/operation.ts';
-export { defineMigration, type MigrationDef } from '../db/migration.ts';
-export { RpcError, notFound, conflict, forbidden, badRequest, type ErrorCode } from '../rpc/errors.ts';
-export { recordId, jsonObjectText, email, password } from '../rpc/schemas.ts';
-export type { AuthenticatedContext, RequestContext } from '../rpc/context.ts';
-export type { Cradle } from '../container.ts';
-export type { BusEvent } from '../events/bus.ts';
-export type { UploadService, PurposeLimits, FileInfo } from '../uploads/upload-service.ts';
-export { fileUrl, fileIdOfUrl } from '../uploads/upload-service.ts';
+
+// The contract
+export { definePlugin, type Plugin, type PluginDefinition, type EventSubscriber, type MigrationClass, type ConfigSchema } from './define.ts';
+export { defineOperation, operationBuilder, envelope, type Access, type Transport, type CookieOptions, type HandlerArgs } from '../rpc/operation.ts';
+export {
+  defineExtensionPoint,
+  type ExtensionPoint,
+  type ExtensionPoints,
+  type ExtensionPointId,
+  type Contribution,
+  type Contributions,
+  type Extensions,
+} from './extension-points.ts';
+export type { Deps, CoreServices, PluginServices, ServiceName, PluginScope } from './services.ts';
+export { env, setting, splitList } from '../settings.ts';
+
+// Errors, params and lists
+export { RpcError, notFound, conflict, forbidden, badRequest, unauthenticated, validationError, type ErrorCode, type ValidationIssue } from '../rpc/errors.ts';
+export { recordId, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
+export { listParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
+export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
+export { ROLES, type Role } from '../../config/roles.ts';
+
+// Data
+export { defineEntity, type InferEntity } from '@mikro-orm/core';
+export type { EntityManager } from '@mikro-orm/postgresql';
+export type { Database } from '../db/orm.ts';
+export { ACROSS_TENANTS } from '../db/tenant.ts';
+
+// Credentials and crypto
+export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';
+export type { Credentials } from '../credentials/credentials.ts';
+export type { CredentialCache, CachedCredential } from '../credentials/credential-cache.ts';
+export type { CredentialsChanged } from '../credentials/revocation.ts';
+export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '../credentials/crypto.ts';
+export { RateLimiter } from '../rate-limiter.ts';
+
+// Events, uploads, messages, workers, HTTP
+export type { BusEvent, EventBus, PublishInput } from '../events/bus.ts';
+export type { EventDeclaration } from '../events/catalogue.ts';
+export { fileUrl, fileIdOfUrl, type UploadService, type PurposeLimits, type FileInfo, type IssuedUploadKey } from '../uploads/upload-service.ts';
+export type { MessageSender, OutgoingMessage, Channel, Delivery } from '../messaging/message-sender.ts';
+export type { WorkerPool } from '../pool/worker-pool.ts';
+export type { HttpHelpers } from '../http/request-info.ts';
+export type { Logger } from '../logger.ts';

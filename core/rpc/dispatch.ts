@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import * as v from 'valibot';
-import type { Authenticator, PresentedCredentials } from '../auth/credentials.ts';
-import type { Cradle } from '../container.ts';
+import type { Authenticator, PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal } from './context.ts';
@@ -22,7 +21,10 @@ export interface DispatchRequest {
   method: string;
   params: unknown;
   requestId: string;
-  credentials: PresentedCredentials;
+  /** What the caller presented; ignored when `principal` is given. */
+  credentials?: PresentedCredentials;
+  /** An already known caller (the in-process caller); null calls anonymously. */
+  principal?: Principal | null;
   transport: Transport;
 }
 
@@ -54,16 +56,14 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
 export class Dispatcher {
   readonly #registry: Registry;
   readonly #authenticator: Authenticator;
-  readonly #deps: Cradle;
   readonly #contextDeps: { forkEm: Database['forkEm']; logger: Logger };
   readonly #logger: Logger;
 
-  constructor(registry: Registry, authenticator: Authenticator, deps: Cradle) {
+  constructor(registry: Registry, authenticator: Authenticator, { db, logger }: { db: Database; logger: Logger }) {
     this.#registry = registry;
     this.#authenticator = authenticator;
-    this.#deps = deps;
-    this.#logger = deps.logger;
-    this.#contextDeps = { forkEm: (id) => deps.db.forkEm(id), logger: deps.logger };
+    this.#logger = logger;
+    this.#contextDeps = { forkEm: (id) => db.forkEm(id), logger };
   }
 
   /**
@@ -75,9 +75,10 @@ export class Dispatcher {
     if (!operation) {
       return { ok: false, error: new RpcError('METHOD_NOT_FOUND', `Unknown method ${request.method}`), method: 'unknown', userId: null };
     }
+    if (request.principal !== undefined) return this.#run(operation, request, request.principal);
     let found: Principal | null | Promise<Principal | null>;
     try {
-      found = this.#principalFor(request.credentials, operation.access === 'public');
+      found = this.#principalFor(request.credentials ?? {}, operation.access === 'public');
     } catch (thrown) {
       return this.#failure(thrown, operation, request, null);
     }
@@ -104,7 +105,7 @@ export class Dispatcher {
       const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
       const ctx = createContext(this.#contextDeps, request.requestId, principal);
-      const result = operation.handler({ params: parsed.output, ctx: ctx as never, deps: this.#deps, transport: request.transport });
+      const result = operation.handler({ params: parsed.output, ctx: ctx as never, deps: operation.deps, transport: request.transport });
       const userId = principal?.userId ?? null;
       return result instanceof Promise
         ? result.then(

@@ -27,6 +27,38 @@ export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE)
   pageSize: v.optional(v.pipe(positiveInteger('pageSize'), v.maxValue(maxPageSize, `pageSize must be at most ${maxPageSize}`)), defaultPageSize),
 });
 
+/** The params listParams gives a handler. */
+export interface ListQuery {
+  filter: Record<string, unknown>;
+  sort: Record<string, 1 | -1 | 'asc' | 'desc'>;
+  page: number;
+  pageSize: number;
+}
+
+/** The paged envelope of the spec's document-store lists (`getData` with page and pageSize). */
+export interface Page<T> {
+  docs: T[];
+  totalDocs: number;
+  limit: number;
+  page: number;
+  totalPages: number;
+  hasNextPage: boolean;
+  hasPrevPage: boolean;
+}
+
+export function pageOf<T>(docs: T[], totalDocs: number, { page, pageSize }: Pick<ListQuery, 'page' | 'pageSize'>): Page<T> {
+  const totalPages = Math.ceil(totalDocs / pageSize);
+  return { docs, totalDocs, limit: pageSize, page, totalPages, hasNextPage: page < totalPages, hasPrevPage: page > 1 };
+}
+
+/** The unpaged envelope: `{data, totalCount}`. */
+export interface ListEnvelope<T> {
+  data: T[];
+  totalCount: number;
+}
+
+export const listOf = <T>(data: T[]): ListEnvelope<T> => ({ data, totalCount: data.length });
+
 type Condition = Record<string, unknown>;
 
 class FilterTranslator {

@@ -1,5 +1,4 @@
 import type { GenericSchema, InferOutput } from 'valibot';
-import type { Cradle } from '../container.ts';
 import type { AuthenticatedContext, RequestContext } from './context.ts';
 
 /**
@@ -26,19 +25,20 @@ export interface Transport {
 
 export type ContextFor<A extends Access> = A extends 'public' ? RequestContext : AuthenticatedContext;
 
-export interface HandlerArgs<S extends GenericSchema, A extends Access> {
+export interface HandlerArgs<S extends GenericSchema, A extends Access, D = any> {
   params: InferOutput<S>;
   ctx: ContextFor<A>;
-  deps: Cradle;
+  /** The plugin's deps: the services it named, its own services, its config, logger and extension points. */
+  deps: D;
   transport: Transport;
 }
 
-export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access> {
+export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access, D = any> {
   access: A;
   params: S;
   /** One line for the operation listing. */
   describe: string;
-  handler(args: HandlerArgs<S, A>): unknown;
+  handler(args: HandlerArgs<S, A, D>): unknown;
 }
 
 export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
@@ -46,11 +46,20 @@ export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
 export type Operation = OperationDefinition<GenericSchema, Access> & { [OPERATION_MARKER]: true };
 
 /** Declares one operation: access, params schema and handler as plain data. */
-export function defineOperation<S extends GenericSchema, A extends Access>(
-  definition: OperationDefinition<S, A>,
+export function defineOperation<S extends GenericSchema, A extends Access, D = any>(
+  definition: OperationDefinition<S, A, D>,
 ): Operation {
   return { ...definition, [OPERATION_MARKER]: true } as unknown as Operation;
 }
+
+/**
+ * `defineOperation` with the plugin's deps type fixed, so handlers see exactly
+ * the services the plugin named: `export const defineOperation = operationBuilder<NoteDeps>();`
+ */
+export const operationBuilder =
+  <D>() =>
+  <S extends GenericSchema, A extends Access>(definition: OperationDefinition<S, A, D>): Operation =>
+    defineOperation(definition);
 
 /**
  * A success answer with fields beside (or instead of) `data`, for the few

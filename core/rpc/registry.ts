@@ -11,6 +11,8 @@ export interface RegisteredOperation {
   describe: string;
   params: GenericSchema;
   handler: Operation['handler'];
+  /** The deps of the plugin that declared it, handed to the handler. */
+  deps: object;
 }
 
 export interface OperationListing {
@@ -28,9 +30,10 @@ export interface Registry {
 }
 
 /** The operation table, frozen at boot: nothing can add a method after the server starts. */
-export function buildRegistry(plugins: readonly Plugin[]): Registry {
+export function buildRegistry(plugins: readonly Plugin[], depsOf: (plugin: Plugin) => object): Registry {
   const table = new Map<string, RegisteredOperation>();
   for (const plugin of plugins) {
+    const deps = depsOf(plugin);
     for (const [key, operation] of Object.entries(plugin.operations)) {
       const name = key.includes('.') ? key.slice(key.indexOf('.') + 1) : key;
       const method = `${plugin.group}.${name}`;
@@ -45,6 +48,7 @@ export function buildRegistry(plugins: readonly Plugin[]): Registry {
           describe: operation.describe,
           params: operation.params,
           handler: operation.handler,
+          deps,
         }),
       );
     }

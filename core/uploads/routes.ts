@@ -4,7 +4,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import Router from '@koa/router';
 import busboy from 'busboy';
 import type { Context, Next } from 'koa';
-import { presentedCredentials, type Authenticator } from '../auth/credentials.ts';
+import { presentedCredentials, type Authenticator } from '../credentials/authenticator.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type AuthenticatedContext } from '../rpc/context.ts';

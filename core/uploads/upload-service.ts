@@ -3,13 +3,13 @@ import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { randomToken, sha256Hex } from '../auth/crypto.ts';
+import { randomToken, sha256Hex } from '../credentials/crypto.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import type { AuthenticatedContext } from '../rpc/context.ts';
 import { badRequest, notFound, RpcError } from '../rpc/errors.ts';
-import { StoredFileSchema, UploadKeySchema, type StoredFile, type UploadKey } from './entities.ts';
+import { StoredFile, UploadKey } from './entities.ts';
 import { contentMatchesType, extensionFor, SNIFF_BYTES } from './sniff.ts';
 import type { FileStorage } from './storage.ts';
 import { isUuid } from '../rpc/schemas.ts';
@@ -175,7 +175,7 @@ export class UploadService {
     const uploadKey = randomToken(32);
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.#keyTtlMs);
-    ctx.em.create(UploadKeySchema, {
+    ctx.em.create(UploadKey, {
       id: randomUUID(),
       subscriptionId: ctx.subscriptionId,
       userId: ctx.userId,
@@ -193,7 +193,7 @@ export class UploadService {
   async begin(ctx: AuthenticatedContext, uploadKey: string): Promise<UploadBatch> {
     const key = usableKey(await this.#findKey(ctx.em, ctx, uploadKey));
     const limits = this.limitsOf(key.purpose);
-    const held = await ctx.em.count(StoredFileSchema, { uploadKeyId: key.id });
+    const held = await ctx.em.count(StoredFile, { uploadKeyId: key.id });
     if (held >= limits.maxFiles) throw tooManyFiles(limits.maxFiles);
     return new UploadBatch(this.#db, this.#storage, ctx, key, limits, limits.maxFiles - held);
   }
@@ -213,7 +213,7 @@ export class UploadService {
     return this.#db.forkEm(ctx.subscriptionId).transactional(async (em) => {
       const key = usableKey(await this.#findKey(em, ctx, uploadKey, true));
       if (key.purpose !== purpose) throw badRequest(`This upload key was issued for ${key.purpose} uploads, not ${purpose}`);
-      const files = await em.find(StoredFileSchema, { uploadKeyId: key.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+      const files = await em.find(StoredFile, { uploadKeyId: key.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
       const now = new Date();
       key.usedAt = now;
       for (const file of files) file.finalizedAt = now;
@@ -223,17 +223,26 @@ export class UploadService {
 
   /** A finalized file of the caller's subscription and its bytes; NOT_FOUND otherwise. */
   async open(ctx: AuthenticatedContext, fileId: string): Promise<{ file: StoredFile; content: Readable }> {
-    const file = isUuid(fileId) ? await ctx.em.findOne(StoredFileSchema, { id: fileId, finalizedAt: { $ne: null } }) : null;
+    const file = isUuid(fileId) ? await ctx.em.findOne(StoredFile, { id: fileId, finalizedAt: { $ne: null } }) : null;
     if (!file) throw notFound(`File ${fileId} not found`);
     return { file, content: await this.#storage.get(file.storagePath) };
   }
 
   /** Deletes a file of the caller's subscription, record and bytes; one that does not exist is left at that. */
   async delete(ctx: AuthenticatedContext, fileId: string): Promise<void> {
-    const file = isUuid(fileId) ? await ctx.em.findOne(StoredFileSchema, { id: fileId }) : null;
+    const file = isUuid(fileId) ? await ctx.em.findOne(StoredFile, { id: fileId }) : null;
     if (!file) return;
     await ctx.em.remove(file).flush();
     await this.#storage.delete(file.storagePath);
+  }
+
+  /**
+   * For the plugin that removes a user, inside its transaction: the user's
+   * upload keys go, their files stay with the subscription without an uploader.
+   */
+  async forgetUser(em: EntityManager, userId: string): Promise<void> {
+    await em.nativeDelete(UploadKey, { userId });
+    await em.nativeUpdate(StoredFile, { userId }, { userId: null });
   }
 
   /**
@@ -272,7 +281,7 @@ export class UploadService {
     if (!KEY_FORMAT.test(uploadKey)) return null;
     // The tenant filter keeps other subscriptions out; the user condition keeps other users of this one out.
     return em.findOne(
-      UploadKeySchema,
+      UploadKey,
       { keyHash: sha256Hex(uploadKey), userId: ctx.userId },
       lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
     );
@@ -349,10 +358,10 @@ export class UploadBatch {
   async commit(): Promise<FileInfo[]> {
     if (this.#stored.length === 0) throw fileIssue(undefined, 'The request holds no file');
     await this.db.forkEm(this.ctx.subscriptionId).transactional(async (em) => {
-      const key = usableKey(await em.findOne(UploadKeySchema, { id: this.key.id }, { lockMode: LockMode.PESSIMISTIC_WRITE }));
-      const held = await em.count(StoredFileSchema, { uploadKeyId: key.id });
+      const key = usableKey(await em.findOne(UploadKey, { id: this.key.id }, { lockMode: LockMode.PESSIMISTIC_WRITE }));
+      const held = await em.count(StoredFile, { uploadKeyId: key.id });
       if (held + this.#stored.length > this.limits.maxFiles) throw tooManyFiles(this.limits.maxFiles);
-      for (const file of this.#stored) em.create(StoredFileSchema, file);
+      for (const file of this.#stored) em.create(StoredFile, file);
     });
     return this.#stored.map(toFileInfo);
   }

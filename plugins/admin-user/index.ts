@@ -1,23 +1,17 @@
 import { asClass } from 'awilix';
-import { definePlugin } from '../../core/plugin/define.ts';
+import { definePlugin } from 'rpc-service/plugin';
 import { AdminUserService } from './admin-user.service.ts';
+import { DEPS, type AdminUserDeps } from './deps.ts';
 import * as operations from './operations.ts';
-
-declare module '../../core/container.ts' {
-  interface Cradle {
-    adminUserService: AdminUserService;
-  }
-}
 
 const { remove, ...rest } = operations;
 
-/** AdminUserRpc: user administration inside the caller's subscription (admins only). */
-export const adminUserPlugin = definePlugin({
+/** AdminUserRpc: user administration inside the caller's subscription (admins only); the records are the auth plugin's. */
+export const adminUserPlugin = definePlugin<AdminUserDeps>({
   id: 'admin-user',
   group: 'AdminUserRpc',
-  coreVersion: '^1.0.0',
-  // Invite codes belong to the auth plugin, which redeems them at signup.
-  dependsOn: ['auth'],
+  coreVersion: '^2.0.0',
+  deps: DEPS,
   services: { adminUserService: asClass(AdminUserService).singleton() },
   operations: { ...rest, delete: remove },
 });

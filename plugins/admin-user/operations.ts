@@ -1,8 +1,6 @@
 import * as v from 'valibot';
-import { ROLES } from '../../config/roles.ts';
-import { defineOperation } from '../../core/rpc/operation.ts';
-import { email, password, recordId, username } from '../../core/rpc/schemas.ts';
-import { listParams } from '../../core/rpc/list-query.ts';
+import { email, listParams, password, recordId, ROLES, username } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
 
 const role = v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`);
 const personName = v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(100)));
@@ -60,7 +58,7 @@ export const getData = defineOperation({
   access: 'admin',
   describe: 'Users of the caller’s subscription, filtered, sorted and paged.',
   params: v.object(listParams(25)),
-  handler: ({ params, ctx, deps }) => deps.adminUserService.list(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.adminUserService.getData(ctx, params),
 });
 
 export const resetPassword = defineOperation({
@@ -74,7 +72,7 @@ export const getAvailableRoles = defineOperation({
   access: 'admin',
   describe: 'The role names a user can have.',
   params: v.object({}),
-  handler: ({ deps }) => deps.adminUserService.availableRoles(),
+  handler: ({ deps }) => deps.adminUserService.getAvailableRoles(),
 });
 
 export const createInviteCode = defineOperation({

@@ -1,10 +1,24 @@
-import { definePlugin } from '../../core/plugin/define.ts';
+import { asClass } from 'awilix';
+import { definePlugin } from 'rpc-service/plugin';
+import { ApiKey } from './api-key.entity.ts';
+import { ApiKeyService } from './api-key.service.ts';
+import { DEPS, type ApiKeyDeps } from './deps.ts';
+import { migrations } from './migrations/index.ts';
 import { create, getData, remove, update } from './operations.ts';
 
-/** ApiKeyRpc: the calling user's API keys. Storage and authentication live in core/auth/api-keys.ts. */
-export const apiKeyPlugin = definePlugin({
+/** ApiKeyRpc: the calling user's API keys; verifies `X-API-Key` for the core. */
+export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
   id: 'api-key',
   group: 'ApiKeyRpc',
-  coreVersion: '^1.0.0',
+  coreVersion: '^2.0.0',
+  deps: DEPS,
+  entities: [ApiKey],
+  migrations,
+  services: { apiKeyService: asClass(ApiKeyService).singleton() },
+  extends: {
+    'core.credentials': [{ scheme: 'apiKey', verifier: (deps: ApiKeyDeps) => deps.apiKeyService }],
+    // A removed user's keys go in the same transaction.
+    'auth.lifecycle': [{ userRemoved: async ({ em, userId }) => void (await em.nativeDelete(ApiKey, { userId })) }],
+  },
   operations: { getData, create, update, delete: remove },
 });

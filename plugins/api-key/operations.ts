@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { defineOperation } from '../../core/rpc/operation.ts';
-import { jsonObjectText, recordId } from '../../core/rpc/schemas.ts';
+import { jsonObjectText, recordId } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
 
 const description = v.pipe(
   v.string(),
@@ -13,7 +13,7 @@ export const getData = defineOperation({
   access: 'user',
   describe: "List the calling user's API keys (never the key material).",
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.apiKeyService.list(ctx),
+  handler: ({ ctx, deps }) => deps.apiKeyService.getData(ctx),
 });
 
 export const create = defineOperation({

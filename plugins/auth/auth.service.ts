@@ -1,18 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../../core/config.ts';
-import { assertIdentityAvailable } from '../../core/auth/availability.ts';
-import { burnPasswordCheck, hashPassword, verifyPassword } from '../../core/auth/crypto.ts';
-import { newUser, SessionSchema, SubscriptionSchema, UserSchema, type User } from '../../core/auth/entities.ts';
-import type { SessionService } from '../../core/auth/sessions.ts';
-import { toUserView, type UserView } from '../../core/auth/user-view.ts';
-import type { Database } from '../../core/db/orm.ts';
-import { ACROSS_TENANTS } from '../../core/db/tenant.ts';
-import { RateLimiter } from '../../core/rate-limiter.ts';
-import type { AuthenticatedContext } from '../../core/rpc/context.ts';
-import { badRequest, RpcError, unauthenticated, validationError } from '../../core/rpc/errors.ts';
-import type { LifecycleHooks } from '../../core/plugin/hooks.ts';
-import type { InviteCodeService } from './invite-codes.service.ts';
+import { badRequest, RateLimiter, unauthenticated, validationError, type AuthenticatedContext, type Database } from 'rpc-service/plugin';
+import type { AuthConfig } from './config.ts';
+import { Session, Subscription, User } from './entities.ts';
+import type { InviteCodeService } from './invite-code.service.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { burnPasswordCheck, hashPassword, verifyPassword } from './password.ts';
+import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
+import type { UserService } from './user.service.ts';
+import { toUserView, type UserView } from './user-view.ts';
 import type { VerificationService } from './verification.service.ts';
 
 export interface Verification {
@@ -45,26 +41,29 @@ interface LoginRow {
 interface Deps {
   db: Database;
   sessionService: SessionService;
+  userService: UserService;
   rateLimiter: RateLimiter;
-  config: Config;
+  config: AuthConfig;
   verificationService: VerificationService;
   inviteCodeService: InviteCodeService;
-  lifecycle: LifecycleHooks;
+  lifecycle: Lifecycle;
 }
 
 /** Signup, login (password or one-time code) and session inspection. */
 export class AuthService {
   readonly #db: Database;
   readonly #sessions: SessionService;
+  readonly #users: UserService;
   readonly #limiter: RateLimiter;
-  readonly #config: Config;
+  readonly #config: AuthConfig;
   readonly #codes: VerificationService;
   readonly #invites: InviteCodeService;
-  readonly #lifecycle: LifecycleHooks;
+  readonly #lifecycle: Lifecycle;
 
   constructor(deps: Deps) {
     this.#db = deps.db;
     this.#sessions = deps.sessionService;
+    this.#users = deps.userService;
     this.#limiter = deps.rateLimiter;
     this.#config = deps.config;
     this.#codes = deps.verificationService;
@@ -76,7 +75,7 @@ export class AuthService {
   async preSignupValidate(input: { email: string; username: string; inviteCode?: string }): Promise<void> {
     checkSignupRules(this.#config, input);
     await this.#requireInviteWhenNeeded(input.inviteCode);
-    await assertIdentityAvailable(this.#db, input);
+    await this.#users.assertAvailable(input);
     if (input.inviteCode) await this.#invites.check(input.inviteCode);
   }
 
@@ -89,7 +88,7 @@ export class AuthService {
     checkSignupRules(this.#config, input);
     await this.#requireInviteWhenNeeded(input.inviteCode);
     this.#requireVerifications(input.verifications);
-    await assertIdentityAvailable(this.#db, input);
+    await this.#users.assertAvailable(input);
     if (input.inviteCode) await this.#invites.check(input.inviteCode);
 
     const proven = await this.#consumeVerifications(input, clientIp);
@@ -99,12 +98,12 @@ export class AuthService {
       const invite = input.inviteCode ? await this.#invites.redeem(tx, input.inviteCode) : null;
       const subscriptionId = invite?.subscriptionId ?? randomUUID();
       if (!invite) {
-        tx.create(SubscriptionSchema, { id: subscriptionId, name: input.username, serviceCode: null, createdAt: new Date(), updatedAt: new Date() });
+        tx.create(Subscription, { id: subscriptionId, name: input.username, serviceCode: null, createdAt: new Date(), updatedAt: new Date() });
         await tx.flush();
       }
       const created = tx.create(
-        UserSchema,
-        newUser({
+        User,
+        this.#users.newUser({
           subscriptionId,
           email: input.email,
           username: input.username,
@@ -128,7 +127,7 @@ export class AuthService {
   /** Invite mode needs a code, except for the very first user of a new installation. */
   async #requireInviteWhenNeeded(inviteCode: string | undefined): Promise<void> {
     if (this.#config.signupMode !== 'invite' || inviteCode) return;
-    const [anyone] = await this.#db.execute<{ exists: boolean }>('select exists(select 1 from core_user) as exists');
+    const [anyone] = await this.#db.execute<{ exists: boolean }>('select exists(select 1 from auth_user) as exists');
     if (anyone?.exists) throw validationError([{ path: 'inviteCode', message: 'An invite code is required to sign up' }]);
   }
 
@@ -170,7 +169,7 @@ export class AuthService {
     const limit = this.#config.loginFailureLimit;
     await this.#limiter.check(buckets, limit);
     const [row] = await this.#db.execute<LoginRow>(
-      `select id, password_hash, is_active from core_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1`,
+      `select id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1`,
       [identifier, identifier],
     );
     const valid = row?.password_hash ? await verifyPassword(password, row.password_hash) : await burnPasswordCheck(password);
@@ -187,8 +186,8 @@ export class AuthService {
     const proven = await this.#codes.consume(otpRequestId, code, clientIp, 'login');
     const rows = await this.#db.execute<LoginRow>(
       proven.channel === 'email'
-        ? 'select id, password_hash, is_active from core_user where lower(email) = ?'
-        : 'select id, password_hash, is_active from core_user where phone_number = ? and is_phone_verified',
+        ? 'select id, password_hash, is_active from auth_user where lower(email) = ?'
+        : 'select id, password_hash, is_active from auth_user where phone_number = ? and is_phone_verified',
       [proven.identifier],
     );
     if (rows.length !== 1) throw unauthenticated('No account matches this verified address');
@@ -197,7 +196,8 @@ export class AuthService {
 
   async #loginAs(row: LoginRow, method: 'password' | 'code'): Promise<SessionGrant> {
     if (!row.is_active) throw unauthenticated('This account is deactivated');
-    const user = await this.#db.forkEm(null).findOneOrFail(UserSchema, { id: row.id }, ACROSS_TENANTS);
+    const user = await this.#users.findAnywhere(row.id);
+    if (!user) throw unauthenticated('Invalid identifier or password');
     const grant = await this.#grant(user);
     await this.#lifecycle.afterLogin({ user: grant.user, method });
     return grant;
@@ -219,9 +219,8 @@ export class AuthService {
     expiresAt: string | null;
     apiKeyId: string | null;
   }> {
-    const user = await ctx.em.findOne(UserSchema, { id: ctx.userId });
-    if (!user) throw new RpcError('UNAUTHENTICATED', 'The user of this credential no longer exists');
-    const session = ctx.sessionId ? await ctx.em.findOne(SessionSchema, { id: ctx.sessionId }) : null;
+    const user = await this.#users.self(ctx);
+    const session = ctx.sessionId ? await ctx.em.findOne(Session, { id: ctx.sessionId }) : null;
     return {
       user: toUserView(user),
       subscriptionId: ctx.subscriptionId,

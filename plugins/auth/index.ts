@@ -1,35 +1,57 @@
 import { asClass } from 'awilix';
-import { definePlugin } from '../../core/plugin/define.ts';
+import { definePlugin } from 'rpc-service/plugin';
 import { AuthService } from './auth.service.ts';
-import { InviteCodeSchema } from './invite-code.entity.ts';
-import { InviteCodeService } from './invite-codes.service.ts';
-import { authMigrations } from './migrations.ts';
+import { authSettings } from './config.ts';
+import { DEPS, type AuthDeps } from './deps.ts';
+import { authEntities } from './entities.ts';
+import { InviteCodeService } from './invite-code.service.ts';
+import { Lifecycle, lifecyclePoint, type LifecycleHooks } from './lifecycle.ts';
+import { migrations } from './migrations/index.ts';
 import { oauthRoutes } from './oauth.routes.ts';
 import { OAuthService } from './oauth.service.ts';
-import { OtpRequestSchema } from './otp-request.entity.ts';
-import { VerificationService } from './verification.service.ts';
 import * as operations from './operations.ts';
+import { SessionService } from './session.service.ts';
+import { UserService } from './user.service.ts';
+import { VerificationService } from './verification.service.ts';
 
-declare module '../../core/container.ts' {
-  interface Cradle {
-    authService: AuthService;
-    inviteCodeService: InviteCodeService;
+declare module 'rpc-service/plugin' {
+  interface PluginServices {
+    userService: UserService;
+    sessionService: SessionService;
     verificationService: VerificationService;
-    oauthService: OAuthService;
+    inviteCodeService: InviteCodeService;
+  }
+  interface ExtensionPoints {
+    'auth.lifecycle': LifecycleHooks;
   }
 }
 
-export const authPlugin = definePlugin({
+/**
+ * AuthRpc: signup, login, sessions, one-time codes, invite codes and OAuth.
+ * Owns subscriptions and users, and exports the services other plugins use
+ * for them; verifies session tokens for the core.
+ */
+export const authPlugin = definePlugin<AuthDeps>({
   id: 'auth',
   group: 'AuthRpc',
-  coreVersion: '^1.0.0',
-  entities: [InviteCodeSchema, OtpRequestSchema],
-  migrations: authMigrations,
+  coreVersion: '^2.0.0',
+  config: authSettings,
+  deps: DEPS,
+  entities: authEntities,
+  migrations,
   services: {
     authService: asClass(AuthService).singleton(),
-    inviteCodeService: asClass(InviteCodeService).singleton(),
+    userService: asClass(UserService).singleton(),
+    sessionService: asClass(SessionService).singleton(),
     verificationService: asClass(VerificationService).singleton(),
+    inviteCodeService: asClass(InviteCodeService).singleton(),
     oauthService: asClass(OAuthService).singleton(),
+    lifecycle: asClass(Lifecycle).singleton(),
+  },
+  exports: ['userService', 'sessionService', 'verificationService', 'inviteCodeService'],
+  extensionPoints: [lifecyclePoint],
+  extends: {
+    'core.credentials': [{ scheme: 'session', verifier: (deps: AuthDeps) => deps.sessionService }],
   },
   operations,
   routes: oauthRoutes,

@@ -1,9 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { SESSION_COOKIE } from '../../core/auth/credentials.ts';
-import type { Cradle } from '../../core/container.ts';
-import { baseUrlOf, serializeCookie } from '../../core/http/request-info.ts';
-import { RpcError } from '../../core/rpc/errors.ts';
+import { RpcError, SESSION_COOKIE } from 'rpc-service/plugin';
+import type { AuthDeps } from './deps.ts';
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
@@ -17,8 +15,8 @@ function page(ctx: Context, status: number, title: string, text: string): void {
 }
 
 /** `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login. */
-export function oauthRoutes(router: Router, { oauthService, config, logger }: Cradle): void {
-  const baseUrl = (ctx: Context) => baseUrlOf(ctx.req, { trustProxy: config.trustProxy, publicUrl: config.publicUrl });
+export function oauthRoutes(router: Router, { oauthService, http, logger }: AuthDeps): void {
+  const baseUrl = (ctx: Context) => http.baseUrl(ctx.req);
 
   const failed = (ctx: Context, error: unknown) => {
     if (error instanceof RpcError) return page(ctx, error.status, 'Login failed', error.message);
@@ -45,9 +43,9 @@ export function oauthRoutes(router: Router, { oauthService, config, logger }: Cr
       if (login.external) {
         return page(ctx, 200, 'Login complete', 'You are signed in. You can close this window and return to the application.');
       }
-      ctx.append('Set-Cookie', serializeCookie(SESSION_COOKIE, login.token, baseUrl(ctx).startsWith('https:'), { expires: login.expiresAt }));
+      ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: login.expiresAt }));
       ctx.set('Cache-Control', 'no-store');
-      ctx.redirect(`${config.publicUrl ?? ''}/`);
+      ctx.redirect(`${http.publicUrl ?? ''}/`);
     } catch (error) {
       failed(ctx, error);
     }

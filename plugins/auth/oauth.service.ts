@@ -1,17 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
-import type { Config, OAuthProviderConfig } from '../../core/config.ts';
-import { digestsEqual, randomToken, sha256, sha256Hex, type SecretBox } from '../../core/auth/crypto.ts';
-import { newUser, SubscriptionSchema, UserSchema, type User } from '../../core/auth/entities.ts';
-import type { SessionService } from '../../core/auth/sessions.ts';
-import { toUserView, type UserView } from '../../core/auth/user-view.ts';
-import type { Database } from '../../core/db/orm.ts';
-import { ACROSS_TENANTS } from '../../core/db/tenant.ts';
-import type { Logger } from '../../core/logger.ts';
-import type { LifecycleHooks } from '../../core/plugin/hooks.ts';
-import { badRequest, notFound, RpcError } from '../../core/rpc/errors.ts';
+import {
+  ACROSS_TENANTS,
+  badRequest,
+  digestsEqual,
+  isUuid,
+  notFound,
+  randomToken,
+  RpcError,
+  sha256,
+  sha256Hex,
+  type Database,
+  type Logger,
+  type SecretBox,
+} from 'rpc-service/plugin';
+import type { AuthConfig, OAuthProviderConfig } from './config.ts';
+import { Subscription, User } from './entities.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
-import { isUuid } from '../../core/rpc/schemas.ts';
+import type { UserService } from './user.service.ts';
+import { toUserView, type UserView } from './user-view.ts';
 
 /** How long a login may take at the provider, and how long an external login can be polled. */
 const LOGIN_TTL_MS = 10 * 60_000;
@@ -36,11 +45,12 @@ export interface OAuthLogin {
 }
 
 interface Deps {
-  config: Config;
+  config: AuthConfig;
   db: Database;
   secretBox: SecretBox;
   sessionService: SessionService;
-  lifecycle: LifecycleHooks;
+  userService: UserService;
+  lifecycle: Lifecycle;
   logger: Logger;
 }
 
@@ -161,15 +171,15 @@ export class OAuthService {
     const em = this.#deps.db.forkEm(null);
     const profile = { provider, id: claims.sub };
     const [linked] = await this.#deps.db.execute<{ id: string }>(
-      `select id from core_user where oauth_profiles @> ?::jsonb`,
+      `select id from auth_user where oauth_profiles @> ?::jsonb`,
       [JSON.stringify([profile])],
     );
-    if (linked) return em.findOneOrFail(UserSchema, { id: linked.id }, ACROSS_TENANTS);
+    if (linked) return em.findOneOrFail(User, { id: linked.id }, ACROSS_TENANTS);
     const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
     if (!email || claims.email_verified !== true) {
       throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
     }
-    const existing = await em.findOne(UserSchema, { email }, ACROSS_TENANTS);
+    const existing = await em.findOne(User, { email }, ACROSS_TENANTS);
     if (existing) {
       // A verified address at the provider proves the same person: link the profile to the account.
       existing.oauthProfiles = [...existing.oauthProfiles, { ...profile, email }];
@@ -185,16 +195,16 @@ export class OAuthService {
     const username = await this.#freeUsername(email);
     checkSignupRules(config, { email, username });
     if (config.signupMode === 'invite') {
-      const [anyone] = await db.execute<{ exists: boolean }>('select exists(select 1 from core_user) as exists');
+      const [anyone] = await db.execute<{ exists: boolean }>('select exists(select 1 from auth_user) as exists');
       if (anyone?.exists) throw badRequest('Signup needs an invite code; sign up with it first, then link this login');
     }
     const subscriptionId = randomUUID();
     const user = await db.forkEm(subscriptionId).transactional(async (tx) => {
-      tx.create(SubscriptionSchema, { id: subscriptionId, name: username, serviceCode: null, createdAt: new Date(), updatedAt: new Date() });
+      tx.create(Subscription, { id: subscriptionId, name: username, serviceCode: null, createdAt: new Date(), updatedAt: new Date() });
       await tx.flush();
       const created = tx.create(
-        UserSchema,
-        newUser({
+        User,
+        this.#deps.userService.newUser({
           subscriptionId,
           email,
           username,
@@ -219,7 +229,7 @@ export class OAuthService {
     for (let attempt = 0; attempt < 5; attempt++) {
       const candidate = attempt === 0 ? base : `${base}-${randomToken(3).replace(/[^A-Za-z0-9]/g, 'x').slice(0, 4)}`;
       if (reserved.has(candidate.toLowerCase())) continue;
-      const [taken] = await this.#deps.db.execute('select 1 from core_user where lower(username) = lower(?)', [candidate]);
+      const [taken] = await this.#deps.db.execute('select 1 from auth_user where lower(username) = lower(?)', [candidate]);
       if (!taken) return candidate;
     }
     return `user-${randomUUID().slice(0, 8)}`;
@@ -276,10 +286,11 @@ export class OAuthService {
       [id],
     );
     if (!taken) return { status: 'expired' };
-    const user = await this.#deps.db.forkEm(null).findOneOrFail(UserSchema, { id: row.user_id! }, ACROSS_TENANTS);
+    const user = await this.#deps.userService.findAnywhere(row.user_id!);
+    if (!user) return { status: 'expired' };
     const token = this.#deps.secretBox.decrypt(taken.session_token);
     const session = await this.#deps.sessionService.authenticate(token);
-    const [expiry] = await this.#deps.db.execute<{ expires_at: Date }>('select expires_at from core_session where id = ?', [session.sessionId]);
+    const [expiry] = await this.#deps.db.execute<{ expires_at: Date }>('select expires_at from auth_session where id = ?', [session.sessionId]);
     return { status: 'completed', token, expiresAt: new Date(expiry!.expires_at).toISOString(), user: toUserView(user) };
   }
 }

@@ -1,9 +1,7 @@
 import * as v from 'valibot';
-import { SESSION_COOKIE } from '../../core/auth/credentials.ts';
-import { validationError } from '../../core/rpc/errors.ts';
-import { defineOperation, envelope, type Transport } from '../../core/rpc/operation.ts';
-import { email, password, username } from '../../core/rpc/schemas.ts';
+import { email, envelope, password, SESSION_COOKIE, username, validationError, type Transport } from 'rpc-service/plugin';
 import type { SessionGrant } from './auth.service.ts';
+import { defineOperation } from './deps.ts';
 
 const personName = v.optional(v.pipe(v.string(), v.trim(), v.maxLength(100)));
 

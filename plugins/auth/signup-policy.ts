@@ -1,11 +1,11 @@
-import type { Config } from '../../core/config.ts';
-import { validationError } from '../../core/rpc/errors.ts';
+import { validationError } from 'rpc-service/plugin';
+import type { AuthConfig } from './config.ts';
 
 /**
  * The operator's signup rules: blocked e-mail domains (a domain blocks its
  * subdomains too), blocked e-mail patterns, reserved usernames.
  */
-export function checkSignupRules(config: Config, { email, username }: { email: string; username: string }): void {
+export function checkSignupRules(config: AuthConfig, { email, username }: { email: string; username: string }): void {
   const issues = [];
   const domain = email.slice(email.lastIndexOf('@') + 1);
   const blockedDomain = config.signupBlockedEmailDomains.some((blocked) => domain === blocked || domain.endsWith(`.${blocked}`));

@@ -1,12 +1,18 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import type { Config } from '../../core/config.ts';
-import { digestsEqual, type SecretBox } from '../../core/auth/crypto.ts';
-import type { Database } from '../../core/db/orm.ts';
-import type { MessageSender } from '../../core/messaging/message-sender.ts';
-import { RateLimiter } from '../../core/rate-limiter.ts';
-import { badRequest, notFound, RpcError, validationError } from '../../core/rpc/errors.ts';
-import { OtpRequestSchema, type OtpChannel } from './otp-request.entity.ts';
-import { isUuid } from '../../core/rpc/schemas.ts';
+import {
+  badRequest,
+  digestsEqual,
+  isUuid,
+  notFound,
+  RateLimiter,
+  RpcError,
+  validationError,
+  type Database,
+  type MessageSender,
+  type SecretBox,
+} from 'rpc-service/plugin';
+import type { AuthConfig } from './config.ts';
+import { OtpRequest, type OtpChannel } from './entities.ts';
 
 export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_ATTEMPTS = 5;
@@ -61,14 +67,19 @@ export class VerificationService {
   readonly #secretBox: SecretBox;
   readonly #sender: MessageSender;
   readonly #limiter: RateLimiter;
-  readonly #config: Config;
+  readonly #config: AuthConfig;
 
-  constructor(deps: { db: Database; secretBox: SecretBox; messageSender: MessageSender; rateLimiter: RateLimiter; config: Config }) {
+  constructor(deps: { db: Database; secretBox: SecretBox; messageSender: MessageSender; rateLimiter: RateLimiter; config: AuthConfig }) {
     this.#db = deps.db;
     this.#secretBox = deps.secretBox;
     this.#sender = deps.messageSender;
     this.#limiter = deps.rateLimiter;
     this.#config = deps.config;
+  }
+
+  /** The form codes are requested and matched in (see normaliseIdentifier). */
+  normalise(channel: OtpChannel, raw: string): string {
+    return normaliseIdentifier(channel, raw);
   }
 
   async request(channel: OtpChannel, rawIdentifier: string, clientIp: string, firstName?: string): Promise<CodeRequested> {
@@ -87,7 +98,7 @@ export class VerificationService {
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     const expiresAt = new Date(Date.now() + CODE_TTL_MS);
     const em = this.#db.forkEm(null);
-    em.create(OtpRequestSchema, {
+    em.create(OtpRequest, {
       id,
       channel,
       identifier,
@@ -186,7 +197,7 @@ export class VerificationService {
   }
 
   async #whyUnusable(otpRequestId: string): Promise<RpcError> {
-    const request = await this.#db.forkEm(null).findOne(OtpRequestSchema, { id: otpRequestId });
+    const request = await this.#db.forkEm(null).findOne(OtpRequest, { id: otpRequestId });
     if (!request) return notFound('Unknown verification request; request a new code');
     if (request.consumedAt) return badRequest('This code was already used; request a new one');
     if (request.expiresAt.getTime() <= Date.now()) return badRequest('This code has expired; request a new one');

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { defineOperation } from '../../core/rpc/operation.ts';
-import { password } from '../../core/rpc/schemas.ts';
+import { password } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
 
 // Trimmed; null or an empty string clears the field.
 const profileText = (label: string) =>
@@ -19,7 +19,7 @@ export const getUserProfile = defineOperation({
   access: 'user',
   describe: "The calling user's own profile.",
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.userProfileService.get(ctx),
+  handler: ({ ctx, deps }) => deps.userProfileService.getUserProfile(ctx),
 });
 
 export const updateUserProfile = defineOperation({
@@ -31,7 +31,7 @@ export const updateUserProfile = defineOperation({
     jobTitle: profileText('jobTitle'),
     department: profileText('department'),
   }),
-  handler: ({ params, ctx, deps }) => deps.userProfileService.update(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.userProfileService.updateUserProfile(ctx, params),
 });
 
 export const changePassword = defineOperation({
@@ -52,7 +52,7 @@ export const getUploadKeyForProfilePicture = defineOperation({
   describe: 'A single-use upload key, when it expires, and the URL to PUT or POST the new profile picture to.',
   params: v.object({}),
   handler: async ({ ctx, deps, transport }) => {
-    const { uploadKey, expiresAt } = await deps.userProfileService.createPictureUploadKey(ctx);
+    const { uploadKey, expiresAt } = await deps.userProfileService.getUploadKeyForProfilePicture(ctx);
     return { uploadKey, uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`, expiresAt: expiresAt.toISOString() };
   },
 });
@@ -61,7 +61,7 @@ export const updateProfilePicture = defineOperation({
   access: 'user',
   describe: 'Make the picture uploaded with this key the profile picture; the previous one is deleted.',
   params: v.object({ uploadKey: v.pipe(v.string(), v.minLength(1, 'uploadKey is required'), v.maxLength(100)) }),
-  handler: ({ params, ctx, deps }) => deps.userProfileService.updatePicture(ctx, params.uploadKey),
+  handler: ({ params, ctx, deps }) => deps.userProfileService.updateProfilePicture(ctx, params.uploadKey),
 });
 
 export const verifyUserChannel = defineOperation({
@@ -73,5 +73,5 @@ export const verifyUserChannel = defineOperation({
     identifier: v.pipe(v.string(), v.trim(), v.minLength(1, 'identifier must not be empty'), v.maxLength(254)),
     channelType: v.picklist(['email', 'phone'], 'channelType must be email or phone'),
   }),
-  handler: ({ params, ctx, deps, transport }) => deps.userProfileService.verifyChannel(ctx, params, transport.clientIp),
+  handler: ({ params, ctx, deps, transport }) => deps.userProfileService.verifyUserChannel(ctx, params, transport.clientIp),
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
+import { definePlugin } from 'rpc-service/plugin';
 import { BUS_RESYNC } from '../../core/events/bus.ts';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
@@ -162,6 +163,20 @@ async function addMember(t: TestApp, subscriptionId: string): Promise<{ userId: 
   return { userId: member.user._id, token: member.token };
 }
 
+/** Declares the events these tests publish straight on the bus: an event for clients must be in the catalogue. */
+const catalogue = definePlugin({
+  id: 'event-probe',
+  group: 'EventProbeRpc',
+  coreVersion: '^2.0.0',
+  operations: {},
+  extends: {
+    'core.events': [
+      { name: 'direct.message', describe: 'A message to some users of a subscription.' },
+      { name: 'big.event', describe: 'An event too large for a NOTIFY payload.' },
+    ],
+  },
+});
+
 describe('WebSocket /ws', () => {
   let t: TestApp;
   let owner: Signup;
@@ -169,7 +184,7 @@ describe('WebSocket /ws', () => {
   let ownerKey: { _id: string; fullKey: string };
 
   before(async () => {
-    t = await startTestApp();
+    t = await startTestApp({ extraPlugins: [catalogue] });
     owner = await t.signup();
     other = await t.signup();
     ownerKey = await t.ok('ApiKeyRpc.create', { description: 'websocket' }, { token: owner.token });
@@ -307,6 +322,8 @@ describe('WebSocket /ws', () => {
       // An event without a subscription stays inside the service.
       await bus.publish({ name: 'internal.only', payload: { n: 5 } });
       await bus.publish({ name: 'internal.only', payload: { n: 6 }, userIds: [owner.user._id] });
+      // An event for clients that is not in the catalogue is refused before it reaches anyone.
+      await assert.rejects(bus.publish({ name: 'undeclared.event', payload: { n: 7 }, subscriptionId }), /not in the event catalogue/);
       for (const socket of [ownerSocket, memberSocket, outsider]) await socket.barrier();
       for (const socket of [ownerSocket, memberSocket, outsider]) assert.deepEqual(socket.pending, []);
     } finally {
@@ -405,8 +422,8 @@ describe('event fan-out between two instances on one PostgreSQL', { skip: TEST_D
 
   before(async () => {
     scratch = await createScratchDatabase(TEST_DATABASE_URL!);
-    a = await startTestApp({ databaseUrl: scratch.url });
-    b = await startTestApp({ databaseUrl: scratch.url });
+    a = await startTestApp({ databaseUrl: scratch.url, extraPlugins: [catalogue] });
+    b = await startTestApp({ databaseUrl: scratch.url, extraPlugins: [catalogue] });
     owner = await a.signup();
   });
   after(async () => {

@@ -14,7 +14,7 @@ const FAILURE_MESSAGE = 'deliberate failure from the log test plugin';
 const failingPlugin = definePlugin({
   id: 'log-probe',
   group: 'LogProbeRpc',
-  coreVersion: '^1.0.0',
+  coreVersion: '^2.0.0',
   operations: {
     explode: defineOperation({
       access: 'user',

@@ -8,9 +8,12 @@ import { EntitySchema } from '@mikro-orm/core';
 import { asValue } from 'awilix';
 import semver from 'semver';
 import * as v from 'valibot';
+import { CORE_EXTENSION_POINTS } from '../../core/app.ts';
 import { definePlugin, type Plugin, type PluginDefinition } from '../../core/plugin/define.ts';
-import { importPackagePlugins, PluginLoadError, validatePlugins } from '../../core/plugin/loader.ts';
+import type { PluginErrorCode } from '../../core/plugin/errors.ts';
+import { importPackagePlugins, PluginLoadError, selectPlugins, validatePlugins } from '../../core/plugin/loader.ts';
 import { defineOperation, type Operation } from '../../core/rpc/operation.ts';
+import { ConfigError } from '../../core/config.ts';
 import { CORE_VERSION } from '../../core/version.ts';
 import { NOTES_PLUGIN, startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 
@@ -20,15 +23,16 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const userOp = defineOperation({ access: 'user', describe: 'A harmless operation.', params: v.object({}), handler: () => 'pong' });
 
 const plugin = (overrides: Partial<PluginDefinition> = {}): Plugin =>
-  definePlugin({ id: 'mine', group: 'MineRpc', coreVersion: '^1.0.0', operations: { ping: userOp }, ...overrides });
+  definePlugin({ id: 'mine', group: 'MineRpc', coreVersion: '^2.0.0', operations: { ping: userOp }, ...overrides });
 
-/** Asserts that validatePlugins refuses with a PluginLoadError whose message matches. */
-function refuses(plugins: Plugin[], message: RegExp): void {
+/** Asserts that validatePlugins refuses with a PluginLoadError of this code, naming the plugin when given. */
+function refuses(plugins: Plugin[], code: PluginErrorCode, names?: string): void {
   assert.throws(
-    () => validatePlugins(plugins),
+    () => validatePlugins(plugins, CORE_EXTENSION_POINTS),
     (error: unknown) => {
       assert.ok(error instanceof PluginLoadError, `expected a PluginLoadError, got ${String(error)}`);
-      assert.match(error.message, message);
+      assert.equal(error.code, code, error.message);
+      if (names) assert.ok(error.message.includes(names), `"${error.message}" should name ${names}`);
       return true;
     },
   );
@@ -41,35 +45,29 @@ describe('validatePlugins', () => {
   });
 
   it('refuses an operation outside the plugin group, naming the operation and the group', () => {
-    refuses(
-      [plugin({ operations: { ping: userOp, 'OtherRpc.steal': userOp } })],
-      /Plugin "mine" \(group MineRpc\) declares operation "OtherRpc\.steal" outside its own group; a plugin may only register MineRpc\.\* operations/,
-    );
+    refuses([plugin({ operations: { ping: userOp, 'OtherRpc.steal': userOp } })], 'PLUGIN_OPERATION_OUTSIDE_GROUP', '"OtherRpc.steal"');
     // The plugin's own group written out in full is fine.
     assert.equal(validatePlugins([plugin({ operations: { 'MineRpc.ping': userOp } })]).length, 1);
   });
 
   it('refuses duplicate plugin ids', () => {
-    refuses([plugin({ id: 'dup', group: 'FirstRpc' }), plugin({ id: 'dup', group: 'SecondRpc' })], /Plugin "dup" is loaded twice; plugin ids must be unique/);
+    refuses([plugin({ id: 'dup', group: 'FirstRpc' }), plugin({ id: 'dup', group: 'SecondRpc' })], 'PLUGIN_DUPLICATE_ID', '"dup"');
   });
 
   it('refuses two plugins with one group', () => {
-    refuses(
-      [plugin({ id: 'first', group: 'SameRpc' }), plugin({ id: 'second', group: 'SameRpc' })],
-      /Plugin "second": group SameRpc already belongs to plugin "first"/,
-    );
+    refuses([plugin({ id: 'first', group: 'SameRpc' }), plugin({ id: 'second', group: 'SameRpc' })], 'PLUGIN_DUPLICATE_GROUP', '"first"');
   });
 
   it('refuses an id that is not kebab-case', () => {
     for (const id of ['TaskBoard', 'task_board', 'task--board', '-task', 'task-', '1task', '']) {
-      refuses([plugin({ id })], new RegExp(`Plugin id "${escape(id)}" must be kebab-case`));
+      refuses([plugin({ id })], 'PLUGIN_INVALID_ID', `"${id}"`);
     }
     assert.equal(validatePlugins([plugin({ id: 'task-board2' })]).length, 1);
   });
 
   it('refuses a group name that does not look like <Name>Rpc', () => {
     for (const group of ['Task', 'taskRpc', 'TaskRPC', 'Task-Rpc', 'Rpc', '']) {
-      refuses([plugin({ group })], new RegExp(`Plugin "mine": group "${escape(group)}" must look like "TaskRpc"`));
+      refuses([plugin({ group })], 'PLUGIN_INVALID_GROUP', `"${group}"`);
     }
   });
 
@@ -77,10 +75,7 @@ describe('validatePlugins', () => {
     const next = `^${semver.major(CORE_VERSION) + 1}.0.0`;
     const older = `<${CORE_VERSION}`;
     for (const range of [next, older, 'not a range']) {
-      refuses(
-        [plugin({ coreVersion: range })],
-        new RegExp(`Plugin "mine" needs core version "${escape(range)}", but this core is ${escape(CORE_VERSION)}`),
-      );
+      refuses([plugin({ coreVersion: range })], 'PLUGIN_CORE_VERSION', `"${range}", but this core is ${CORE_VERSION}`);
     }
     for (const range of [`^${CORE_VERSION}`, `>=${CORE_VERSION}`, `${semver.major(CORE_VERSION)}.x`]) {
       assert.equal(validatePlugins([plugin({ coreVersion: range })]).length, 1, range);
@@ -88,39 +83,39 @@ describe('validatePlugins', () => {
   });
 
   it('refuses a missing dependency', () => {
-    refuses([plugin({ id: 'needy', dependsOn: ['ghost'] })], /Plugin "needy" depends on "ghost", which is not loaded/);
+    refuses([plugin({ id: 'needy', dependsOn: ['ghost'] })], 'PLUGIN_MISSING_DEPENDENCY', '"ghost"');
   });
 
   it('refuses a dependency cycle, naming its members', () => {
     refuses(
       [plugin({ id: 'alpha', group: 'AlphaRpc', dependsOn: ['beta'] }), plugin({ id: 'beta', group: 'BetaRpc', dependsOn: ['alpha'] })],
-      /Plugins depend on each other in a cycle: alpha → beta → alpha/,
+      'PLUGIN_DEPENDENCY_CYCLE',
+      'alpha → beta → alpha',
     );
-    refuses([plugin({ id: 'selfish', dependsOn: ['selfish'] })], /cycle: selfish → selfish/);
+    refuses([plugin({ id: 'selfish', dependsOn: ['selfish'] })], 'PLUGIN_DEPENDENCY_CYCLE', 'selfish → selfish');
   });
 
   it('refuses a public operation outside AuthRpc', () => {
     const open = defineOperation({ access: 'public', describe: 'Anyone may call this.', params: v.object({}), handler: () => 1 });
-    refuses([plugin({ operations: { open } })], /Plugin "mine" \(group MineRpc\): operation "open" cannot be public; only AuthRpc operations are/);
+    refuses([plugin({ operations: { open } })], 'PLUGIN_PUBLIC_OPERATION', '"open"');
     // The same operation is fine under AuthRpc.
     assert.equal(validatePlugins([plugin({ id: 'auth-extra', group: 'AuthRpc', operations: { open } })]).length, 1);
   });
 
   it('refuses an operation not made with defineOperation', () => {
     const raw = { access: 'user', describe: 'Hand-made.', params: v.object({}), handler: () => 1 } as unknown as Operation;
-    refuses([plugin({ operations: { raw } })], /operation "raw" must be made with defineOperation\(\)/);
-    refuses([plugin({ operations: { nothing: undefined as unknown as Operation } })], /operation "nothing" must be made with defineOperation\(\)/);
+    refuses([plugin({ operations: { raw } })], 'PLUGIN_INVALID_OPERATION', '"raw"');
+    refuses([plugin({ operations: { nothing: undefined as unknown as Operation } })], 'PLUGIN_INVALID_OPERATION', '"nothing"');
   });
 
   it('refuses an entity table not prefixed with the plugin id', () => {
     const entity = (tableName: string) =>
       new EntitySchema<{ id: string }>({ name: `E${tableName.replace(/\W/g, '')}`, tableName, properties: { id: { type: 'uuid', primary: true } } });
-    refuses(
-      [plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('card')] })],
-      /Plugin "task-board": entity Ecard: table "card" must start with "task_board_"/,
-    );
-    refuses([plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('taskboard_card')] })], /must start with "task_board_"/);
+    refuses([plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('card')] })], 'PLUGIN_TABLE_PREFIX', '"card"');
+    refuses([plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('taskboard_card')] })], 'PLUGIN_TABLE_PREFIX', '"task_board_"');
+    refuses([plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('task_boards')] })], 'PLUGIN_TABLE_PREFIX', '"task_boards"');
     assert.equal(validatePlugins([plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('task_board_card')] })]).length, 1);
+    assert.equal(validatePlugins([plugin({ id: 'task-board', group: 'BoardRpc', entities: [entity('task_board')] })]).length, 1);
   });
 
   it('refuses a service name already taken by another plugin', () => {
@@ -129,15 +124,20 @@ describe('validatePlugins', () => {
         plugin({ id: 'first', group: 'FirstRpc', services: { shared: asValue(1) } }),
         plugin({ id: 'second', group: 'SecondRpc', services: { shared: asValue(2) } }),
       ],
-      /Plugin "second": service "shared" is already registered by plugin "first"/,
+      'PLUGIN_DUPLICATE_SERVICE',
+      'plugin "first"',
     );
+    for (const name of ['db', 'bus', 'credentials', 'config', 'logger', 'extensions']) {
+      refuses([plugin({ services: { [name]: asValue('nope') } })], 'PLUGIN_DUPLICATE_SERVICE', 'the core');
+    }
   });
 
   it('refuses a table that carries the longer prefix of another plugin', () => {
     const entity = new EntitySchema<{ id: string }>({ name: 'Card', tableName: 'task_board_card', properties: { id: { type: 'uuid', primary: true } } });
     refuses(
       [plugin({ id: 'task', group: 'TaskRpc', entities: [entity] }), plugin({ id: 'task-board', group: 'BoardRpc' })],
-      /table "task_board_card" looks like a table of plugin "task-board"/,
+      'PLUGIN_TABLE_PREFIX',
+      'plugin "task-board"',
     );
   });
 
@@ -167,32 +167,183 @@ describe('createApp and plugins', () => {
     for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Asserts that the app does not start, with a PluginLoadError of this code. */
+  const refusesToStart = (extraPlugins: Plugin[], code: PluginErrorCode, names: string) =>
+    assert.rejects(startTestApp({ extraPlugins, dataDir: freshDataDir() }), (error: unknown) => {
+      assert.ok(error instanceof PluginLoadError, String(error));
+      assert.equal(error.code, code, error.message);
+      assert.ok(error.message.includes(names), error.message);
+      return true;
+    });
+
   it('refuses to start with a plugin that declares an operation of another group', async () => {
-    const thief = plugin({ id: 'thief', group: 'ThiefRpc', operations: { 'AuthRpc.login': userOp } });
-    await assert.rejects(startTestApp({ extraPlugins: [thief], dataDir: freshDataDir() }), (error: unknown) => {
-      assert.ok(error instanceof PluginLoadError, String(error));
-      assert.match(error.message, /Plugin "thief" \(group ThiefRpc\) declares operation "AuthRpc\.login" outside its own group/);
-      return true;
-    });
+    await refusesToStart([plugin({ id: 'thief', group: 'ThiefRpc', operations: { 'AuthRpc.login': userOp } })], 'PLUGIN_OPERATION_OUTSIDE_GROUP', '"AuthRpc.login"');
   });
 
-  it('refuses to start with a plugin that claims a core group', async () => {
-    const impostor = plugin({ id: 'impostor', group: 'AuthRpc', operations: { whoever: userOp } });
-    await assert.rejects(startTestApp({ extraPlugins: [impostor], dataDir: freshDataDir() }), (error: unknown) => {
-      assert.ok(error instanceof PluginLoadError, String(error));
-      assert.match(error.message, /Plugin "impostor": group AuthRpc already belongs to plugin "auth"/);
-      return true;
-    });
+  it('refuses to start with a plugin that claims the group of a built-in plugin', async () => {
+    await refusesToStart([plugin({ id: 'impostor', group: 'AuthRpc', operations: { whoever: userOp } })], 'PLUGIN_DUPLICATE_GROUP', 'plugin "auth"');
   });
 
-  it('refuses to start with a plugin that would replace a core service', async () => {
-    for (const name of ['db', 'metrics', 'sessionService', 'authenticator', 'dispatcher']) {
-      const usurper = plugin({ id: 'usurper', group: 'UsurperRpc', services: { [name]: asValue('nope') } });
-      await assert.rejects(startTestApp({ extraPlugins: [usurper], dataDir: freshDataDir() }), (error: unknown) => {
-        assert.ok(error instanceof PluginLoadError, String(error));
-        assert.equal(error.message, `Plugin "usurper": service "${name}" is already registered by the core`);
-        return true;
+  it('refuses to start with a plugin that would replace a core or built-in service', async () => {
+    await refusesToStart([plugin({ services: { db: asValue('nope') } })], 'PLUGIN_DUPLICATE_SERVICE', 'the core');
+    await refusesToStart([plugin({ services: { sessionService: asValue('nope') } })], 'PLUGIN_DUPLICATE_SERVICE', 'plugin "auth"');
+  });
+
+  it('refuses a service no one exports, and a private service of another plugin', async () => {
+    await refusesToStart([plugin({ deps: ['ghostService' as never] })], 'PLUGIN_UNKNOWN_SERVICE', '"ghostService"');
+    // The auth plugin's AuthService is its own; only what it exports is for others.
+    await refusesToStart([plugin({ deps: ['authService' as never] })], 'PLUGIN_UNKNOWN_SERVICE', '"authService"');
+  });
+
+  it('refuses a contribution to an unknown extension point, and an invalid one to a known point', async () => {
+    await refusesToStart(
+      [plugin({ extends: { 'nobody.here': [{}] } as never })],
+      'PLUGIN_UNKNOWN_EXTENSION_POINT',
+      '"nobody.here"',
+    );
+    await refusesToStart(
+      [plugin({ extends: { 'auth.lifecycle': [{ afterSignin: () => undefined }] } as never })],
+      'PLUGIN_INVALID_CONTRIBUTION',
+      '"auth.lifecycle"',
+    );
+    await refusesToStart([plugin({ extends: { 'core.events': [{ name: 'NotDotted', describe: 'x' }] } })], 'PLUGIN_INVALID_CONTRIBUTION', 'name');
+  });
+
+  it('refuses a setting of the core or another plugin, and a config that is not an object schema', async () => {
+    const config = (entries: v.ObjectEntries) => v.object(entries);
+    await refusesToStart([plugin({ config: config({ PORT: v.optional(v.string()) }) })], 'PLUGIN_DUPLICATE_SETTING', 'PORT');
+    await refusesToStart([plugin({ config: config({ SIGNUP_MODE: v.optional(v.string()) }) })], 'PLUGIN_DUPLICATE_SETTING', 'plugin "auth"');
+    await refusesToStart([plugin({ config: v.string() as never })], 'PLUGIN_INVALID_CONFIG_SCHEMA', '"mine"');
+    await refusesToStart([plugin({ config: config({ lowerCase: v.optional(v.string()) }) })], 'PLUGIN_INVALID_CONFIG_SCHEMA', 'lowerCase');
+  });
+
+  it('refuses migrations that are not migration classes', async () => {
+    await refusesToStart([plugin({ migrations: ['create table mine_x ()'] as never })], 'PLUGIN_INVALID_MIGRATION', '"mine"');
+  });
+});
+
+describe('plugin deps, settings and extension points', () => {
+  it('gives each plugin exactly the services it names, ordering it after the plugins it uses', async () => {
+    const seen: Record<string, unknown> = {};
+    const consumer = plugin({
+      id: 'consumer',
+      group: 'ConsumerRpc',
+      deps: ['userService', 'bus'],
+      operations: {
+        probe: defineOperation({
+          access: 'user',
+          describe: 'What the plugin can reach.',
+          params: v.object({}),
+          handler: ({ deps }) => {
+            for (const name of ['userService', 'bus', 'config', 'logger', 'extensions']) seen[name] = typeof deps[name];
+            // Not named in deps: not there, even though the core and the auth plugin have them.
+            for (const name of ['db', 'authService', 'sessionService']) {
+              try {
+                deps[name];
+                seen[name] = 'reachable';
+              } catch {
+                seen[name] = 'unreachable';
+              }
+            }
+            return true;
+          },
+        }),
+      },
+    });
+    // Listed before auth, but it uses auth's userService, so it loads after auth.
+    assert.deepEqual(
+      validatePlugins([consumer, plugin({ id: 'auth', group: 'AuthRpc', services: { userService: asValue({}) }, exports: ['userService'] })]).map((p) => p.id),
+      ['auth', 'consumer'],
+    );
+    const t = await startTestApp({ extraPlugins: [consumer], plugins: ['consumer'] });
+    try {
+      const account = await t.signup();
+      await t.ok('ConsumerRpc.probe', {}, { token: account.token });
+      assert.deepEqual(seen, {
+        userService: 'object',
+        bus: 'object',
+        config: 'object',
+        logger: 'object',
+        extensions: 'object',
+        db: 'unreachable',
+        authService: 'unreachable',
+        sessionService: 'unreachable',
       });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("validates a plugin's settings at start and hands them to it parsed", async () => {
+    await assert.rejects(startTestApp({ env: { NOTES_MAX_LENGTH: 'lots' } }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError, String(error));
+      assert.equal(error.message, 'Invalid configuration: NOTES_MAX_LENGTH must be a whole number');
+      return true;
+    });
+    const t = await startTestApp({ env: { NOTES_MAX_LENGTH: '12' } });
+    try {
+      assert.deepEqual(t.app.depsOf('notes').config, { maxLength: 12 });
+      const account = await t.signup();
+      await t.ok('NoteRpc.add', { text: 'twelve chars' }, { token: account.token });
+      const refused = await t.call('NoteRpc.add', { text: 'thirteen char' }, { token: account.token });
+      assert.equal(refused.body.data.code, 'VALIDATION_ERROR');
+      assert.deepEqual(refused.body.data.issues, [{ path: 'text', message: 'text must be at most 12 characters' }]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('hands contributions to the declaring plugin in load order, with the contributor’s own deps', async () => {
+    const shout = plugin({
+      id: 'shout',
+      group: 'ShoutRpc',
+      deps: ['bus'],
+      extends: { 'notes.textFilters': [{ name: 'upper', apply: (text: string) => text.toUpperCase() }] },
+    });
+    const mark = plugin({
+      id: 'mark',
+      group: 'MarkRpc',
+      dependsOn: ['shout'],
+      extends: { 'notes.textFilters': [{ name: 'mark', apply: (text: string) => `${text}!` }] },
+    });
+    const t = await startTestApp({ extraPlugins: [mark, shout] });
+    try {
+      const contributions = t.app.depsOf('notes').extensions.get('notes.textFilters');
+      assert.deepEqual(contributions.map((c: { pluginId: string }) => c.pluginId), ['shout', 'mark']);
+      assert.equal(typeof contributions[0].deps.bus.publish, 'function');
+      const account = await t.signup();
+      const note = await t.ok('NoteRpc.add', { text: 'hello' }, { token: account.token });
+      assert.equal(note.text, 'HELLO!');
+      // A plugin reads only the points it declares.
+      assert.throws(() => t.app.depsOf('shout').extensions.get('notes.textFilters'), /does not declare/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('lists the event catalogue in GET /api/rpc', async () => {
+    const t = await startTestApp();
+    try {
+      const listing = await (await fetch(`${t.url}/api/rpc`)).json();
+      assert.deepEqual(listing.data.events, [{ name: 'note.added', describe: 'A note was added to the subscription; the payload is the note.' }]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('starts only the plugins under test and those they need', async () => {
+    const all = await importPackagePlugins([NOTES_PLUGIN]);
+    assert.deepEqual(selectPlugins(all, ['notes']).map((p) => p.id), ['notes']);
+    const t = await startTestApp({ plugins: ['api-key'] });
+    try {
+      // ApiKeyRpc uses the auth plugin's users; nothing else starts.
+      assert.deepEqual(t.app.plugins.map((p) => p.id), ['auth', 'api-key']);
+      assert.equal(t.app.registry.get('AdminUserRpc.getData'), undefined);
+      const account = await t.signup();
+      const key = await t.ok('ApiKeyRpc.create', { description: 'in a small backend' }, { token: account.token });
+      assert.equal((await t.ok('AuthRpc.getSession', {}, { apiKey: key.fullKey })).user._id, account.user._id);
+    } finally {
+      await t.close();
     }
   });
 });
@@ -243,7 +394,7 @@ describe('plugins named in PLUGINS', () => {
     const defineUrl = pathToFileURL(path.join(ROOT, 'core/plugin/define.ts')).href;
     const source = (id: string, group: string) =>
       `import { definePlugin } from ${JSON.stringify(defineUrl)};\n` +
-      `export const plugin = definePlugin({ id: '${id}', group: '${group}', coreVersion: '^1.0.0', operations: {} });\n`;
+      `export const plugin = definePlugin({ id: '${id}', group: '${group}', coreVersion: '^2.0.0', operations: {} });\n`;
     writeFileSync(path.join(folder, 'package.json'), JSON.stringify({ name: 'by-main', type: 'module', main: 'entry.mjs' }));
     writeFileSync(path.join(folder, 'entry.mjs'), source('by-main', 'ByMainRpc'));
     writeFileSync(path.join(folder, 'index.js'), source('by-index', 'ByIndexRpc'));
@@ -260,7 +411,7 @@ describe('plugins named in PLUGINS', () => {
 
   it('refuses a module exporting a plain object, telling to wrap it in definePlugin', async () => {
     const file = path.join(dir, 'plain-plugin.mjs');
-    writeFileSync(file, "export default { id: 'plain', group: 'PlainRpc', coreVersion: '^1.0.0', operations: {} };\n");
+    writeFileSync(file, "export default { id: 'plain', group: 'PlainRpc', coreVersion: '^2.0.0', operations: {} };\n");
     for (const [specifier, cwd] of [[file, undefined], ['./plain-plugin.mjs', dir]] as const) {
       await assert.rejects(importPackagePlugins([specifier], cwd), (error: unknown) => {
         assert.ok(error instanceof PluginLoadError, String(error));
@@ -285,6 +436,7 @@ describe('plugin extension points', () => {
       id: 'listener',
       group: 'ListenerRpc',
       dependsOn: ['notes'],
+      deps: ['bus'],
       start: (deps) => {
         seen.push(`start:${typeof deps.bus.publish}`);
       },

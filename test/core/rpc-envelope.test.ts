@@ -10,7 +10,7 @@ import { addUser } from '../support/users.ts';
 const probePlugin = definePlugin({
   id: 'probe',
   group: 'ProbeRpc',
-  coreVersion: '^1.0.0',
+  coreVersion: '^2.0.0',
   operations: {
     adminOnly: defineOperation({ access: 'admin', describe: 'Admins only.', params: v.object({}), handler: () => 'admin ok' }),
     staffOnly: defineOperation({ access: 'staff', describe: 'Staff and admins.', params: v.object({}), handler: () => 'staff ok' }),

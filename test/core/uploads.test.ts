@@ -16,7 +16,8 @@ import { addUser } from '../support/users.ts';
 const probePlugin = definePlugin({
   id: 'upload-probe',
   group: 'UploadProbeRpc',
-  coreVersion: '^1.0.0',
+  coreVersion: '^2.0.0',
+  deps: ['uploadService'],
   start: ({ uploadService }) =>
     uploadService.definePurpose('probe-docs', { maxBytes: 64 * 1024, types: ['text/plain', 'image/png'], maxFiles: 2 }),
   operations: {
@@ -30,7 +31,7 @@ const probePlugin = definePlugin({
       access: 'user',
       describe: 'Finalize a probe upload; answers its files.',
       params: v.object({ uploadKey: v.string() }),
-      handler: ({ params, ctx, deps }) => deps.uploadService.consume(ctx, params.uploadKey, 'probe-docs', async (files) => files),
+      handler: ({ params, ctx, deps }) => deps.uploadService.consume(ctx, params.uploadKey, 'probe-docs', async (files: unknown[]) => files),
     }),
   },
 });

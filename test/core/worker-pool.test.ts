@@ -45,7 +45,8 @@ export default function ({ shared, until, boundMs }) {
 const faultyWork = definePlugin({
   id: 'faulty-work',
   group: 'FaultyWorkRpc',
-  coreVersion: '^1.0.0',
+  coreVersion: '^2.0.0',
+  deps: ['pool'],
   operations: {
     explode: defineOperation({
       access: 'user',

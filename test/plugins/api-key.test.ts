@@ -165,7 +165,7 @@ describe('ApiKeyRpc', () => {
 
   it('stores only the hash and the sealed copy of a key', async () => {
     const key = await create();
-    const [row] = await t.app.deps.db.execute<Record<string, string>>('select * from core_api_key where id = ?', [key._id]);
+    const [row] = await t.app.deps.db.execute<Record<string, string>>('select * from api_key where id = ?', [key._id]);
     assert.ok(row);
     assert.ok(!JSON.stringify(row).includes(key.fullKey.slice(key.fullKey.indexOf('_') + 1)));
     assert.equal(t.app.deps.secretBox.decrypt(row.encrypted_key!), key.fullKey);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
-import { definePlugin } from '../../core/plugin/define.ts';
-import type { AfterLogin, AfterSignup } from '../../core/plugin/hooks.ts';
-import { defineOperation } from '../../core/rpc/operation.ts';
+import { defineOperation, definePlugin } from 'rpc-service/plugin';
+import type { AfterLogin, AfterSignup } from '../../plugins/auth/lifecycle.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 import { codeIn, eventually, startSmtpServer, startTextProvider } from '../support/peers.ts';
 
@@ -17,14 +16,18 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
   const hooks = definePlugin({
     id: 'hook-probe',
     group: 'HookProbeRpc',
-    coreVersion: '^1.0.0',
+    coreVersion: '^2.0.0',
     operations: { ping: defineOperation({ access: 'user', describe: 'Nothing.', params: v.object({}), handler: () => true }) },
-    hooks: {
-      afterSignup: (event) => void signups.push(event),
-      afterLogin: (event) => {
-        logins.push(event);
-        throw new Error('a broken hook must not break login');
-      },
+    extends: {
+      'auth.lifecycle': [
+        {
+          afterSignup: (event: AfterSignup) => void signups.push(event),
+          afterLogin: (event: AfterLogin) => {
+            logins.push(event);
+            throw new Error('a broken hook must not break login');
+          },
+        },
+      ],
     },
   });
 

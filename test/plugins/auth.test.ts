@@ -55,7 +55,7 @@ describe('AuthRpc: signup, login, sessions', () => {
       assert.equal(response.body.data.code, 'VALIDATION_ERROR');
       assert.ok(response.body.data.issues.some((issue: any) => issue.path === field), JSON.stringify(response.body.data));
     }
-    const [count] = await t.app.deps.db.execute<{ n: number }>(`select count(*)::int as n from core_user where email = 'a@example.com'`);
+    const [count] = await t.app.deps.db.execute<{ n: number }>(`select count(*)::int as n from auth_user where email = 'a@example.com'`);
     assert.equal(count!.n, 0);
   });
 
@@ -122,7 +122,7 @@ describe('AuthRpc: signup, login, sessions', () => {
 
   it('stores session tokens only as hashes', async () => {
     const account = await t.signup();
-    const rows = await t.app.deps.db.execute<Record<string, unknown>>('select * from core_session where user_id = ?', [account.user._id]);
+    const rows = await t.app.deps.db.execute<Record<string, unknown>>('select * from auth_session where user_id = ?', [account.user._id]);
     assert.equal(rows.length, 1);
     assert.ok(!JSON.stringify(rows).includes(account.token));
     assert.match(String(rows[0]!.token_hash), /^[0-9a-f]{64}$/);

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import type { Plugin } from 'rpc-service/plugin';
 import { createApp, type App } from '../../core/app.ts';
 import { loadConfig } from '../../core/config.ts';
-import type { Plugin } from '../../core/plugin/define.ts';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from './database.ts';
 
 export const NOTES_PLUGIN = fileURLToPath(new URL('../fixtures/notes-plugin', import.meta.url));
@@ -23,6 +23,8 @@ export interface StartOptions {
   extraPlugins?: Plugin[];
   /** Load the example notes plugin through PLUGINS (default true). */
   withNotes?: boolean;
+  /** Start only these plugins and the ones they need: a backend for the plugins under test. */
+  plugins?: string[];
 }
 
 export interface CallOptions {
@@ -85,6 +87,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       logStream,
       inMemoryDatabase: !databaseUrl && !options.persistent,
       extraPlugins: options.extraPlugins,
+      only: options.plugins,
     });
   } catch (error) {
     await scratch?.drop();

@@ -1,10 +1,4 @@
-import type { EventBus } from '../events/bus.ts';
-
-/**
- * Published whenever a credential changes or stops being valid (key edited,
- * disabled or deleted, logout, user deactivated ...). Every node drops what it
- * cached for it and re-checks WebSocket connections that used it.
- */
+/** Published whenever a credential changes or stops being valid; see Credentials.changed. */
 export const CREDENTIALS_CHANGED = 'core.credentials.changed';
 
 export interface CredentialsChanged {
@@ -13,9 +7,6 @@ export interface CredentialsChanged {
   /** Every credential of this user (deactivation, role change, password reset). */
   userId?: string;
 }
-
-export const publishCredentialChange = (bus: EventBus, payload: CredentialsChanged): Promise<void> =>
-  bus.publish({ name: CREDENTIALS_CHANGED, payload });
 
 export function concerns({ apiKeyId, sessionId, userId }: CredentialsChanged) {
   return (principal: { apiKeyId: string | null; sessionId: string | null; userId: string }): boolean =>

@@ -22,15 +22,15 @@ const base = (user: User): UserBase => ({
   _id: user.id,
   email: user.email,
   username: user.username,
-  firstName: user.firstName,
-  lastName: user.lastName,
+  firstName: user.firstName ?? null,
+  lastName: user.lastName ?? null,
   role: user.role,
   isActive: user.isActive,
   isVerified: user.isVerified,
   isPhoneVerified: user.isPhoneVerified,
   onboardingCompleted: user.onboardingCompleted,
   subscriptionId: user.subscriptionId,
-  serviceCode: user.serviceCode,
+  serviceCode: user.serviceCode ?? null,
   createdAt: user.createdAt.toISOString(),
   updatedAt: user.updatedAt.toISOString(),
 });
@@ -46,10 +46,10 @@ export interface UserView extends UserBase {
 
 export const toUserView = (user: User): UserView => ({
   ...base(user),
-  phoneNumber: user.phoneNumber,
-  profilePicture: user.profilePicture,
-  jobTitle: user.jobTitle,
-  department: user.department,
+  phoneNumber: user.phoneNumber ?? null,
+  profilePicture: user.profilePicture ?? null,
+  jobTitle: user.jobTitle ?? null,
+  department: user.department ?? null,
   oauthProfiles: (user.oauthProfiles ?? []).map(({ provider, id }) => ({ provider, id })),
 });
 
@@ -62,5 +62,5 @@ export interface AdminUserRecord extends UserBase {
 export const toAdminUserRecord = (user: User): AdminUserRecord => ({
   ...base(user),
   oauthProfiles: user.oauthProfiles ?? [],
-  partnerContactId: user.partnerContactId,
+  partnerContactId: user.partnerContactId ?? null,
 });

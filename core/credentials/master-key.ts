@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
+import { ConfigError } from '../settings.ts';
 import type { Logger } from '../logger.ts';
 
 const MASTER_KEY_FILE = 'master.key';

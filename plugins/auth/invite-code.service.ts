@@ -1,11 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { Role } from '../../config/roles.ts';
-import { randomToken, sha256Hex } from '../../core/auth/crypto.ts';
-import type { AuthenticatedContext } from '../../core/rpc/context.ts';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Database } from '../../core/db/orm.ts';
-import { notFound, validationError } from '../../core/rpc/errors.ts';
-import { InviteCodeSchema, type InviteCode } from './invite-code.entity.ts';
+import {
+  listOf,
+  notFound,
+  randomToken,
+  sha256Hex,
+  validationError,
+  type AuthenticatedContext,
+  type Database,
+  type EntityManager,
+  type ListEnvelope,
+  type Role,
+} from 'rpc-service/plugin';
+import { InviteCode } from './entities.ts';
 
 export interface InviteCodeRecord {
   _id: string;
@@ -73,7 +79,7 @@ export class InviteCodeService {
     input: { role: Role; maxUses: number; expiresAt: Date | null },
   ): Promise<InviteCodeRecord & { code: string }> {
     const code = `inv_${randomToken(15)}`;
-    const invite = ctx.em.create(InviteCodeSchema, {
+    const invite = ctx.em.create(InviteCode, {
       id: randomUUID(),
       subscriptionId: ctx.subscriptionId,
       codeHash: sha256Hex(code),
@@ -90,14 +96,14 @@ export class InviteCodeService {
     return { ...toRecord(invite), code };
   }
 
-  async list(ctx: AuthenticatedContext): Promise<{ data: InviteCodeRecord[]; totalCount: number }> {
-    const invites = await ctx.em.find(InviteCodeSchema, {}, { orderBy: { createdAt: 'desc' } });
-    return { data: invites.map(toRecord), totalCount: invites.length };
+  async list(ctx: AuthenticatedContext): Promise<ListEnvelope<InviteCodeRecord>> {
+    const invites = await ctx.em.find(InviteCode, {}, { orderBy: { createdAt: 'desc' } });
+    return listOf(invites.map(toRecord));
   }
 
   /** Revoking is final and idempotent; a revoked code stays listed for the record. */
   async revoke(ctx: AuthenticatedContext, id: string): Promise<InviteCodeRecord> {
-    const invite = await ctx.em.findOne(InviteCodeSchema, { id });
+    const invite = await ctx.em.findOne(InviteCode, { id });
     if (!invite) throw notFound(`Invite code ${id} not found`);
     invite.revokedAt ??= new Date();
     await ctx.em.flush();

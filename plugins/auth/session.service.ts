@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config.ts';
-import type { Database } from '../db/orm.ts';
-import { ACROSS_TENANTS } from '../db/tenant.ts';
-import type { EventBus } from '../events/bus.ts';
-import type { Principal } from '../rpc/context.ts';
-import { unauthenticated } from '../rpc/errors.ts';
-import type { Role } from '../../config/roles.ts';
-import { CredentialCache } from './credential-cache.ts';
-import { randomToken, sha256Hex } from './crypto.ts';
-import { SessionSchema, type User } from './entities.ts';
-import { publishCredentialChange } from './revocation.ts';
+import {
+  ACROSS_TENANTS,
+  randomToken,
+  sha256Hex,
+  unauthenticated,
+  type CredentialCache,
+  type Credentials,
+  type CredentialVerifier,
+  type Database,
+  type Principal,
+  type Role,
+} from 'rpc-service/plugin';
+import type { AuthConfig } from './config.ts';
+import { Session, type User } from './entities.ts';
 
 export interface IssuedSession {
   token: string;
@@ -27,21 +30,24 @@ interface SessionRow {
   is_active: boolean;
 }
 
-/** Session tokens: 32 random bytes, stored only as SHA-256, expiring after SESSION_TTL_SECONDS without use. */
-export class SessionService {
+/**
+ * Session tokens: 32 random bytes, stored only as SHA-256, expiring after
+ * SESSION_TTL_SECONDS without use. Also the verifier the core authenticates
+ * session tokens with.
+ */
+export class SessionService implements CredentialVerifier {
   readonly #db: Database;
-  readonly #bus: EventBus;
+  readonly #credentials: Credentials;
   readonly #ttlMs: number;
-  readonly #cacheTtlMs: number;
   // Sliding expiry is written back at most this often per session, not on every call.
   readonly #touchEveryMs: number;
-  readonly cache = new CredentialCache();
+  readonly #cache: CredentialCache;
 
-  constructor({ db, bus, config }: { db: Database; bus: EventBus; config: Config }) {
+  constructor({ db, credentials, config }: { db: Database; credentials: Credentials; config: AuthConfig }) {
     this.#db = db;
-    this.#bus = bus;
+    this.#credentials = credentials;
+    this.#cache = credentials.createCache();
     this.#ttlMs = config.sessionTtlSeconds * 1000;
-    this.#cacheTtlMs = config.authCacheTtlSeconds * 1000;
     this.#touchEveryMs = Math.min(3_600_000, this.#ttlMs / 10);
   }
 
@@ -50,7 +56,7 @@ export class SessionService {
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.#ttlMs);
     const em = this.#db.forkEm(user.subscriptionId);
-    const session = em.create(SessionSchema, {
+    const session = em.create(Session, {
       id: randomUUID(),
       subscriptionId: user.subscriptionId,
       userId: user.id,
@@ -69,11 +75,11 @@ export class SessionService {
    */
   cached(token: string): Principal | undefined {
     const tokenHash = sha256Hex(token);
-    const entry = this.cache.get(tokenHash);
+    const entry = this.#cache.get(tokenHash);
     if (!entry) return undefined;
     const now = Date.now();
     if (entry.expiresAt!.getTime() <= now) {
-      this.cache.delete(tokenHash);
+      this.#cache.delete(tokenHash);
       throw unauthenticated('Session expired; log in again');
     }
     return now - entry.lastSeenAt!.getTime() < this.#touchEveryMs ? entry.principal : undefined;
@@ -90,12 +96,12 @@ export class SessionService {
   async #load(token: string, touch: boolean): Promise<Principal> {
     const tokenHash = sha256Hex(token);
     const now = Date.now();
-    let entry = this.cache.get(tokenHash);
+    let entry = this.#cache.get(tokenHash);
     if (!entry) {
-      const readAt = this.cache.generation;
+      const readAt = this.#cache.generation;
       const [row] = await this.#db.execute<SessionRow>(
         `select s.id, s.subscription_id, s.user_id, s.expires_at, s.last_seen_at, u.role, u.is_active
-         from core_session s join core_user u on u.id = s.user_id where s.token_hash = ?`,
+         from auth_session s join auth_user u on u.id = s.user_id where s.token_hash = ?`,
         [tokenHash],
       );
       if (!row || !row.is_active) throw unauthenticated('Invalid or revoked session');
@@ -110,18 +116,17 @@ export class SessionService {
         },
         expiresAt: new Date(row.expires_at),
         lastSeenAt: new Date(row.last_seen_at),
-        staleAt: now + this.#cacheTtlMs,
       };
-      this.cache.set(tokenHash, entry, readAt);
+      this.#cache.set(tokenHash, entry, readAt);
     }
     if (entry.expiresAt!.getTime() <= now) {
-      this.cache.delete(tokenHash);
+      this.#cache.delete(tokenHash);
       throw unauthenticated('Session expired; log in again');
     }
     if (touch && now - entry.lastSeenAt!.getTime() >= this.#touchEveryMs) {
       entry.lastSeenAt = new Date(now);
       entry.expiresAt = new Date(now + this.#ttlMs);
-      await this.#db.execute('update core_session set last_seen_at = ?, expires_at = ? where id = ?', [
+      await this.#db.execute('update auth_session set last_seen_at = ?, expires_at = ? where id = ?', [
         entry.lastSeenAt,
         entry.expiresAt,
         entry.principal.sessionId,
@@ -132,18 +137,15 @@ export class SessionService {
 
   async revoke(sessionId: string): Promise<void> {
     const em = this.#db.forkEm(null);
-    await em.nativeDelete(SessionSchema, { id: sessionId }, ACROSS_TENANTS);
-    await publishCredentialChange(this.#bus, { sessionId });
+    await em.nativeDelete(Session, { id: sessionId }, ACROSS_TENANTS);
+    await this.#credentials.changed({ sessionId });
   }
 
   /** Ends every session of a user, except one when given (e.g. the caller's own). */
   async revokeAllOfUser(userId: string, exceptSessionId?: string): Promise<void> {
     const em = this.#db.forkEm(null);
-    await em.nativeDelete(
-      SessionSchema,
-      exceptSessionId ? { userId, id: { $ne: exceptSessionId } } : { userId },
-      ACROSS_TENANTS,
-    );
-    await publishCredentialChange(this.#bus, { userId });
+    await em.nativeDelete(Session, exceptSessionId ? { userId, id: { $ne: exceptSessionId } } : { userId }, ACROSS_TENANTS);
+    await this.#credentials.changed({ userId });
   }
+
 }

@@ -7,6 +7,9 @@ export interface CachedCredential {
   /** Sessions only: when the session ends unless it is used again. */
   expiresAt: Date | null;
   lastSeenAt: Date | null;
+}
+
+interface Entry extends CachedCredential {
   /** After this the entry is read again from the database, even without an invalidation event. */
   staleAt: number;
 }
@@ -17,12 +20,14 @@ export interface CachedCredential {
  * reach every node through the event fan-out) and after a short TTL.
  */
 export class CredentialCache {
-  readonly #entries = new Map<string, CachedCredential>();
+  readonly #entries = new Map<string, Entry>();
+  readonly #ttlMs: number;
   readonly #maxEntries: number;
   /** Bumped by every removal: a fill that began before a removal must not put back what was removed. */
   #generation = 0;
 
-  constructor(maxEntries = 50_000) {
+  constructor(ttlMs: number, maxEntries = 50_000) {
+    this.#ttlMs = ttlMs;
     this.#maxEntries = maxEntries;
   }
 
@@ -41,10 +46,10 @@ export class CredentialCache {
 
   /** Caches what was read from the database, unless something was invalidated since `readAt` (a generation). */
   set(key: string, entry: CachedCredential, readAt: number): void {
-    if (readAt !== this.#generation || entry.staleAt <= Date.now()) return;
+    if (readAt !== this.#generation || this.#ttlMs <= 0) return;
     this.#entries.delete(key);
     if (this.#entries.size >= this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(key, entry);
+    this.#entries.set(key, Object.assign(entry, { staleAt: Date.now() + this.#ttlMs }));
   }
 
   delete(key: string): void {

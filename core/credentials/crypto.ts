@@ -1,12 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
-
-const scryptAsync = promisify(scrypt) as (
-  password: string,
-  salt: Buffer,
-  keylen: number,
-  options: { N: number; r: number; p: number; maxmem: number },
-) => Promise<Buffer>;
+import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 // One-shot hashing: markedly cheaper than createHash on the per-request path.
 export const sha256 = (text: string): Buffer => hash('sha256', text, 'buffer');
@@ -50,35 +42,4 @@ export class SecretBox {
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
   }
-}
-
-// scrypt with N=2^15, r=8, p=1: about 32 MiB and tens of milliseconds per hash.
-const SCRYPT = { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
-const SCRYPT_KEY_LENGTH = 32;
-
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
-  const hash = await scryptAsync(password.normalize('NFKC'), salt, SCRYPT_KEY_LENGTH, SCRYPT);
-  return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64url')}$${hash.toString('base64url')}`;
-}
-
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const [scheme, n, r, p, salt, hash] = stored.split('$');
-  if (scheme !== 'scrypt' || !salt || !hash) return false;
-  const expected = Buffer.from(hash, 'base64url');
-  const actual = await scryptAsync(password.normalize('NFKC'), Buffer.from(salt, 'base64url'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: SCRYPT.maxmem,
-  });
-  return timingSafeEqual(actual, expected);
-}
-
-/** Spends the same time as a real check, so unknown accounts cannot be told apart by timing. */
-let dummyHash: Promise<string> | undefined;
-export async function burnPasswordCheck(password: string): Promise<false> {
-  dummyHash ??= hashPassword(randomToken(16));
-  await verifyPassword(password, await dummyHash);
-  return false;
 }

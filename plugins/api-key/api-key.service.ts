@@ -1,14 +1,24 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Config } from '../config.ts';
-import type { Database } from '../db/orm.ts';
-import type { EventBus } from '../events/bus.ts';
-import type { AuthenticatedContext, Principal } from '../rpc/context.ts';
-import { notFound, unauthenticated } from '../rpc/errors.ts';
-import type { Role } from '../../config/roles.ts';
-import { CredentialCache } from './credential-cache.ts';
-import { digestsEqual, randomToken, sha256, sha256Hex, type SecretBox } from './crypto.ts';
-import { ApiKeySchema, type ApiKey } from './entities.ts';
-import { publishCredentialChange } from './revocation.ts';
+import {
+  ACROSS_TENANTS,
+  digestsEqual,
+  listOf,
+  notFound,
+  randomToken,
+  sha256,
+  sha256Hex,
+  unauthenticated,
+  type AuthenticatedContext,
+  type CredentialCache,
+  type Credentials,
+  type CredentialVerifier,
+  type Database,
+  type ListEnvelope,
+  type PluginServices,
+  type Principal,
+  type SecretBox,
+} from 'rpc-service/plugin';
+import { ApiKey } from './api-key.entity.ts';
 
 /** Keys look like `ak3f9c1e0b7d24a6_<43 base64url characters>`: a lookup prefix and a 32-byte secret. */
 const KEY_FORMAT = /^(ak[0-9a-f]{14})_([A-Za-z0-9_-]{43,})$/;
@@ -43,15 +53,11 @@ export interface ApiKeyChanges {
   isEnabled?: boolean;
 }
 
-interface KeyRow {
-  id: string;
-  subscription_id: string;
-  user_id: string;
-  key_hash: string;
-  is_enabled: boolean;
-  initial_context: Record<string, unknown> | string | null;
-  role: Role;
-  is_active: boolean;
+interface Deps {
+  db: Database;
+  credentials: Credentials;
+  secretBox: SecretBox;
+  userService: PluginServices['userService'];
 }
 
 export function toApiKeyRecord(key: ApiKey): ApiKeyRecord {
@@ -63,23 +69,23 @@ export function toApiKeyRecord(key: ApiKey): ApiKeyRecord {
     description: key.description,
     isEnabled: key.isEnabled,
     initialContext: key.initialContext ?? null,
-    webhookUrl: key.webhookUrl,
+    webhookUrl: key.webhookUrl ?? null,
     // The registered secret is the caller's own, but it never leaves the service again.
     webhookSecret: key.webhookSecret ? WEBHOOK_SECRET_MASK : null,
-    webhookStatus: key.webhookStatus,
+    webhookStatus: key.webhookStatus ?? null,
     lastTestedAt: key.lastTestedAt?.toISOString() ?? null,
     createdAt: key.createdAt.toISOString(),
     updatedAt: key.updatedAt.toISOString(),
   };
 }
 
-/** API keys of the calling user, and authentication with them. */
-export class ApiKeyService {
+/** API keys of the calling user, and the verifier the core authenticates `X-API-Key` with. */
+export class ApiKeyService implements CredentialVerifier {
   readonly #db: Database;
-  readonly #bus: EventBus;
+  readonly #credentials: Credentials;
   readonly #secretBox: SecretBox;
-  readonly #cacheTtlMs: number;
-  readonly cache = new CredentialCache();
+  readonly #users: Deps['userService'];
+  readonly #cache: CredentialCache;
   /**
    * Prefixes that matched no key, remembered briefly so a flood of made-up
    * keys does not turn into a flood of queries. Prefixes are random, so a new
@@ -87,16 +93,17 @@ export class ApiKeyService {
    */
   readonly #unknownPrefixes = new Map<string, number>();
 
-  constructor({ db, bus, secretBox, config }: { db: Database; bus: EventBus; secretBox: SecretBox; config: Config }) {
+  constructor({ db, credentials, secretBox, userService }: Deps) {
     this.#db = db;
-    this.#bus = bus;
+    this.#credentials = credentials;
     this.#secretBox = secretBox;
-    this.#cacheTtlMs = config.authCacheTtlSeconds * 1000;
+    this.#users = userService;
+    this.#cache = credentials.createCache();
   }
 
-  async list(ctx: AuthenticatedContext): Promise<{ data: ApiKeyRecord[]; totalCount: number }> {
-    const keys = await ctx.em.find(ApiKeySchema, { userId: ctx.userId }, { orderBy: { createdAt: 'desc' } });
-    return { data: keys.map(toApiKeyRecord), totalCount: keys.length };
+  async getData(ctx: AuthenticatedContext): Promise<ListEnvelope<ApiKeyRecord>> {
+    const keys = await ctx.em.find(ApiKey, { userId: ctx.userId }, { orderBy: { createdAt: 'desc' } });
+    return listOf(keys.map(toApiKeyRecord));
   }
 
   async create(
@@ -105,7 +112,7 @@ export class ApiKeyService {
   ): Promise<CreatedApiKey> {
     const prefix = `ak${randomBytes(7).toString('hex')}`;
     const fullKey = `${prefix}_${randomToken(32)}`;
-    const key = ctx.em.create(ApiKeySchema, {
+    const key = ctx.em.create(ApiKey, {
       id: randomUUID(),
       subscriptionId: ctx.subscriptionId,
       userId: ctx.userId,
@@ -132,19 +139,19 @@ export class ApiKeyService {
     if (changes.initialContext !== undefined) key.initialContext = changes.initialContext;
     if (changes.isEnabled !== undefined) key.isEnabled = changes.isEnabled;
     await ctx.em.flush();
-    await publishCredentialChange(this.#bus, { apiKeyId: key.id });
+    await this.#credentials.changed({ apiKeyId: key.id });
     return toApiKeyRecord(key);
   }
 
   async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
     const key = await this.#own(ctx, id);
     await ctx.em.remove(key).flush();
-    await publishCredentialChange(this.#bus, { apiKeyId: key.id });
+    await this.#credentials.changed({ apiKeyId: key.id });
     return { success: true };
   }
 
   async #own(ctx: AuthenticatedContext, id: string): Promise<ApiKey> {
-    const key = await ctx.em.findOne(ApiKeySchema, { id, userId: ctx.userId });
+    const key = await ctx.em.findOne(ApiKey, { id, userId: ctx.userId });
     if (!key) throw notFound(`API key ${id} not found`);
     return key;
   }
@@ -155,7 +162,7 @@ export class ApiKeyService {
    */
   cached(presented: string): Principal | undefined {
     const prefix = prefixOf(presented);
-    const entry = this.cache.get(prefix);
+    const entry = this.#cache.get(prefix);
     if (!entry) {
       const unknownUntil = this.#unknownPrefixes.get(prefix);
       if (unknownUntil !== undefined && unknownUntil > Date.now()) throw unauthenticated('Invalid API key');
@@ -172,34 +179,27 @@ export class ApiKeyService {
 
   async #load(presented: string): Promise<Principal> {
     const prefix = prefixOf(presented);
-    const readAt = this.cache.generation;
-    const [row] = await this.#db.execute<KeyRow>(
-      `select k.id, k.subscription_id, k.user_id, k.key_hash, k.is_enabled, k.initial_context, u.role, u.is_active
-       from core_api_key k join core_user u on u.id = k.user_id where k.prefix = ?`,
-      [prefix],
-    );
-    if (!row) {
+    const readAt = this.#cache.generation;
+    const key = await this.#db.forkEm(null).findOne(ApiKey, { prefix }, ACROSS_TENANTS);
+    if (!key) {
       this.#rememberUnknown(prefix);
       throw unauthenticated('Invalid API key');
     }
-    const storedHash = Buffer.from(row.key_hash, 'hex');
+    const storedHash = Buffer.from(key.keyHash, 'hex');
     if (!digestsEqual(sha256(presented), storedHash)) throw unauthenticated('Invalid API key');
-    if (!row.is_enabled) throw unauthenticated('API key is disabled');
-    if (!row.is_active) throw unauthenticated('The user of this API key is deactivated');
-    const initialContext = typeof row.initial_context === 'string' ? JSON.parse(row.initial_context) : row.initial_context;
+    if (!key.isEnabled) throw unauthenticated('API key is disabled');
+    const holder = await this.#users.credentialHolder(key.userId);
+    if (!holder || holder.subscriptionId !== key.subscriptionId) throw unauthenticated('Invalid API key');
+    if (!holder.isActive) throw unauthenticated('The user of this API key is deactivated');
     const principal: Principal = {
-      subscriptionId: row.subscription_id,
-      userId: row.user_id,
-      role: row.role,
-      apiKeyId: row.id,
+      subscriptionId: key.subscriptionId,
+      userId: key.userId,
+      role: holder.role,
+      apiKeyId: key.id,
       sessionId: null,
-      initialContext,
+      initialContext: key.initialContext ?? null,
     };
-    this.cache.set(
-      prefix,
-      { principal, secretHash: storedHash, expiresAt: null, lastSeenAt: null, staleAt: Date.now() + this.#cacheTtlMs },
-      readAt,
-    );
+    this.#cache.set(prefix, { principal, secretHash: storedHash, expiresAt: null, lastSeenAt: null }, readAt);
     return principal;
   }
 

@@ -1,0 +1,98 @@
+import { readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite/vector';
+import { MikroORM, type EntitySchema } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { PGliteDriver } from 'mikro-orm-pglite';
+import { loadConfig } from '../config.ts';
+import { discoverLocalPlugins, importPackagePlugins, pluginFolders } from '../plugin/loader.ts';
+import { coreEntities } from './core-entities.ts';
+
+/**
+ * `npm run migration:create -- <owner> [name]` writes the next migration of
+ * `core` or of a plugin (by id) from its entities, into its `migrations/`
+ * folder, and lists it in that folder's index.ts. The diff is taken against
+ * the folder's snapshot of the schema it last generated, so each owner's
+ * migrations cover its own tables only.
+ * `npm run migration:create -- --check` fails when any owner's entities
+ * differ from its last migration.
+ */
+const CORE_MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
+const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
+
+interface Owner {
+  id: string;
+  entities: readonly EntitySchema<any, any>[];
+  folder: string;
+}
+
+async function owners(): Promise<Owner[]> {
+  const plugins = [...(await discoverLocalPlugins(PLUGINS_DIR)), ...(await importPackagePlugins(loadConfig().plugins))];
+  return [
+    { id: 'core', entities: coreEntities, folder: CORE_MIGRATIONS },
+    ...plugins
+      .filter((plugin) => (plugin.entities ?? []).length > 0 && pluginFolders.has(plugin))
+      .map((plugin) => ({ id: plugin.id, entities: plugin.entities!, folder: path.join(pluginFolders.get(plugin)!, 'migrations') })),
+  ];
+}
+
+async function withMigrator<T>(owner: Owner, run: (migrator: Migrator) => Promise<T>): Promise<T> {
+  const pglite = new PGlite({ extensions: { vector } });
+  const orm = await MikroORM.init({
+    driver: PGliteDriver,
+    dbName: 'postgres',
+    driverOptions: { connection: { pglite: () => pglite } },
+    entities: [...owner.entities],
+    extensions: [Migrator],
+    discovery: { warnWhenNoEntities: false },
+    migrations: { path: owner.folder, emit: 'ts', snapshot: true, snapshotName: '.snapshot', dropTables: true, safe: false, silent: true },
+  });
+  try {
+    return await run(orm.getMigrator() as Migrator);
+  } finally {
+    await orm.close(true);
+    await pglite.close();
+  }
+}
+
+/** The folder's index.ts: every migration class in it, oldest first, for the plugin's `migrations`. */
+function writeIndex(folder: string): void {
+  const names = readdirSync(folder)
+    .filter((file) => /^Migration\d{14}.*\.ts$/.test(file))
+    .sort()
+    .map((file) => file.replace(/\.ts$/, ''));
+  const lines = [
+    '// Written by `npm run migration:create`: the migrations of this folder, oldest first.',
+    ...names.map((name) => `import { ${name} } from './${name}.ts';`),
+    '',
+    `export const migrations = [${names.join(', ')}];`,
+    '',
+  ];
+  writeFileSync(path.join(folder, 'index.ts'), lines.join('\n'));
+}
+
+const args = process.argv.slice(2);
+const all = await owners();
+if (args[0] === '--check') {
+  const stale: string[] = [];
+  for (const owner of all) if (await withMigrator(owner, (migrator) => migrator.checkMigrationNeeded())) stale.push(owner.id);
+  if (stale.length > 0) {
+    console.error(`Entities changed without a migration: ${stale.join(', ')}. Run npm run migration:create -- <owner>`);
+    process.exit(1);
+  }
+  console.log(`Migrations match the entities of ${all.map((owner) => owner.id).join(', ')}.`);
+} else {
+  const owner = all.find((candidate) => candidate.id === args[0]);
+  if (!owner) {
+    console.error(`Usage: npm run migration:create -- <${all.map((candidate) => candidate.id).join('|')}> [name] | --check`);
+    process.exit(2);
+  }
+  const result = await withMigrator(owner, (migrator) => migrator.createMigration(undefined, false, false, args[1]));
+  if (!result.fileName) console.log(`No changes in the entities of ${owner.id}.`);
+  else {
+    writeIndex(owner.folder);
+    console.log(`Wrote ${path.relative(process.cwd(), path.join(owner.folder, result.fileName))}; review it before committing.`);
+  }
+}

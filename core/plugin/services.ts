@@ -1,0 +1,71 @@
+import type { Credentials } from '../credentials/credentials.ts';
+import type { SecretBox } from '../credentials/crypto.ts';
+import type { Database } from '../db/orm.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { HttpHelpers } from '../http/request-info.ts';
+import type { Logger } from '../logger.ts';
+import type { MessageSender } from '../messaging/message-sender.ts';
+import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { RateLimiter } from '../rate-limiter.ts';
+import type { UploadService } from '../uploads/upload-service.ts';
+import type { Extensions } from './extension-points.ts';
+
+/** The root services of the core a plugin may name in `deps`. */
+export interface CoreServices {
+  db: Database;
+  bus: EventBus;
+  pool: WorkerPool;
+  uploadService: UploadService;
+  secretBox: SecretBox;
+  rateLimiter: RateLimiter;
+  messageSender: MessageSender;
+  credentials: Credentials;
+  http: HttpHelpers;
+}
+
+export const CORE_SERVICE_NAMES = [
+  'db',
+  'bus',
+  'pool',
+  'uploadService',
+  'secretBox',
+  'rateLimiter',
+  'messageSender',
+  'credentials',
+  'http',
+] as const satisfies readonly (keyof CoreServices)[];
+
+/**
+ * Services that plugins export to each other (`exports` in definePlugin). The
+ * exporting plugin adds each by declaration merging:
+ *
+ *   declare module 'rpc-service/plugin' {
+ *     interface PluginServices { userService: UserService }
+ *   }
+ */
+export interface PluginServices {}
+
+export type ServiceName = keyof CoreServices | keyof PluginServices;
+
+/** What every plugin receives besides the services it names: its own settings, logger and extension points. */
+export interface PluginScope<C> {
+  config: C;
+  logger: Logger;
+  extensions: Extensions;
+}
+
+/** Names no plugin service may take: the per-plugin scope. */
+export const SCOPE_NAMES = ['config', 'logger', 'extensions'] as const;
+
+/**
+ * The typed deps of a plugin: the services it names, its own services and its scope.
+ *
+ *   const DEPS = ['db', 'bus'] as const;
+ *   type NoteDeps = Deps<typeof DEPS, { noteService: NoteService }, NotesConfig>;
+ */
+export type Deps<Names extends readonly ServiceName[], Own extends object = {}, Config = {}> = Pick<
+  CoreServices & PluginServices,
+  Names[number]
+> &
+  Own &
+  PluginScope<Config>;

@@ -1,0 +1,119 @@
+import * as v from 'valibot';
+import { env, setting, splitList } from 'rpc-service/plugin';
+
+const isRegex = (text: string): boolean => {
+  try {
+    new RegExp(text, 'i');
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+export interface OAuthProviderConfig {
+  /** The name in /auth/<name>, lower-case. */
+  name: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string;
+}
+
+/** Issuers of the named presets; any other name needs OAUTH_<NAME>_ISSUER. */
+const OAUTH_PRESETS: Record<string, string> = {
+  google: 'https://accounts.google.com',
+  gitlab: 'https://gitlab.com',
+  apple: 'https://appleid.apple.com',
+};
+
+const RESERVED_USERNAMES = 'admin,administrator,root,system,support,help,security,api,www,mail,postmaster,abuse,noreply,no-reply';
+
+/**
+ * The auth plugin's environment settings. OAuth providers also read
+ * `OAUTH_<NAME>_CLIENT_ID`, `_CLIENT_SECRET`, `_ISSUER` and `_SCOPES` for each
+ * name in OAUTH_PROVIDERS, hence the loose object.
+ */
+export const authSettings = v.pipe(
+  v.looseObject({
+    SESSION_TTL_SECONDS: setting(env.integer('SESSION_TTL_SECONDS', 1, 365 * 24 * 3600), 'a session ends after this long without use', String(30 * 24 * 3600)),
+    LOGIN_FAILURE_LIMIT: setting(
+      env.integer('LOGIN_FAILURE_LIMIT', 1, 100_000),
+      'failed logins per identifier and per client address in one window; also failed changePassword attempts per user',
+      '10',
+    ),
+    LOGIN_FAILURE_WINDOW_SECONDS: setting(env.integer('LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400), 'that window', '900'),
+    SIGNUP_MODE: setting(v.picklist(['open', 'invite'], 'SIGNUP_MODE must be open or invite'), 'open: anyone signs up; invite: an invite code is needed', 'open'),
+    SIGNUP_REQUIRE_EMAIL_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_EMAIL_VERIFICATION'), 'signup needs a code sent to the e-mail address', 'false'),
+    SIGNUP_REQUIRE_PHONE_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_PHONE_VERIFICATION'), 'signup needs a code sent to a phone', 'false'),
+    SIGNUP_BLOCKED_EMAIL_DOMAINS: setting(v.string(), 'comma-separated domains (and their subdomains) that cannot sign up', ''),
+    SIGNUP_BLOCKED_EMAIL_PATTERNS: setting(
+      v.pipe(
+        v.string(),
+        v.check((text) => splitList(text).every(isRegex), 'SIGNUP_BLOCKED_EMAIL_PATTERNS must be comma-separated regular expressions'),
+      ),
+      'comma-separated regular expressions (case-insensitive) of addresses that cannot sign up',
+      '',
+    ),
+    SIGNUP_RESERVED_USERNAMES: setting(v.string(), 'usernames nobody may sign up with', RESERVED_USERNAMES),
+    OTP_REQUEST_LIMIT: setting(env.integer('OTP_REQUEST_LIMIT', 1, 100_000), 'one-time code requests per identifier in a window', '5'),
+    OTP_REQUEST_IP_LIMIT: setting(env.integer('OTP_REQUEST_IP_LIMIT', 1, 100_000), 'one-time code requests per client address in a window', '30'),
+    OTP_VERIFY_FAILURE_LIMIT: setting(
+      env.integer('OTP_VERIFY_FAILURE_LIMIT', 1, 100_000),
+      'wrong codes per client address, and per e-mail address or phone number, in a window',
+      '30',
+    ),
+    OTP_WINDOW_SECONDS: setting(env.integer('OTP_WINDOW_SECONDS', 1, 86_400), 'the window of the one-time code limits', '900'),
+    OAUTH_PROVIDERS: setting(
+      v.string(),
+      'comma-separated OpenID Connect providers; each needs OAUTH_<NAME>_CLIENT_ID, _CLIENT_SECRET and, unless a preset (google, gitlab, apple), _ISSUER',
+      '',
+    ),
+    OAUTH_ALLOW_HTTP: setting(env.boolean('OAUTH_ALLOW_HTTP'), 'allow http:// issuers (a local test provider only)', 'false'),
+  }),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const e = dataset.value;
+    const providers: OAuthProviderConfig[] = [];
+    for (const name of splitList(e.OAUTH_PROVIDERS.toLowerCase())) {
+      const problem = oauthProvider(name, e as Record<string, unknown>, providers);
+      if (problem) addIssue({ message: problem });
+    }
+    if (providers.length !== splitList(e.OAUTH_PROVIDERS).length) return NEVER;
+    return {
+      sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+      loginFailureLimit: e.LOGIN_FAILURE_LIMIT,
+      loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
+      signupMode: e.SIGNUP_MODE,
+      signupRequireEmailVerification: e.SIGNUP_REQUIRE_EMAIL_VERIFICATION,
+      signupRequirePhoneVerification: e.SIGNUP_REQUIRE_PHONE_VERIFICATION,
+      /** Lower-case domains; each also blocks its subdomains. */
+      signupBlockedEmailDomains: splitList(e.SIGNUP_BLOCKED_EMAIL_DOMAINS.toLowerCase()),
+      signupBlockedEmailPatterns: splitList(e.SIGNUP_BLOCKED_EMAIL_PATTERNS).map((pattern) => new RegExp(pattern, 'i')),
+      /** Lower-case usernames nobody may sign up with. */
+      signupReservedUsernames: splitList(e.SIGNUP_RESERVED_USERNAMES.toLowerCase()),
+      otpRequestLimit: e.OTP_REQUEST_LIMIT,
+      otpRequestIpLimit: e.OTP_REQUEST_IP_LIMIT,
+      otpVerifyFailureLimit: e.OTP_VERIFY_FAILURE_LIMIT,
+      otpWindowSeconds: e.OTP_WINDOW_SECONDS,
+      oauthProviders: providers,
+      /** Allow http:// issuers (a local test provider); never in production. */
+      oauthAllowHttp: e.OAUTH_ALLOW_HTTP,
+    };
+  }),
+);
+
+export type AuthConfig = v.InferOutput<typeof authSettings>;
+
+/** Adds the provider `OAUTH_<NAME>_*` describes, or tells what is wrong with it. */
+function oauthProvider(name: string, e: Record<string, unknown>, providers: OAuthProviderConfig[]): string | undefined {
+  if (!/^[a-z][a-z0-9-]*$/.test(name)) return `OAuth provider name "${name}" must be lower-case letters, digits and dashes`;
+  const key = `OAUTH_${name.toUpperCase().replace(/-/g, '_')}`;
+  const read = (suffix: string) => (typeof e[`${key}_${suffix}`] === 'string' ? (e[`${key}_${suffix}`] as string) : undefined);
+  const issuer = read('ISSUER') || OAUTH_PRESETS[name];
+  const clientId = read('CLIENT_ID');
+  const clientSecret = read('CLIENT_SECRET');
+  const missing = [!issuer && `${key}_ISSUER`, !clientId && `${key}_CLIENT_ID`, !clientSecret && `${key}_CLIENT_SECRET`].filter(Boolean);
+  if (missing.length > 0) return `OAuth provider "${name}" needs ${missing.join(', ')}`;
+  if (!URL.canParse(issuer!)) return `${key}_ISSUER must be a URL`;
+  providers.push({ name, issuer: issuer!, clientId: clientId!, clientSecret: clientSecret!, scopes: read('SCOPES') || 'openid email profile' });
+  return undefined;
+}

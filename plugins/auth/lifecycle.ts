@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
+import { defineExtensionPoint, type EntityManager, type Extensions, type Logger } from 'rpc-service/plugin';
+import type { UserView } from './user-view.ts';
+
+export interface AfterSignup {
+  user: UserView;
+  subscriptionId: string;
+  /** True when the user joined an existing subscription with an invite code. */
+  joinedExisting: boolean;
+}
+
+export interface AfterLogin {
+  user: UserView;
+  method: 'password' | 'code' | 'oauth';
+}
+
+export interface UserRemoved {
+  userId: string;
+  subscriptionId: string;
+  /** The removal's transaction: what is done with it commits or rolls back with the removal. */
+  em: EntityManager;
+}
+
+/**
+ * What a plugin contributes to `auth.lifecycle`. Each function gets the
+ * contributing plugin's own deps last.
+ */
+export interface LifecycleHooks {
+  /** After a user exists (signup, OAuth signup); awaited in load order; a failure is logged and undoes nothing. */
+  afterSignup?(event: AfterSignup, deps: any): void | Promise<void>;
+  /** After a session was made; like afterSignup. */
+  afterLogin?(event: AfterLogin, deps: any): void | Promise<void>;
+  /** Inside the transaction that removes a user: delete or detach what the plugin keeps for them. A failure stops the removal. */
+  userRemoved?(event: UserRemoved, deps: any): Promise<void>;
+}
+
+export const lifecyclePoint = defineExtensionPoint<LifecycleHooks>({
+  id: 'auth.lifecycle',
+  describe: 'Hooks that run after signup and login, and inside the removal of a user.',
+  contribution: v.strictObject({
+    afterSignup: v.optional(v.function()),
+    afterLogin: v.optional(v.function()),
+    userRemoved: v.optional(v.function()),
+  }) as never,
+});
+
+/** Runs the contributions to `auth.lifecycle` in load order. */
+export class Lifecycle {
+  readonly #extensions: Extensions;
+  readonly #logger: Logger;
+
+  constructor({ extensions, logger }: { extensions: Extensions; logger: Logger }) {
+    this.#extensions = extensions;
+    this.#logger = logger;
+  }
+
+  afterSignup(event: AfterSignup): Promise<void> {
+    return this.#notify('afterSignup', event, event.user._id);
+  }
+
+  afterLogin(event: AfterLogin): Promise<void> {
+    return this.#notify('afterLogin', event, event.user._id);
+  }
+
+  async userRemoved(event: UserRemoved): Promise<void> {
+    for (const { value, deps } of this.#extensions.get('auth.lifecycle')) await value.userRemoved?.(event, deps);
+  }
+
+  async #notify(name: 'afterSignup' | 'afterLogin', event: AfterSignup | AfterLogin, userId: string): Promise<void> {
+    for (const { pluginId, value, deps } of this.#extensions.get('auth.lifecycle')) {
+      const hook = value[name] as ((event: unknown, deps: unknown) => void | Promise<void>) | undefined;
+      if (!hook) continue;
+      try {
+        await hook(event, deps);
+      } catch (err) {
+        this.#logger.error({ err, errorId: randomUUID(), plugin: pluginId, hook: name, userId }, 'lifecycle hook failed');
+      }
+    }
+  }
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ACROSS_TENANTS,
+  badRequest,
+  conflict,
+  RateLimiter,
+  RpcError,
+  validationError,
+  type AuthenticatedContext,
+  type Credentials,
+  type Database,
+  type EntityManager,
+  type Role,
+  type UploadService,
+} from 'rpc-service/plugin';
+import type { AuthConfig } from './config.ts';
+import { Session, User } from './entities.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { hashPassword, verifyPassword } from './password.ts';
+import type { SessionService } from './session.service.ts';
+import { toAdminUserRecord, toUserView, type AdminUserRecord, type UserView } from './user-view.ts';
+
+export type NewUser = Pick<User, 'subscriptionId' | 'email' | 'username' | 'role'> & Partial<User>;
+
+/** Anything with the EntityManager of a request (a context) or of a transaction. */
+export interface WithEm {
+  em: EntityManager;
+}
+
+/** What a credential of a user stands for, for the verifiers of credentials. */
+export interface CredentialHolder {
+  subscriptionId: string;
+  role: Role;
+  isActive: boolean;
+}
+
+interface Deps {
+  db: Database;
+  credentials: Credentials;
+  uploadService: UploadService;
+  rateLimiter: RateLimiter;
+  config: AuthConfig;
+  sessionService: SessionService;
+  lifecycle: Lifecycle;
+}
+
+/**
+ * The users of the service, for this plugin and, through `deps:
+ * ['userService']`, for the plugins that administer or show them. Records
+ * are MikroORM entities of the caller's EntityManager: change their fields,
+ * then flush `ctx.em`, or use the methods here for changes with rules.
+ */
+export class UserService {
+  readonly #deps: Deps;
+
+  constructor(deps: Deps) {
+    this.#deps = deps;
+  }
+
+  /** A complete user record from the fields that matter, every other field at its default. */
+  newUser(fields: NewUser): User {
+    const now = new Date();
+    return {
+      id: randomUUID(),
+      passwordHash: null,
+      firstName: null,
+      lastName: null,
+      isActive: true,
+      isVerified: false,
+      isPhoneVerified: false,
+      phoneNumber: null,
+      onboardingCompleted: false,
+      oauthProfiles: [],
+      partnerContactId: null,
+      profilePicture: null,
+      jobTitle: null,
+      department: null,
+      serviceCode: null,
+      createdAt: now,
+      updatedAt: now,
+      ...fields,
+    } as User;
+  }
+
+  view = toUserView;
+  adminRecord = toAdminUserRecord;
+
+  /**
+   * E-mail addresses and usernames are unique across the whole service,
+   * case-insensitively, since login takes either without naming a subscription.
+   * The unique indexes enforce it; this gives the caller a clear message first.
+   */
+  async assertAvailable({ email, username }: { email?: string; username?: string }, exceptUserId?: string): Promise<void> {
+    const [taken] = await this.#deps.db.execute<{ email_taken: boolean; username_taken: boolean }>(
+      `select exists(select 1 from auth_user where lower(email) = lower(?) and id is distinct from ?) as email_taken,
+              exists(select 1 from auth_user where lower(username) = lower(?) and id is distinct from ?) as username_taken`,
+      [email ?? null, exceptUserId ?? null, username ?? null, exceptUserId ?? null],
+    );
+    if (email !== undefined && taken?.email_taken) throw conflict('This e-mail address is already registered');
+    if (username !== undefined && taken?.username_taken) throw conflict('This username is already taken');
+  }
+
+  /** A user of the caller's subscription, or null. */
+  findById({ em }: WithEm, id: string, populate: 'passwordHash'[] = []): Promise<User | null> {
+    return em.findOne(User, { id }, { populate });
+  }
+
+  /** The calling user; UNAUTHENTICATED when the credential's user is gone. */
+  async self(ctx: AuthenticatedContext, populate: 'passwordHash'[] = []): Promise<User> {
+    const user = await this.findById(ctx, ctx.userId, populate);
+    if (!user) throw new RpcError('UNAUTHENTICATED', 'The user of this credential no longer exists');
+    return user;
+  }
+
+  /** What a credential of this user stands for, across subscriptions; null when there is no such user. */
+  async credentialHolder(userId: string): Promise<CredentialHolder | null> {
+    const [row] = await this.#deps.db.execute<{ subscription_id: string; role: Role; is_active: boolean }>(
+      'select subscription_id, role, is_active from auth_user where id = ?',
+      [userId],
+    );
+    return row ? { subscriptionId: row.subscription_id, role: row.role, isActive: row.is_active } : null;
+  }
+
+  /** A user of the caller's subscription, made by an administrator. */
+  async create(ctx: AuthenticatedContext, { password, ...fields }: Omit<NewUser, 'subscriptionId'> & { password: string }): Promise<User> {
+    await this.assertAvailable(fields);
+    const user = ctx.em.create(User, this.newUser({ ...fields, subscriptionId: ctx.subscriptionId, passwordHash: await hashPassword(password) }));
+    await ctx.em.flush();
+    return user;
+  }
+
+  /** A page of the caller's subscription's users; `where` and `orderBy` are MikroORM conditions on the user entity. */
+  page(
+    ctx: AuthenticatedContext,
+    query: { where: Record<string, unknown>; orderBy: Record<string, 'asc' | 'desc'>; limit: number; offset: number },
+  ): Promise<[User[], number]> {
+    return ctx.em.findAndCount(User, query.where, { orderBy: query.orderBy, limit: query.limit, offset: query.offset });
+  }
+
+  /** How many active admins the subscription has besides `exceptUserId`. */
+  otherActiveAdmins(ctx: AuthenticatedContext, exceptUserId: string): Promise<number> {
+    return ctx.em.count(User, { role: 'admin', isActive: true, id: { $ne: exceptUserId } });
+  }
+
+  /**
+   * Changes fields of a user; a changed e-mail or username must be free, and
+   * a changed role or active flag reaches every node's cached credentials at once.
+   */
+  async update(ctx: AuthenticatedContext, user: User, changes: Partial<User>): Promise<User> {
+    if (changes.email !== undefined || changes.username !== undefined) {
+      await this.assertAvailable({ email: changes.email, username: changes.username }, user.id);
+    }
+    const credentialsChange =
+      (changes.role !== undefined && changes.role !== user.role) || (changes.isActive !== undefined && changes.isActive !== user.isActive);
+    ctx.em.assign(user, changes);
+    await ctx.em.flush();
+    if (credentialsChange) await this.#deps.credentials.changed({ userId: user.id });
+    return user;
+  }
+
+  /**
+   * Removes a user in one transaction with their sessions, their upload keys
+   * and whatever other plugins keep for them (`auth.lifecycle` userRemoved).
+   * Their files stay with the subscription.
+   */
+  async remove(ctx: AuthenticatedContext, user: User): Promise<void> {
+    const { db, uploadService, lifecycle, credentials } = this.#deps;
+    await db.forkEm(ctx.subscriptionId).transactional(async (em) => {
+      await lifecycle.userRemoved({ userId: user.id, subscriptionId: user.subscriptionId, em });
+      await uploadService.forgetUser(em, user.id);
+      await em.nativeDelete(Session, { userId: user.id });
+      await em.nativeDelete(User, { id: user.id });
+    });
+    await credentials.changed({ userId: user.id });
+  }
+
+  /** Sets a new password and ends every session of the user, except `keepSessionId` when given. */
+  async setPassword(ctx: WithEm, user: User, newPassword: string, keepSessionId?: string): Promise<void> {
+    user.passwordHash = await hashPassword(newPassword);
+    await ctx.em.flush();
+    await this.#deps.sessionService.revokeAllOfUser(user.id, keepSessionId);
+  }
+
+  /**
+   * The calling user changes their own password. Failed attempts count per
+   * user like failed logins; past the limit even the right password is
+   * refused until the window ends. Every other session of the user ends, so a
+   * stolen session dies with the old password.
+   */
+  async changePassword(ctx: AuthenticatedContext, currentPassword: string, newPassword: string): Promise<void> {
+    const { rateLimiter, config } = this.#deps;
+    const buckets = [RateLimiter.bucket('password-change', ctx.userId)];
+    await rateLimiter.check(buckets, config.loginFailureLimit);
+    const user = await this.self(ctx, ['passwordHash']);
+    if (!user.passwordHash) {
+      throw badRequest(
+        'This account has no password to change (it signs in another way); an administrator can set one with AdminUserRpc.resetPassword',
+      );
+    }
+    if (!(await verifyPassword(currentPassword, user.passwordHash))) {
+      await rateLimiter.hit(buckets, config.loginFailureWindowSeconds);
+      throw validationError([{ path: 'currentPassword', message: 'Current password is incorrect' }]);
+    }
+    await rateLimiter.reset(buckets);
+    await this.setPassword(ctx, user, newPassword, ctx.sessionId ?? undefined);
+  }
+
+  /** Any user by id, across subscriptions (login, OAuth); null when unknown. */
+  findAnywhere(id: string): Promise<User | null> {
+    return this.#deps.db.forkEm(null).findOne(User, { id }, ACROSS_TENANTS);
+  }
+}
+
+export type { AdminUserRecord, UserView };

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * Entities are the one definition of every table; the checked-in migrations
+ * are generated from them. On the database this run uses (PGlite, or
+ * PostgreSQL with TEST_DATABASE_URL), migrating from empty must give exactly
+ * the schema the entities describe, so both engines end up the same.
+ */
+describe('database schema', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  it('after the migrations, the schema is exactly what the entities define', async () => {
+    const { orm } = t.app.deps.db;
+    const diff = await orm.schema.getUpdateSchemaSQL({ wrap: false });
+    assert.equal(diff.trim(), '', `migrations and entities disagree:\n${diff}`);
+    const tables = await t.app.deps.db.execute<{ table_name: string }>(
+      `select table_name from information_schema.tables where table_schema = 'public' order by table_name`,
+    );
+    const owned = (prefix: string) => tables.map((row) => row.table_name).filter((name) => name === prefix || name.startsWith(`${prefix}_`));
+    assert.deepEqual(owned('api_key'), ['api_key']);
+    assert.deepEqual(owned('auth'), ['auth_external_login', 'auth_invite_code', 'auth_oauth_state', 'auth_otp_request', 'auth_session', 'auth_subscription', 'auth_user']);
+    assert.deepEqual(owned('notes'), ['notes_note']);
+  });
+
+  it('every owner has a migration for its current entities (npm run migration:create -- --check)', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'core/db/migration-cli.ts', '--check'], {
+      cwd: ROOT,
+      env: { ...process.env, PLUGINS: './test/fixtures/notes-plugin' },
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 0, result.stderr || result.stdout);
+    assert.match(result.stdout, /Migrations match the entities of core, .*auth.*notes/);
+  });
+});
