@@ -36,7 +36,7 @@ async function main(): Promise<void> {
 async function printConfig(config: ReturnType<typeof loadConfig>): Promise<void> {
   const settings = describeAllSettings(await loadPlugins({ config }));
   for (const setting of settings) {
-    const state = config.env[setting.name] ? 'set' : setting.default === null ? 'unset' : `default ${setting.default}`;
+    const state = config.env[setting.name] ? 'set' : setting.default === null ? 'unset' : `default ${setting.default || '(empty)'}`;
     console.log(`${setting.name.padEnd(36)} ${setting.owner.padEnd(12)} ${state.padEnd(24)} ${setting.description}`);
   }
 }
