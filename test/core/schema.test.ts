@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { DatabaseStartupError } from '../../core/db/orm.ts';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -40,5 +45,23 @@ describe('database schema', () => {
     });
     assert.equal(result.status, 0, result.stderr || result.stdout);
     assert.match(result.stdout, /Migrations match the entities of core, .*auth.*notes/);
+  });
+
+  it('refuses a database made before plugins owned their tables, instead of migrating over it', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-v1-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    try {
+      const first = await startTestApp({ dataDir, persistent: true, databaseUrl: scratch?.url });
+      await first.app.deps.db.execute(`insert into core_migrations (name, executed_at) values ('core:0001_identity', now())`);
+      await first.close();
+      await assert.rejects(startTestApp({ dataDir, persistent: true, databaseUrl: scratch?.url }), (error: unknown) => {
+        assert.ok(error instanceof DatabaseStartupError, String(error));
+        assert.match(error.message, /cannot be upgraded in place/);
+        return true;
+      });
+    } finally {
+      await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
