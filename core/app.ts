@@ -6,7 +6,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { asFunction, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { DestinationStream } from 'pino';
-import type { Config } from './config.ts';
+import { CoreSettings, type Config } from './config.ts';
 import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialSchemeContribution, type CredentialVerifier } from './credentials/authenticator.ts';
 import { Credentials } from './credentials/credentials.ts';
 import { SecretBox } from './credentials/crypto.ts';
@@ -35,7 +35,6 @@ import type { Principal } from './rpc/context.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
 import { describeSettings, parseSettings, type SettingInfo } from './settings.ts';
-import { CoreSettings } from './config.ts';
 import { uploadRoutes } from './uploads/routes.ts';
 import { DiskStorage } from './uploads/storage.ts';
 import { UploadService } from './uploads/upload-service.ts';
@@ -147,7 +146,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         for (const value of contributions as unknown[]) extensions.add(id, { pluginId: plugin.id, value, deps: scopes.get(plugin.id)!.cradle });
       }
     }
-    const events = extensions.all<EventDeclaration>(eventsPoint.id).map((contribution) => contribution.value);
+    const events = eventCatalogue(extensions);
     bus.useCatalogue(events.map((event) => event.name));
 
     const authenticator = new Authenticator(credentialVerifiers(extensions), core.credentials);
@@ -245,6 +244,17 @@ function buildPluginScopes(
     scopes.set(plugin.id, scope);
   }
   return scopes;
+}
+
+/** The events of `core.events`; each name is declared once. */
+function eventCatalogue(extensions: ExtensionRegistry): EventDeclaration[] {
+  const owners = new Map<string, string>();
+  return extensions.all<EventDeclaration>(eventsPoint.id).map(({ pluginId, value }) => {
+    const owner = owners.get(value.name);
+    if (owner) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": event "${value.name}" is already declared by plugin "${owner}"`);
+    owners.set(value.name, pluginId);
+    return value;
+  });
 }
 
 /** The verifier of each credential scheme, from the plugins that contributed one. */

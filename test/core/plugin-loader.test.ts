@@ -207,6 +207,11 @@ describe('createApp and plugins', () => {
       '"auth.lifecycle"',
     );
     await refusesToStart([plugin({ extends: { 'core.events': [{ name: 'NotDotted', describe: 'x' }] } })], 'PLUGIN_INVALID_CONTRIBUTION', 'name');
+    await refusesToStart(
+      [plugin({ extends: { 'core.events': [{ name: 'note.added', describe: 'Mine too.' }] } })],
+      'PLUGIN_INVALID_CONTRIBUTION',
+      'already declared by plugin "notes"',
+    );
   });
 
   it('refuses a setting of the core or another plugin, and a config that is not an object schema', async () => {
