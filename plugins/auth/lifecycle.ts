@@ -56,25 +56,25 @@ export class Lifecycle {
   }
 
   afterSignup(event: AfterSignup): Promise<void> {
-    return this.#notify('afterSignup', event, event.user._id);
+    return this.#notify('afterSignup', event);
   }
 
   afterLogin(event: AfterLogin): Promise<void> {
-    return this.#notify('afterLogin', event, event.user._id);
+    return this.#notify('afterLogin', event);
   }
 
   async userRemoved(event: UserRemoved): Promise<void> {
     for (const { value, deps } of this.#extensions.get('auth.lifecycle')) await value.userRemoved?.(event, deps);
   }
 
-  async #notify(name: 'afterSignup' | 'afterLogin', event: AfterSignup | AfterLogin, userId: string): Promise<void> {
+  async #notify(name: 'afterSignup' | 'afterLogin', event: AfterSignup | AfterLogin): Promise<void> {
     for (const { pluginId, value, deps } of this.#extensions.get('auth.lifecycle')) {
       const hook = value[name] as ((event: unknown, deps: unknown) => void | Promise<void>) | undefined;
       if (!hook) continue;
       try {
         await hook(event, deps);
       } catch (err) {
-        this.#logger.error({ err, errorId: randomUUID(), plugin: pluginId, hook: name, userId }, 'lifecycle hook failed');
+        this.#logger.error({ err, errorId: randomUUID(), plugin: pluginId, hook: name, userId: event.user._id }, 'lifecycle hook failed');
       }
     }
   }

@@ -147,5 +147,4 @@ export class SessionService implements CredentialVerifier {
     await em.nativeDelete(Session, exceptSessionId ? { userId, id: { $ne: exceptSessionId } } : { userId }, ACROSS_TENANTS);
     await this.#credentials.changed({ userId });
   }
-
 }
