@@ -6,7 +6,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { asFunction, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { DestinationStream } from 'pino';
-import { CoreSettings, type Config } from './config.ts';
+import { ConfigError, CoreSettings, type Config } from './config.ts';
 import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialSchemeContribution, type CredentialVerifier } from './credentials/authenticator.ts';
 import { Credentials } from './credentials/credentials.ts';
 import { SecretBox } from './credentials/crypto.ts';
@@ -189,7 +189,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         createCaller(dispatcher, principal, { baseUrl: config.publicUrl, ...callerOptions }),
       async listen(port = config.port, host = config.host) {
         await new Promise<void>((resolve, reject) => {
-          server.once('error', reject);
+          server.once('error', (error) => reject(listenError(error, port, host)));
           server.listen(port, host, () => resolve());
         });
         const address = server.address() as AddressInfo;
@@ -306,6 +306,23 @@ function createHttpServer(parts: {
     res.setHeader('x-request-id', requestId);
     void koaHandler(req, res);
   });
+}
+
+/** An address or port the server cannot listen on is a setting to change, not a crash. */
+function listenError(error: NodeJS.ErrnoException, port: number, host: string): Error {
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return new ConfigError(`PORT ${port} is already in use on ${host}; stop what listens there or set PORT to a free port`);
+    case 'EACCES':
+      return new ConfigError(`PORT ${port} needs privileges this process does not have; set PORT to 1024 or above`);
+    case 'EADDRNOTAVAIL':
+      return new ConfigError(`HOST ${host} is not an address of this machine; set HOST to one of its addresses, or 0.0.0.0 for all`);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new ConfigError(`HOST ${host} is not an address and does not resolve to one; set HOST to an address of this machine, or 0.0.0.0 for all`);
+    default:
+      return error;
+  }
 }
 
 async function stopServer(server: Server, hub: WebSocketHub, timeoutMs: number): Promise<void> {
