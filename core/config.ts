@@ -1,3 +1,4 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
@@ -104,6 +105,20 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     messaging: messagingConfig(e),
     env: { ...environment },
   };
+}
+
+/**
+ * Makes a folder under DATA_DIR (or DATA_DIR itself), private to this user,
+ * and checks it can be written: a DATA_DIR that cannot hold it stops start-up
+ * with a message naming the setting.
+ */
+export function makeDataFolder(folder: string): void {
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    accessSync(folder, constants.W_OK);
+  } catch (error) {
+    throw new ConfigError(`DATA_DIR cannot be used: ${(error as Error).message}; set DATA_DIR to a folder this user can write`);
+  }
 }
 
 function messagingConfig(e: v.InferOutput<typeof CoreSettings>): MessagingConfig {

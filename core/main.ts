@@ -28,7 +28,11 @@ async function main(): Promise<void> {
       });
   };
   if (signalled) return stop(signalled);
-  await app.listen();
+  // A HOST or PORT it cannot listen on: close the database before reporting it.
+  await app.listen().catch(async (error: Error) => {
+    await app.close();
+    throw error;
+  });
   if (signalled) stop(signalled);
 }
 

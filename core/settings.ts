@@ -5,6 +5,7 @@ import * as v from 'valibot';
  * every plugin's `config` schema, so each variable reads and fails the same way.
  */
 
+/** A setting that stops start-up: the message names it (and what to change), and `npm start` prints it as one line. */
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.ts';
+import { makeDataFolder, type Config } from '../config.ts';
 import { ConfigError } from '../settings.ts';
 import type { Logger } from '../logger.ts';
 
@@ -27,7 +27,7 @@ export function resolveMasterKey(config: Config, logger: Logger): Buffer {
   }
   const file = path.join(config.dataDir, MASTER_KEY_FILE);
   if (existsSync(file)) return decode(readFileSync(file, 'utf8'), file);
-  mkdirSync(config.dataDir, { recursive: true });
+  makeDataFolder(config.dataDir);
   writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
   logger.warn({ file }, 'generated a new master key for the embedded database; back this file up with the data');
   return decode(readFileSync(file, 'utf8'), file);

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
@@ -6,6 +5,7 @@ import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
 import { PGliteDriver } from 'mikro-orm-pglite';
+import { makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { MigrationClass } from '../plugin/define.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
@@ -85,7 +85,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     await requirePgvector(orm);
   } else {
     const dir = options.inMemory ? undefined : path.join(options.dataDir, 'db');
-    if (dir) mkdirSync(dir, { recursive: true });
+    if (dir) makeDataFolder(dir);
     pglite = new PGlite({ dataDir: dir ?? 'memory://', extensions: { vector } });
     const instance = pglite;
     orm = await MikroORM.init({

@@ -3,6 +3,7 @@ import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { makeDataFolder } from '../config.ts';
 
 /**
  * Where file bytes live. Paths are made by the upload service from ids it
@@ -25,6 +26,8 @@ export class DiskStorage implements FileStorage {
 
   constructor(root: string) {
     this.#root = path.resolve(root);
+    // Made at start, so a DATA_DIR that cannot hold files stops start-up rather than every upload.
+    makeDataFolder(this.#root);
   }
 
   async put(storagePath: string, content: Readable): Promise<void> {

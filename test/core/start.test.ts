@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { TEST_MASTER_KEY } from '../support/harness.ts';
+
+/**
+ * Starting the service as a user does: `npm start`, and the server process
+ * itself for the settings that must stop start-up with one plain line.
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+const dirs: string[] = [];
+const children = new Set<ChildProcess>();
+const scratches: ScratchDatabase[] = [];
+after(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  for (const scratch of scratches) await scratch.drop();
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rpc-start-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Holds a TCP port on 127.0.0.1 until closed. */
+async function holdPort(): Promise<Server> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return server;
+}
+
+const portOf = (server: Server) => (server.address() as { port: number }).port;
+
+async function freePort(): Promise<number> {
+  const server = await holdPort();
+  const port = portOf(server);
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The embedded database in a fresh DATA_DIR, or a scratch database on TEST_DATABASE_URL's server. */
+async function databaseEnv(): Promise<Record<string, string>> {
+  if (!TEST_DATABASE_URL) return { DATA_DIR: tempDir() };
+  const scratch = await createScratchDatabase(TEST_DATABASE_URL);
+  scratches.push(scratch);
+  return { DATA_DIR: tempDir(), DATABASE_URL: scratch.url, MASTER_KEY: TEST_MASTER_KEY };
+}
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs a command in the project folder with only the given environment (plus PATH and HOME). */
+function run(command: string, args: string[], env: Record<string, string>): Run {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), LOG_LEVEL: 'info', WORKERS: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  child.stderr!.on('data', (chunk) => (err += chunk));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    // 'close' waits for the pipes to drain too.
+    child.once('close', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+async function within<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what())), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const answers = (url: string) =>
+  fetch(url, { signal: AbortSignal.timeout(1000) })
+    .then((response) => response.status === 200)
+    .catch(() => false);
+
+/** Process ids whose parent is `pid`, from /proc/<id>/stat (its fourth field, after the name in parentheses). */
+function childPids(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+const isNode = (argv: string[]) => path.basename(argv[0] ?? '') === 'node' || argv[0] === process.execPath;
+
+describe('npm start', () => {
+  it(
+    'runs the server as the one process npm spawned, which stops cleanly on SIGTERM',
+    { skip: process.platform !== 'linux' && 'finds processes through /proc' },
+    async () => {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const npm = run('npm', ['start'], { ...(await databaseEnv()), PORT: String(port), HOST: '127.0.0.1' });
+      const output = () => `stdout:\n${npm.stdout()}\nstderr:\n${npm.stderr()}`;
+
+      const deadline = Date.now() + 60_000;
+      while (!(await answers(`${base}/health`))) {
+        assert.equal(npm.child.exitCode, null, `npm start exited early:\n${output()}`);
+        assert.ok(Date.now() < deadline, `no /health within 60 s:\n${output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+
+      const spawned = childPids(npm.child.pid!);
+      assert.equal(spawned.length, 1, `npm spawned ${spawned.length} processes`);
+      const server = spawned[0]!;
+      const argv = commandLine(server);
+      assert.ok(isNode(argv), `npm spawned ${argv.join(' ')}, not node`);
+      assert.deepEqual(argv.slice(1), ['--import', 'tsx', 'core/main.ts']);
+      const nodeChildren = childPids(server).map(commandLine).filter(isNode);
+      assert.deepEqual(nodeChildren, [], 'the server runs in that process, not in a node child of it');
+
+      process.kill(server, 'SIGTERM');
+      const { code, signal } = await within(npm.exit, 15_000, () => `no exit within 15 s after SIGTERM:\n${output()}`);
+      // npm passes on the exit code of the script: 0 means the server exited by itself with 0.
+      assert.deepEqual({ code, signal }, { code: 0, signal: null }, output());
+      assert.equal(existsSync(`/proc/${server}`), false, 'the server process is gone');
+      assert.equal(await answers(`${base}/health`), false, 'the port no longer answers');
+
+      const lines = npm
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string; signal?: string });
+      const listening = lines.findIndex((line) => line.msg === 'listening');
+      const shutdown = lines.findIndex((line) => line.msg === 'shutting down');
+      assert.ok(listening >= 0 && shutdown > listening, output());
+      assert.equal(lines[shutdown]!.signal, 'SIGTERM');
+    },
+  );
+});
+
+describe('settings that stop start-up', { concurrency: true }, () => {
+  /** A DATA_DIR inside a regular file: no user, root included, can make it. */
+  const dataDirUnderAFile = () => {
+    const file = path.join(tempDir(), 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    return path.join(file, 'data');
+  };
+  let held: Server | undefined;
+  after(() => held?.close());
+
+  const cases: [title: string, env: () => Promise<Record<string, string>>, setting: string][] = [
+    ['a HOST that is not an address', async () => ({ ...(await databaseEnv()), HOST: '999.1.1.1' }), 'HOST'],
+    [
+      'a PORT already in use',
+      async () => {
+        held = await holdPort();
+        return { ...(await databaseEnv()), HOST: '127.0.0.1', PORT: String(portOf(held)) };
+      },
+      'PORT',
+    ],
+    ['a DATA_DIR that cannot hold the generated master key', async () => ({ DATA_DIR: dataDirUnderAFile() }), 'DATA_DIR'],
+    [
+      'a DATA_DIR that cannot hold the embedded database',
+      async () => {
+        // DATA_DIR itself is fine, but its db folder is taken by a file.
+        const dataDir = tempDir();
+        writeFileSync(path.join(dataDir, 'db'), '');
+        return { DATA_DIR: dataDir, MASTER_KEY: TEST_MASTER_KEY };
+      },
+      'DATA_DIR',
+    ],
+  ];
+  if (TEST_DATABASE_URL) {
+    cases.push([
+      'a DATA_DIR that cannot hold uploaded files (DATABASE_URL)',
+      async () => ({ ...(await databaseEnv()), DATA_DIR: dataDirUnderAFile() }),
+      'DATA_DIR',
+    ]);
+  }
+
+  for (const [title, env, setting] of cases) {
+    it(`refuses ${title} with one line naming ${setting}`, async () => {
+      const server = run(process.execPath, ['--import', 'tsx', 'core/main.ts'], { PORT: '0', ...(await env()) });
+      const { code } = await within(server.exit, 60_000, () => `still running after 60 s:\n${server.stdout()}\n${server.stderr()}`);
+      assert.equal(code, 1, server.stderr());
+      const lines = server.stderr().trimEnd().split('\n');
+      assert.equal(lines.length, 1, `one line, not a stack trace:\n${server.stderr()}`);
+      assert.match(lines[0]!, new RegExp(`^Cannot start: ${setting}\\b`));
+      assert.doesNotMatch(server.stdout(), /"msg":"listening"/);
+    });
+  }
+});
