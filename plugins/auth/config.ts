@@ -20,7 +20,7 @@ export interface OAuthProviderConfig {
 }
 
 /** Issuers of the named presets; any other name needs OAUTH_<NAME>_ISSUER. */
-const OAUTH_PRESETS: Record<string, string> = {
+export const OAUTH_PRESETS: Readonly<Record<string, string>> = {
   google: 'https://accounts.google.com',
   gitlab: 'https://gitlab.com',
   apple: 'https://appleid.apple.com',
@@ -103,10 +103,13 @@ export const authSettings = v.pipe(
 
 export type AuthConfig = v.InferOutput<typeof authSettings>;
 
+/** Where a provider's settings start: `OAUTH_<NAME>`, with dashes as underscores. */
+export const oauthSettingsPrefix = (name: string): string => `OAUTH_${name.toUpperCase().replace(/-/g, '_')}`;
+
 /** Adds the provider `OAUTH_<NAME>_*` describes, or tells what is wrong with it. */
 function oauthProvider(name: string, e: Record<string, unknown>, providers: OAuthProviderConfig[]): string | undefined {
   if (!/^[a-z][a-z0-9-]*$/.test(name)) return `OAuth provider name "${name}" must be lower-case letters, digits and dashes`;
-  const key = `OAUTH_${name.toUpperCase().replace(/-/g, '_')}`;
+  const key = oauthSettingsPrefix(name);
   const read = (suffix: string) => (typeof e[`${key}_${suffix}`] === 'string' ? (e[`${key}_${suffix}`] as string) : undefined);
   const issuer = read('ISSUER') || OAUTH_PRESETS[name];
   const clientId = read('CLIENT_ID');

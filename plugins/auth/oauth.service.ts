@@ -14,7 +14,7 @@ import {
   type Logger,
   type SecretBox,
 } from 'rpc-service/plugin';
-import type { AuthConfig, OAuthProviderConfig } from './config.ts';
+import { OAUTH_PRESETS, oauthSettingsPrefix, type AuthConfig, type OAuthProviderConfig } from './config.ts';
 import { Subscription, User } from './entities.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { SessionService } from './session.service.ts';
@@ -73,10 +73,19 @@ export class OAuthService {
     return [...this.#providers.keys()];
   }
 
+  /** A configured provider; a preset nobody configured is FEATURE_UNAVAILABLE with the settings that would, any other name NOT_FOUND. */
   provider(name: string): OAuthProviderConfig {
-    const provider = this.#providers.get(name.toLowerCase());
-    if (!provider) throw notFound(`OAuth provider "${name}" is not configured`);
-    return provider;
+    const key = name.toLowerCase();
+    const provider = this.#providers.get(key);
+    if (provider) return provider;
+    if (Object.hasOwn(OAUTH_PRESETS, key)) {
+      const prefix = oauthSettingsPrefix(key);
+      throw new RpcError(
+        'FEATURE_UNAVAILABLE',
+        `The ${key} login is not configured: add ${key} to OAUTH_PROVIDERS and set ${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET`,
+      );
+    }
+    throw notFound(`OAuth provider "${name}" is not configured`);
   }
 
   /** Discovery once per provider; a failure is forgotten so the next login tries again. */

@@ -34,6 +34,34 @@ describe('OAuth login with an OpenID provider', () => {
     assert.equal(unknown.status, 404);
   });
 
+  it('answers FEATURE_UNAVAILABLE with the settings to set for a preset that is not configured, NOT_FOUND for an unknown name', async () => {
+    for (const preset of ['google', 'gitlab', 'apple']) {
+      const settings = ['OAUTH_PROVIDERS', `OAUTH_${preset.toUpperCase()}_CLIENT_ID`, `OAUTH_${preset.toUpperCase()}_CLIENT_SECRET`];
+      for (const method of ['AuthRpc.getOAuthLoginUrl', 'AuthRpc.createExternalOAuthLoginSession']) {
+        const refused = await t.call(method, { provider: preset });
+        assert.equal(refused.status, 503, `${method} ${preset}`);
+        assert.equal(refused.body.data.code, 'FEATURE_UNAVAILABLE');
+        for (const name of settings) assert.ok(refused.body.data.error.includes(name), `${method} ${preset}: ${refused.body.data.error} names ${name}`);
+      }
+      // The browser routes answer the same way, on a page.
+      for (const route of [`/auth/${preset}`, `/auth/${preset}/callback?code=abc&state=xyz`]) {
+        const page = await fetch(`${t.url}${route}`, { redirect: 'manual' });
+        assert.equal(page.status, 503, route);
+        assert.ok((await page.text()).includes(`OAUTH_${preset.toUpperCase()}_CLIENT_ID`), route);
+      }
+    }
+    // Case does not matter, as for configured providers.
+    assert.equal((await t.call('AuthRpc.getOAuthLoginUrl', { provider: 'Google' })).body.data.code, 'FEATURE_UNAVAILABLE');
+
+    for (const unknown of ['nope', 'constructor']) {
+      const refused = await t.call('AuthRpc.getOAuthLoginUrl', { provider: unknown });
+      assert.equal(refused.status, 404);
+      assert.equal(refused.body.data.code, 'NOT_FOUND');
+      assert.equal((await t.call('AuthRpc.createExternalOAuthLoginSession', { provider: unknown })).body.data.code, 'NOT_FOUND');
+      assert.equal((await fetch(`${t.url}/auth/${unknown}`, { redirect: 'manual' })).status, 404);
+    }
+  });
+
   it('signs a new user up through the browser flow, with state and PKCE, and starts a session', async () => {
     const sub = uniqueName('sub');
     idp.accounts.set(sub, { email: `${sub}@example.com`, givenName: 'Ida' });
