@@ -14,5 +14,7 @@ export const defaults = {
   uploadMaxBytes: 10 * 1024 * 1024,
   /** How long an upload key can be used to upload and then to finalize. */
   uploadKeyTtlSeconds: 15 * 60,
+  /** How often an idle node looks for due background jobs; enqueues on the same node are picked up at once. */
+  jobsPollMs: 2000,
   mailFrom: 'rpc-service <no-reply@localhost>',
 } as const;

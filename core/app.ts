@@ -21,6 +21,7 @@ import { Metrics } from './http/metrics.ts';
 import { HttpHelpers, requestIdOf } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
+import { JobService, type RegisteredJob } from './jobs/job-service.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { MessageSender } from './messaging/message-sender.ts';
 import type { Plugin } from './plugin/define.ts';
@@ -113,7 +114,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const bus = new EventBus(logger);
   const pool = new WorkerPool({ size: config.workers, logger });
+  const jobService = new JobService({ db, logger, pollMs: config.jobsPollMs });
   const closeBase = async () => {
+    await jobService.stop(config.shutdownTimeoutMs);
     await bus.close();
     await pool.close();
     await db.close();
@@ -125,7 +128,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
     const metrics = new Metrics();
     const uploadService = new UploadService({ db, config, logger, fileStorage: new DiskStorage(path.join(config.dataDir, 'files')) });
-    const core: CoreServices = {
+    const core: CoreRoot = {
       db,
       bus,
       pool,
@@ -135,12 +138,16 @@ export async function createApp(options: AppOptions): Promise<App> {
       messageSender: new MessageSender({ config: config.messaging, db, logger }),
       credentials: new Credentials({ bus, cacheTtlSeconds: config.authCacheTtlSeconds }),
       http: new HttpHelpers({ trustProxy: config.trustProxy, publicUrl: config.publicUrl }),
+      jobs: jobService,
     };
 
     const extensions = new ExtensionRegistry();
     for (const point of CORE_EXTENSION_POINTS) extensions.declare(point.id);
     for (const plugin of plugins) for (const point of plugin.extensionPoints ?? []) extensions.declare(point.id);
     const scopes = buildPluginScopes(plugins, core, settings, extensions, logger);
+    jobService.register(pluginJobs(plugins, scopes));
+    // Queues exist before the start hooks run, so those may enqueue; workers start once every plugin has started.
+    await jobService.open();
     for (const plugin of plugins) {
       for (const [id, contributions] of Object.entries(plugin.extends ?? {})) {
         for (const value of contributions as unknown[]) extensions.add(id, { pluginId: plugin.id, value, deps: scopes.get(plugin.id)!.cradle });
@@ -160,6 +167,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       }
       await plugin.start?.(deps);
     }
+    await jobService.start();
 
     const pluginRoutes = plugins.flatMap((plugin) => {
       if (!plugin.routes) return [];
@@ -199,6 +207,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       },
       async close() {
         await stopServer(server, hub, config.shutdownTimeoutMs);
+        await jobService.stop(config.shutdownTimeoutMs);
         for (const plugin of [...plugins].reverse()) await plugin.stop?.(scopes.get(plugin.id)!.cradle);
         await uploadService.stop();
         await closeBase();
@@ -218,7 +227,7 @@ export async function createApp(options: AppOptions): Promise<App> {
  */
 function buildPluginScopes(
   plugins: readonly Plugin[],
-  core: CoreServices,
+  core: CoreRoot,
   settings: Map<string, unknown>,
   extensions: ExtensionRegistry,
   logger: Logger,
@@ -228,7 +237,8 @@ function buildPluginScopes(
   for (const plugin of plugins) {
     const scope = createContainer({ injectionMode: InjectionMode.PROXY, strict: true });
     for (const name of plugin.deps ?? []) {
-      if (name in core) scope.register(name, asValue(core[name as keyof CoreServices]));
+      if (name === 'jobs') scope.register(name, asValue(core.jobs.forPlugin(plugin.id)));
+      else if (name in core) scope.register(name, asValue(core[name as keyof CoreServices]));
       else {
         const exporter = exporters.get(name)!;
         scope.register(name, asFunction(() => exporter.resolve(name)).singleton());
@@ -244,6 +254,16 @@ function buildPluginScopes(
     scopes.set(plugin.id, scope);
   }
   return scopes;
+}
+
+/** The core services as the core holds them: `jobs` serves every plugin, each through its own view. */
+type CoreRoot = Omit<CoreServices, 'jobs'> & { jobs: JobService };
+
+/** Every plugin's jobs, each with the deps its handler receives. */
+function pluginJobs(plugins: readonly Plugin[], scopes: Map<string, AwilixContainer>): RegisteredJob[] {
+  return plugins.flatMap((plugin) =>
+    Object.entries(plugin.jobs ?? {}).map(([name, definition]) => ({ pluginId: plugin.id, name, definition, deps: scopes.get(plugin.id)!.cradle })),
+  );
 }
 
 /** The events of `core.events`; each name is declared once. */

@@ -50,6 +50,7 @@ export const CoreSettings = v.object({
     'how long an upload key can be used',
     String(defaults.uploadKeyTtlSeconds),
   ),
+  JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);
@@ -77,6 +78,7 @@ export interface Config {
   /** Ceiling for every uploaded file, whatever its purpose allows. */
   uploadMaxBytes: number;
   uploadKeyTtlSeconds: number;
+  jobsPollMs: number;
   messaging: MessagingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
   env: Readonly<Record<string, string | undefined>>;
@@ -102,6 +104,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     wsHeartbeatSeconds: e.WS_HEARTBEAT_SECONDS,
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
+    jobsPollMs: e.JOBS_POLL_MS,
     messaging: messagingConfig(e),
     env: { ...environment },
   };

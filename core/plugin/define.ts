@@ -4,6 +4,7 @@ import type { Migration } from '@mikro-orm/migrations';
 import type { Resolver } from 'awilix';
 import type * as v from 'valibot';
 import type { BusEvent } from '../events/bus.ts';
+import type { Job } from '../jobs/job-service.ts';
 import type { Operation } from '../rpc/operation.ts';
 import type { Contributions, ExtensionPoint } from './extension-points.ts';
 import type { ServiceName } from './services.ts';
@@ -43,6 +44,8 @@ export interface PluginDefinition<D = any> {
   /** Generated from the entities by the MikroORM migrator, in order. */
   migrations?: readonly MigrationClass[];
   operations: Record<string, Operation>;
+  /** Background jobs, each made by `defineJob`; the plugin enqueues them through its `jobs` dep by these names. */
+  jobs?: Record<string, Job>;
   /** Points other plugins may contribute to; ids start with the plugin id (`auth.lifecycle`). */
   extensionPoints?: readonly ExtensionPoint<any>[];
   /** Contributions to extension points of the core or of other plugins. */

@@ -26,6 +26,7 @@ export const PLUGIN_ERROR_CODES = [
   'PLUGIN_INVALID_CONFIG_SCHEMA',
   'PLUGIN_DUPLICATE_SETTING',
   'PLUGIN_INVALID_MIGRATION',
+  'PLUGIN_INVALID_JOB',
 ] as const;
 
 export type PluginErrorCode = (typeof PLUGIN_ERROR_CODES)[number];

@@ -5,6 +5,7 @@ import semver from 'semver';
 import * as v from 'valibot';
 import { CORE_SETTING_NAMES } from '../config.ts';
 import { settingsEntries } from '../settings.ts';
+import { JOB_MARKER } from '../jobs/job-service.ts';
 import { ACCESS_LEVELS, OPERATION_MARKER } from '../rpc/operation.ts';
 import { CORE_VERSION } from '../version.ts';
 import { isPlugin, type Plugin } from './define.ts';
@@ -17,6 +18,8 @@ export { PluginLoadError };
 const PLUGIN_ID = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 const GROUP = /^[A-Z][A-Za-z0-9]*Rpc$/;
 const OPERATION_NAME = /^[a-z][A-Za-z0-9]*$/;
+const JOB_NAME = OPERATION_NAME;
+const CRON_FIELDS = 5;
 
 /** The folder each plugin was loaded from, where known (its migrations live under it). */
 export const pluginFolders = new WeakMap<Plugin, string>();
@@ -124,6 +127,7 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
     }
     checkConfig(plugin, settings);
     checkMigrations(plugin);
+    checkJobs(plugin);
     for (const point of plugin.extensionPoints ?? []) {
       if (typeof point?.id !== 'string' || !point.id.startsWith(`${plugin.id}.`) || !v.isOfKind('schema', point.contribution)) {
         throw new PluginLoadError(
@@ -231,6 +235,19 @@ function checkMigrations(plugin: Plugin): void {
       );
     }
     names.add(migration.name);
+  }
+}
+
+function checkJobs(plugin: Plugin): void {
+  for (const [name, job] of Object.entries(plugin.jobs ?? {})) {
+    const label = `Plugin "${plugin.id}": job "${name}"`;
+    if (!JOB_NAME.test(name)) throw new PluginLoadError('PLUGIN_INVALID_JOB', `${label}: a job name must be camelCase`);
+    if (!job || (job as unknown as Record<symbol, unknown>)[JOB_MARKER] !== true || !v.isOfKind('schema', job.data) || typeof job.handler !== 'function') {
+      throw new PluginLoadError('PLUGIN_INVALID_JOB', `${label} must be made with defineJob(), with a valibot data schema and a handler`);
+    }
+    if (job.schedule !== undefined && (typeof job.schedule !== 'string' || job.schedule.trim().split(/\s+/).length !== CRON_FIELDS)) {
+      throw new PluginLoadError('PLUGIN_INVALID_JOB', `${label}: schedule "${String(job.schedule)}" must be a five-field cron expression (UTC)`);
+    }
   }
 }
 

@@ -18,6 +18,19 @@ export {
 } from './extension-points.ts';
 export type { Deps, CoreServices, PluginServices, ServiceName, PluginScope } from './services.ts';
 export { env, setting, splitList } from '../settings.ts';
+export {
+  defineJob,
+  jobBuilder,
+  type Job,
+  type JobDefinition,
+  type JobHandlerArgs,
+  type JobRun,
+  type JobView,
+  type JobState,
+  type Jobs,
+  type EnqueueOptions,
+  type RetryPolicy,
+} from '../jobs/job-service.ts';
 
 // Errors, params and lists
 export { RpcError, notFound, conflict, forbidden, badRequest, unauthenticated, validationError, type ErrorCode, type ValidationIssue } from '../rpc/errors.ts';

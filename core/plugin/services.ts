@@ -3,6 +3,7 @@ import type { SecretBox } from '../credentials/crypto.ts';
 import type { Database } from '../db/orm.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { HttpHelpers } from '../http/request-info.ts';
+import type { Jobs } from '../jobs/job-service.ts';
 import type { Logger } from '../logger.ts';
 import type { MessageSender } from '../messaging/message-sender.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
@@ -21,6 +22,8 @@ export interface CoreServices {
   messageSender: MessageSender;
   credentials: Credentials;
   http: HttpHelpers;
+  /** The plugin's own background jobs (those in its definition's `jobs`), by their names. */
+  jobs: Jobs;
 }
 
 export const CORE_SERVICE_NAMES = [
@@ -33,6 +36,7 @@ export const CORE_SERVICE_NAMES = [
   'messageSender',
   'credentials',
   'http',
+  'jobs',
 ] as const satisfies readonly (keyof CoreServices)[];
 
 /**

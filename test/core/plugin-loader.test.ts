@@ -13,6 +13,7 @@ import { definePlugin, type Plugin, type PluginDefinition } from '../../core/plu
 import type { PluginErrorCode } from '../../core/plugin/errors.ts';
 import { importPackagePlugins, PluginLoadError, selectPlugins, validatePlugins } from '../../core/plugin/loader.ts';
 import { defineOperation, type Operation } from '../../core/rpc/operation.ts';
+import { defineJob } from '../../core/jobs/job-service.ts';
 import { ConfigError } from '../../core/config.ts';
 import { CORE_VERSION } from '../../core/version.ts';
 import { NOTES_PLUGIN, startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
@@ -225,6 +226,14 @@ describe('createApp and plugins', () => {
   it('refuses migrations that are not migration classes', async () => {
     await refusesToStart([plugin({ migrations: ['create table mine_x ()'] as never })], 'PLUGIN_INVALID_MIGRATION', '"mine"');
   });
+
+  it('refuses jobs not made by defineJob, with a bad name or a bad schedule', () => {
+    const job = defineJob({ describe: 'A job.', data: v.object({}), handler: () => undefined });
+    refuses([plugin({ jobs: { 'Bad name': job } })], 'PLUGIN_INVALID_JOB', 'Bad name');
+    refuses([plugin({ jobs: { plain: { describe: 'x', data: v.object({}), handler: () => undefined } as never } })], 'PLUGIN_INVALID_JOB', 'defineJob');
+    refuses([plugin({ jobs: { nightly: { ...job, schedule: 'every night' } } })], 'PLUGIN_INVALID_JOB', 'five-field cron');
+    assert.doesNotThrow(() => validatePlugins([plugin({ jobs: { nightly: { ...job, schedule: '0 3 * * *' } } })], CORE_EXTENSION_POINTS));
+  });
 });
 
 describe('plugin deps, settings and extension points', () => {
@@ -287,7 +296,7 @@ describe('plugin deps, settings and extension points', () => {
     });
     const t = await startTestApp({ env: { NOTES_MAX_LENGTH: '12' } });
     try {
-      assert.deepEqual(t.app.depsOf('notes').config, { maxLength: 12 });
+      assert.deepEqual(t.app.depsOf('notes').config, { maxLength: 12, retentionDays: 0 });
       const account = await t.signup();
       await t.ok('NoteRpc.add', { text: 'twelve chars' }, { token: account.token });
       const refused = await t.call('NoteRpc.add', { text: 'thirteen char' }, { token: account.token });
@@ -330,7 +339,10 @@ describe('plugin deps, settings and extension points', () => {
     const t = await startTestApp();
     try {
       const listing = await (await fetch(`${t.url}/api/rpc`)).json();
-      assert.deepEqual(listing.data.events, [{ name: 'note.added', describe: 'A note was added to the subscription; the payload is the note.' }]);
+      assert.deepEqual(listing.data.events, [
+        { name: 'note.added', describe: 'A note was added to the subscription; the payload is the note.' },
+        { name: 'notes.tallied', describe: "The subscription's notes were counted again; the payload is {notes, words}." },
+      ]);
     } finally {
       await t.close();
     }

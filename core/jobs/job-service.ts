@@ -1,0 +1,376 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import PgBoss from 'pg-boss';
+import * as v from 'valibot';
+import type { Database } from '../db/orm.ts';
+import type { Logger } from '../logger.ts';
+import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
+import { sqlExecutor, type DrainableSqlExecutor } from './sql-executor.ts';
+
+/** pg-boss keeps its tables in this schema, named like the core's own tables. */
+export const JOBS_SCHEMA = 'core_jobs';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt before the job is dead (default 3). */
+  limit?: number;
+  /** Wait before the first retry (default 10); doubled, with jitter, for each further one when `backoff` is on. */
+  delaySeconds?: number;
+  /** Exponential backoff (default true). */
+  backoff?: boolean;
+  /** No retry waits longer than this (default 3600). */
+  maxDelaySeconds?: number;
+}
+
+export interface JobRun {
+  id: string;
+  /** `<plugin id>.<job name>` */
+  name: string;
+  /** 1 on the first run, 2 on the first retry, ... */
+  attempt: number;
+  /** Aborted when the job runs out of time; pass it to fetch and other cancellable work. */
+  signal: AbortSignal;
+}
+
+export interface JobHandlerArgs<T, D> {
+  data: T;
+  /** The context of whoever enqueued the job (the same subscription, user and role), or an anonymous one. */
+  ctx: RequestContext;
+  deps: D;
+  job: JobRun;
+}
+
+export interface JobDefinition<S extends v.GenericSchema = v.GenericSchema, D = any> {
+  /** One line for the listing. */
+  describe: string;
+  /** Schema of the data; enqueue refuses data that does not match. */
+  data: S;
+  /** Returns plain JSON (kept as the job's output) or nothing; a throw fails the attempt. */
+  handler(args: JobHandlerArgs<v.InferOutput<S>, D>): unknown;
+  retry?: RetryPolicy;
+  /** An attempt still running after this long fails (default 300). */
+  timeoutSeconds?: number;
+  /** Five-field cron expression in UTC: the job also runs on this schedule, with `{}` as data. */
+  schedule?: string;
+  /** Jobs of this kind one node runs at the same time (default 2). */
+  concurrency?: number;
+}
+
+export const JOB_MARKER = Symbol.for('rpc-service.job');
+
+export type Job = JobDefinition<v.GenericSchema, any> & { [JOB_MARKER]: true };
+
+/** Declares one background job of a plugin: its data schema, handler, retries and optional schedule. */
+export function defineJob<S extends v.GenericSchema, D = any>(definition: JobDefinition<S, D>): Job {
+  return { ...definition, [JOB_MARKER]: true } as unknown as Job;
+}
+
+/** `defineJob` with the plugin's deps type fixed: `export const defineJob = jobBuilder<NoteDeps>();` */
+export const jobBuilder =
+  <D>() =>
+  <S extends v.GenericSchema>(definition: JobDefinition<S, D>): Job =>
+    defineJob(definition);
+
+export interface EnqueueOptions {
+  /** The job runs with this context's subscription, user and role. */
+  ctx?: RequestContext;
+  /** While a job with the same key waits to start, another enqueue with that key is dropped. */
+  key?: string;
+  /** Run no sooner than this many seconds from now. */
+  delaySeconds?: number;
+  /** Run no sooner than this moment. */
+  runAt?: Date;
+  /** Enqueue inside this EntityManager's transaction: the job exists only if the transaction commits. */
+  em?: EntityManager;
+}
+
+export type JobState = 'waiting' | 'retrying' | 'running' | 'done' | 'dead' | 'cancelled';
+
+export interface JobView {
+  id: string;
+  name: string;
+  state: JobState;
+  data: unknown;
+  /** Attempts started so far. */
+  attempts: number;
+  /** The last failure's message, while retrying and once dead. */
+  lastError: string | null;
+  output: unknown;
+  runAt: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+/** What a plugin's `jobs` dep does: its own jobs, by the names it gave them. */
+export interface Jobs {
+  /** Queues a run; returns its id, or null when a job with the same key is still waiting. */
+  enqueue(name: string, data: unknown, options?: EnqueueOptions): Promise<string | null>;
+  get(name: string, id: string): Promise<JobView | null>;
+  /** Cancels a job that has not finished; false when there is none. */
+  cancel(name: string, id: string): Promise<boolean>;
+}
+
+export interface RegisteredJob {
+  pluginId: string;
+  name: string;
+  definition: Job;
+  deps: unknown;
+}
+
+export interface JobServiceOptions {
+  db: Database;
+  logger: Logger;
+  /** How often an idle node looks for due jobs. */
+  pollMs: number;
+}
+
+/** What a job row carries: the data, and who enqueued it so the handler gets their context. */
+interface Envelope {
+  data: unknown;
+  principal: Principal | null;
+}
+
+const STATES: Record<string, JobState> = {
+  created: 'waiting',
+  retry: 'retrying',
+  active: 'running',
+  completed: 'done',
+  failed: 'dead',
+  cancelled: 'cancelled',
+};
+
+const DEFAULT_RETRY = { limit: 3, delaySeconds: 10, backoff: true, maxDelaySeconds: 3600 } satisfies Required<RetryPolicy>;
+const DEFAULT_TIMEOUT_SECONDS = 300;
+const DEFAULT_CONCURRENCY = 2;
+/** pg-boss's own expiry backs up the handler's timeout, a little later, for attempts lost with their node. */
+const EXPIRY_GRACE_SECONDS = 30;
+
+/**
+ * The durable job service: pg-boss on the service's own database (PGlite or
+ * PostgreSQL). Jobs are rows, so they survive restarts; workers on every node
+ * claim them with `FOR UPDATE SKIP LOCKED`, so each attempt runs on one node.
+ */
+export class JobService implements Jobs {
+  readonly #boss: PgBoss;
+  readonly #sql: DrainableSqlExecutor;
+  readonly #db: Database;
+  readonly #logger: Logger;
+  readonly #pollSeconds: number;
+  readonly #jobs = new Map<string, RegisteredJob>();
+  readonly #workers = new Map<string, string>();
+  #opened = false;
+  #started = false;
+
+  constructor({ db, logger, pollMs }: JobServiceOptions) {
+    this.#db = db;
+    this.#logger = logger.child({ component: 'jobs' });
+    this.#pollSeconds = pollMs / 1000;
+    const cronSeconds = Math.max(1, Math.round(this.#pollSeconds));
+    this.#sql = sqlExecutor(db.orm.em as EntityManager);
+    this.#boss = new PgBoss({
+      db: this.#sql as PgBoss.Db,
+      schema: JOBS_SCHEMA,
+      pollingIntervalSeconds: this.#pollSeconds,
+      cronMonitorIntervalSeconds: cronSeconds,
+      cronWorkerIntervalSeconds: cronSeconds,
+      maintenanceIntervalSeconds: 60,
+    });
+    this.#boss.on('error', (err) => this.#logger.error({ err }, 'job queue error'));
+  }
+
+  /** Takes the jobs of every plugin; called once, before `start`. */
+  register(jobs: readonly RegisteredJob[]): void {
+    for (const job of jobs) this.#jobs.set(`${job.pluginId}.${job.name}`, job);
+  }
+
+  /** Prepares the tables and queues, so plugins may enqueue from their start hooks. */
+  async open(): Promise<void> {
+    this.#opened = true;
+    await this.#boss.start();
+    for (const [queue, { definition }] of this.#jobs) {
+      const retry = { ...DEFAULT_RETRY, ...definition.retry };
+      const options = {
+        name: queue,
+        policy: 'short' as const,
+        retryLimit: retry.limit,
+        retryDelay: retry.delaySeconds,
+        retryBackoff: retry.backoff,
+        expireInSeconds: (definition.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) + EXPIRY_GRACE_SECONDS,
+      };
+      // "short": one waiting job per key; jobs without a key get their own id as key.
+      if (await this.#boss.getQueue(queue)) await this.#boss.updateQueue(queue, options);
+      else await this.#boss.createQueue(queue, options);
+    }
+    await this.#syncSchedules();
+  }
+
+  /** Starts the workers. */
+  async start(): Promise<void> {
+    for (const [queue, registered] of this.#jobs) {
+      const batchSize = registered.definition.concurrency ?? DEFAULT_CONCURRENCY;
+      const workerId = await this.#boss.work(
+        queue,
+        { batchSize, includeMetadata: true, pollingIntervalSeconds: this.#pollSeconds },
+        async (jobs: PgBoss.JobWithMetadata<Envelope>[]) => {
+          await Promise.all(jobs.map((job) => this.#attempt(queue, registered, job)));
+          // More may be due: look again at once instead of after a polling interval.
+          this.#notify(queue);
+        },
+      );
+      this.#workers.set(queue, workerId);
+    }
+    this.#started = true;
+  }
+
+  /** Stops taking jobs and lets running ones finish within `timeoutMs`; those still running are retried later. */
+  async stop(timeoutMs: number): Promise<void> {
+    if (!this.#opened) return;
+    this.#opened = false;
+    this.#started = false;
+    await this.#boss.stop({ graceful: true, wait: true, close: false, timeout: timeoutMs });
+    await this.#sql.drain();
+  }
+
+  /** The view a plugin receives as its `jobs` dep: its own jobs by their short names. */
+  forPlugin(pluginId: string): Jobs {
+    const full = (name: string) => `${pluginId}.${name}`;
+    return {
+      enqueue: (name, data, options) => this.enqueue(full(name), data, options),
+      get: (name, id) => this.get(full(name), id),
+      cancel: (name, id) => this.cancel(full(name), id),
+    };
+  }
+
+  async enqueue(name: string, data: unknown, options: EnqueueOptions = {}): Promise<string | null> {
+    const { definition } = this.#registered(name);
+    const parsed = v.safeParse(definition.data, data);
+    if (!parsed.success) {
+      throw new TypeError(`Job "${name}": data does not match its schema: ${parsed.issues.map((issue) => issue.message).join('; ')}`);
+    }
+    const id = randomUUID();
+    const envelope: Envelope = { data: parsed.output, principal: principalOf(options.ctx) };
+    const startAfter = options.runAt ?? (options.delaySeconds ? new Date(Date.now() + options.delaySeconds * 1000) : undefined);
+    const sent = await this.#boss.send(name, envelope as object, {
+      id,
+      singletonKey: options.key ?? id,
+      ...(startAfter ? { startAfter } : {}),
+      ...(options.em ? { db: sqlExecutor(options.em) as PgBoss.Db } : {}),
+    });
+    if (sent && !startAfter && !options.em) this.#notify(name);
+    return sent;
+  }
+
+  async get(name: string, id: string): Promise<JobView | null> {
+    this.#registered(name);
+    const job = (await this.#boss.getJobById(name, id)) as (PgBoss.JobWithMetadata<Envelope> & { output: unknown }) | null;
+    return job ? viewOf(job) : null;
+  }
+
+  async cancel(name: string, id: string): Promise<boolean> {
+    this.#registered(name);
+    const job = await this.get(name, id);
+    if (!job || !['waiting', 'retrying', 'running'].includes(job.state)) return false;
+    await this.#boss.cancel(name, id);
+    return true;
+  }
+
+  #registered(name: string): RegisteredJob {
+    const registered = this.#jobs.get(name);
+    if (!registered) throw new TypeError(`No job "${name}" is defined; a plugin enqueues only the jobs of its definition`);
+    return registered;
+  }
+
+  #notify(queue: string): void {
+    const workerId = this.#workers.get(queue);
+    if (this.#started && workerId) this.#boss.notifyWorker(workerId);
+  }
+
+  /** One attempt: the handler with its time limit, then the outcome recorded for this job alone. */
+  async #attempt(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<void> {
+    const { definition } = registered;
+    const timeoutSeconds = definition.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+    const controller = new AbortController();
+    const ctx = createContext({ forkEm: (id) => this.#db.forkEm(id), logger: this.#logger }, `job:${job.id}`, job.data.principal);
+    const run: JobRun = { id: job.id, name: queue, attempt: job.retryCount + 1, signal: controller.signal };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const output = await Promise.race([
+        Promise.resolve().then(() => definition.handler({ data: job.data.data, ctx, deps: registered.deps, job: run })),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            controller.abort();
+            reject(new Error(`timed out after ${timeoutSeconds} s`));
+          }, timeoutSeconds * 1000);
+        }),
+      ]);
+      await this.#boss.complete(queue, job.id, { result: output ?? null });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#logger.warn({ job: queue, jobId: job.id, attempt: run.attempt, err: error }, 'job attempt failed');
+      await this.#boss.fail(queue, job.id, { message });
+      await this.#capRetryDelay(queue, job.id, { ...DEFAULT_RETRY, ...definition.retry }.maxDelaySeconds);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** pg-boss doubles the wait without a ceiling of its own; this keeps it at most `maxDelaySeconds`. */
+  async #capRetryDelay(queue: string, id: string, maxDelaySeconds: number): Promise<void> {
+    await this.#db.execute(
+      `update ${JOBS_SCHEMA}.job set start_after = least(start_after, now() + make_interval(secs => ?))
+       where name = ? and id = ? and state = 'retry'`,
+      [maxDelaySeconds, queue, id],
+    );
+  }
+
+  /** Schedules each job that declares one, and removes schedules no loaded plugin declares any more. */
+  async #syncSchedules(): Promise<void> {
+    const wanted = new Map([...this.#jobs].filter(([, job]) => job.definition.schedule).map(([queue, job]) => [queue, job.definition.schedule!]));
+    for (const schedule of await this.#boss.getSchedules()) {
+      if (!wanted.has(schedule.name)) await this.#boss.unschedule(schedule.name);
+    }
+    const envelope: Envelope = { data: {}, principal: null };
+    for (const [queue, cron] of wanted) await this.#boss.schedule(queue, cron, envelope as object, { tz: 'UTC' });
+  }
+}
+
+function principalOf(ctx: RequestContext | undefined): Principal | null {
+  if (!ctx?.subscriptionId || !ctx.userId || !ctx.role) return null;
+  return {
+    subscriptionId: ctx.subscriptionId,
+    userId: ctx.userId,
+    role: ctx.role,
+    apiKeyId: ctx.apiKeyId,
+    sessionId: ctx.sessionId,
+    initialContext: { ...ctx.extra },
+  };
+}
+
+const iso = (value: Date | string | null | undefined): string | null => (value ? new Date(value).toISOString() : null);
+
+function lastErrorOf(output: unknown): string | null {
+  if (!output || typeof output !== 'object') return null;
+  const record = output as { message?: unknown; value?: unknown };
+  if (typeof record.message === 'string') return record.message;
+  if (typeof record.value === 'string') return record.value;
+  if (record.value && typeof record.value === 'object') return lastErrorOf(record.value);
+  return null;
+}
+
+function viewOf(job: PgBoss.JobWithMetadata<Envelope> & { output: unknown }): JobView {
+  const state = STATES[job.state] ?? 'waiting';
+  const failed = state === 'retrying' || state === 'dead';
+  return {
+    id: job.id,
+    name: job.name,
+    state,
+    data: job.data.data,
+    attempts: job.startedOn ? job.retryCount + 1 : job.retryCount,
+    lastError: failed ? lastErrorOf(job.output) : null,
+    output: state === 'done' ? ((job.output as { result?: unknown } | null)?.result ?? null) : null,
+    runAt: iso(job.startAfter)!,
+    createdAt: iso(job.createdOn)!,
+    startedAt: iso(job.startedOn),
+    finishedAt: iso(job.completedOn),
+  };
+}

@@ -1,0 +1,63 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+/** What pg-boss's `db` option expects. */
+export interface SqlExecutor {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number }>;
+}
+
+/** An executor that can wait for the statements it has started. */
+export interface DrainableSqlExecutor extends SqlExecutor {
+  /** Settles once no statement is running: pg-boss completes some jobs without awaiting, and the database must not close under them. */
+  drain(): Promise<void>;
+}
+
+/** The raw connection knex hands out: a `pg` client, or the one PGlite instance. */
+interface RawConnection {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number }>;
+  /** PGlite only: several statements in one call (the simple query protocol). */
+  exec?(text: string): Promise<{ rows: any[]; affectedRows?: number }[]>;
+}
+
+interface KnexClient {
+  acquireConnection(): Promise<RawConnection>;
+  releaseConnection(connection: RawConnection): Promise<unknown>;
+}
+
+/**
+ * Runs pg-boss's SQL on the ORM's own connections. On PGlite there is only one
+ * connection, guarded by the ORM's pool of one, so jobs and requests never
+ * interleave inside each other's transactions; on PostgreSQL it shares the pool.
+ * Given an EntityManager inside a transaction, the SQL joins that transaction,
+ * so a job is enqueued only if the caller's writes commit.
+ */
+export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
+  const transaction = em.getTransactionContext() as { client: KnexClient } | undefined;
+  const client: KnexClient = transaction?.client ?? (em.getConnection().getKnex().client as KnexClient);
+  const running = new Set<Promise<unknown>>();
+  const execute = async (text: string, values?: unknown[]) => {
+    const connection = await client.acquireConnection();
+    try {
+      if (connection.exec && !values?.length) {
+        // pg-boss sends its schema changes and maintenance as several statements without parameters.
+        const results = await connection.exec(text);
+        const last = results.at(-1);
+        return { rows: last?.rows ?? [], rowCount: last?.affectedRows };
+      }
+      const result = await connection.query(text, values);
+      return { rows: result.rows, rowCount: result.rowCount ?? result.affectedRows };
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  };
+  return {
+    executeSql(text, values) {
+      const statement = execute(text, values);
+      const settled = statement.catch(() => undefined).finally(() => running.delete(settled));
+      running.add(settled);
+      return statement;
+    },
+    async drain() {
+      while (running.size > 0) await Promise.all(running);
+    },
+  };
+}

@@ -1,0 +1,284 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import * as v from 'valibot';
+import { defineJob, definePlugin, type JobView, type Jobs } from 'rpc-service/plugin';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+
+const FAST = { JOBS_POLL_MS: '500' };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 15_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** What the probe plugin's handlers saw: every attempt, by job id, with its time and node. */
+class Journal {
+  readonly attempts: { job: string; jobId: string; attempt: number; at: number; node: string; subscriptionId: string | null }[] = [];
+  runsOf(jobId: string) {
+    return this.attempts.filter((entry) => entry.jobId === jobId);
+  }
+}
+
+/** A plugin with jobs that fail on demand, count their runs and say where they ran. */
+function probePlugin(journal: Journal, node: string) {
+  return definePlugin({
+    id: 'probe',
+    group: 'ProbeRpc',
+    coreVersion: '^2.0.0',
+    deps: ['jobs'],
+    operations: {},
+    jobs: {
+      flaky: defineJob({
+        describe: 'Fails its first `failures` attempts.',
+        data: v.object({ failures: v.number() }),
+        retry: { limit: 3, delaySeconds: 1, backoff: true, maxDelaySeconds: 1 },
+        handler: ({ data, job, ctx }) => {
+          journal.attempts.push({ job: job.name, jobId: job.id, attempt: job.attempt, at: Date.now(), node, subscriptionId: ctx.subscriptionId });
+          if (job.attempt <= data.failures) throw new Error(`attempt ${job.attempt} failed`);
+          return { succeededOn: job.attempt };
+        },
+      }),
+      count: defineJob({
+        describe: 'Records that it ran.',
+        data: v.object({ n: v.number() }),
+        concurrency: 8,
+        handler: ({ job, ctx }) => {
+          journal.attempts.push({ job: job.name, jobId: job.id, attempt: job.attempt, at: Date.now(), node, subscriptionId: ctx.subscriptionId });
+        },
+      }),
+      slow: defineJob({
+        describe: 'Takes its time.',
+        data: v.object({ ms: v.number() }),
+        handler: async ({ data, job }) => {
+          await sleep(data.ms);
+          journal.attempts.push({ job: job.name, jobId: job.id, attempt: job.attempt, at: Date.now(), node, subscriptionId: null });
+        },
+      }),
+      tick: defineJob({
+        describe: 'Runs every minute.',
+        data: v.object({}),
+        schedule: '* * * * *',
+        handler: ({ job }) => {
+          journal.attempts.push({ job: job.name, jobId: job.id, attempt: job.attempt, at: Date.now(), node, subscriptionId: null });
+        },
+      }),
+    },
+  });
+}
+
+const probeJobs = (app: TestApp): Jobs => app.app.depsOf('probe').jobs;
+
+describe('durable jobs', () => {
+  const journal = new Journal();
+  let app: TestApp;
+  let jobs: Jobs;
+
+  before(async () => {
+    app = await startTestApp({ env: FAST, extraPlugins: [probePlugin(journal, 'one')] });
+    jobs = probeJobs(app);
+  });
+  after(() => app.close());
+
+  test('a failing job is retried on its backoff schedule, capped, then succeeds', async () => {
+    const id = (await jobs.enqueue('flaky', { failures: 2 }))!;
+    const done = await until('the third attempt', async () => {
+      const view = await jobs.get('flaky', id);
+      return view?.state === 'done' ? view : null;
+    });
+    const runs = journal.runsOf(id);
+    assert.deepEqual(runs.map((run) => run.attempt), [1, 2, 3]);
+    // First retry: 1 s doubled with jitter (1 to 2 s). Second: 2 to 4 s uncapped, but capped at 1 s.
+    const firstWait = runs[1]!.at - runs[0]!.at;
+    const secondWait = runs[2]!.at - runs[1]!.at;
+    assert.ok(firstWait >= 900 && firstWait < 3500, `first retry after ${firstWait} ms`);
+    assert.ok(secondWait >= 900 && secondWait < 2000, `second retry after ${secondWait} ms (cap 1 s)`);
+    assert.equal(done.attempts, 3);
+    assert.deepEqual(done.output, { succeededOn: 3 });
+    assert.equal(done.lastError, null);
+    assert.ok(done.finishedAt && done.startedAt && done.createdAt);
+  });
+
+  test('a job that keeps failing ends dead with its last error', async () => {
+    const id = (await jobs.enqueue('flaky', { failures: 99 }))!;
+    const retrying = await until('the first failure', async () => {
+      const view = await jobs.get('flaky', id);
+      return view?.state === 'retrying' ? view : null;
+    });
+    assert.equal(retrying.lastError, 'attempt 1 failed');
+    const dead = await until(
+      'the job to die',
+      async () => {
+        const view = await jobs.get('flaky', id);
+        return view?.state === 'dead' ? view : null;
+      },
+      20_000,
+    );
+    assert.equal(dead.attempts, 4);
+    assert.equal(dead.lastError, 'attempt 4 failed');
+    assert.equal(journal.runsOf(id).length, 4);
+  });
+
+  test('a key keeps one waiting job; delayed jobs wait; bad data and unknown jobs are refused', async () => {
+    const first = await jobs.enqueue('count', { n: 1 }, { key: 'report-7', delaySeconds: 60 });
+    assert.ok(first);
+    assert.equal(await jobs.enqueue('count', { n: 2 }, { key: 'report-7', delaySeconds: 60 }), null);
+    const other = await jobs.enqueue('count', { n: 3 }, { key: 'report-8', delaySeconds: 60 });
+    assert.ok(other && other !== first);
+    const waiting = (await jobs.get('count', first))!;
+    assert.equal(waiting.state, 'waiting');
+    assert.deepEqual(waiting.data, { n: 1 });
+    assert.equal(waiting.attempts, 0);
+    assert.ok(Date.parse(waiting.runAt) - Date.now() > 50_000);
+    assert.equal(await jobs.cancel('count', first), true);
+    assert.equal((await jobs.get('count', first))!.state, 'cancelled');
+    assert.equal(await jobs.cancel('count', first), false);
+    // Once the first is cancelled, the key is free again.
+    assert.ok(await jobs.enqueue('count', { n: 4 }, { key: 'report-7', delaySeconds: 60 }));
+
+    const soon = (await jobs.enqueue('count', { n: 5 }, { delaySeconds: 1 }))!;
+    const enqueuedAt = Date.now();
+    const ran = await until('the delayed job', () => journal.runsOf(soon)[0]);
+    assert.ok(ran.at - enqueuedAt >= 900, `ran ${ran.at - enqueuedAt} ms after enqueue`);
+
+    await assert.rejects(jobs.enqueue('count', { n: 'x' }), /data does not match its schema/);
+    await assert.rejects(jobs.enqueue('nope', {}), /No job "probe.nope"/);
+    assert.equal(await jobs.get('count', '00000000-0000-4000-8000-000000000000'), null);
+  });
+
+  test('a job enqueued in a transaction exists only if the transaction commits', async () => {
+    let rolledBack: string | null = null;
+    await assert.rejects(
+      app.app.deps.db.forkEm(null).transactional(async (em) => {
+        rolledBack = await jobs.enqueue('count', { n: 6 }, { em, delaySeconds: 60 });
+        throw new Error('changed my mind');
+      }),
+      /changed my mind/,
+    );
+    assert.ok(rolledBack);
+    assert.equal(await jobs.get('count', rolledBack), null);
+    const committed = await app.app.deps.db.forkEm(null).transactional((em) => jobs.enqueue('count', { n: 7 }, { em, delaySeconds: 60 }));
+    assert.equal((await jobs.get('count', committed!))!.state, 'waiting');
+  });
+
+  test('a periodic job runs on its schedule', async () => {
+    const tick = await until('the first tick', () => journal.attempts.find((entry) => entry.job === 'probe.tick'), 10_000);
+    assert.equal(tick.attempt, 1);
+  });
+
+  test("a plugin's job runs in the context of whoever enqueued it", async () => {
+    // The notes plugin enqueues `tally` from NoteRpc.add; each subscription's count holds its own notes only.
+    const tallies: { subscriptionId: string; payload: any }[] = [];
+    app.app.deps.bus.subscribe('notes.tallied', (event) => void tallies.push({ subscriptionId: event.subscriptionId!, payload: event.payload }));
+    const ann = await app.signup();
+    const bob = await app.signup();
+    await app.ok('NoteRpc.add', { text: 'one two three' }, { token: ann.token });
+    await app.ok('NoteRpc.add', { text: 'four' }, { token: bob.token });
+    const annTally = await until('ann tally', () => tallies.find((entry) => entry.subscriptionId === ann.subscriptionId));
+    const bobTally = await until('bob tally', () => tallies.find((entry) => entry.subscriptionId === bob.subscriptionId));
+    assert.deepEqual(annTally.payload, { notes: 1, words: 3 });
+    assert.deepEqual(bobTally.payload, { notes: 1, words: 1 });
+  });
+
+  test('the nightly sweep deletes notes past their retention in every subscription', async () => {
+    const user = await app.signup();
+    const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
+    const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
+    await app.app.deps.db.execute(`update notes_note set created_at = now() - interval '400 days' where id = ?`, [old._id]);
+    // Retention is 0 (keep) in this app: the sweep deletes nothing.
+    const notes: Jobs = app.app.depsOf('notes').jobs;
+    const id = (await notes.enqueue('sweep', {}))!;
+    const view = await until('the sweep', async () => {
+      const job = await notes.get('sweep', id);
+      return job?.state === 'done' ? job : null;
+    });
+    assert.deepEqual(view.output, { deleted: 0 });
+    const listed = await app.ok('NoteRpc.list', {}, { token: user.token });
+    assert.deepEqual(listed.data.map((note: any) => note._id).sort(), [old._id, fresh._id].sort());
+  });
+});
+
+test('the nightly sweep honours NOTES_RETENTION_DAYS', async () => {
+  const app = await startTestApp({ env: { ...FAST, NOTES_RETENTION_DAYS: '30' } });
+  try {
+    const user = await app.signup();
+    const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
+    const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
+    await app.app.deps.db.execute(`update notes_note set created_at = now() - interval '31 days' where id = ?`, [old._id]);
+    const notes: Jobs = app.app.depsOf('notes').jobs;
+    const id = (await notes.enqueue('sweep', {}))!;
+    const view = await until('the sweep', async () => {
+      const job = await notes.get('sweep', id);
+      return job?.state === 'done' ? job : null;
+    });
+    assert.deepEqual(view.output, { deleted: 1 });
+    const listed = await app.ok('NoteRpc.list', {}, { token: user.token });
+    assert.deepEqual(listed.data.map((note: any) => note._id), [fresh._id]);
+  } finally {
+    await app.close();
+  }
+});
+
+test('shutdown lets a running job finish; a waiting job survives a restart', async () => {
+  const journal = new Journal();
+  const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-jobs-'));
+  const options = { env: FAST, dataDir, persistent: true, databaseUrl: scratch?.url };
+  try {
+    const first = await startTestApp({ ...options, extraPlugins: [probePlugin(journal, 'first')] });
+    const slow = (await probeJobs(first).enqueue('slow', { ms: 1200 }))!;
+    await until('the slow job to start', async () => (await probeJobs(first).get('slow', slow))?.state === 'running');
+    const waiting = (await probeJobs(first).enqueue('count', { n: 1 }, { delaySeconds: 2 }))!;
+    await first.close();
+    // close() returned only after the running job finished on the first node.
+    assert.deepEqual(journal.runsOf(slow).map((run) => run.node), ['first']);
+    assert.equal(journal.runsOf(waiting).length, 0);
+
+    const second = await startTestApp({ ...options, extraPlugins: [probePlugin(journal, 'second')] });
+    try {
+      assert.equal((await probeJobs(second).get('slow', slow))!.state, 'done');
+      const ran = await until('the waiting job after the restart', () => journal.runsOf(waiting)[0]);
+      assert.equal(ran.node, 'second');
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await scratch?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('two nodes on one PostgreSQL run each of 500 jobs exactly once', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async () => {
+  const journal = new Journal();
+  const scratch = await createScratchDatabase(TEST_DATABASE_URL!);
+  const nodes: TestApp[] = [];
+  try {
+    for (const node of ['a', 'b']) nodes.push(await startTestApp({ env: FAST, databaseUrl: scratch.url, extraPlugins: [probePlugin(journal, node)] }));
+    const ids = await Promise.all(Array.from({ length: 500 }, (_, n) => probeJobs(nodes[n % 2]!).enqueue('count', { n })));
+    assert.equal(new Set(ids).size, 500);
+    const counted = () => journal.attempts.filter((entry) => entry.job === 'probe.count');
+    await until('500 runs', () => counted().length >= 500, 60_000);
+    await sleep(1000); // a second run of any job would show up here
+    const runs = new Map<string, number>();
+    for (const entry of counted()) runs.set(entry.jobId, (runs.get(entry.jobId) ?? 0) + 1);
+    assert.equal(runs.size, 500);
+    assert.deepEqual([...new Set(runs.values())], [1]);
+    const byNode = (node: string) => counted().filter((entry) => entry.node === node).length;
+    assert.ok(byNode('a') > 0 && byNode('b') > 0, `node a ran ${byNode('a')}, node b ${byNode('b')}`);
+    const states = new Set<JobView['state']>();
+    for (const id of ids.slice(0, 20)) states.add((await probeJobs(nodes[0]!).get('count', id!))!.state);
+    assert.deepEqual([...states], ['done']);
+  } finally {
+    for (const node of nodes) await node.close();
+    await scratch.drop();
+  }
+});
