@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
@@ -196,10 +196,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       createCaller: (principal, callerOptions) =>
         createCaller(dispatcher, principal, { baseUrl: config.publicUrl, ...callerOptions }),
       async listen(port = config.port, host = config.host) {
-        await new Promise<void>((resolve, reject) => {
-          server.once('error', (error) => reject(listenError(error, port, host)));
-          server.listen(port, host, () => resolve());
-        });
+        await listenOn(server, port, host);
         const address = server.address() as AddressInfo;
         const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
         logger.info({ url, database: db.kind, plugins: plugins.map((plugin) => plugin.id) }, 'listening');
@@ -328,7 +325,14 @@ function createHttpServer(parts: {
   });
 }
 
-/** An address or port the server cannot listen on is a setting to change, not a crash. */
+/** Listens on host:port; an address or port it cannot use is a setting to change (a ConfigError), not a crash. */
+export function listenOn(server: NetServer, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (error) => reject(listenError(error, port, host)));
+    server.listen(port, host, () => resolve());
+  });
+}
+
 function listenError(error: NodeJS.ErrnoException, port: number, host: string): Error {
   switch (error.code) {
     case 'EADDRINUSE':

@@ -1,5 +1,6 @@
-import { createApp, describeAllSettings, loadPlugins } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { createServer } from 'node:net';
+import { createApp, describeAllSettings, listenOn, loadPlugins } from './app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DatabaseStartupError } from './db/orm.ts';
 import { PluginLoadError } from './plugin/errors.ts';
 
@@ -13,6 +14,7 @@ async function main(): Promise<void> {
 
   const config = loadConfig();
   if (process.argv.includes('--print-config')) return printConfig(config);
+  await checkAddress(config);
   const app = await createApp({ config });
   let stopping = false;
   stop = (signal: string) => {
@@ -28,12 +30,23 @@ async function main(): Promise<void> {
       });
   };
   if (signalled) return stop(signalled);
-  // A HOST or PORT it cannot listen on: close the database before reporting it.
+  // The port was taken since checkAddress: close the database before reporting it.
   await app.listen().catch(async (error: Error) => {
     await app.close();
     throw error;
   });
   if (signalled) stop(signalled);
+}
+
+/**
+ * Listens on HOST:PORT once before anything opens, so a HOST that is not an
+ * address here or a busy PORT (say, the service already running) stops
+ * start-up at once, before the database is opened or migrated.
+ */
+async function checkAddress({ port, host }: Config): Promise<void> {
+  const probe = createServer();
+  await listenOn(probe, port, host);
+  await new Promise((resolve) => probe.close(resolve));
 }
 
 /** `npm start -- --print-config`: every setting of the core and of each plugin, its default and whether it is set. */

@@ -125,10 +125,10 @@ describe('npm start', () => {
       const npm = run('npm', ['start'], { ...(await databaseEnv()), PORT: String(port), HOST: '127.0.0.1' });
       const output = () => `stdout:\n${npm.stdout()}\nstderr:\n${npm.stderr()}`;
 
-      const deadline = Date.now() + 60_000;
+      const deadline = Date.now() + 120_000;
       while (!(await answers(`${base}/health`))) {
         assert.equal(npm.child.exitCode, null, `npm start exited early:\n${output()}`);
-        assert.ok(Date.now() < deadline, `no /health within 60 s:\n${output()}`);
+        assert.ok(Date.now() < deadline, `no /health within 120 s:\n${output()}`);
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
 
@@ -171,13 +171,14 @@ describe('settings that stop start-up', { concurrency: true }, () => {
   let held: Server | undefined;
   after(() => held?.close());
 
+  // HOST and PORT are checked before anything opens: DATA_DIR stays empty.
   const cases: [title: string, env: () => Promise<Record<string, string>>, setting: string][] = [
-    ['a HOST that is not an address', async () => ({ ...(await databaseEnv()), HOST: '999.1.1.1' }), 'HOST'],
+    ['a HOST that is not an address', async () => ({ DATA_DIR: tempDir(), HOST: '999.1.1.1' }), 'HOST'],
     [
       'a PORT already in use',
       async () => {
         held = await holdPort();
-        return { ...(await databaseEnv()), HOST: '127.0.0.1', PORT: String(portOf(held)) };
+        return { DATA_DIR: tempDir(), HOST: '127.0.0.1', PORT: String(portOf(held)) };
       },
       'PORT',
     ],
@@ -203,13 +204,15 @@ describe('settings that stop start-up', { concurrency: true }, () => {
 
   for (const [title, env, setting] of cases) {
     it(`refuses ${title} with one line naming ${setting}`, async () => {
-      const server = run(process.execPath, ['--import', 'tsx', 'core/main.ts'], { PORT: '0', ...(await env()) });
-      const { code } = await within(server.exit, 60_000, () => `still running after 60 s:\n${server.stdout()}\n${server.stderr()}`);
+      const settings: Record<string, string> = { PORT: '0', ...(await env()) };
+      const server = run(process.execPath, ['--import', 'tsx', 'core/main.ts'], settings);
+      const { code } = await within(server.exit, 120_000, () => `still running after 120 s:\n${server.stdout()}\n${server.stderr()}`);
       assert.equal(code, 1, server.stderr());
       const lines = server.stderr().trimEnd().split('\n');
       assert.equal(lines.length, 1, `one line, not a stack trace:\n${server.stderr()}`);
       assert.match(lines[0]!, new RegExp(`^Cannot start: ${setting}\\b`));
       assert.doesNotMatch(server.stdout(), /"msg":"listening"/);
+      if (setting !== 'DATA_DIR') assert.deepEqual(readdirSync(settings.DATA_DIR!), [], 'the database was not opened');
     });
   }
 });
