@@ -6,6 +6,8 @@ import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal } from './context.ts';
 import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
+import { unsafeInputIssues } from './input-guard.ts';
+import { refusedRegexError } from './list-query.ts';
 import type { Access, Transport } from './operation.ts';
 import type { RegisteredOperation, Registry } from './registry.ts';
 
@@ -50,8 +52,9 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
 
 /**
  * The one path every call takes, whatever carried it: look the method up in
- * the frozen registry, authenticate, check access, validate params, run the
- * handler, and map what it threw.
+ * the frozen registry, authenticate, check access, validate params (first
+ * what no operation accepts, then the operation's schema), run the handler,
+ * and map what it threw.
  */
 export class Dispatcher {
   readonly #registry: Registry;
@@ -102,6 +105,8 @@ export class Dispatcher {
           throw new RpcError('FORBIDDEN', `${operation.method} requires the ${operation.access} role`);
         }
       }
+      const unsafe = unsafeInputIssues(request.params);
+      if (unsafe.length > 0) throw validationError(unsafe);
       const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
       const ctx = createContext(this.#contextDeps, request.requestId, principal);
@@ -144,6 +149,8 @@ export class Dispatcher {
     if (thrown instanceof UniqueConstraintViolationException) {
       return { error: new RpcError('CONFLICT', 'A record with the same unique values already exists') };
     }
+    const refused = refusedRegexError(thrown);
+    if (refused) return { error: refused };
     const errorId = randomUUID();
     this.#logger.error({ err: thrown, errorId, requestId, method }, 'operation failed');
     return { error: new RpcError('INTERNAL', `Internal error (error id ${errorId})`), errorId };

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
-import { validationError, type ValidationIssue } from './errors.ts';
+import { sqlStateOf } from './database-errors.ts';
+import { validationError, type RpcError, type ValidationIssue } from './errors.ts';
 import { isUuid } from './schemas.ts';
 
 /**
@@ -15,17 +16,26 @@ export type FieldMap = Record<string, { property: string; type: FieldType }>;
 
 export const MAX_PAGE_SIZE = 200;
 const MAX_REGEX_LENGTH = 200;
+/** PostgreSQL's SQLSTATE for a regular expression it cannot compile. */
+const INVALID_REGULAR_EXPRESSION = '2201B';
+/** Years a PostgreSQL timestamp takes and an ISO 8601 date spells with four digits. */
+const MIN_YEAR = 1;
+const MAX_YEAR = 9999;
 
 const positiveInteger = (label: string) =>
   v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`));
 
 /** `filter`, `sort`, `page`, `pageSize` params with the spec's defaults. */
-export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE) => ({
-  filter: v.optional(v.record(v.string(), v.unknown()), {}),
-  sort: v.optional(v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])])), {}),
-  page: v.optional(positiveInteger('page'), 1),
-  pageSize: v.optional(v.pipe(positiveInteger('pageSize'), v.maxValue(maxPageSize, `pageSize must be at most ${maxPageSize}`)), defaultPageSize),
-});
+export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE) => {
+  // Past this the row offset is no longer an exact integer (and the query builder drops it).
+  const maxPage = Math.floor(Number.MAX_SAFE_INTEGER / maxPageSize);
+  return {
+    filter: v.optional(v.record(v.string(), v.unknown()), {}),
+    sort: v.optional(v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])])), {}),
+    page: v.optional(v.pipe(positiveInteger('page'), v.maxValue(maxPage, `page must be at most ${maxPage}`)), 1),
+    pageSize: v.optional(v.pipe(positiveInteger('pageSize'), v.maxValue(maxPageSize, `pageSize must be at most ${maxPageSize}`)), defaultPageSize),
+  };
+};
 
 /** The params listParams gives a handler. */
 export interface ListQuery {
@@ -83,7 +93,7 @@ class FilterTranslator {
       } else if (key.startsWith('$')) {
         this.issues.push({ path: at, message: `unknown operator ${key}` });
       } else {
-        const field = this.fields[key];
+        const field = Object.hasOwn(this.fields, key) ? this.fields[key] : undefined;
         if (!field) {
           this.issues.push({ path: at, message: `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}` });
           continue;
@@ -123,7 +133,8 @@ class FilterTranslator {
           else condition.$eq = null;
           break;
         case '$regex':
-          if (this.#validRegex(operand, operators.$options, at)) {
+          if (type !== 'string') this.issues.push({ path: at, message: '$regex applies to text fields only' });
+          else if (this.#validRegex(operand, operators.$options, at)) {
             // PostgreSQL takes the case-insensitive flag as an embedded option at the start of the pattern.
             condition.$re = operators.$options === 'i' ? `(?i)${operand as string}` : operand;
           }
@@ -138,9 +149,24 @@ class FilterTranslator {
     return condition;
   }
 
+  /**
+   * The pattern runs in PostgreSQL, whose regular expressions (POSIX ARE) are
+   * close to JavaScript's but not the same. JavaScript's parser refuses the
+   * plain mistakes here, with its reason; what it accepts and PostgreSQL does
+   * not (named groups, \p{...}, counts above 255, ...) is refused by the
+   * database and answered by refusedRegexError, so either way the caller gets
+   * a VALIDATION_ERROR. Translating between the two would be a second parser
+   * to keep right.
+   */
   #validRegex(pattern: unknown, options: unknown, path: string): boolean {
     if (typeof pattern !== 'string' || pattern.length > MAX_REGEX_LENGTH) {
       this.issues.push({ path, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` });
+      return false;
+    }
+    try {
+      new RegExp(pattern);
+    } catch (error) {
+      this.issues.push({ path, message: `not a valid regular expression: ${(error as SyntaxError).message}` });
       return false;
     }
     if (options !== undefined && options !== '' && options !== 'i') {
@@ -154,7 +180,8 @@ class FilterTranslator {
     if (value === null) return null;
     if (fieldType === 'date') {
       const date = typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
-      if (!date || Number.isNaN(date.getTime())) this.issues.push({ path, message: 'must be an ISO 8601 date' });
+      const year = date?.getUTCFullYear() ?? Number.NaN;
+      if (!(year >= MIN_YEAR && year <= MAX_YEAR)) this.issues.push({ path, message: `must be an ISO 8601 date between the years ${MIN_YEAR} and ${MAX_YEAR}` });
       return date;
     }
     if (fieldType === 'uuid') {
@@ -173,11 +200,17 @@ export function toWhere(filter: Record<string, unknown>, fields: FieldMap): Cond
   return where;
 }
 
+/** The VALIDATION_ERROR for a $regex PostgreSQL refused after JavaScript accepted it (see #validRegex); undefined for any other error. */
+export function refusedRegexError(thrown: unknown): RpcError | undefined {
+  if (sqlStateOf(thrown) !== INVALID_REGULAR_EXPRESSION) return undefined;
+  return validationError([{ path: 'filter', message: 'a $regex is not a valid PostgreSQL regular expression' }]);
+}
+
 export function toOrderBy(sort: Record<string, 1 | -1 | 'asc' | 'desc'>, fields: FieldMap): Record<string, 'asc' | 'desc'> {
   const orderBy: Record<string, 'asc' | 'desc'> = {};
   const issues: ValidationIssue[] = [];
   for (const [key, direction] of Object.entries(sort)) {
-    const field = fields[key];
+    const field = Object.hasOwn(fields, key) ? fields[key] : undefined;
     if (!field) issues.push({ path: `sort.${key}`, message: `unknown field; sortable fields: ${Object.keys(fields).join(', ')}` });
     else orderBy[field.property] = direction === 1 || direction === 'asc' ? 'asc' : 'desc';
   }

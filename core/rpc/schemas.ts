@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { unsafeInputIssues } from './input-guard.ts';
 
 /** Shared params pieces, so every group spells the same rule the same way. */
 
@@ -45,4 +46,6 @@ export const jsonObjectText = (label: string) =>
     v.string(),
     v.check(isJsonObjectText, `${label} must be the text of a JSON object, e.g. {"projectId": "p1"}`),
     v.transform((text) => JSON.parse(text) as Record<string, unknown>),
+    // The text passed the dispatcher's check; what it decodes to (an escaped \u0000, say) has not.
+    v.check((object) => unsafeInputIssues(object).length === 0, `${label} must not contain a NUL character (\\u0000) or nest too deeply`),
   );
