@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { databaseErrorRecord, isDatabaseError } from './rpc/database-errors.ts';
 
 export type { Logger };
 
@@ -32,13 +33,39 @@ const REDACT_PATHS = [
   '*.headers["x-api-key"]',
 ];
 
+/**
+ * pino's error serializer, except that a database error, wherever it sits
+ * (the error itself, a cause, a property, one of an AggregateError's), is
+ * logged without the values of its statement.
+ */
+export function serializeError(err: unknown, seen = new WeakSet<Error>()): unknown {
+  if (!(err instanceof Error)) return err;
+  if (seen.has(err)) return '[Circular]';
+  seen.add(err);
+  if (isDatabaseError(err)) return databaseErrorRecord(err);
+  const record: Record<string, unknown> = { type: err.constructor.name, message: err.message, stack: err.stack };
+  for (const [key, value] of Object.entries(err)) record[key] = serializeError(value, seen);
+  if (err.cause !== undefined) record.cause = serializeError(err.cause, seen);
+  if (err instanceof AggregateError) record.aggregateErrors = err.errors.map((inner) => serializeError(inner, seen));
+  return record;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       level,
       base: { service: 'rpc-service' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      serializers: { err: pino.stdSerializers.err },
+      serializers: { err: (err: unknown) => serializeError(err) },
+      hooks: {
+        // Without a message pino logs the error's own, which for a database error holds the statement's values.
+        logMethod(args, method) {
+          const [first] = args as unknown[];
+          const err = first instanceof Error ? first : (first as { err?: unknown } | null)?.err;
+          if (args.length === 1 && isDatabaseError(err)) return method.apply(this, [first as object, databaseErrorRecord(err as Error).message as string]);
+          return method.apply(this, args);
+        },
+      },
     },
     destination,
   );
