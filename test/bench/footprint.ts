@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * `npm run bench` (second part): the service on the embedded database as a
+ * user starts it (`node --import tsx core/main.ts`), on a new DATA_DIR and
+ * again on the data it left: time until /health answers, and resident memory
+ * once idle. The baseline, measured in the same run, is a bare node:http
+ * process under the same loader.
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BARE_SERVER = `require('node:http').createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')`;
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5000);
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+interface Run {
+  startMs: number;
+  idleRssMb: number;
+}
+
+async function measure(args: string[], env: Record<string, string>): Promise<Run> {
+  const port = await freePort();
+  const started = performance.now();
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((response) => response.ok, () => false);
+      if (ok) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const startMs = performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    return { startMs, idleRssMb: rssMb(child.pid!) };
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-footprint-'));
+try {
+  const bare = await measure(['-e', BARE_SERVER], {});
+  const fresh = await measure(['core/main.ts'], { DATA_DIR: dataDir });
+  const existing = await measure(['core/main.ts'], { DATA_DIR: dataDir });
+  const row = (label: string, run: Run) =>
+    console.log(`${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   idle RSS ${run.idleRssMb.toFixed(0).padStart(4)} MB`);
+  console.log('\nfootprint (embedded database)');
+  row('bare node:http under tsx', bare);
+  row('service, new DATA_DIR', fresh);
+  row('service, existing DATA_DIR', existing);
+  console.log(`idle RSS over the bare process: ${(existing.idleRssMb - bare.idleRssMb).toFixed(0)} MB (existing data), ${(fresh.idleRssMb - bare.idleRssMb).toFixed(0)} MB (new)`);
+} finally {
+  rmSync(dataDir, { recursive: true, force: true });
+}
