@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
+import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
 import { sqlExecutor, type DrainableSqlExecutor } from './sql-executor.ts';
 
 /** pg-boss keeps its tables in this schema, named like the core's own tables. */
@@ -305,7 +306,8 @@ export class JobService implements Jobs {
       ]);
       await this.#boss.complete(queue, job.id, { result: output ?? null });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      // The message is stored with the job: a database error's is kept without the values of its statement.
+      const message = error instanceof Error ? String((isDatabaseError(error) ? databaseErrorRecord(error) : error).message) : String(error);
       this.#logger.warn({ job: queue, jobId: job.id, attempt: run.attempt, err: error }, 'job attempt failed');
       await this.#boss.fail(queue, job.id, { message });
       await this.#capRetryDelay(queue, job.id, { ...DEFAULT_RETRY, ...definition.retry }.maxDelaySeconds);
