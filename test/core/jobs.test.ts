@@ -35,9 +35,15 @@ function probePlugin(journal: Journal, node: string) {
     id: 'probe',
     group: 'ProbeRpc',
     coreVersion: '^2.0.0',
-    deps: ['jobs'],
+    deps: ['jobs', 'db'],
     operations: {},
     jobs: {
+      leaky: defineJob({
+        describe: 'Fails with a database error whose statement carries its data.',
+        data: v.object({ secret: v.string() }),
+        retry: { limit: 0 },
+        handler: ({ data, deps }) => deps.db.execute('select ?::int as n', [data.secret]),
+      }),
       flaky: defineJob({
         describe: 'Fails its first `failures` attempts.',
         data: v.object({ failures: v.number() }),
@@ -126,6 +132,17 @@ describe('durable jobs', () => {
     assert.equal(dead.attempts, 4);
     assert.equal(dead.lastError, 'attempt 4 failed');
     assert.equal(journal.runsOf(id).length, 4);
+  });
+
+  test("a failed job keeps a database error's message without the values", async () => {
+    const id = (await jobs.enqueue('leaky', { secret: 'hunter2-secret' }))!;
+    const dead = await until('the job to die', async () => {
+      const view = await jobs.get('leaky', id);
+      return view?.state === 'dead' ? view : null;
+    });
+    assert.match(dead.lastError!, /invalid input syntax for type integer/);
+    assert.doesNotMatch(dead.lastError!, /hunter2/);
+    assert.ok(!app.logs.some((line) => line.includes('hunter2')), 'the secret reached the log');
   });
 
   test('a key keeps one waiting job; delayed jobs wait; bad data and unknown jobs are refused', async () => {
