@@ -114,9 +114,17 @@ class RpcCall implements BodyReceiver {
       transport: this.#transport,
     });
     if (outcome instanceof Promise) {
-      outcome.then((settled) => this.finish(settled)).catch((err) => this.#crashed(err));
-      return;
+      // One then with both handlers: a .then().catch() chain costs a second promise and closure per call.
+      outcome.then(
+        (settled) => this.#settle(settled),
+        (err) => this.#crashed(err),
+      );
+    } else {
+      this.#settle(outcome);
     }
+  }
+
+  #settle(outcome: DispatchResult): void {
     try {
       this.finish(outcome);
     } catch (err) {
