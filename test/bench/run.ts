@@ -1,38 +1,65 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createScratchDatabase, type ScratchDatabase } from '../support/database.ts';
 
 /**
  * `npm run bench`: requests/s and p99 latency of
  *   (a) an authenticated operation that touches no table (NoteRpc.whoAmI with an API key),
  *   (b) ApiKeyRpc.getData,
- *   (c) a bare node:http server answering the same JSON,
+ *   (c) a bare node:http server answering the same JSON as (a),
  *   (d) stock Koa + @koa/router answering the same JSON,
  *   (e) the bare server of (c) run inside the service's process,
+ *   (f) a bare node:http server answering what (b) answers, from the same SQL
+ *       sent straight to the same database (pg.Pool on PostgreSQL; on PGlite
+ *       inside the service's process, on its one connection),
  * measured with wrk, interleaved over several rounds in one run, then the
- * ratios a/c, b/c and a/d, and a/e and e/c, which separate the cost of the
- * RPC layer from that of the process it runs in. Each target is its own process, so each gets a
- * core while wrk uses the other.
+ * ratios a/c, b/c, b/f and a/d, and a/e and e/c, which separate the cost of
+ * the RPC layer from that of the process it runs in. Each target is its own
+ * process, so each gets a core while wrk uses the other.
+ *
+ * BENCH_DATABASE_URL=postgres://... runs on a scratch database created on that
+ * server (and dropped after); PGlite otherwise. BENCH_TARGETS=b,f measures only
+ * those; BENCH_PROFILE=<dir> writes CPU profiles of the service's process and
+ * of (f)'s pg.Pool server there, to compare the two.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const BASE_DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
+const PROFILE_DIR = process.env.BENCH_PROFILE || undefined;
 const here = fileURLToPath(new URL('.', import.meta.url));
 
+type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+type Kind = 'rpc' | 'node' | 'koa' | 'inProcess' | 'direct';
+
 interface Target {
-  label: string;
-  kind: 'rpc' | 'node' | 'koa' | 'inProcess';
+  label: Label;
+  name: string;
+  kind: Kind;
   body: string;
   withKey: boolean;
 }
 
-const TARGETS: Target[] = [
-  { label: 'a', kind: 'rpc', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: true },
-  { label: 'b', kind: 'rpc', body: '{"method":"ApiKeyRpc.getData","params":{}}', withKey: true },
-  { label: 'c', kind: 'node', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: false },
-  { label: 'd', kind: 'koa', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: false },
-  { label: 'e', kind: 'inProcess', body: '{"method":"NoteRpc.whoAmI","params":{}}', withKey: false },
+const WHO_AM_I = '{"method":"NoteRpc.whoAmI","params":{}}';
+const GET_DATA = '{"method":"ApiKeyRpc.getData","params":{}}';
+const ALL_TARGETS: Target[] = [
+  { label: 'a', name: 'authenticated operation, no table (NoteRpc.whoAmI)', kind: 'rpc', body: WHO_AM_I, withKey: true },
+  { label: 'b', name: 'ApiKeyRpc.getData', kind: 'rpc', body: GET_DATA, withKey: true },
+  { label: 'c', name: 'bare node:http', kind: 'node', body: WHO_AM_I, withKey: false },
+  { label: 'd', name: 'stock Koa + @koa/router', kind: 'koa', body: WHO_AM_I, withKey: false },
+  { label: 'e', name: 'bare node:http inside the service process', kind: 'inProcess', body: WHO_AM_I, withKey: false },
+  {
+    label: 'f',
+    name: BASE_DATABASE_URL ? 'bare node:http + pg.Pool, same SQL as (b)' : 'bare node:http + same PGlite, same SQL as (b)',
+    kind: 'direct',
+    body: GET_DATA,
+    withKey: false,
+  },
 ];
+const TARGETS = process.env.BENCH_TARGETS
+  ? ALL_TARGETS.filter((target) => process.env.BENCH_TARGETS!.split(',').includes(target.label))
+  : ALL_TARGETS;
 
 function ensureWrk(): void {
   if (spawnSync('wrk', ['--version']).error === undefined) return;
@@ -43,19 +70,16 @@ function ensureWrk(): void {
 
 interface Server {
   child: ChildProcess;
-  url: string;
-  apiKey: string;
-  inProcessUrl: string;
+  /** What the server printed after READY. */
+  fields: string[];
 }
 
-async function startServer(kind: 'rpc' | 'node' | 'koa'): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', `${here}servers.ts`, kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function startServer(kind: 'rpc' | 'node' | 'koa' | 'pg', args: string[] = []): Promise<Server> {
+  const profile = (kind === 'rpc' || kind === 'pg') && PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', `${here}servers.ts`, kind, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
   for await (const line of lines) {
-    if (line.startsWith('READY ')) {
-      const [, url, apiKey = '', inProcessUrl = ''] = line.split(' ');
-      return { child, url: url!, apiKey, inProcessUrl };
-    }
+    if (line.startsWith('READY ')) return { child, fields: line.split(' ').slice(1) };
   }
   throw new Error(`benchmark server ${kind} exited before it was ready`);
 }
@@ -87,48 +111,67 @@ function runWrk(url: string, target: Target, apiKey: string, seconds: number): S
 
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
-ensureWrk();
-const rpcServer = await startServer('rpc');
-const servers: Record<Target['kind'], Server> = {
-  rpc: rpcServer,
-  node: await startServer('node'),
-  koa: await startServer('koa'),
-  inProcess: { ...rpcServer, url: rpcServer.inProcessUrl },
-};
-const samples = new Map<string, Sample[]>(TARGETS.map((target) => [target.label, []]));
-try {
-  for (const target of TARGETS) runWrk(servers[target.kind].url, target, servers.rpc.apiKey, 1); // warm-up
-  for (let round = 1; round <= ROUNDS; round++) {
-    for (const target of TARGETS) {
-      const sample = runWrk(servers[target.kind].url, target, servers.rpc.apiKey, SECONDS);
-      samples.get(target.label)!.push(sample);
-      console.log(`round ${round} ${target.label}: ${sample.rps.toFixed(0)} req/s, p99 ${sample.p99ms.toFixed(2)} ms`);
+/** Requests/s and p99 of every target, interleaved over ROUNDS rounds; the medians by label. */
+async function measureThroughput(databaseUrl: string | undefined): Promise<Partial<Record<Label, Sample>>> {
+  const children: ChildProcess[] = [];
+  const start = async (kind: 'rpc' | 'node' | 'koa' | 'pg', args?: string[]) => {
+    const server = await startServer(kind, args);
+    children.push(server.child);
+    return server.fields;
+  };
+  const samples = new Map<Label, Sample[]>(TARGETS.map((target) => [target.label, []]));
+  try {
+    const [rpcUrl, apiKey, inProcessUrl, subscriptionId, userId, directUrl] = await start('rpc', databaseUrl ? [databaseUrl] : []);
+    const needs = (kind: Kind) => TARGETS.some((target) => target.kind === kind);
+    const urls: Record<Kind, string> = {
+      rpc: rpcUrl!,
+      inProcess: inProcessUrl!,
+      node: needs('node') ? (await start('node'))[0]! : '',
+      koa: needs('koa') ? (await start('koa'))[0]! : '',
+      direct: databaseUrl && needs('direct') ? (await start('pg', [databaseUrl, subscriptionId!, userId!]))[0]! : directUrl!,
+    };
+    for (const target of TARGETS) runWrk(urls[target.kind], target, apiKey!, 1); // warm-up
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const target of TARGETS) {
+        const sample = runWrk(urls[target.kind], target, apiKey!, SECONDS);
+        samples.get(target.label)!.push(sample);
+        console.log(`round ${round} ${target.label}: ${sample.rps.toFixed(0)} req/s, p99 ${sample.p99ms.toFixed(2)} ms`);
+      }
     }
+  } finally {
+    await Promise.all(
+      children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM'))))),
+    );
   }
+  return Object.fromEntries(
+    [...samples].map(([label, list]) => [label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }]),
+  );
+}
+
+function printThroughput(summary: Partial<Record<Label, Sample>>): void {
+  console.log(`\nmedian of ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, wrk -t1, ${BASE_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}`);
+  for (const target of TARGETS) {
+    const sample = summary[target.label]!;
+    console.log(`(${target.label}) ${target.name.padEnd(52)} ${sample.rps.toFixed(0).padStart(7)} req/s   p99 ${sample.p99ms.toFixed(2)} ms`);
+  }
+  const ratio = (x: Label, y: Label, note = '') => {
+    if (summary[x] && summary[y]) console.log(`${x}/${y} = ${(summary[x].rps / summary[y].rps).toFixed(2)}${note}`);
+  };
+  console.log('');
+  ratio('a', 'c', '   (aim: at least 0.5)');
+  ratio('b', 'c', `   (aim: at least ${BASE_DATABASE_URL ? '0.25' : '0.15'})`);
+  ratio('b', 'f', BASE_DATABASE_URL ? '   (aim: at least 0.7; the ORM and RPC layers over the same query)' : '   (the ORM and RPC layers over the same query on the same PGlite)');
+  ratio('a', 'd');
+  ratio('a', 'e', '   (the RPC layer alone: same process, same runtime costs)');
+  ratio('e', 'c', "   (what the service's process costs a bare handler)");
+}
+
+ensureWrk();
+let scratch: ScratchDatabase | undefined;
+try {
+  if (BASE_DATABASE_URL) scratch = await createScratchDatabase(BASE_DATABASE_URL);
+  printThroughput(await measureThroughput(scratch?.url));
+  // The footprint part (memory, start-up) goes here, after the throughput part.
 } finally {
-  for (const { child } of new Set(Object.values(servers))) child.kill('SIGTERM');
+  await scratch?.drop();
 }
-
-const summary = Object.fromEntries(
-  TARGETS.map((target) => {
-    const list = samples.get(target.label)!;
-    return [target.label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }];
-  }),
-) as Record<'a' | 'b' | 'c' | 'd' | 'e', Sample>;
-
-const names = {
-  a: 'authenticated operation, no table (NoteRpc.whoAmI)',
-  b: 'ApiKeyRpc.getData',
-  c: 'bare node:http',
-  d: 'stock Koa + @koa/router',
-  e: 'bare node:http inside the service process',
-};
-console.log(`\nmedian of ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, wrk -t1`);
-for (const label of ['a', 'b', 'c', 'd', 'e'] as const) {
-  console.log(`(${label}) ${names[label].padEnd(52)} ${summary[label].rps.toFixed(0).padStart(7)} req/s   p99 ${summary[label].p99ms.toFixed(2)} ms`);
-}
-console.log(`\na/c = ${(summary.a.rps / summary.c.rps).toFixed(2)}   (aim: at least 0.5)`);
-console.log(`b/c = ${(summary.b.rps / summary.c.rps).toFixed(2)}`);
-console.log(`a/d = ${(summary.a.rps / summary.d.rps).toFixed(2)}`);
-console.log(`a/e = ${(summary.a.rps / summary.e.rps).toFixed(2)}   (the RPC layer alone: same process, same runtime costs)`);
-console.log(`e/c = ${(summary.e.rps / summary.c.rps).toFixed(2)}   (what the service's process costs a bare handler)`);

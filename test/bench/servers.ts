@@ -3,15 +3,21 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
 import Router from '@koa/router';
 import Koa from 'koa';
+import pg from 'pg';
 import { createApp } from '../../core/app.ts';
 import { loadConfig } from '../../core/config.ts';
-import { NOTES_PLUGIN } from '../support/harness.ts';
+import { LIST_SQL, toApiKeyRecord } from '../../plugins/api-key/api-key.service.ts';
+import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
 
 /**
  * One benchmark target per process: `rpc` (the service), `node` (bare
- * node:http) or `koa` (stock Koa + @koa/router). Prints `READY <url> [<apiKey> <bare url in the same process>]`.
+ * node:http), `koa` (stock Koa + @koa/router) or `pg` (bare node:http reading
+ * the API keys through a pg.Pool). Prints `READY <url>`, and for `rpc` also
+ * the API key, the bare server inside the same process, the key owner's
+ * subscription and user ids, and (on PGlite) the in-process direct reader.
  */
 
 // What the service answers for NoteRpc.whoAmI, so the baselines send the same bytes.
@@ -26,6 +32,12 @@ const SAME_JSON = JSON.stringify({
     extra: {},
   },
 });
+
+// getData's own SQL, with the $n placeholders pg and PGlite take instead of the ORM's `?`.
+let placeholder = 0;
+const API_KEYS_SQL = LIST_SQL.replace(/\?/g, () => `$${++placeholder}`);
+
+type Row = Parameters<typeof toApiKeyRecord>[0];
 
 /** The plain stream way to read a small body, as a minimal server would. */
 function readAll(req: IncomingMessage): Promise<string> {
@@ -51,6 +63,18 @@ async function bareNode(): Promise<string> {
   return `${await listen(server)}/api/rpc`;
 }
 
+/** Bare node:http answering what ApiKeyRpc.getData answers, from the same SQL and mapping run by `query`: the floor for (b). */
+async function directReader(query: (sql: string, params: string[]) => Promise<Row[]>, subscriptionId: string, userId: string): Promise<string> {
+  const server = createServer(async (req, res) => {
+    JSON.parse(await readAll(req));
+    const data = (await query(API_KEYS_SQL, [subscriptionId, userId])).map(toApiKeyRecord);
+    const text = JSON.stringify({ success: true, data: { data, totalCount: data.length } });
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  });
+  return `${await listen(server)}/api/rpc`;
+}
+
 async function stockKoa(): Promise<string> {
   const app = new Koa();
   const router = new Router();
@@ -63,16 +87,16 @@ async function stockKoa(): Promise<string> {
   return `${await listen(createServer(app.callback()))}/api/rpc`;
 }
 
-async function service(): Promise<{ url: string; apiKey: string }> {
+async function service(databaseUrl: string | undefined) {
   const config = loadConfig({
     ...process.env,
     DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rpc-bench-')),
     PLUGINS: NOTES_PLUGIN,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-    DATABASE_URL: process.env.BENCH_DATABASE_URL,
-    MASTER_KEY: process.env.BENCH_DATABASE_URL ? Buffer.alloc(32, 3).toString('base64') : undefined,
+    DATABASE_URL: databaseUrl,
+    MASTER_KEY: databaseUrl ? TEST_MASTER_KEY : undefined,
   });
-  const app = await createApp({ config, inMemoryDatabase: !config.databaseUrl });
+  const app = await createApp({ config, inMemoryDatabase: !databaseUrl });
   const url = await app.listen(0, '127.0.0.1');
   const call = async (method: string, params: unknown, headers: Record<string, string> = {}) => {
     const response = await fetch(`${url}/api/rpc`, {
@@ -83,21 +107,35 @@ async function service(): Promise<{ url: string; apiKey: string }> {
     return ((await response.json()) as { data: any }).data;
   };
   const name = `bench${Date.now()}`;
-  const { token } = await call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'bench password' });
+  const { token, user, subscriptionId } = await call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'bench password' });
   const keys = [];
   for (const description of ['ci', 'agent', 'reporting']) {
     keys.push(await call('ApiKeyRpc.create', { description }, { authorization: `Bearer ${token}` }));
   }
-  return { url: `${url}/api/rpc`, apiKey: keys[0].fullKey };
+  return { app, url: `${url}/api/rpc`, apiKey: keys[0].fullKey as string, subscriptionId: subscriptionId as string, userId: user._id as string };
 }
 
 // Exit normally on SIGTERM, so `node --cpu-prof` can write its profile.
 process.on('SIGTERM', () => process.exit(0));
-const kind = process.argv[2];
+const [kind, databaseUrl, subscriptionId, userId] = process.argv.slice(2);
 if (kind === 'rpc') {
-  const target = await service();
+  const target = await service(databaseUrl);
   // The same bare server inside the service's process: what the process itself (database driver, ORM) costs.
-  console.log(`READY ${target.url} ${target.apiKey} ${await bareNode()}`);
+  const inProcess = await bareNode();
+  // PGlite lives inside the service's process and takes one connection, so the
+  // direct reader runs there too, on the same instance: the floor the
+  // embedded database itself sets for (b). On PostgreSQL it is process `pg`.
+  let direct = '';
+  if (!databaseUrl) {
+    const driverOptions = target.app.deps.db.orm.config.get('driverOptions') as { connection: { pglite(): PGlite } };
+    const pglite = driverOptions.connection.pglite();
+    direct = await directReader(async (sql, params) => (await pglite.query<Row>(sql, params)).rows, target.subscriptionId, target.userId);
+  }
+  console.log(`READY ${target.url} ${target.apiKey} ${inProcess} ${target.subscriptionId} ${target.userId} ${direct}`);
+} else if (kind === 'pg') {
+  // As many connections as the service's pool (core/db/orm.ts), so both wait on PostgreSQL alike.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  console.log(`READY ${await directReader(async (sql, params) => (await pool.query<Row>(sql, params)).rows, subscriptionId!, userId!)}`);
 } else {
   console.log(`READY ${kind === 'koa' ? await stockKoa() : await bareNode()}`);
 }
