@@ -206,44 +206,39 @@ describe('durable jobs', () => {
     assert.deepEqual(bobTally.payload, { notes: 1, words: 1 });
   });
 
-  test('the nightly sweep deletes notes past their retention in every subscription', async () => {
-    const user = await app.signup();
-    const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
-    const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
-    await app.app.deps.db.execute(`update notes_note set created_at = now() - interval '400 days' where id = ?`, [old._id]);
-    // Retention is 0 (keep) in this app: the sweep deletes nothing.
-    const notes: Jobs = app.app.depsOf('notes').jobs;
-    const id = (await notes.enqueue('sweep', {}))!;
-    const view = await until('the sweep', async () => {
-      const job = await notes.get('sweep', id);
-      return job?.state === 'done' ? job : null;
-    });
-    assert.deepEqual(view.output, { deleted: 0 });
-    const listed = await app.ok('NoteRpc.list', {}, { token: user.token });
-    assert.deepEqual(listed.data.map((note: any) => note._id).sort(), [old._id, fresh._id].sort());
+  test('the nightly sweep keeps every note when no retention is set', async () => {
+    const { kept, old, fresh, output } = await sweepWithOneOldNote(app, 400);
+    assert.deepEqual(output, { deleted: 0 });
+    assert.deepEqual(kept.sort(), [old, fresh].sort());
   });
 });
 
-test('the nightly sweep honours NOTES_RETENTION_DAYS', async () => {
+test('the nightly sweep deletes notes older than NOTES_RETENTION_DAYS', async () => {
   const app = await startTestApp({ env: { ...FAST, NOTES_RETENTION_DAYS: '30' } });
   try {
-    const user = await app.signup();
-    const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
-    const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
-    await app.app.deps.db.execute(`update notes_note set created_at = now() - interval '31 days' where id = ?`, [old._id]);
-    const notes: Jobs = app.app.depsOf('notes').jobs;
-    const id = (await notes.enqueue('sweep', {}))!;
-    const view = await until('the sweep', async () => {
-      const job = await notes.get('sweep', id);
-      return job?.state === 'done' ? job : null;
-    });
-    assert.deepEqual(view.output, { deleted: 1 });
-    const listed = await app.ok('NoteRpc.list', {}, { token: user.token });
-    assert.deepEqual(listed.data.map((note: any) => note._id), [fresh._id]);
+    const { kept, fresh, output } = await sweepWithOneOldNote(app, 31);
+    assert.deepEqual(output, { deleted: 1 });
+    assert.deepEqual(kept, [fresh]);
   } finally {
     await app.close();
   }
 });
+
+/** Adds a note made `daysOld` days ago and a new one, runs the notes plugin's sweep job, and lists what is left. */
+async function sweepWithOneOldNote(app: TestApp, daysOld: number) {
+  const user = await app.signup();
+  const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
+  const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
+  await app.app.deps.db.execute(`update notes_note set created_at = now() - make_interval(days => ?) where id = ?`, [daysOld, old._id]);
+  const notes: Jobs = app.app.depsOf('notes').jobs;
+  const id = (await notes.enqueue('sweep', {}))!;
+  const view = await until('the sweep', async () => {
+    const job = await notes.get('sweep', id);
+    return job?.state === 'done' ? job : null;
+  });
+  const listed = await app.ok('NoteRpc.list', {}, { token: user.token });
+  return { output: view.output, old: old._id as string, fresh: fresh._id as string, kept: listed.data.map((note: any) => note._id as string) };
+}
 
 test('shutdown lets a running job finish; a waiting job survives a restart', async () => {
   const journal = new Journal();
