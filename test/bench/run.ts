@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { createScratchDatabase, type ScratchDatabase } from '../support/database.ts';
 
 /**
- * `npm run bench`: requests/s and p99 latency of
+ * The throughput part of `npm run bench` (footprint.ts is the other): requests/s and p99 latency of
  *   (a) an authenticated operation that touches no table (NoteRpc.whoAmI with an API key),
  *   (b) ApiKeyRpc.getData,
  *   (c) a bare node:http server answering the same JSON as (a),
@@ -171,7 +171,6 @@ let scratch: ScratchDatabase | undefined;
 try {
   if (BASE_DATABASE_URL) scratch = await createScratchDatabase(BASE_DATABASE_URL);
   printThroughput(await measureThroughput(scratch?.url));
-  // The footprint part (memory, start-up) goes here, after the throughput part.
 } finally {
   await scratch?.drop();
 }
