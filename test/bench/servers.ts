@@ -63,7 +63,7 @@ async function bareNode(): Promise<string> {
   return `${await listen(server)}/api/rpc`;
 }
 
-/** Bare node:http answering what ApiKeyRpc.getData answers, from the same SQL and mapping run by `query`: the floor for (b). */
+/** Bare node:http answering what ApiKeyRpc.getData answers, from the same SQL and mapping run by `query`: (b) without the ORM and RPC layers. */
 async function directReader(query: (sql: string, params: string[]) => Promise<Row[]>, subscriptionId: string, userId: string): Promise<string> {
   const server = createServer(async (req, res) => {
     JSON.parse(await readAll(req));
@@ -123,8 +123,10 @@ if (kind === 'rpc') {
   // The same bare server inside the service's process: what the process itself (database driver, ORM) costs.
   const inProcess = await bareNode();
   // PGlite lives inside the service's process and takes one connection, so the
-  // direct reader runs there too, on the same instance: the floor the
-  // embedded database itself sets for (b). On PostgreSQL it is process `pg`.
+  // direct reader runs there too, on the same instance, with PGlite's own
+  // query(sql, params) as a hand-written server would call it (the service's
+  // driver sends the same statement with its values inlined, through the
+  // cheaper simple protocol; see core/db/orm.ts). On PostgreSQL it is process `pg`.
   let direct = '';
   if (!databaseUrl) {
     const driverOptions = target.app.deps.db.orm.config.get('driverOptions') as { connection: { pglite(): PGlite } };
