@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
+import { killLeftoverProcesses, runInProject } from '../support/process.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const tempDir = (prefix: string) => mkdtempSync(path.join(tmpdir(), prefix));
@@ -178,56 +176,13 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-interface Spawned {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  /** Resolves with the exit code and signal, or rejects after timeoutMs. */
-  exited(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const children = new Set<ChildProcess>();
-
-/** Runs `node --import tsx core/main.ts` with only the given environment (plus PATH and HOME). */
-function spawnServer(env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (chunk) => (out += chunk));
-  child.stderr!.on('data', (chunk) => (err += chunk));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      children.delete(child);
-      // Let the pipes drain before reporting.
-      setImmediate(() => resolve({ code, signal }));
-    });
-  });
-  return {
-    child,
-    stdout: () => out,
-    stderr: () => err,
-    exited(timeoutMs) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`process ${child.pid} did not exit within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`)),
-          timeoutMs,
-        );
-      });
-      return Promise.race([exit, timeout]).finally(() => clearTimeout(timer));
-    },
-  };
-}
+/** Runs the server as `npm start` does, with only the given environment. */
+const spawnServer = (env: Record<string, string>) => runInProject(process.execPath, ['--import', 'tsx', 'core/main.ts'], env);
 
 describe('the server process', () => {
   const dirs: string[] = [];
   after(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killLeftoverProcesses();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 

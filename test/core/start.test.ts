@@ -1,25 +1,24 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
+import { killLeftoverProcesses, runInProject } from '../support/process.ts';
 
 /**
  * Starting the service as a user does: `npm start`, and the server process
  * itself for the settings that must stop start-up with one plain line.
  */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** One worker thread, and the log lines the checks read. */
+const QUIET = { LOG_LEVEL: 'info', WORKERS: '1' };
 
 const dirs: string[] = [];
-const children = new Set<ChildProcess>();
 const scratches: ScratchDatabase[] = [];
 after(async () => {
-  for (const child of children) child.kill('SIGKILL');
+  killLeftoverProcesses();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   for (const scratch of scratches) await scratch.drop();
 });
@@ -57,41 +56,6 @@ async function databaseEnv(): Promise<Record<string, string>> {
   return { DATA_DIR: tempDir(), DATABASE_URL: scratch.url, MASTER_KEY: TEST_MASTER_KEY };
 }
 
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** Runs a command in the project folder with only the given environment (plus PATH and HOME). */
-function run(command: string, args: string[], env: Record<string, string>): Run {
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), LOG_LEVEL: 'info', WORKERS: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (chunk) => (out += chunk));
-  child.stderr!.on('data', (chunk) => (err += chunk));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    // 'close' waits for the pipes to drain too.
-    child.once('close', (code, signal) => {
-      children.delete(child);
-      resolve({ code, signal });
-    });
-  });
-  return { child, stdout: () => out, stderr: () => err, exit };
-}
-
-async function within<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what())), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 const answers = (url: string) =>
   fetch(url, { signal: AbortSignal.timeout(1000) })
     .then((response) => response.status === 200)
@@ -122,7 +86,7 @@ describe('npm start', () => {
     async () => {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const npm = run('npm', ['start'], { ...(await databaseEnv()), PORT: String(port), HOST: '127.0.0.1' });
+      const npm = runInProject('npm', ['start'], { ...(await databaseEnv()), ...QUIET, PORT: String(port), HOST: '127.0.0.1' });
       const output = () => `stdout:\n${npm.stdout()}\nstderr:\n${npm.stderr()}`;
 
       const deadline = Date.now() + 120_000;
@@ -142,7 +106,7 @@ describe('npm start', () => {
       assert.deepEqual(nodeChildren, [], 'the server runs in that process, not in a node child of it');
 
       process.kill(server, 'SIGTERM');
-      const { code, signal } = await within(npm.exit, 15_000, () => `no exit within 15 s after SIGTERM:\n${output()}`);
+      const { code, signal } = await npm.exited(15_000);
       // npm passes on the exit code of the script: 0 means the server exited by itself with 0.
       assert.deepEqual({ code, signal }, { code: 0, signal: null }, output());
       assert.equal(existsSync(`/proc/${server}`), false, 'the server process is gone');
@@ -205,8 +169,8 @@ describe('settings that stop start-up', { concurrency: true }, () => {
   for (const [title, env, setting] of cases) {
     it(`refuses ${title} with one line naming ${setting}`, async () => {
       const settings: Record<string, string> = { PORT: '0', ...(await env()) };
-      const server = run(process.execPath, ['--import', 'tsx', 'core/main.ts'], settings);
-      const { code } = await within(server.exit, 120_000, () => `still running after 120 s:\n${server.stdout()}\n${server.stderr()}`);
+      const server = runInProject(process.execPath, ['--import', 'tsx', 'core/main.ts'], { ...QUIET, ...settings });
+      const { code } = await server.exited(120_000);
       assert.equal(code, 1, server.stderr());
       const lines = server.stderr().trimEnd().split('\n');
       assert.equal(lines.length, 1, `one line, not a stack trace:\n${server.stderr()}`);

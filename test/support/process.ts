@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code and signal once the output has drained, or rejects after timeoutMs with the output. */
+  exited(timeoutMs: number): Promise<Exit>;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Runs a command in the project folder as a user would, with only the given environment (plus PATH and HOME). */
+export function runInProject(command: string, args: string[], env: Record<string, string>): RunningProcess {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  child.stderr!.on('data', (chunk) => (err += chunk));
+  // 'close' waits for the pipes to drain too.
+  const exit = new Promise<Exit>((resolve) =>
+    child.once('close', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`process ${child.pid} did not exit within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`)),
+          timeoutMs,
+        );
+      });
+      return Promise.race([exit, timeout]).finally(() => clearTimeout(timer));
+    },
+  };
+}
+
+/** Kills what a test file started and left running (call it in `after`). */
+export function killLeftoverProcesses(): void {
+  for (const child of running) child.kill('SIGKILL');
+}
