@@ -159,6 +159,8 @@ export class JobService implements Jobs {
   readonly #pollSeconds: number;
   readonly #jobs = new Map<string, RegisteredJob>();
   readonly #workers = new Map<string, string>();
+  /** Attempts under way, so a stop can wait for them. */
+  readonly #attempts = new Set<Promise<void>>();
   #opened = false;
   #started = false;
 
@@ -213,7 +215,7 @@ export class JobService implements Jobs {
         queue,
         { batchSize, includeMetadata: true, pollingIntervalSeconds: this.#pollSeconds },
         async (jobs: PgBoss.JobWithMetadata<Envelope>[]) => {
-          await Promise.all(jobs.map((job) => this.#attempt(queue, registered, job)));
+          await Promise.all(jobs.map((job) => this.#track(this.#attempt(queue, registered, job))));
           // More may be due: look again at once instead of after a polling interval.
           this.#notify(queue);
         },
@@ -228,8 +230,33 @@ export class JobService implements Jobs {
     if (!this.#opened) return;
     this.#opened = false;
     this.#started = false;
+    const deadline = Date.now() + timeoutMs;
     await this.#boss.stop({ graceful: true, wait: true, close: false, timeout: timeoutMs });
-    await this.#sql.drain();
+    await this.#settle(deadline);
+  }
+
+  /**
+   * pg-boss's stop returns while some of its work goes on: a fetch already sent
+   * hands its jobs to the handler, and timers already fired go on to their next
+   * statements. Waits until neither an attempt nor a statement is left, looking
+   * again after each turn of the event loop, so the database is not closed under them.
+   */
+  async #settle(deadline: number): Promise<void> {
+    while (Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...this.#attempts, this.#sql.drain()]),
+        new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now()))),
+      ]);
+      clearTimeout(timer);
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.#attempts.size === 0 && this.#sql.idle()) return;
+    }
+  }
+
+  #track(attempt: Promise<void>): Promise<void> {
+    this.#attempts.add(attempt);
+    return attempt.finally(() => this.#attempts.delete(attempt));
   }
 
   /** The view a plugin receives as its `jobs` dep: its own jobs by their short names. */

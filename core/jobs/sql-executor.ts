@@ -9,6 +9,8 @@ export interface SqlExecutor {
 export interface DrainableSqlExecutor extends SqlExecutor {
   /** Settles once no statement is running: pg-boss completes some jobs without awaiting, and the database must not close under them. */
   drain(): Promise<void>;
+  /** No statement is running. */
+  idle(): boolean;
 }
 
 /** The raw connection knex hands out: a `pg` client, or the one PGlite instance. */
@@ -59,5 +61,6 @@ export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
     async drain() {
       while (running.size > 0) await Promise.all(running);
     },
+    idle: () => running.size === 0,
   };
 }
