@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pgliteTemplate } from '../core/db/pglite.ts';
 
 /**
  * `npm test`: every *.test.ts under test/ through node's test runner. Extra
@@ -14,6 +15,10 @@ const files = (readdirSync(root, { recursive: true }) as string[])
   .map((file) => path.join('test', file))
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))
   .sort();
+
+// Every test app on the embedded database starts from the template cluster: made here
+// once, if missing, rather than by each test file at the same time.
+if (!process.env.TEST_DATABASE_URL) await pgliteTemplate();
 
 const result = spawnSync(
   process.execPath,

@@ -1,14 +1,13 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite/vector';
 import { MikroORM, type EntitySchema } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PGliteDriver } from 'mikro-orm-pglite';
 import { loadConfig } from '../config.ts';
 import { discoverLocalPlugins, importPackagePlugins, pluginFolders } from '../plugin/loader.ts';
 import { coreEntities } from './core-entities.ts';
+import { openPglite } from './pglite.ts';
 
 /**
  * `npm run migration:create -- <owner> [name]` writes the next migration of
@@ -39,7 +38,7 @@ async function owners(): Promise<Owner[]> {
 }
 
 async function withMigrator<T>(owner: Owner, run: (migrator: Migrator) => Promise<T>): Promise<T> {
-  const pglite = new PGlite({ extensions: { vector } });
+  const pglite = await openPglite(undefined);
   const orm = await MikroORM.init({
     driver: PGliteDriver,
     dbName: 'postgres',

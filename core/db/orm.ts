@@ -1,6 +1,5 @@
 import path from 'node:path';
-import { PGlite, type QueryOptions } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite/vector';
+import type { PGlite, QueryOptions } from '@electric-sql/pglite';
 import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
@@ -9,6 +8,7 @@ import { makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { MigrationClass } from '../plugin/define.ts';
 import { JOBS_SCHEMA } from '../jobs/job-service.ts';
+import { openPglite } from './pglite.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
 
 export type DatabaseKind = 'postgresql' | 'pglite';
@@ -89,7 +89,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   } else {
     const dir = options.inMemory ? undefined : path.join(options.dataDir, 'db');
     if (dir) makeDataFolder(dir);
-    pglite = new PGlite({ dataDir: dir ?? 'memory://', extensions: { vector } });
+    pglite = await openPglite(dir);
     const instance = pglite;
     orm = await MikroORM.init({
       ...base,
