@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -61,6 +61,27 @@ describe('database schema', () => {
       });
     } finally {
       await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a new embedded database is a copy of the template cluster, with fsync on and a 16 MB buffer cache, and keeps its data', { skip: TEST_DATABASE_URL ? 'the embedded database only' : false }, async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-template-'));
+    try {
+      const first = await startTestApp({ dataDir, persistent: true });
+      const [settings] = await first.app.deps.db.execute(`select current_setting('fsync') as fsync, current_setting('shared_buffers') as buffers`);
+      assert.deepEqual(settings, { fsync: 'on', buffers: '16MB' });
+      const account = await first.signup();
+      await first.close();
+      // The copy was renamed into place: nothing half-made is left beside it.
+      assert.deepEqual(readdirSync(dataDir).filter((name) => name.startsWith('db')), ['db']);
+      const second = await startTestApp({ dataDir, persistent: true });
+      try {
+        assert.equal((await second.ok('AuthRpc.getSession', {}, { token: account.token })).user._id, account.user._id);
+      } finally {
+        await second.close();
+      }
+    } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
