@@ -9,6 +9,7 @@ import type { Logger } from '../logger.ts';
 import type { MigrationClass } from '../plugin/define.ts';
 import { JOBS_SCHEMA } from '../jobs/job-service.ts';
 import { openPglite } from './pglite.ts';
+import { withRawConnection, type KnexClient } from './raw-connection.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
 
 export type DatabaseKind = 'postgresql' | 'pglite';
@@ -20,6 +21,14 @@ export interface Database {
   forkEm(subscriptionId: string | null): EntityManager;
   /** Runs SQL outside any tenant filter (health checks, rate limits, event payloads). */
   execute<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * Rows of a read that a hot path runs again and again, parsed and planned
+   * once per connection: with `pg` a named statement, so only the values
+   * travel; on PGlite PREPAREd once, then run by EXECUTE through the simple
+   * protocol. Like `execute` it goes around the ORM and its tenant filter, so
+   * the SQL names the subscription itself.
+   */
+  read<T = Record<string, unknown>>(statement: PreparedRead, values: unknown[]): Promise<T[]>;
   migrate(): Promise<string[]>;
   pendingMigrations(): Promise<string[]>;
   close(): Promise<void>;
@@ -34,6 +43,17 @@ export interface DatabaseOptions {
   /** Each owner's migrations in order: the core's first, then each plugin's in load order. */
   migrations: { owner: string; migrations: readonly MigrationClass[] }[];
   logger: Logger;
+}
+
+/** A read for `Database.read`: a name unique in the service, and SQL with `$1`, `$2`... placeholders. */
+export interface PreparedRead {
+  readonly name: string;
+  readonly sql: string;
+}
+
+export function preparedRead(name: string, sql: string): PreparedRead {
+  if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new TypeError(`Prepared read "${name}": the name must be lower-case letters, digits and _`);
+  return { name, sql };
 }
 
 export class DatabaseStartupError extends Error {
@@ -101,6 +121,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
   const connection = () => orm.em.getConnection();
   const migrator = orm.getMigrator();
+  const platform = orm.em.getPlatform();
+  const preparedOnPglite = new Set<string>();
   return {
     kind: databaseUrl ? 'postgresql' : 'pglite',
     orm,
@@ -110,6 +132,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       return em;
     },
     execute: (sql, params = []) => connection().execute(sql, params as any[]),
+    read: (statement, values) =>
+      withRawConnection((orm.em as EntityManager).getConnection().getKnex().client as KnexClient, async (raw) => {
+        if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows;
+        if (!preparedOnPglite.has(statement.name)) {
+          await raw.exec(`prepare ${statement.name} as ${statement.sql}`);
+          preparedOnPglite.add(statement.name);
+        }
+        const placeholders = values.map(() => '?').join(', ');
+        const [result] = await raw.exec(platform.formatQuery(`execute ${statement.name}(${placeholders})`, values as any[]));
+        return result!.rows;
+      }),
     async migrate() {
       await refuseV1Schema(connection());
       const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => migrator.up());

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { withRawConnection, type KnexClient } from '../db/raw-connection.ts';
 
 /** What pg-boss's `db` option expects. */
 export interface SqlExecutor {
@@ -13,18 +14,6 @@ export interface DrainableSqlExecutor extends SqlExecutor {
   idle(): boolean;
 }
 
-/** The raw connection knex hands out: a `pg` client, or the one PGlite instance. */
-interface RawConnection {
-  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number }>;
-  /** PGlite only: several statements in one call (the simple query protocol). */
-  exec?(text: string): Promise<{ rows: any[]; affectedRows?: number }[]>;
-}
-
-interface KnexClient {
-  acquireConnection(): Promise<RawConnection>;
-  releaseConnection(connection: RawConnection): Promise<unknown>;
-}
-
 /**
  * Runs pg-boss's SQL on the ORM's own connections. On PGlite there is only one
  * connection, guarded by the ORM's pool of one, so jobs and requests never
@@ -36,9 +25,8 @@ export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
   const transaction = em.getTransactionContext() as { client: KnexClient } | undefined;
   const client: KnexClient = transaction?.client ?? (em.getConnection().getKnex().client as KnexClient);
   const running = new Set<Promise<unknown>>();
-  const execute = async (text: string, values?: unknown[]) => {
-    const connection = await client.acquireConnection();
-    try {
+  const execute = (text: string, values?: unknown[]) =>
+    withRawConnection(client, async (connection) => {
       if (connection.exec && !values?.length) {
         // pg-boss sends its schema changes and maintenance as several statements without parameters.
         const results = await connection.exec(text);
@@ -47,10 +35,7 @@ export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
       }
       const result = await connection.query(text, values);
       return { rows: result.rows, rowCount: result.rowCount ?? result.affectedRows };
-    } finally {
-      await client.releaseConnection(connection);
-    }
-  };
+    });
   return {
     executeSql(text, values) {
       const statement = execute(text, values);

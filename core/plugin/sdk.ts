@@ -42,7 +42,7 @@ export { ROLES, type Role } from '../../config/roles.ts';
 // Data
 export { defineEntity, type InferEntity } from '@mikro-orm/core';
 export type { EntityManager } from '@mikro-orm/postgresql';
-export type { Database } from '../db/orm.ts';
+export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
 
 // Credentials and crypto

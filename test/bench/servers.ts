@@ -9,7 +9,7 @@ import Koa from 'koa';
 import pg from 'pg';
 import { createApp } from '../../core/app.ts';
 import { loadConfig } from '../../core/config.ts';
-import { LIST_SQL, toApiKeyRecord } from '../../plugins/api-key/api-key.service.ts';
+import { LIST_KEYS, toApiKeyRecord } from '../../plugins/api-key/api-key.service.ts';
 import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
 
 /**
@@ -33,9 +33,8 @@ const SAME_JSON = JSON.stringify({
   },
 });
 
-// getData's own SQL, with the $n placeholders pg and PGlite take instead of the ORM's `?`.
-let placeholder = 0;
-const API_KEYS_SQL = LIST_SQL.replace(/\?/g, () => `$${++placeholder}`);
+// getData's own SQL.
+const API_KEYS_SQL = LIST_KEYS.sql;
 
 type Row = Parameters<typeof toApiKeyRecord>[0];
 
