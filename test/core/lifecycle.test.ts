@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
-import { killLeftoverProcesses, runInProject } from '../support/process.ts';
+import { killLeftoverProcesses, runServer } from '../support/process.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -176,8 +176,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Runs the server as `npm start` does, with only the given environment. */
-const spawnServer = (env: Record<string, string>) => runInProject(process.execPath, ['--import', 'tsx', 'core/main.ts'], env);
 
 describe('the server process', () => {
   const dirs: string[] = [];
@@ -190,7 +188,7 @@ describe('the server process', () => {
     const dataDir = tempDir('rpc-sigterm-');
     dirs.push(dataDir);
     const port = await freePort();
-    const server = spawnServer({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKERS: '1' });
+    const server = runServer({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKERS: '1' });
     const base = `http://127.0.0.1:${port}`;
 
     const deadline = Date.now() + 30_000;
@@ -246,7 +244,7 @@ describe('the server process', () => {
       it(title, async () => {
         const dataDir = tempDir('rpc-refusal-');
         dirs.push(dataDir);
-        const server = spawnServer({ DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKERS: '1', PORT: '0', ...env });
+        const server = runServer({ DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKERS: '1', PORT: '0', ...env });
         const { code } = await server.exited(20_000);
         assert.notEqual(code, 0);
         assert.equal(code, 1);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
-import { killLeftoverProcesses, runInProject } from '../support/process.ts';
+import { killLeftoverProcesses, runInProject, runServer, START_ARGS } from '../support/process.ts';
 
 /**
  * Starting the service as a user does: `npm start`, and the server process
@@ -101,7 +101,7 @@ describe('npm start', () => {
       const server = spawned[0]!;
       const argv = commandLine(server);
       assert.ok(isNode(argv), `npm spawned ${argv.join(' ')}, not node`);
-      assert.deepEqual(argv.slice(1), ['--import', 'tsx', 'core/main.ts']);
+      assert.deepEqual(argv.slice(1), START_ARGS);
       const nodeChildren = childPids(server).map(commandLine).filter(isNode);
       assert.deepEqual(nodeChildren, [], 'the server runs in that process, not in a node child of it');
 
@@ -169,7 +169,7 @@ describe('settings that stop start-up', { concurrency: true }, () => {
   for (const [title, env, setting] of cases) {
     it(`refuses ${title} with one line naming ${setting}`, async () => {
       const settings: Record<string, string> = { PORT: '0', ...(await env()) };
-      const server = runInProject(process.execPath, ['--import', 'tsx', 'core/main.ts'], { ...QUIET, ...settings });
+      const server = runServer({ ...QUIET, ...settings });
       const { code } = await server.exited(120_000);
       assert.equal(code, 1, server.stderr());
       const lines = server.stderr().trimEnd().split('\n');

@@ -1,8 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** node's arguments in `npm start` (`exec node <args>`), so tests and the benchmark start the server exactly as it does. */
+export const START_ARGS: string[] = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
+  .scripts.start.replace(/^exec node /, '')
+  .split(' ');
+
+/** Runs the server as `npm start` does, with only the given environment. */
+export const runServer = (env: Record<string, string>): RunningProcess => runInProject(process.execPath, START_ARGS, env);
 
 export interface Exit {
   code: number | null;
