@@ -1,4 +1,4 @@
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MikroORM, type EntitySchema } from '@mikro-orm/core';
@@ -72,6 +72,16 @@ function writeIndex(folder: string): void {
   writeFileSync(path.join(folder, 'index.ts'), lines.join('\n'));
 }
 
+/** The generator writes MikroORM's Migration class; the service runs its own (core/db/migration.ts), which plugins take from the SDK. */
+function useServiceMigrationClass(owner: Owner, file: string): void {
+  const from = owner.id === 'core' ? '../migration.ts' : 'rpc-service/plugin';
+  const text = readFileSync(file, 'utf8').replace(
+    "import { Migration } from '@mikro-orm/migrations';",
+    `import { Migration } from '${from}';`,
+  );
+  writeFileSync(file, text);
+}
+
 const args = process.argv.slice(2);
 const all = await owners();
 if (args[0] === '--check') {
@@ -91,6 +101,7 @@ if (args[0] === '--check') {
   const result = await withMigrator(owner, (migrator) => migrator.createMigration(undefined, false, false, args[1]));
   if (!result.fileName) console.log(`No changes in the entities of ${owner.id}.`);
   else {
+    useServiceMigrationClass(owner, path.join(owner.folder, result.fileName));
     writeIndex(owner.folder);
     console.log(`Wrote ${path.relative(process.cwd(), path.join(owner.folder, result.fileName))}; review it before committing.`);
   }

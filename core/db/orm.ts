@@ -1,13 +1,12 @@
 import path from 'node:path';
 import type { PGlite, QueryOptions } from '@electric-sql/pglite';
 import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
-import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
 import { PGliteDriver } from 'mikro-orm-pglite';
 import { makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import type { MigrationClass } from '../plugin/define.ts';
 import { JOBS_SCHEMA } from '../jobs/job-service.ts';
+import { applyMigrations, MIGRATIONS_TABLE, pendingMigrations, type MigrationClass, type NamedMigration } from './migration.ts';
 import { openPglite } from './pglite.ts';
 import { withRawConnection, type KnexClient } from './raw-connection.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
@@ -63,7 +62,6 @@ export class DatabaseStartupError extends Error {
   }
 }
 
-const MIGRATIONS_TABLE = 'core_migrations';
 
 /** A migration of the history before plugins owned their tables (contract v1), which cannot be upgraded in place. */
 const V1_MIGRATION = 'core:0001_identity';
@@ -72,7 +70,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const { databaseUrl, logger } = options;
   const base: Options = {
     entities: [...options.entities],
-    extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
     filters: {
       [TENANT_FILTER]: {
@@ -82,18 +79,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         default: true,
       },
     },
-    migrations: {
-      tableName: MIGRATIONS_TABLE,
-      transactional: true,
-      allOrNothing: false,
-      silent: true,
-      migrationsList: options.migrations.flatMap(({ owner, migrations }) =>
-        migrations.map((migration) => ({ name: `${owner}:${migration.name}`, class: migration as never })),
-      ),
-    },
     allowGlobalContext: false,
-    // The job queue's tables (pg-boss) are created and migrated by pg-boss, not from entities.
-    schemaGenerator: { ignoreSchema: [JOBS_SCHEMA] },
+    // The job queue's tables (pg-boss) are created and migrated by pg-boss, and the
+    // record of applied migrations by the migration runner, not from entities.
+    schemaGenerator: { ignoreSchema: [JOBS_SCHEMA], skipTables: [MIGRATIONS_TABLE] },
     debug: false,
   };
 
@@ -120,7 +109,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
 
   const connection = () => orm.em.getConnection();
-  const migrator = orm.getMigrator();
+  const migrations: NamedMigration[] = options.migrations.flatMap(({ owner, migrations }) =>
+    migrations.map((migration) => ({ name: `${owner}:${migration.name}`, migration })),
+  );
+  const em = () => orm.em.fork() as EntityManager;
   const platform = orm.em.getPlatform();
   const preparedOnPglite = new Set<string>();
   return {
@@ -145,13 +137,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }),
     async migrate() {
       await refuseV1Schema(connection());
-      const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => migrator.up());
-      const names = applied.map((m) => m.name);
-      if (names.length > 0) logger.info({ migrations: names }, 'applied database migrations');
-      return names;
+      const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => applyMigrations(em(), migrations));
+      if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
+      return applied;
     },
     async pendingMigrations() {
-      return (await migrator.getPendingMigrations()).map((m) => m.name);
+      return (await pendingMigrations(em(), migrations)).map((m) => m.name);
     },
     async close() {
       await orm.close(true);

@@ -1,6 +1,5 @@
 import type Router from '@koa/router';
 import type { EntitySchema } from '@mikro-orm/core';
-import type { Migration } from '@mikro-orm/migrations';
 import type { Resolver } from 'awilix';
 import type * as v from 'valibot';
 import type { BusEvent } from '../events/bus.ts';
@@ -8,9 +7,7 @@ import type { Job } from '../jobs/job-service.ts';
 import type { Operation } from '../rpc/operation.ts';
 import type { Contributions, ExtensionPoint } from './extension-points.ts';
 import type { ServiceName } from './services.ts';
-
-/** A migration class made by the MikroORM migrator (`npm run migration:create`); its class name is its id. */
-export type MigrationClass = (abstract new (...args: any[]) => Migration) & { readonly name: string };
+import type { MigrationClass } from '../db/migration.ts';
 
 type SettingsObject = v.ObjectSchema<v.ObjectEntries, any> | v.LooseObjectSchema<v.ObjectEntries, any>;
 

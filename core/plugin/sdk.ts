@@ -5,7 +5,7 @@
  */
 
 // The contract
-export { definePlugin, type Plugin, type PluginDefinition, type EventSubscriber, type MigrationClass, type ConfigSchema } from './define.ts';
+export { definePlugin, type Plugin, type PluginDefinition, type EventSubscriber, type ConfigSchema } from './define.ts';
 export { defineOperation, operationBuilder, envelope, type Access, type Transport, type CookieOptions, type HandlerArgs } from '../rpc/operation.ts';
 export {
   defineExtensionPoint,
@@ -43,6 +43,7 @@ export { ROLES, type Role } from '../../config/roles.ts';
 export { defineEntity, type InferEntity } from '@mikro-orm/core';
 export type { EntityManager } from '@mikro-orm/postgresql';
 export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
+export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
 
 // Credentials and crypto

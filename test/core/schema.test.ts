@@ -5,7 +5,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
+import { Migration } from '../../core/db/migration.ts';
 import { DatabaseStartupError } from '../../core/db/orm.ts';
+import { definePlugin } from '../../core/plugin/define.ts';
+import { defineOperation } from '../../core/rpc/operation.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
@@ -82,6 +86,49 @@ describe('database schema', () => {
         await second.close();
       }
     } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a migration that fails leaves nothing behind and runs again at the next start', async () => {
+    let failing = true;
+    class Migration20990101000000_half extends Migration {
+      override up(): void {
+        this.addSql('create table "half_done" ("id" int primary key)');
+        if (failing) this.addSql('select * from "no_such_table"');
+      }
+    }
+    const half = definePlugin({
+      id: 'half',
+      group: 'HalfRpc',
+      coreVersion: '^2.0.0',
+      operations: { ping: defineOperation({ access: 'user', describe: 'A harmless operation.', params: v.object({}), handler: () => 'pong' }) },
+      migrations: [Migration20990101000000_half],
+    });
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-half-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const start = () => startTestApp({ dataDir, persistent: true, databaseUrl: scratch?.url, extraPlugins: [half] });
+    const state = async (app: TestApp) => ({
+      table: (await app.app.deps.db.execute<{ present: boolean }>(`select to_regclass('half_done') is not null as present`))[0]!.present,
+      recorded: (await app.app.deps.db.execute(`select 1 from core_migrations where name = 'half:Migration20990101000000_half'`)).length,
+    });
+    try {
+      await assert.rejects(start(), /no_such_table/);
+      const after = await startTestApp({ dataDir, persistent: true, databaseUrl: scratch?.url });
+      try {
+        assert.deepEqual(await state(after), { table: false, recorded: 0 });
+      } finally {
+        await after.close();
+      }
+      failing = false;
+      const fixed = await start();
+      try {
+        assert.deepEqual(await state(fixed), { table: true, recorded: 1 });
+      } finally {
+        await fixed.close();
+      }
+    } finally {
+      await scratch?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import { Migration } from '../migration.ts';
 
 export class Migration20261123171538_initial extends Migration {
 

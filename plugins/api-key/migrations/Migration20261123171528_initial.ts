@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import { Migration } from 'rpc-service/plugin';
 
 export class Migration20261123171528_initial extends Migration {
 
