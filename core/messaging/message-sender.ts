@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { RpcError } from '../rpc/errors.ts';
@@ -47,13 +47,19 @@ export class MessageSender {
   readonly #config: MessagingConfig;
   readonly #db: Database;
   readonly #logger: Logger;
-  readonly #mail?: Transporter;
+  readonly #mail?: Promise<Transporter>;
 
   constructor({ config, db, logger }: { config: MessagingConfig; db: Database; logger: Logger }) {
     this.#config = config;
     this.#db = db;
     this.#logger = logger;
-    if (config.smtpUrl) this.#mail = nodemailer.createTransport(config.smtpUrl);
+    // nodemailer is loaded only where SMTP is configured: about 60 ms of every start otherwise.
+    const { smtpUrl } = config;
+    if (smtpUrl) {
+      this.#mail = import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl));
+      // A failure surfaces at the first send, as that send's error.
+      this.#mail.catch(() => undefined);
+    }
   }
 
   async send(message: OutgoingMessage): Promise<Delivery> {
@@ -65,7 +71,7 @@ export class MessageSender {
 
   async #sendMail(message: OutgoingMessage): Promise<Delivery> {
     try {
-      const info = await this.#mail!.sendMail({ from: this.#config.mailFrom, to: message.to, subject: message.subject, text: message.text });
+      const info = await (await this.#mail!).sendMail({ from: this.#config.mailFrom, to: message.to, subject: message.subject, text: message.text });
       return { via: 'smtp', id: info.messageId };
     } catch (err) {
       this.#logger.error({ err, to: mask(message.to) }, 'e-mail delivery failed');
