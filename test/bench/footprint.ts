@@ -35,7 +35,8 @@ interface Run {
   settledRssMb: number;
 }
 
-async function measure(args: string[], env: Record<string, string>): Promise<Run> {
+/** Starts, waits for /health, then (when `watch`) reads RSS 5 s later and once settled. */
+async function measure(args: string[], env: Record<string, string>, watch = true): Promise<Run> {
   const port = await freePort();
   const started = performance.now();
   const child: ChildProcess = spawn(process.execPath, [...NODE_ARGS, ...args], {
@@ -51,6 +52,7 @@ async function measure(args: string[], env: Record<string, string>): Promise<Run
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const startMs = performance.now() - started;
+    if (!watch) return { startMs, startedRssMb: Number.NaN, settledRssMb: Number.NaN };
     await new Promise((resolve) => setTimeout(resolve, JUST_STARTED_MS));
     const startedRssMb = rssMb(child.pid!);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, SETTLED_MS - JUST_STARTED_MS)));
@@ -66,14 +68,17 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-footprint-'));
 try {
   const bare = await measure(['-e', BARE_SERVER], {});
   const fresh = await measure(['core/main.ts'], { DATA_DIR: dataDir });
-  const existing = await measure(['core/main.ts'], { DATA_DIR: dataDir });
+  // Start-up on existing data varies the most from run to run: the median of three starts.
+  const starts = [await measure(['core/main.ts'], { DATA_DIR: dataDir }, false), await measure(['core/main.ts'], { DATA_DIR: dataDir }, false)];
+  const watched = await measure(['core/main.ts'], { DATA_DIR: dataDir });
+  const existing = { ...watched, startMs: [...starts, watched].map((run) => run.startMs).sort((a, b) => a - b)[1]! };
   const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
   const row = (label: string, run: Run) =>
     console.log(`${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`);
   console.log(`\nfootprint (embedded database; node ${NODE_ARGS.join(' ')})`);
   row('bare node:http under tsx', bare);
   row('service, new DATA_DIR', fresh);
-  row('service, existing DATA_DIR', existing);
+  row('service, existing DATA_DIR (3)', existing);
   console.log(
     `settled RSS over the bare process: ${(existing.settledRssMb - bare.settledRssMb).toFixed(0)} MB (existing data), ${(fresh.settledRssMb - bare.settledRssMb).toFixed(0)} MB (new)`,
   );
