@@ -75,11 +75,10 @@ function writeIndex(folder: string): void {
 /** The generator writes MikroORM's Migration class; the service runs its own (core/db/migration.ts), which plugins take from the SDK. */
 function useServiceMigrationClass(owner: Owner, file: string): void {
   const from = owner.id === 'core' ? '../migration.ts' : 'rpc-service/plugin';
-  const text = readFileSync(file, 'utf8').replace(
-    "import { Migration } from '@mikro-orm/migrations';",
-    `import { Migration } from '${from}';`,
-  );
-  writeFileSync(file, text);
+  const generated = "import { Migration } from '@mikro-orm/migrations';";
+  const text = readFileSync(file, 'utf8');
+  if (!text.includes(generated)) throw new Error(`${file}: the generator no longer writes ${generated}; change its import to '${from}' by hand`);
+  writeFileSync(file, text.replace(generated, `import { Migration } from '${from}';`));
 }
 
 const args = process.argv.slice(2);

@@ -50,8 +50,16 @@ export interface PreparedRead {
   readonly sql: string;
 }
 
+const preparedReads = new Map<string, string>();
+
+/** Declares a read once, at module level; a name stands for one statement in the whole service. */
 export function preparedRead(name: string, sql: string): PreparedRead {
-  if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new TypeError(`Prepared read "${name}": the name must be lower-case letters, digits and _`);
+  if (!/^[a-z][a-z0-9_]{0,62}$/.test(name)) {
+    throw new TypeError(`Prepared read "${name}": the name must be lower-case letters, digits and _, at most 63 characters`);
+  }
+  const known = preparedReads.get(name);
+  if (known !== undefined && known !== sql) throw new TypeError(`Prepared read "${name}" is already declared with other SQL; give each read its own name`);
+  preparedReads.set(name, sql);
   return { name, sql };
 }
 
@@ -124,17 +132,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       return em;
     },
     execute: (sql, params = []) => connection().execute(sql, params as any[]),
-    read: (statement, values) =>
-      withRawConnection((orm.em as EntityManager).getConnection().getKnex().client as KnexClient, async (raw) => {
+    read: (statement, values) => {
+      // One value, one parameter: an array would be spread over several when inlined on PGlite.
+      if (values.some((value) => Array.isArray(value))) throw new TypeError(`Prepared read "${statement.name}": values must be scalars`);
+      return withRawConnection((orm.em as EntityManager).getConnection().getKnex().client as KnexClient, async (raw) => {
         if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows;
         if (!preparedOnPglite.has(statement.name)) {
-          await raw.exec(`prepare ${statement.name} as ${statement.sql}`);
+          await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
           preparedOnPglite.add(statement.name);
         }
-        const placeholders = values.map(() => '?').join(', ');
-        const [result] = await raw.exec(platform.formatQuery(`execute ${statement.name}(${placeholders})`, values as any[]));
+        const args = values.length > 0 ? `(${values.map(() => '?').join(', ')})` : '';
+        const [result] = await raw.exec(platform.formatQuery(`execute "${statement.name}"${args}`, values as any[]));
         return result!.rows;
-      }),
+      });
+    },
     async migrate() {
       await refuseV1Schema(connection());
       const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => applyMigrations(em(), migrations));

@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,11 +16,13 @@ import { vector } from '@electric-sql/pglite/vector';
 export const PGLITE_START_PARAMS = [...PGlite.defaultStartParams.filter((param) => param !== '-F'), '-c', 'shared_buffers=16MB'];
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PGLITE_VERSION: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).dependencies['@electric-sql/pglite'];
+const PGLITE_ENTRY = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+// The version installed (its package.json is not exported, so read from beside its entry point).
+const PGLITE_VERSION: string = JSON.parse(readFileSync(path.join(path.dirname(PGLITE_ENTRY), '..', 'package.json'), 'utf8')).version;
 /** npm's usual place for a package's caches. */
 const CACHE_DIR = path.join(ROOT, 'node_modules', '.cache', 'rpc-service');
 /** A new database cluster as PGlite's initdb leaves it: a folder to copy for a new data dir, and its tarball for one in memory. */
-export const TEMPLATE_DIR = path.join(CACHE_DIR, `pglite-${PGLITE_VERSION}`);
+const TEMPLATE_DIR = path.join(CACHE_DIR, `pglite-${PGLITE_VERSION}`);
 const TEMPLATE_TARBALL = `${TEMPLATE_DIR}.tar.gz`;
 
 /**
@@ -30,10 +32,11 @@ const TEMPLATE_TARBALL = `${TEMPLATE_DIR}.tar.gz`;
  * holding several hundred megabytes of WASM memory it never gives back.
  */
 export async function openPglite(dataDir: string | undefined): Promise<PGlite> {
-  const template = await pgliteTemplate();
+  const isNew = dataDir === undefined || readdirSync(dataDir).length === 0;
+  const template = isNew ? await pgliteTemplate() : null;
   let loadDataDir: Blob | undefined;
   if (template && dataDir === undefined) loadDataDir = template.tarball();
-  else if (template && dataDir !== undefined && isEmptyFolder(dataDir)) copyTemplate(template.dir, dataDir);
+  else if (template && dataDir !== undefined) copyTemplate(template.dir, dataDir);
   const pglite = new PGlite({
     dataDir: dataDir ?? 'memory://',
     extensions: { vector },
@@ -53,19 +56,33 @@ let template: Promise<Template | null> | undefined;
 
 /** The template cluster, made by initdb the first time; null where it cannot be kept (a read-only installation), and each database runs initdb. */
 export function pgliteTemplate(): Promise<Template | null> {
-  template ??= makeTemplate().catch(() => null);
+  template ??= makeTemplate().catch((error: Error) => {
+    process.emitWarning(`No template for new embedded databases (${error.message}): each runs PostgreSQL's initdb, slower and with more memory`);
+    return null;
+  });
   return template;
 }
 
+const isTemplate = () => existsSync(TEMPLATE_TARBALL) && existsSync(path.join(TEMPLATE_DIR, 'PG_VERSION'));
+
 async function makeTemplate(): Promise<Template> {
-  if (!existsSync(TEMPLATE_TARBALL) || !existsSync(path.join(TEMPLATE_DIR, 'PG_VERSION'))) {
+  if (!isTemplate()) {
     // Made under temporary names and renamed, so processes starting together never see half a template.
     mkdirSync(CACHE_DIR, { recursive: true });
     const work = mkdtempSync(path.join(CACHE_DIR, 'initdb-'));
     try {
       await initdbInWorker(work);
+      // Readable by every user: installed by one (root, in an image) and run by another.
+      chmodTree(work);
       renameSync(`${work}.tar.gz`, TEMPLATE_TARBALL);
-      if (!existsSync(TEMPLATE_DIR)) renameSync(work, TEMPLATE_DIR);
+      // A folder left by an initdb cut short; a whole one may be in use by another process.
+      if (existsSync(TEMPLATE_DIR) && !existsSync(path.join(TEMPLATE_DIR, 'PG_VERSION'))) rmSync(TEMPLATE_DIR, { recursive: true, force: true });
+      try {
+        renameSync(work, TEMPLATE_DIR);
+      } catch (error) {
+        // Another process starting at the same time put its template there first.
+        if (!isTemplate()) throw error;
+      }
     } finally {
       rmSync(work, { recursive: true, force: true });
       rmSync(`${work}.tar.gz`, { force: true });
@@ -95,21 +112,36 @@ const { PGlite } = require(pglite);
 `;
 
 function initdbInWorker(dataDir: string): Promise<void> {
-  const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-  const worker = new Worker(INITDB, { eval: true, workerData: { pglite, dataDir, startParams: PGLITE_START_PARAMS } });
+  const worker = new Worker(INITDB, { eval: true, workerData: { pglite: PGLITE_ENTRY, dataDir, startParams: PGLITE_START_PARAMS } });
   return new Promise((resolve, reject) => {
     worker.once('error', reject);
     worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initdb of the template cluster ended with code ${code}`))));
   });
 }
 
-const isEmptyFolder = (folder: string) => readdirSync(folder).length === 0;
+function chmodTree(folder: string): void {
+  chmodSync(folder, 0o755);
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const entryPath = path.join(folder, entry.name);
+    if (entry.isDirectory()) chmodTree(entryPath);
+    else chmodSync(entryPath, 0o644);
+  }
+}
 
-/** Copied beside the data dir and renamed into place, so a start cut short never leaves half a cluster that looks whole. */
+/**
+ * Copied beside the data dir and renamed into place, so a start cut short never
+ * leaves half a cluster that looks whole; copies such a start left are removed.
+ * The data dir is private to the user again, as makeDataFolder made it.
+ */
 function copyTemplate(templateDir: string, dataDir: string): void {
-  const partial = `${dataDir}.new-${process.pid}`;
-  rmSync(partial, { recursive: true, force: true });
+  const parent = path.dirname(dataDir);
+  const partialPrefix = `${path.basename(dataDir)}.new-`;
+  for (const left of readdirSync(parent).filter((name) => name.startsWith(partialPrefix))) {
+    rmSync(path.join(parent, left), { recursive: true, force: true });
+  }
+  const partial = path.join(parent, `${partialPrefix}${process.pid}`);
   cpSync(templateDir, partial, { recursive: true });
+  chmodSync(partial, 0o700);
   rmdirSync(dataDir);
   renameSync(partial, dataDir);
 }

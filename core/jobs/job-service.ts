@@ -254,9 +254,15 @@ export class JobService implements Jobs {
     }
   }
 
+  /** Kept as a promise that never rejects: a failed attempt must not make a stop throw before the database closes. */
   #track(attempt: Promise<void>): Promise<void> {
-    this.#attempts.add(attempt);
-    return attempt.finally(() => this.#attempts.delete(attempt));
+    const settled = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#attempts.add(settled);
+    void settled.then(() => this.#attempts.delete(settled));
+    return attempt;
   }
 
   /** The view a plugin receives as its `jobs` dep: its own jobs by their short names. */

@@ -231,7 +231,14 @@ function checkMigrations(plugin: Plugin): void {
     if (typeof migration !== 'function' || !migration.name || names.has(migration.name)) {
       throw new PluginLoadError(
         'PLUGIN_INVALID_MIGRATION',
-        `Plugin "${plugin.id}": migrations must be distinct classes made by the MikroORM migrator (npm run migration:create)`,
+        `Plugin "${plugin.id}": migrations must be distinct classes written by npm run migration:create`,
+      );
+    }
+    // Duck-typed rather than instanceof: a plugin package may carry its own copy of the SDK.
+    if (typeof (migration.prototype as { statementsUp?: unknown }).statementsUp !== 'function') {
+      throw new PluginLoadError(
+        'PLUGIN_INVALID_MIGRATION',
+        `Plugin "${plugin.id}": migration ${migration.name} must extend Migration from rpc-service/plugin (import { Migration } from 'rpc-service/plugin'), not MikroORM's`,
       );
     }
     names.add(migration.name);

@@ -225,6 +225,11 @@ describe('createApp and plugins', () => {
 
   it('refuses migrations that are not migration classes', async () => {
     await refusesToStart([plugin({ migrations: ['create table mine_x ()'] as never })], 'PLUGIN_INVALID_MIGRATION', '"mine"');
+    // A class generated for MikroORM's migrator, without the SDK's base class.
+    class Migration20990101000000_orm {
+      async up(): Promise<void> {}
+    }
+    await refusesToStart([plugin({ migrations: [Migration20990101000000_orm] as never })], 'PLUGIN_INVALID_MIGRATION', 'rpc-service/plugin');
   });
 
   it('refuses jobs not made by defineJob, with a bad name or a bad schedule', () => {

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import { Migration } from '../../core/db/migration.ts';
-import { DatabaseStartupError } from '../../core/db/orm.ts';
+import { DatabaseStartupError, preparedRead } from '../../core/db/orm.ts';
 import { definePlugin } from '../../core/plugin/define.ts';
 import { defineOperation } from '../../core/rpc/operation.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
@@ -39,6 +39,21 @@ describe('database schema', () => {
     assert.deepEqual(owned('api_key'), ['api_key']);
     assert.deepEqual(owned('auth'), ['auth_external_login', 'auth_invite_code', 'auth_oauth_state', 'auth_otp_request', 'auth_session', 'auth_subscription', 'auth_user']);
     assert.deepEqual(owned('notes'), ['notes_note']);
+  });
+
+  it('runs a prepared read again and again with its own values, and refuses a reused name and array values', async () => {
+    const count = preparedRead('test_migration_count', 'select count(*)::int as n from core_migrations');
+    const byName = preparedRead('test_migration_by_name', 'select name from core_migrations where name = $1');
+    const [first] = await t.app.deps.db.read<{ n: number }>(count, []);
+    assert.ok(first!.n >= 3, `${first!.n} migrations`);
+    assert.deepEqual(await t.app.deps.db.read(count, []), [first]);
+    for (const name of ['core:Migration20261123171538_initial', 'auth:Migration20261123171525_initial', "x' or '1'='1"]) {
+      const rows = await t.app.deps.db.read<{ name: string }>(byName, [name]);
+      assert.deepEqual(rows, name.startsWith('x') ? [] : [{ name }]);
+    }
+    assert.throws(() => preparedRead('test_migration_count', 'select 1'), /already declared with other SQL/);
+    assert.equal(preparedRead('test_migration_count', count.sql).sql, count.sql);
+    assert.throws(() => t.app.deps.db.read(byName, [['a', 'b']]), /values must be scalars/);
   });
 
   it('every owner has a migration for its current entities (npm run migration:create -- --check)', () => {
