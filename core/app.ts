@@ -21,6 +21,7 @@ import { Metrics } from './http/metrics.ts';
 import { HttpHelpers, requestIdOf } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
+import { Outbound } from './http/outbound.ts';
 import { JobService, type RegisteredJob } from './jobs/job-service.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { MessageSender } from './messaging/message-sender.ts';
@@ -115,8 +116,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   const bus = new EventBus(logger);
   const pool = new WorkerPool({ size: config.workers, logger });
   const jobService = new JobService({ db, logger, pollMs: config.jobsPollMs });
+  const outbound = new Outbound(config.outbound);
   const closeBase = async () => {
     await jobService.stop(config.shutdownTimeoutMs);
+    await outbound.close();
     await bus.close();
     await pool.close();
     await db.close();
@@ -138,6 +141,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       messageSender: new MessageSender({ config: config.messaging, db, logger }),
       credentials: new Credentials({ bus, cacheTtlSeconds: config.authCacheTtlSeconds }),
       http: new HttpHelpers({ trustProxy: config.trustProxy, publicUrl: config.publicUrl }),
+      outbound,
       jobs: jobService,
     };
 

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
 import { defaults } from '../config/defaults.ts';
+import type { OutboundPolicy } from './http/outbound.ts';
 import type { MessagingConfig } from './messaging/message-sender.ts';
 import { ConfigError, env, parseSettings, setting, splitList } from './settings.ts';
 
@@ -51,6 +52,8 @@ export const CoreSettings = v.object({
     String(defaults.uploadKeyTtlSeconds),
   ),
   JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
+  OUTBOUND_ALLOW_PRIVATE: setting(env.boolean('OUTBOUND_ALLOW_PRIVATE'), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
+  OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);
@@ -79,6 +82,7 @@ export interface Config {
   uploadMaxBytes: number;
   uploadKeyTtlSeconds: number;
   jobsPollMs: number;
+  outbound: OutboundPolicy;
   messaging: MessagingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
   env: Readonly<Record<string, string | undefined>>;
@@ -105,6 +109,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
     jobsPollMs: e.JOBS_POLL_MS,
+    outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
     messaging: messagingConfig(e),
     env: { ...environment },
   };

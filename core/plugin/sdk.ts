@@ -55,6 +55,7 @@ export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '..
 export { RateLimiter } from '../rate-limiter.ts';
 
 // Events, uploads, messages, workers, HTTP
+export { Outbound, OutboundRefusedError, isPublicAddress, type OutboundInit, type OutboundPolicy } from '../http/outbound.ts';
 export type { BusEvent, EventBus, PublishInput } from '../events/bus.ts';
 export type { EventDeclaration } from '../events/catalogue.ts';
 export { fileUrl, fileIdOfUrl, type UploadService, type PurposeLimits, type FileInfo, type IssuedUploadKey } from '../uploads/upload-service.ts';

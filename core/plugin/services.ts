@@ -2,6 +2,7 @@ import type { Credentials } from '../credentials/credentials.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
 import type { Database } from '../db/orm.ts';
 import type { EventBus } from '../events/bus.ts';
+import type { Outbound } from '../http/outbound.ts';
 import type { HttpHelpers } from '../http/request-info.ts';
 import type { Jobs } from '../jobs/job-service.ts';
 import type { Logger } from '../logger.ts';
@@ -22,6 +23,8 @@ export interface CoreServices {
   messageSender: MessageSender;
   credentials: Credentials;
   http: HttpHelpers;
+  /** HTTP requests made for tenants, to public addresses only (unless the operator allows more). */
+  outbound: Outbound;
   /** The plugin's own background jobs (those in its definition's `jobs`), by their names. */
   jobs: Jobs;
 }
@@ -36,6 +39,7 @@ export const CORE_SERVICE_NAMES = [
   'messageSender',
   'credentials',
   'http',
+  'outbound',
   'jobs',
 ] as const satisfies readonly (keyof CoreServices)[];
 
