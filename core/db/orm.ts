@@ -135,7 +135,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     read: (statement, values) => {
       // One value, one parameter: an array would be spread over several when inlined on PGlite.
       if (values.some((value) => Array.isArray(value))) throw new TypeError(`Prepared read "${statement.name}": values must be scalars`);
-      return withRawConnection((orm.em as EntityManager).getConnection().getKnex().client as KnexClient, async (raw) => {
+      return withRawConnection(knexClientOf(orm), async (raw) => {
         if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows;
         if (!preparedOnPglite.has(statement.name)) {
           await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
@@ -214,14 +214,16 @@ async function requirePgvector(orm: MikroORM): Promise<void> {
 /** Several nodes may start at once on one PostgreSQL: only one applies migrations at a time. */
 async function withMigrationLock<T>(orm: MikroORM, shared: boolean, run: () => Promise<T>): Promise<T> {
   if (!shared) return run();
-  const knex = (orm.em.getConnection() as any).getKnex();
-  const lockConnection = await knex.client.acquireConnection();
   const LOCK_ID = 727_001;
-  try {
+  return withRawConnection(knexClientOf(orm), async (lockConnection) => {
     await lockConnection.query('select pg_advisory_lock($1)', [LOCK_ID]);
-    return await run();
-  } finally {
-    await lockConnection.query('select pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
-    await knex.client.releaseConnection(lockConnection);
-  }
+    try {
+      return await run();
+    } finally {
+      await lockConnection.query('select pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
+    }
+  });
 }
+
+/** The knex client behind the ORM's pool, which hands out its raw connections. */
+const knexClientOf = (orm: MikroORM): KnexClient => (orm.em as EntityManager).getConnection().getKnex().client as KnexClient;

@@ -51,6 +51,9 @@ export function isPublicAddress(address: string): boolean {
   return family === 4 ? !NOT_PUBLIC_V4.check(address, 'ipv4') : !NOT_PUBLIC_V6.check(address, 'ipv6');
 }
 
+/** The URL's host without the brackets of an IPv6 literal. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
+
 export class OutboundRefusedError extends Error {
   constructor(message: string) {
     super(message);
@@ -106,7 +109,7 @@ export class Outbound {
     }
     if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new OutboundRefusedError(`${target.protocol} URLs are not requested; use http or https`);
     if (this.#allows(target)) return target;
-    const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+    const host = hostOf(target);
     if (isIP(host) && !isPublicAddress(host)) throw new OutboundRefusedError(`${host} is not a public address`);
     return target;
   }
@@ -140,7 +143,7 @@ export class Outbound {
 
   #allows(target: URL): boolean {
     if (this.#policy.allowPrivate) return true;
-    const host = target.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    const host = hostOf(target).toLowerCase();
     return this.#policy.allowedHosts.some((allowed) => allowed === host || allowed === `${host}:${target.port || (target.protocol === 'https:' ? '443' : '80')}`);
   }
 }
