@@ -10,7 +10,9 @@ import { ConfigError, CoreSettings, type Config } from './config.ts';
 import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialSchemeContribution, type CredentialVerifier } from './credentials/authenticator.ts';
 import { Credentials } from './credentials/credentials.ts';
 import { SecretBox } from './credentials/crypto.ts';
-import { resolveMasterKey } from './credentials/master-key.ts';
+import { Keyring } from './credentials/keyring.ts';
+import { resolveMasterKeys } from './credentials/master-key.ts';
+import { AuditLog } from './audit/audit-log.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
@@ -103,7 +105,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const plugins = await loadPlugins(options);
   // Every plugin's settings are checked before anything opens, like the core's.
   const settings = new Map(plugins.map((plugin) => [plugin.id, plugin.config ? parseSettings(plugin.config, config.env) : {}]));
-  const secretBox = new SecretBox(resolveMasterKey(config, logger));
+  const masterKeys = resolveMasterKeys(config, logger);
+  const secretBox = new SecretBox(masterKeys);
 
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
@@ -137,6 +140,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       pool,
       uploadService,
       secretBox,
+      keyring: new Keyring({ db, keys: masterKeys }),
+      audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
       messageSender: new MessageSender({ config: config.messaging, db, logger }),
       credentials: new Credentials({ bus, cacheTtlSeconds: config.authCacheTtlSeconds }),

@@ -21,6 +21,7 @@ export const CoreSettings = v.object({
     'postgres://...: use this PostgreSQL (with pgvector) instead of the embedded database',
   ),
   MASTER_KEY: setting(v.string(), '32 bytes in base64; encrypts keys and secrets at rest (required with DATABASE_URL)'),
+  MASTER_KEY_PREVIOUS: setting(v.string(), 'comma-separated master keys MASTER_KEY replaces, still read until rotate-master-key has run', ''),
   PUBLIC_URL: setting(v.pipe(v.string(), v.url('PUBLIC_URL must be an absolute URL')), 'the URL users reach the service at'),
   LOG_LEVEL: setting(v.picklist(LOG_LEVELS, `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`), 'log level', defaults.logLevel),
   WORKERS: setting(env.integer('WORKERS', 1, 256), 'worker threads for CPU-heavy work (default: CPU cores)'),
@@ -66,6 +67,8 @@ export interface Config {
   databaseUrl?: string;
   /** Base64 text of 32 bytes; resolved (or generated) by core/credentials/master-key.ts. */
   masterKey?: string;
+  /** Comma-separated earlier master keys, read during a rotation. */
+  masterKeyPrevious?: string;
   publicUrl?: string;
   logLevel: (typeof LOG_LEVELS)[number];
   workers: number;
@@ -97,6 +100,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     dataDir: path.resolve(e.DATA_DIR),
     databaseUrl: e.DATABASE_URL,
     masterKey: e.MASTER_KEY,
+    masterKeyPrevious: e.MASTER_KEY_PREVIOUS,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     workers: e.WORKERS ?? availableParallelism(),

@@ -1,4 +1,5 @@
 import { defineEntity } from '@mikro-orm/core';
+import { AuditEntry } from '../audit/audit-log.ts';
 import { StoredFile, UploadKey } from '../uploads/entities.ts';
 
 /**
@@ -43,4 +44,21 @@ export const OutboxMessage = defineEntity({
   }),
 });
 
-export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile];
+/**
+ * A subscription's data key, wrapped by master keys (core/credentials/keyring.ts):
+ * `wraps` maps a master key id to the data key sealed under it. Read and
+ * written only by the keyring, in SQL.
+ */
+export const DataKey = defineEntity({
+  name: 'DataKey',
+  tableName: 'core_data_key',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid().unique(),
+    wraps: p.json<Record<string, string>>(),
+    createdAt: p.datetime(),
+    rewrappedAt: p.datetime().nullable(),
+  }),
+});
+
+export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry];

@@ -52,6 +52,8 @@ export type { Credentials } from '../credentials/credentials.ts';
 export type { CredentialCache, CachedCredential } from '../credentials/credential-cache.ts';
 export type { CredentialsChanged } from '../credentials/revocation.ts';
 export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '../credentials/crypto.ts';
+export type { Keyring } from '../credentials/keyring.ts';
+export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
 export { RateLimiter } from '../rate-limiter.ts';
 
 // Events, uploads, messages, workers, HTTP

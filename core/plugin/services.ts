@@ -1,5 +1,7 @@
 import type { Credentials } from '../credentials/credentials.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
+import type { Keyring } from '../credentials/keyring.ts';
 import type { Database } from '../db/orm.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { Outbound } from '../http/outbound.ts';
@@ -18,7 +20,12 @@ export interface CoreServices {
   bus: EventBus;
   pool: WorkerPool;
   uploadService: UploadService;
+  /** Short-lived values of no subscription, under the master key. */
   secretBox: SecretBox;
+  /** A subscription's values at rest, under its own data key. */
+  keyring: Keyring;
+  /** Who read or changed what, written in the transaction of the change. */
+  audit: AuditLog;
   rateLimiter: RateLimiter;
   messageSender: MessageSender;
   credentials: Credentials;
@@ -35,6 +42,8 @@ export const CORE_SERVICE_NAMES = [
   'pool',
   'uploadService',
   'secretBox',
+  'keyring',
+  'audit',
   'rateLimiter',
   'messageSender',
   'credentials',

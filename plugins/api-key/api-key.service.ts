@@ -15,6 +15,7 @@ import {
   type Credentials,
   type CredentialVerifier,
   type Database,
+  type Keyring,
   type ListEnvelope,
   type PluginServices,
   type Principal,
@@ -58,6 +59,7 @@ export interface ApiKeyChanges {
 interface Deps {
   db: Database;
   credentials: Credentials;
+  keyring: Keyring;
   secretBox: SecretBox;
   userService: PluginServices['userService'];
 }
@@ -116,6 +118,7 @@ export const LIST_KEYS = preparedRead(
 export class ApiKeyService implements CredentialVerifier {
   readonly #db: Database;
   readonly #credentials: Credentials;
+  readonly #keyring: Keyring;
   readonly #secretBox: SecretBox;
   readonly #users: Deps['userService'];
   readonly #cache: CredentialCache;
@@ -126,9 +129,10 @@ export class ApiKeyService implements CredentialVerifier {
    */
   readonly #unknownPrefixes = new Map<string, number>();
 
-  constructor({ db, credentials, secretBox, userService }: Deps) {
+  constructor({ db, credentials, keyring, secretBox, userService }: Deps) {
     this.#db = db;
     this.#credentials = credentials;
+    this.#keyring = keyring;
     this.#secretBox = secretBox;
     this.#users = userService;
     this.#cache = credentials.createCache();
@@ -151,7 +155,7 @@ export class ApiKeyService implements CredentialVerifier {
       userId: ctx.userId,
       prefix,
       keyHash: sha256Hex(fullKey),
-      encryptedKey: this.#secretBox.encrypt(fullKey),
+      encryptedKey: await this.#keyring.seal(ctx.subscriptionId, fullKey),
       description: input.description,
       isEnabled: true,
       initialContext: input.initialContext,
@@ -164,6 +168,33 @@ export class ApiKeyService implements CredentialVerifier {
     });
     await ctx.em.flush();
     return { ...toApiKeyRecord(key), keyHash: key.keyHash, encryptedKey: key.encryptedKey, fullKey };
+  }
+
+  /**
+   * Keys sealed before the keyring were sealed by the master key itself,
+   * which a master-key rotation would leave unreadable: seal them again under
+   * their subscription's data key. Each row changes only if it is as read.
+   */
+  async resealLegacy(): Promise<number> {
+    const rows = await this.#db.execute<{ id: string; subscription_id: string; encrypted_key: string; webhook_secret: string | null }>(
+      `select id, subscription_id, encrypted_key, webhook_secret from api_key
+       where encrypted_key not like 'k1.%' or webhook_secret not like 'k1.%'`,
+    );
+    const reseal = (subscriptionId: string, sealed: string | null) =>
+      sealed === null || sealed.startsWith('k1.') ? sealed : this.#keyring.seal(subscriptionId, this.#secretBox.decrypt(sealed));
+    for (const row of rows) {
+      await this.#db.execute(
+        'update api_key set encrypted_key = ?, webhook_secret = ? where id = ? and encrypted_key = ? and webhook_secret is not distinct from ?',
+        [
+          await reseal(row.subscription_id, row.encrypted_key),
+          await reseal(row.subscription_id, row.webhook_secret),
+          row.id,
+          row.encrypted_key,
+          row.webhook_secret,
+        ],
+      );
+    }
+    return rows.length;
   }
 
   async update(ctx: AuthenticatedContext, id: string, changes: ApiKeyChanges): Promise<ApiKeyRecord> {

@@ -21,4 +21,5 @@ export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
     'auth.lifecycle': [{ userRemoved: async ({ em, userId }) => void (await em.nativeDelete(ApiKey, { userId })) }],
   },
   operations: { getData, create, update, delete: remove },
+  start: async ({ apiKeyService }) => void (await apiKeyService.resealLegacy()),
 });

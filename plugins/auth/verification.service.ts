@@ -1,7 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import {
   badRequest,
-  digestsEqual,
   isUuid,
   notFound,
   RateLimiter,
@@ -179,7 +178,7 @@ export class VerificationService {
       [otpRequestId, MAX_ATTEMPTS],
     );
     if (!attempt) throw await this.#whyUnusable(otpRequestId);
-    if (!digestsEqual(Buffer.from(this.#hash(otpRequestId, code.trim()), 'hex'), Buffer.from(attempt.code_hash, 'hex'))) {
+    if (!this.#secretBox.macMatches(otpText(otpRequestId, code.trim()), attempt.code_hash)) {
       await this.#limiter.hit(buckets, this.#config.otpWindowSeconds);
       const left = MAX_ATTEMPTS - attempt.attempts;
       throw validationError([{ path: 'code', message: left > 0 ? `Wrong code; ${left} attempt(s) left` : 'Wrong code; request a new one' }]);
@@ -205,6 +204,8 @@ export class VerificationService {
   }
 
   #hash(requestId: string, code: string): string {
-    return this.#secretBox.mac(`otp:${requestId}:${code}`);
+    return this.#secretBox.mac(otpText(requestId, code));
   }
 }
+
+const otpText = (requestId: string, code: string): string => `otp:${requestId}:${code}`;

@@ -20,7 +20,7 @@ describe('ApiKeyRpc', () => {
     assert.match(key.fullKey, /^ak[0-9a-f]{14}_[A-Za-z0-9_-]{43}$/);
     assert.equal(key.fullKey.split('_')[0], key.prefix);
     assert.match(key.keyHash, /^[0-9a-f]{64}$/);
-    assert.ok(key.encryptedKey.startsWith('v1.') && !key.encryptedKey.includes(key.fullKey));
+    assert.ok(key.encryptedKey.startsWith('k1.') && !key.encryptedKey.includes(key.fullKey));
     assert.equal(key.description, 'deploy bot');
     assert.equal(key.isEnabled, true);
     assert.equal(key.userId, owner.user._id);
@@ -168,6 +168,16 @@ describe('ApiKeyRpc', () => {
     const [row] = await t.app.deps.db.execute<Record<string, string>>('select * from api_key where id = ?', [key._id]);
     assert.ok(row);
     assert.ok(!JSON.stringify(row).includes(key.fullKey.slice(key.fullKey.indexOf('_') + 1)));
-    assert.equal(t.app.deps.secretBox.decrypt(row.encrypted_key!), key.fullKey);
+    assert.equal(await t.app.deps.keyring.open(owner.subscriptionId, row.encrypted_key!), key.fullKey);
+  });
+
+  it('seals keys stored under the master key itself again under the subscription data key', async () => {
+    const key = await create('from before the keyring');
+    const { db, secretBox } = t.app.deps;
+    await db.execute('update api_key set encrypted_key = ? where id = ?', [secretBox.encrypt(key.fullKey), key._id]);
+    assert.ok((await t.app.depsOf('api-key').apiKeyService.resealLegacy()) >= 1);
+    const [row] = await db.execute<{ encrypted_key: string }>('select encrypted_key from api_key where id = ?', [key._id]);
+    assert.ok(row!.encrypted_key.startsWith('k1.'));
+    assert.equal(await t.app.deps.keyring.open(owner.subscriptionId, row!.encrypted_key), key.fullKey);
   });
 });

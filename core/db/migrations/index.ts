@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123171538_initial } from './Migration20261123171538_initial.ts';
+import { Migration20261123215714_keyring_and_audit } from './Migration20261123215714_keyring_and_audit.ts';
 
-export const migrations = [Migration20261123171538_initial];
+export const migrations = [Migration20261123171538_initial, Migration20261123215714_keyring_and_audit];

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AuthenticatedContext } from '../rpc/context.ts';
+import { toOrderBy, toWhere, type FieldMap, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
+
+/** One audited action: who did what to which record, when, and with which credential. */
+export const AuditEntry = defineEntity({
+  name: 'AuditEntry',
+  tableName: 'core_audit_log',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    at: p.datetime(),
+    /** What kind of record: `secret`, ... */
+    kind: p.text(),
+    /** The operation group that acted (`SecretsRpc`). */
+    group: p.text(),
+    /** `read`, `create`, `update`, `delete`, ... */
+    action: p.text(),
+    targetId: p.text(),
+    /** A readable name of the record (`production:STRIPE_KEY`); never a value. */
+    target: p.text(),
+    userId: p.uuid().nullable(),
+    role: p.text().nullable(),
+    apiKeyId: p.uuid().nullable(),
+    sessionId: p.uuid().nullable(),
+    requestId: p.text(),
+  }),
+  indexes: [{ properties: ['subscriptionId', 'kind', 'at'] }],
+});
+export type AuditEntry = InferEntity<typeof AuditEntry>;
+
+export interface AuditAction {
+  kind: string;
+  group: string;
+  action: string;
+  targetId: string;
+  target: string;
+}
+
+export interface AuditRecord {
+  _id: string;
+  at: string;
+  kind: string;
+  group: string;
+  action: string;
+  targetId: string;
+  target: string;
+  userId: string | null;
+  role: string | null;
+  apiKeyId: string | null;
+  sessionId: string | null;
+  requestId: string;
+}
+
+export const AUDIT_FIELDS: FieldMap = {
+  at: { property: 'at', type: 'date' },
+  group: { property: 'group', type: 'string' },
+  action: { property: 'action', type: 'string' },
+  targetId: { property: 'targetId', type: 'string' },
+  target: { property: 'target', type: 'string' },
+  userId: { property: 'userId', type: 'uuid' },
+  apiKeyId: { property: 'apiKeyId', type: 'uuid' },
+  sessionId: { property: 'sessionId', type: 'uuid' },
+};
+
+const toRecord = (entry: AuditEntry): AuditRecord => ({
+  _id: entry.id,
+  at: entry.at.toISOString(),
+  kind: entry.kind,
+  group: entry.group,
+  action: entry.action,
+  targetId: entry.targetId,
+  target: entry.target,
+  userId: entry.userId ?? null,
+  role: entry.role ?? null,
+  apiKeyId: entry.apiKeyId ?? null,
+  sessionId: entry.sessionId ?? null,
+  requestId: entry.requestId,
+});
+
+/** The audit trail of a subscription: appended to in the transaction of what it records, listed by kind. */
+export class AuditLog {
+  /**
+   * Writes one entry now, through `em` (the transaction of the change, or of
+   * the read it vouches for): if it cannot be written, it throws, and the
+   * change is rolled back or the value is not returned.
+   */
+  async record(em: EntityManager, ctx: AuthenticatedContext, action: AuditAction): Promise<void> {
+    await em.insert(AuditEntry, {
+      id: randomUUID(),
+      subscriptionId: ctx.subscriptionId,
+      at: new Date(),
+      ...action,
+      userId: ctx.userId,
+      role: ctx.role,
+      apiKeyId: ctx.apiKeyId,
+      sessionId: ctx.sessionId,
+      requestId: ctx.requestId,
+    });
+  }
+
+  /** Entries of one kind in the caller's subscription, newest first unless sorted otherwise. */
+  async list(ctx: AuthenticatedContext, kind: string, query: ListQuery): Promise<ListEnvelope<AuditRecord>> {
+    const where = { $and: [{ kind }, toWhere(query.filter, AUDIT_FIELDS)] };
+    const orderBy = { ...toOrderBy(query.sort, AUDIT_FIELDS), id: 'asc' as const };
+    const [entries, totalCount] = await ctx.em.findAndCount(AuditEntry, where, {
+      orderBy: Object.keys(query.sort).length > 0 ? orderBy : { at: 'desc', id: 'asc' },
+      limit: query.pageSize,
+      offset: (query.page - 1) * query.pageSize,
+    });
+    return { data: entries.map(toRecord), totalCount };
+  }
+}
