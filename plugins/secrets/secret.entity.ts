@@ -1,0 +1,20 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+/** A zone-based secret: its definition, and its value sealed by the keyring. `_id` is `<zone>:<key>`. */
+export const Secret = defineEntity({
+  name: 'Secret',
+  tableName: 'secrets_secret',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    zone: p.text(),
+    key: p.text(),
+    description: p.text(),
+    /** Sealed under the subscription's data key; never leaves the service except through getSecretValue. */
+    value: p.text(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  }),
+  uniques: [{ properties: ['subscriptionId', 'zone', 'key'] }],
+});
+export type Secret = InferEntity<typeof Secret>;
