@@ -40,7 +40,7 @@ const GROUP = 'SecretsRpc';
 
 export const secretId = (zone: string, key: string): string => `${zone}:${key}`;
 
-const toRecord = (secret: Secret): SecretRecord => ({
+const toRecord = (secret: Pick<Secret, 'zone' | 'key' | 'description'>): SecretRecord => ({
   _id: secretId(secret.zone, secret.key),
   zone: secret.zone,
   key: secret.key,
