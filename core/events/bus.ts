@@ -8,6 +8,10 @@ import type { Logger } from '../logger.ts';
  * inside the service (cache invalidation, plugin subscribers).
  */
 export interface BusEvent<P = unknown> {
+  /** Unique per publication: webhooks carry it as the event's id. */
+  id: string;
+  /** The node that published it: work to do once per event (not once per node) is done where it started. */
+  origin: string;
   name: string;
   payload: P;
   subscriptionId?: string | null;
@@ -18,7 +22,7 @@ export interface BusEvent<P = unknown> {
 
 export type BusHandler = (event: BusEvent) => void | Promise<void>;
 
-export type PublishInput<P = unknown> = Omit<BusEvent<P>, 'at'>;
+export type PublishInput<P = unknown> = Omit<BusEvent<P>, 'id' | 'origin' | 'at'>;
 
 /** Emitted locally after the fan-out connection was lost and regained: caches must drop what they hold. */
 export const BUS_RESYNC = 'core.bus.resync';
@@ -74,7 +78,7 @@ export class EventBus {
     if (input.subscriptionId && this.#catalogue && !this.#catalogue.has(input.name)) {
       throw new Error(`Event "${input.name}" is not in the event catalogue: declare it with extends: {'core.events': [...]}`);
     }
-    const event: BusEvent<P> = { ...input, at: new Date().toISOString() };
+    const event: BusEvent<P> = { ...input, id: randomUUID(), origin: this.nodeId, at: new Date().toISOString() };
     this.#deliver(event);
     if (this.#fanOut) await this.#notify(this.#fanOut, event);
   }
@@ -147,7 +151,7 @@ export class EventBus {
       await this.#listen(fanOut, databaseUrl);
       this.#logger.info('event fan-out connection restored');
       // Events sent while this node was not listening are lost: tell caches to start over.
-      this.#deliver({ name: BUS_RESYNC, payload: null, at: new Date().toISOString() });
+      this.#deliver({ id: randomUUID(), origin: this.nodeId, name: BUS_RESYNC, payload: null, at: new Date().toISOString() });
     } catch (err) {
       fanOut.retryMs = Math.min(fanOut.retryMs * 2, 30_000);
       this.#logger.warn({ err, retryMs: fanOut.retryMs }, 'event fan-out reconnect failed');

@@ -49,6 +49,18 @@ export interface CreatedApiKey extends ApiKeyRecord {
   fullKey: string;
 }
 
+/** Where a key's webhook goes: the current URL and secret (opened), read at each delivery. */
+export interface WebhookTarget {
+  apiKeyId: string;
+  userId: string;
+  url: string;
+  secret: string | null;
+  status: WebhookStatus;
+}
+
+/** `verified`: events are delivered; `unreachable`: its test or a whole retry schedule failed; `disabled`: it answered 410 Gone. */
+export type WebhookStatus = 'verified' | 'unreachable' | 'disabled';
+
 export interface ApiKeyChanges {
   description?: string;
   /** undefined leaves it; null clears it. */
@@ -168,6 +180,49 @@ export class ApiKeyService implements CredentialVerifier {
     });
     await ctx.em.flush();
     return { ...toApiKeyRecord(key), keyHash: key.keyHash, encryptedKey: key.encryptedKey, fullKey };
+  }
+
+  /** Stores the webhook of an API key of the caller's subscription (URL, secret sealed, the outcome of its test). */
+  async registerWebhook(
+    ctx: AuthenticatedContext,
+    apiKeyId: string,
+    webhook: { url: string; secret: string | null; status: WebhookStatus },
+  ): Promise<void> {
+    const secret = webhook.secret === null ? null : await this.#keyring.seal(ctx.subscriptionId, webhook.secret);
+    const updated = await ctx.em.nativeUpdate(
+      ApiKey,
+      { id: apiKeyId },
+      { webhookUrl: webhook.url, webhookSecret: secret, webhookStatus: webhook.status, lastTestedAt: new Date(), updatedAt: new Date() },
+    );
+    if (updated === 0) throw notFound('The API key of this call no longer exists');
+  }
+
+  /** The webhooks of a subscription that receive its events: verified ones, or one key's whatever its status. */
+  async webhookTargets(subscriptionId: string, filter: { apiKeyId?: string } = {}): Promise<WebhookTarget[]> {
+    const keys = await this.#db
+      .forkEm(subscriptionId)
+      .find(ApiKey, filter.apiKeyId ? { id: filter.apiKeyId, webhookUrl: { $ne: null } } : { webhookStatus: 'verified', webhookUrl: { $ne: null } }, {
+        fields: ['id', 'userId', 'webhookUrl', 'webhookSecret', 'webhookStatus'],
+      });
+    return Promise.all(
+      keys.map(async (key) => ({
+        apiKeyId: key.id,
+        userId: key.userId,
+        url: key.webhookUrl!,
+        secret: key.webhookSecret ? await this.#keyring.open(subscriptionId, key.webhookSecret) : null,
+        status: key.webhookStatus as WebhookStatus,
+      })),
+    );
+  }
+
+  async setWebhookStatus(subscriptionId: string, apiKeyId: string, status: WebhookStatus): Promise<void> {
+    await this.#db.forkEm(subscriptionId).nativeUpdate(ApiKey, { id: apiKeyId, webhookUrl: { $ne: null } }, { webhookStatus: status });
+  }
+
+  /** `{value: key id, label: description}` of the subscription's keys with a verified webhook. */
+  async webhookOptions(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
+    const keys = await ctx.em.find(ApiKey, { webhookStatus: 'verified', webhookUrl: { $ne: null } }, { fields: ['id', 'description'], orderBy: { createdAt: 'asc' } });
+    return keys.map((key) => ({ value: key.id, label: key.description }));
   }
 
   /**

@@ -6,6 +6,13 @@ import { DEPS, type ApiKeyDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { create, getData, remove, update } from './operations.ts';
 
+declare module 'rpc-service/plugin' {
+  interface PluginServices {
+    /** API keys; other groups use their webhooks (registerWebhook, webhookTargets, setWebhookStatus, webhookOptions). */
+    apiKeyService: ApiKeyService;
+  }
+}
+
 /** ApiKeyRpc: the calling user's API keys; verifies `X-API-Key` for the core. */
 export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
   id: 'api-key',
@@ -15,6 +22,7 @@ export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
   entities: [ApiKey],
   migrations,
   services: { apiKeyService: asClass(ApiKeyService).singleton() },
+  exports: ['apiKeyService'],
   extends: {
     'core.credentials': [{ scheme: 'apiKey', verifier: (deps: ApiKeyDeps) => deps.apiKeyService }],
     // A removed user's keys go in the same transaction.

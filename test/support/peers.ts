@@ -58,12 +58,61 @@ export function codeIn(text: string): string {
 }
 
 /** Polls until `read` returns a value (deliveries are asynchronous on the peer's side). */
-export async function eventually<T>(read: () => T | undefined, timeoutMs = 3000): Promise<T> {
+export async function eventually<T>(read: () => T | undefined | Promise<T | undefined>, timeoutMs = 3000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = read();
+    const value = await read();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Date.now() when it arrived. */
+  at: number;
+}
+
+export interface Reply {
+  status: number;
+  headers?: Record<string, string>;
+  /** Wait this long before answering. */
+  delayMs?: number;
+}
+
+/** An HTTP server on loopback that records every request and answers as `reply` says (200 by default); a webhook receiver. */
+export async function startHttpReceiver(reply: (request: ReceivedRequest, index: number) => Reply = () => ({ status: 200 })) {
+  const requests: ReceivedRequest[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const request: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, String(value)])),
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
+      const answer = reply(request, requests.length);
+      requests.push(request);
+      setTimeout(() => res.writeHead(answer.status, answer.headers).end(), answer.delayMs ?? 0);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }

@@ -1,0 +1,26 @@
+import { asClass } from 'awilix';
+import { definePlugin } from 'rpc-service/plugin';
+import { apiManagementSettings } from './config.ts';
+import { EndpointLease, WebhookDelivery } from './delivery.entity.ts';
+import { DEPS, type ApiManagementDeps } from './deps.ts';
+import { migrations } from './migrations/index.ts';
+import { deliver, getDeliveries, listApiKeysForWebhook, registerWebhook, resendDeliveries, sweep } from './operations.ts';
+import { WEBHOOK_TEST, WebhookService } from './webhook.service.ts';
+
+/** ApiManagementRpc: webhooks of API keys, and signed, durable, ordered delivery of the subscription's events to them. */
+export const apiManagementPlugin = definePlugin<ApiManagementDeps>({
+  id: 'api-management',
+  group: 'ApiManagementRpc',
+  coreVersion: '^2.0.0',
+  config: apiManagementSettings,
+  deps: DEPS,
+  entities: [WebhookDelivery, EndpointLease],
+  migrations,
+  services: { webhookService: asClass(WebhookService).singleton() },
+  extends: {
+    'core.events': [{ name: WEBHOOK_TEST, describe: 'Sent by registerWebhook to the webhook being registered only: {apiKeyId, message}.' }],
+  },
+  subscribers: { '*': (event, { webhookService }) => webhookService.onEvent(event) },
+  operations: { registerWebhook, listApiKeysForWebhook, getDeliveries, resendDeliveries },
+  jobs: { deliver, sweep },
+});

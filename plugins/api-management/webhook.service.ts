@@ -1,0 +1,311 @@
+import { randomUUID } from 'node:crypto';
+import {
+  badRequest,
+  notFound,
+  OutboundRefusedError,
+  validationError,
+  type AuthenticatedContext,
+  type BusEvent,
+  type Database,
+  type EventBus,
+  type Jobs,
+  type ListEnvelope,
+  type Logger,
+  type Outbound,
+  type PluginServices,
+} from 'rpc-service/plugin';
+import type { ApiManagementConfig } from './config.ts';
+import { WebhookDelivery, type AttemptRecord, type DeliveryState } from './delivery.entity.ts';
+import { sendWebhook, type AttemptOutcome, type WebhookEvent } from './webhook-sender.ts';
+
+export const WEBHOOK_TEST = 'webhook.test';
+export const DELIVER_JOB = 'deliver';
+
+/** A Retry-After never holds a delivery back longer than this. */
+const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
+const ATTEMPT_LOG_LENGTH = 20;
+/** A sender hands over to a fresh job after this long, so no job runs near its time limit. */
+const DRAIN_BUDGET_MS = 4 * 60_000;
+
+export type RegisterResult = { success: true; status: 'verified' } | { success: true; status: 'unreachable'; error: string };
+
+export interface DeliveryRecord {
+  _id: string;
+  apiKeyId: string;
+  eventId: string;
+  eventType: string;
+  state: DeliveryState;
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  attemptLog: AttemptRecord[];
+  deliveredAt: string | null;
+  createdAt: string;
+}
+
+interface Deps {
+  db: Database;
+  bus: EventBus;
+  jobs: Jobs;
+  outbound: Outbound;
+  apiKeyService: PluginServices['apiKeyService'];
+  config: ApiManagementConfig;
+  logger: Logger;
+}
+
+const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
+
+const toRecord = (delivery: WebhookDelivery): DeliveryRecord => ({
+  _id: delivery.id,
+  apiKeyId: delivery.apiKeyId,
+  eventId: delivery.eventId,
+  eventType: delivery.eventType,
+  state: delivery.state,
+  attempts: delivery.attempts,
+  nextAttemptAt: delivery.state === 'pending' ? iso(delivery.nextAttemptAt) : null,
+  lastAttemptAt: iso(delivery.lastAttemptAt),
+  lastStatusCode: delivery.lastStatusCode ?? null,
+  lastError: delivery.lastError ?? null,
+  attemptLog: delivery.attemptLog,
+  deliveredAt: iso(delivery.deliveredAt),
+  createdAt: delivery.createdAt.toISOString(),
+});
+
+/**
+ * Webhooks of API keys: registration with a test event, and durable, signed,
+ * ordered delivery of a subscription's events. Each event becomes one
+ * delivery row per webhook; a `deliver` job sends an endpoint's due
+ * deliveries oldest first while holding that endpoint's lease, so one sender
+ * at a time keeps them in order, and a delivery being retried holds back the
+ * later ones of its endpoint.
+ */
+export class WebhookService {
+  readonly #deps: Deps;
+
+  constructor(deps: Deps) {
+    this.#deps = deps;
+  }
+
+  async registerWebhook(ctx: AuthenticatedContext, input: { webhookUrl: string; webhookSecret: string | null }): Promise<RegisterResult> {
+    const { apiKeyId } = ctx;
+    if (apiKeyId === null) {
+      throw badRequest('registerWebhook registers the webhook of the API key you call with: call it with the X-API-Key header, not a session');
+    }
+    let url: URL;
+    try {
+      url = this.#deps.outbound.check(input.webhookUrl);
+    } catch (error) {
+      if (error instanceof OutboundRefusedError) throw validationError([{ path: 'webhookUrl', message: `webhookUrl must be publicly reachable: ${error.message}` }]);
+      throw error;
+    }
+    const event: WebhookEvent = {
+      id: randomUUID(),
+      type: WEBHOOK_TEST,
+      timestamp: new Date().toISOString(),
+      subscriptionId: ctx.subscriptionId,
+      data: { apiKeyId, message: 'Test event of the webhook registration' },
+    };
+    const target = { url: url.href, secret: input.webhookSecret };
+    const outcome = await sendWebhook(this.#deps.outbound, target, { id: event.id, body: JSON.stringify(event) }, this.#deps.config.WEBHOOK_TEST_TIMEOUT_MS);
+    const verified = outcome.kind === 'delivered';
+    await this.#deps.apiKeyService.registerWebhook(ctx, apiKeyId, { ...target, status: verified ? 'verified' : 'unreachable' });
+    return verified ? { success: true, status: 'verified' } : { success: true, status: 'unreachable', error: outcome.error };
+  }
+
+  /**
+   * A subscription's event becomes a delivery for each verified webhook (for
+   * an event meant for some users only, the webhooks of their keys), on the
+   * node that published it.
+   */
+  async onEvent(event: BusEvent): Promise<void> {
+    const { subscriptionId } = event;
+    if (!subscriptionId || event.origin !== this.#deps.bus.nodeId) return;
+    const targets = (await this.#deps.apiKeyService.webhookTargets(subscriptionId)).filter(
+      (target) => !event.userIds || event.userIds.includes(target.userId),
+    );
+    if (targets.length === 0) return;
+    const body = JSON.stringify({ id: event.id, type: event.name, timestamp: event.at, subscriptionId, data: event.payload } satisfies WebhookEvent);
+    const firstAttemptAt = new Date(Date.now() + this.#deps.config.WEBHOOK_RETRY_SCHEDULE[0]! * 1000);
+    await this.#deps.db.forkEm(subscriptionId).transactional(async (em) => {
+      for (const target of targets) {
+        em.create(WebhookDelivery, {
+          id: randomUUID(),
+          subscriptionId,
+          apiKeyId: target.apiKeyId,
+          eventId: event.id,
+          eventType: event.name,
+          body,
+          state: 'pending',
+          attempts: 0,
+          nextAttemptAt: firstAttemptAt,
+          attemptLog: [],
+          createdAt: new Date(),
+        });
+        await em.flush();
+        await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId: target.apiKeyId }, { em, runAt: firstAttemptAt });
+      }
+    });
+  }
+
+  /** Sends an endpoint's due deliveries in order, unless another sender holds it; looks again after letting go. */
+  async drain(subscriptionId: string, apiKeyId: string): Promise<void> {
+    const started = Date.now();
+    for (;;) {
+      const holder = randomUUID();
+      if (!(await this.#claim(apiKeyId, holder))) return;
+      try {
+        await this.#sendDue(subscriptionId, apiKeyId, holder, started);
+      } finally {
+        await this.#deps.db.execute('delete from api_management_endpoint_lease where api_key_id = ? and holder = ?', [apiKeyId, holder]);
+      }
+      // A delivery added while the lease was held found it taken: it is this sender's to send.
+      const [due] = await this.#deps.db.execute(
+        `select 1 from api_management_delivery where api_key_id = ? and state = 'pending' and next_attempt_at <= now() limit 1`,
+        [apiKeyId],
+      );
+      if (!due || Date.now() - started > DRAIN_BUDGET_MS) {
+        if (due) await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId });
+        return;
+      }
+    }
+  }
+
+  /** Endpoints with deliveries overdue (their wake-up lost with a node), handed to a sender again. */
+  async sweep(): Promise<number> {
+    const rows = await this.#deps.db.execute<{ subscription_id: string; api_key_id: string }>(
+      `select distinct subscription_id, api_key_id from api_management_delivery
+       where state = 'pending' and next_attempt_at < now() - interval '1 minute'`,
+    );
+    for (const row of rows) await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId: row.subscription_id, apiKeyId: row.api_key_id });
+    return rows.length;
+  }
+
+  async getDeliveries(
+    ctx: AuthenticatedContext,
+    query: { apiKeyId?: string; state?: DeliveryState; page: number; pageSize: number },
+  ): Promise<ListEnvelope<DeliveryRecord>> {
+    const where: Record<string, unknown> = {};
+    if (query.apiKeyId) where.apiKeyId = query.apiKeyId;
+    if (query.state) where.state = query.state;
+    const [deliveries, totalCount] = await ctx.em.findAndCount(WebhookDelivery, where, {
+      orderBy: { seq: 'desc' },
+      limit: query.pageSize,
+      offset: (query.page - 1) * query.pageSize,
+    });
+    return { data: deliveries.map(toRecord), totalCount };
+  }
+
+  /** Failed deliveries of a webhook (all, or those named) go again, in their order, with a fresh schedule. */
+  async resendDeliveries(ctx: AuthenticatedContext, input: { apiKeyId: string; _ids?: string[] }): Promise<{ resent: number }> {
+    const [target] = await this.#deps.apiKeyService.webhookTargets(ctx.subscriptionId, { apiKeyId: input.apiKeyId });
+    if (!target) throw notFound(`No webhook is registered for API key ${input.apiKeyId}`);
+    if (target.status === 'disabled') throw badRequest('This webhook answered 410 Gone and is disabled: register it again first');
+    const resent = await ctx.em.nativeUpdate(
+      WebhookDelivery,
+      { apiKeyId: input.apiKeyId, state: 'failed', ...(input._ids ? { id: { $in: input._ids } } : {}) },
+      { state: 'pending', attempts: 0, nextAttemptAt: new Date(), lastError: null },
+    );
+    if (resent > 0) await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId: ctx.subscriptionId, apiKeyId: input.apiKeyId });
+    return { resent };
+  }
+
+  async #claim(apiKeyId: string, holder: string): Promise<boolean> {
+    const seconds = this.#deps.config.WEBHOOK_TIMEOUT_MS / 1000 + 30;
+    const rows = await this.#deps.db.execute(
+      `insert into api_management_endpoint_lease (api_key_id, holder, until) values (?, ?, now() + make_interval(secs => ?))
+       on conflict (api_key_id) do update set holder = excluded.holder, until = excluded.until
+       where api_management_endpoint_lease.until < now()
+       returning holder`,
+      [apiKeyId, holder, seconds],
+    );
+    return rows.length === 1;
+  }
+
+  async #sendDue(subscriptionId: string, apiKeyId: string, holder: string, started: number): Promise<void> {
+    const { db, jobs, apiKeyService, config } = this.#deps;
+    while (Date.now() - started <= DRAIN_BUDGET_MS) {
+      const em = db.forkEm(subscriptionId);
+      const head = await em.findOne(WebhookDelivery, { apiKeyId, state: 'pending' }, { orderBy: { seq: 'asc' } });
+      if (!head) return;
+      if (head.nextAttemptAt.getTime() > Date.now()) {
+        await jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { runAt: head.nextAttemptAt });
+        return;
+      }
+      const [target] = await apiKeyService.webhookTargets(subscriptionId, { apiKeyId });
+      if (!target || target.status === 'disabled') {
+        await this.#failPending(em, apiKeyId, target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key or its webhook was removed');
+        return;
+      }
+      const outcome = await sendWebhook(this.#deps.outbound, target, { id: head.eventId, body: head.body }, config.WEBHOOK_TIMEOUT_MS);
+      this.#logAttempt(head, outcome);
+      this.#noteAttempt(head, outcome);
+      if (outcome.kind === 'delivered') {
+        head.state = 'delivered';
+        head.deliveredAt = new Date();
+        await em.flush();
+        if (target.status !== 'verified') await apiKeyService.setWebhookStatus(subscriptionId, apiKeyId, 'verified');
+      } else if (outcome.kind === 'gone') {
+        head.state = 'failed';
+        await em.flush();
+        await apiKeyService.setWebhookStatus(subscriptionId, apiKeyId, 'disabled');
+        await this.#failPending(em, apiKeyId, 'the webhook is disabled (it answered 410 Gone)');
+        return;
+      } else {
+        const wait = config.WEBHOOK_RETRY_SCHEDULE[head.attempts];
+        if (wait === undefined) {
+          head.state = 'failed';
+          await em.flush();
+          await apiKeyService.setWebhookStatus(subscriptionId, apiKeyId, 'unreachable');
+          await this.#failPending(em, apiKeyId, 'the webhook failed for its whole retry schedule and is marked unreachable');
+          return;
+        }
+        const seconds = Math.max(wait, Math.min(outcome.retryAfterSeconds ?? 0, MAX_RETRY_AFTER_SECONDS));
+        head.nextAttemptAt = new Date(Date.now() + seconds * 1000);
+        await em.flush();
+        await jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { runAt: head.nextAttemptAt });
+        return;
+      }
+      await db.execute('update api_management_endpoint_lease set until = now() + make_interval(secs => ?) where api_key_id = ? and holder = ?', [
+        config.WEBHOOK_TIMEOUT_MS / 1000 + 30,
+        apiKeyId,
+        holder,
+      ]);
+    }
+    await jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId });
+  }
+
+  #noteAttempt(delivery: WebhookDelivery, outcome: AttemptOutcome): void {
+    const at = new Date();
+    const error = outcome.kind === 'delivered' ? null : outcome.error;
+    delivery.attempts += 1;
+    delivery.lastAttemptAt = at;
+    delivery.lastStatusCode = outcome.statusCode;
+    delivery.lastError = error;
+    delivery.attemptLog = [...delivery.attemptLog, { at: at.toISOString(), statusCode: outcome.statusCode, error, durationMs: outcome.durationMs }].slice(
+      -ATTEMPT_LOG_LENGTH,
+    );
+  }
+
+  #logAttempt(delivery: WebhookDelivery, outcome: AttemptOutcome): void {
+    this.#deps.logger[outcome.kind === 'delivered' ? 'info' : 'warn'](
+      {
+        deliveryId: delivery.id,
+        eventId: delivery.eventId,
+        eventType: delivery.eventType,
+        apiKeyId: delivery.apiKeyId,
+        attempt: delivery.attempts + 1,
+        outcome: outcome.kind,
+        statusCode: outcome.statusCode,
+        durationMs: outcome.durationMs,
+        ...(outcome.kind === 'delivered' ? {} : { error: outcome.error }),
+      },
+      'webhook delivery attempt',
+    );
+  }
+
+  async #failPending(em: ReturnType<Database['forkEm']>, apiKeyId: string, reason: string): Promise<void> {
+    await em.nativeUpdate(WebhookDelivery, { apiKeyId, state: 'pending' }, { state: 'failed', lastError: reason });
+  }
+}
