@@ -28,7 +28,7 @@ export const getData = defineOperation({
     filter: v.optional(
       v.strictObject(
         { zone: v.optional(v.string('filter.zone must be a string')), key: v.optional(v.string()), description: v.optional(v.string()) },
-        'filter may only have zone, key and description',
+        'unknown field; filterable fields: zone, key, description',
       ),
       {},
     ),
@@ -38,7 +38,7 @@ export const getData = defineOperation({
           Object.fromEntries(
             ['zone', 'key', 'description'].map((field) => [field, v.optional(v.picklist([1, -1, 'asc', 'desc'], `sort.${field} must be 1, -1, "asc" or "desc"`))]),
           ),
-          'sort may only name zone, key and description',
+          'unknown field; sortable fields: zone, key, description',
         ),
         v.transform((sort) =>
           Object.fromEntries(Object.entries(sort).filter(([, way]) => way !== undefined).map(([field, way]) => [field, way === 1 || way === 'asc' ? 'asc' : 'desc'])) as Record<string, 'asc' | 'desc'>,

@@ -69,19 +69,22 @@ describe('rotate-master-key', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-rotate-'));
     let scratch: ScratchDatabase | undefined;
     const databaseUrl = TEST_DATABASE_URL ? (scratch = await createScratchDatabase(TEST_DATABASE_URL)).url : undefined;
-    const shared = { dataDir, persistent: true, withNotes: false, plugins: ['auth'], ...(databaseUrl ? { databaseUrl } : {}) };
+    const shared = { dataDir, persistent: true, withNotes: false, plugins: ['auth', 'secrets'], ...(databaseUrl ? { databaseUrl } : {}) };
     const start = (env: Record<string, string>) => startTestApp({ ...shared, env });
     try {
       const before = await start({ MASTER_KEY: oldKey });
       const subscriptions = [randomUUID(), randomUUID(), randomUUID()];
       const sealed = await Promise.all(subscriptions.map((id) => before.app.deps.keyring.seal(id, `secret of ${id}`)));
+      const admin = await before.signup();
+      await before.ok('SecretsRpc.create', { zone: 'production', key: 'DB_PASSWORD', value: 'through the API' }, { token: admin.token });
+      const readSecret = (t: TestApp) => t.call('SecretsRpc.getSecretValue', { zone: 'production', key: 'DB_PASSWORD' }, { token: admin.token });
       // The embedded database takes one process at a time; PostgreSQL serves on during the rotation.
       if (!databaseUrl) await before.close();
 
       const env = { DATA_DIR: dataDir, MASTER_KEY: nextKey, MASTER_KEY_PREVIOUS: oldKey, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
       const rotated = await rotate(env);
       assert.equal(rotated.code, 0, rotated.stderr);
-      assert.match(rotated.stdout, /3 data key\(s\) wrapped again, 0 already under it/);
+      assert.match(rotated.stdout, /4 data key\(s\) wrapped again, 0 already under it/);
       assert.match(rotated.stdout, /Remove MASTER_KEY_PREVIOUS/);
       if (databaseUrl) {
         // Still serving, with the old key: the data keys it holds have not changed.
@@ -90,14 +93,16 @@ describe('rotate-master-key', () => {
       }
 
       const again = await rotate(env);
-      assert.match(again.stdout, /0 data key\(s\) wrapped again, 3 already under it/);
+      assert.match(again.stdout, /0 data key\(s\) wrapped again, 4 already under it/);
 
       const onlyNew = await start({ MASTER_KEY: nextKey });
       for (const [index, id] of subscriptions.entries()) assert.equal(await onlyNew.app.deps.keyring.open(id, sealed[index]!), `secret of ${id}`);
+      assert.equal((await readSecret(onlyNew)).body.data.value, 'through the API');
       await onlyNew.close();
 
       const onlyOld = await start({ MASTER_KEY: oldKey });
       await assert.rejects(onlyOld.app.deps.keyring.open(subscriptions[0]!, sealed[0]!), /none of them configured/);
+      assert.equal((await readSecret(onlyOld)).body.success, false);
       await onlyOld.close();
     } finally {
       await scratch?.drop();
