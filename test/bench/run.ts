@@ -13,8 +13,10 @@ import { createScratchDatabase, type ScratchDatabase } from '../support/database
  *   (f) a bare node:http server answering what (b) answers, from the same SQL
  *       sent straight to the same database (pg.Pool on PostgreSQL; on PGlite
  *       inside the service's process, on its one connection),
+ *   (g) SecretsRpc.getSecretValue: a read that decrypts under the keyring and
+ *       writes its audit entry before answering,
  * measured with wrk, interleaved over several rounds in one run, then the
- * ratios a/c, b/c, b/f and a/d, and a/e and e/c, which separate the cost of
+ * ratios a/c, b/c, b/f, g/b and a/d, and a/e and e/c, which separate the cost of
  * the RPC layer from that of the process it runs in. Each target is its own
  * process, so each gets a core while wrk uses the other.
  *
@@ -30,7 +32,7 @@ const BASE_DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 const PROFILE_DIR = process.env.BENCH_PROFILE || undefined;
 const here = fileURLToPath(new URL('.', import.meta.url));
 
-type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g';
 type Kind = 'rpc' | 'node' | 'koa' | 'inProcess' | 'direct';
 
 interface Target {
@@ -43,6 +45,7 @@ interface Target {
 
 const WHO_AM_I = '{"method":"NoteRpc.whoAmI","params":{}}';
 const GET_DATA = '{"method":"ApiKeyRpc.getData","params":{}}';
+const GET_SECRET_VALUE = '{"method":"SecretsRpc.getSecretValue","params":{"zone":"bench","key":"TOKEN"}}';
 const ALL_TARGETS: Target[] = [
   { label: 'a', name: 'authenticated operation, no table (NoteRpc.whoAmI)', kind: 'rpc', body: WHO_AM_I, withKey: true },
   { label: 'b', name: 'ApiKeyRpc.getData', kind: 'rpc', body: GET_DATA, withKey: true },
@@ -56,6 +59,7 @@ const ALL_TARGETS: Target[] = [
     body: GET_DATA,
     withKey: false,
   },
+  { label: 'g', name: 'SecretsRpc.getSecretValue (decrypted, audited)', kind: 'rpc', body: GET_SECRET_VALUE, withKey: true },
 ];
 const TARGETS = process.env.BENCH_TARGETS
   ? ALL_TARGETS.filter((target) => process.env.BENCH_TARGETS!.split(',').includes(target.label))
@@ -161,6 +165,7 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
   ratio('a', 'c', '   (aim: at least 0.5)');
   ratio('b', 'c', `   (aim: at least ${BASE_DATABASE_URL ? '0.25' : '0.15'})`);
   ratio('b', 'f', BASE_DATABASE_URL ? '   (aim: at least 0.7; the ORM and RPC layers over the same query)' : '   (the ORM and RPC layers over the same query on the same PGlite)');
+  ratio('g', 'b', '   (an audited secret read, one insert per call, against a plain list read)');
   ratio('a', 'd');
   ratio('a', 'e', '   (the RPC layer alone: same process, same runtime costs)');
   ratio('e', 'c', "   (what the service's process costs a bare handler)");

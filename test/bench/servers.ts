@@ -111,6 +111,8 @@ async function service(databaseUrl: string | undefined) {
   for (const description of ['ci', 'agent', 'reporting']) {
     keys.push(await call('ApiKeyRpc.create', { description }, { authorization: `Bearer ${token}` }));
   }
+  // What (g) reads: a secret's value, decrypted and audited on every call.
+  await call('SecretsRpc.create', { zone: 'bench', key: 'TOKEN', value: 'bench secret value' }, { authorization: `Bearer ${token}` });
   return { app, url: `${url}/api/rpc`, apiKey: keys[0].fullKey as string, subscriptionId: subscriptionId as string, userId: user._id as string };
 }
 
