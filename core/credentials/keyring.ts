@@ -78,8 +78,19 @@ export class Keyring {
    * Wraps every data key that is not wrapped by the current master key alone
    * again, one row at a time, each changed only if no one changed it since it
    * was read. Nodes go on serving: a data key is the same whatever wraps it.
+   * Passes repeat until one finds nothing to do, so a data key a node made
+   * during a pass (behind its cursor) is not left under an old key.
    */
   async rewrapAll(): Promise<RewrapResult> {
+    let rewrapped = 0;
+    for (;;) {
+      const pass = await this.#rewrapPass();
+      rewrapped += pass.rewrapped;
+      if (pass.rewrapped === 0) return { rewrapped, current: pass.current - rewrapped };
+    }
+  }
+
+  async #rewrapPass(): Promise<RewrapResult> {
     const result: RewrapResult = { rewrapped: 0, current: 0 };
     let after = '00000000-0000-0000-0000-000000000000';
     for (;;) {
@@ -100,9 +111,8 @@ export class Keyring {
           'update core_data_key set wraps = ?::jsonb, rewrapped_at = now() where id = ? and wraps = ?::jsonb returning id',
           [JSON.stringify(this.#wrap(row.id, row.subscription_id, key, [this.#master.current])), row.id, JSON.stringify(wraps)],
         );
-        // Changed in between by another rotation: that one wrapped it.
+        // Not changed: it changed since it was read, and the next pass looks at it again.
         if (changed.length === 1) result.rewrapped += 1;
-        else result.current += 1;
       }
       after = rows.at(-1)!.id;
     }

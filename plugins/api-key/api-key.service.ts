@@ -197,31 +197,40 @@ export class ApiKeyService implements CredentialVerifier {
     if (updated === 0) throw notFound('The API key of this call no longer exists');
   }
 
-  /** The webhooks of a subscription that receive its events: verified ones, or one key's whatever its status. */
-  async webhookTargets(subscriptionId: string, filter: { apiKeyId?: string } = {}): Promise<WebhookTarget[]> {
+  /** Enabled keys of a subscription with a verified webhook: who receives its events (no secret is opened). */
+  async webhookRecipients(subscriptionId: string): Promise<{ apiKeyId: string; userId: string }[]> {
     const keys = await this.#db
       .forkEm(subscriptionId)
-      .find(ApiKey, filter.apiKeyId ? { id: filter.apiKeyId, webhookUrl: { $ne: null } } : { webhookStatus: 'verified', webhookUrl: { $ne: null } }, {
-        fields: ['id', 'userId', 'webhookUrl', 'webhookSecret', 'webhookStatus'],
-      });
-    return Promise.all(
-      keys.map(async (key) => ({
-        apiKeyId: key.id,
-        userId: key.userId,
-        url: key.webhookUrl!,
-        secret: key.webhookSecret ? await this.#keyring.open(subscriptionId, key.webhookSecret) : null,
-        status: key.webhookStatus as WebhookStatus,
-      })),
-    );
+      .find(ApiKey, { isEnabled: true, webhookStatus: 'verified', webhookUrl: { $ne: null } }, { fields: ['id', 'userId'], orderBy: { id: 'asc' } });
+    return keys.map((key) => ({ apiKeyId: key.id, userId: key.userId }));
+  }
+
+  /** Where an enabled key's webhook goes now, whatever its status, with its secret opened; null without one. */
+  async webhookTarget(subscriptionId: string, apiKeyId: string): Promise<WebhookTarget | null> {
+    const key = await this.#db
+      .forkEm(subscriptionId)
+      .findOne(ApiKey, { id: apiKeyId, isEnabled: true, webhookUrl: { $ne: null } }, { fields: ['id', 'userId', 'webhookUrl', 'webhookSecret', 'webhookStatus'] });
+    if (!key) return null;
+    return {
+      apiKeyId: key.id,
+      userId: key.userId,
+      url: key.webhookUrl!,
+      secret: key.webhookSecret ? await this.#keyring.open(subscriptionId, key.webhookSecret) : null,
+      status: key.webhookStatus as WebhookStatus,
+    };
   }
 
   async setWebhookStatus(subscriptionId: string, apiKeyId: string, status: WebhookStatus): Promise<void> {
     await this.#db.forkEm(subscriptionId).nativeUpdate(ApiKey, { id: apiKeyId, webhookUrl: { $ne: null } }, { webhookStatus: status });
   }
 
-  /** `{value: key id, label: description}` of the subscription's keys with a verified webhook. */
+  /** `{value: key id, label: description}` of the subscription's enabled keys with a verified webhook. */
   async webhookOptions(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
-    const keys = await ctx.em.find(ApiKey, { webhookStatus: 'verified', webhookUrl: { $ne: null } }, { fields: ['id', 'description'], orderBy: { createdAt: 'asc' } });
+    const keys = await ctx.em.find(
+      ApiKey,
+      { isEnabled: true, webhookStatus: 'verified', webhookUrl: { $ne: null } },
+      { fields: ['id', 'description'], orderBy: { createdAt: 'asc' } },
+    );
     return keys.map((key) => ({ value: key.id, label: key.description }));
   }
 

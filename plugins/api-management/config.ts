@@ -27,6 +27,11 @@ export const apiManagementSettings = v.object({
     'registerWebhook verifies the URL when its test event is answered with 2xx within this',
     '5000',
   ),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: setting(
+    env.integer('WEBHOOK_DELIVERY_RETENTION_DAYS', 1, 3650),
+    'delivered and failed webhook deliveries are deleted after this many days',
+    '30',
+  ),
 });
 
 export type ApiManagementConfig = v.InferOutput<typeof apiManagementSettings>;

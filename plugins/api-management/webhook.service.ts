@@ -83,6 +83,8 @@ const toRecord = (delivery: WebhookDelivery): DeliveryRecord => ({
  */
 export class WebhookService {
   readonly #deps: Deps;
+  /** Deliveries of the events published on this node, written one event after the other. */
+  #recording: Promise<void> = Promise.resolve();
 
   constructor(deps: Deps) {
     this.#deps = deps;
@@ -117,23 +119,31 @@ export class WebhookService {
   /**
    * A subscription's event becomes a delivery for each verified webhook (for
    * an event meant for some users only, the webhooks of their keys), on the
-   * node that published it.
+   * node that published it. One event at a time, in publication order.
    */
-  async onEvent(event: BusEvent): Promise<void> {
-    const { subscriptionId } = event;
-    if (!subscriptionId || event.origin !== this.#deps.bus.nodeId) return;
-    const targets = (await this.#deps.apiKeyService.webhookTargets(subscriptionId)).filter(
-      (target) => !event.userIds || event.userIds.includes(target.userId),
+  onEvent(event: BusEvent): Promise<void> {
+    if (!event.subscriptionId || event.origin !== this.#deps.bus.nodeId) return Promise.resolve();
+    const recorded = this.#recording.then(() => this.#recordDeliveries(event, event.subscriptionId!));
+    this.#recording = recorded.catch(() => undefined);
+    return recorded;
+  }
+
+  async #recordDeliveries(event: BusEvent, subscriptionId: string): Promise<void> {
+    const recipients = (await this.#deps.apiKeyService.webhookRecipients(subscriptionId)).filter(
+      (recipient) => !event.userIds || event.userIds.includes(recipient.userId),
     );
-    if (targets.length === 0) return;
+    if (recipients.length === 0) return;
     const body = JSON.stringify({ id: event.id, type: event.name, timestamp: event.at, subscriptionId, data: event.payload } satisfies WebhookEvent);
     const firstAttemptAt = new Date(Date.now() + this.#deps.config.WEBHOOK_RETRY_SCHEDULE[0]! * 1000);
     await this.#deps.db.forkEm(subscriptionId).transactional(async (em) => {
-      for (const target of targets) {
+      // Recipients come sorted by key id, so two transactions take the locks in the same order.
+      for (const { apiKeyId } of recipients) {
+        // One writer per endpoint until commit: a delivery's seq is then never below one already visible to a sender.
+        await em.execute('select pg_advisory_xact_lock(hashtext(?), hashtext(?))', ['api-management.endpoint', apiKeyId]);
         em.create(WebhookDelivery, {
           id: randomUUID(),
           subscriptionId,
-          apiKeyId: target.apiKeyId,
+          apiKeyId,
           eventId: event.id,
           eventType: event.name,
           body,
@@ -144,7 +154,7 @@ export class WebhookService {
           createdAt: new Date(),
         });
         await em.flush();
-        await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId: target.apiKeyId }, { em, runAt: firstAttemptAt });
+        await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { em, runAt: firstAttemptAt });
       }
     });
   }
@@ -160,26 +170,36 @@ export class WebhookService {
       } finally {
         await this.#deps.db.execute('delete from api_management_endpoint_lease where api_key_id = ? and holder = ?', [apiKeyId, holder]);
       }
-      // A delivery added while the lease was held found it taken: it is this sender's to send.
-      const [due] = await this.#deps.db.execute(
-        `select 1 from api_management_delivery where api_key_id = ? and state = 'pending' and next_attempt_at <= now() limit 1`,
+      // A delivery added while the lease was held found it taken: it is this sender's to send, if it is next.
+      const [head] = await this.#deps.db.execute<{ next_attempt_at: Date | string }>(
+        `select next_attempt_at from api_management_delivery where api_key_id = ? and state = 'pending' order by seq limit 1`,
         [apiKeyId],
       );
+      const due = head !== undefined && new Date(head.next_attempt_at).getTime() <= Date.now();
       if (!due || Date.now() - started > DRAIN_BUDGET_MS) {
-        if (due) await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId });
+        if (due) await this.#wake(subscriptionId, apiKeyId);
         return;
       }
     }
   }
 
-  /** Endpoints with deliveries overdue (their wake-up lost with a node), handed to a sender again. */
-  async sweep(): Promise<number> {
-    const rows = await this.#deps.db.execute<{ subscription_id: string; api_key_id: string }>(
-      `select distinct subscription_id, api_key_id from api_management_delivery
-       where state = 'pending' and next_attempt_at < now() - interval '1 minute'`,
+  /**
+   * Endpoints whose next delivery is overdue (its wake-up lost with a node)
+   * go to a sender again; finished deliveries past the retention go.
+   */
+  async sweep(): Promise<{ woken: number; pruned: number }> {
+    const heads = await this.#deps.db.execute<{ subscription_id: string; api_key_id: string }>(
+      `select subscription_id, api_key_id from (
+         select distinct on (api_key_id) subscription_id, api_key_id, next_attempt_at from api_management_delivery
+         where state = 'pending' order by api_key_id, seq
+       ) head where next_attempt_at < now() - interval '1 minute'`,
     );
-    for (const row of rows) await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId: row.subscription_id, apiKeyId: row.api_key_id });
-    return rows.length;
+    for (const head of heads) await this.#wake(head.subscription_id, head.api_key_id);
+    const pruned = await this.#deps.db.execute(
+      `delete from api_management_delivery where state <> 'pending' and created_at < now() - make_interval(days => ?) returning id`,
+      [this.#deps.config.WEBHOOK_DELIVERY_RETENTION_DAYS],
+    );
+    return { woken: heads.length, pruned: pruned.length };
   }
 
   async getDeliveries(
@@ -199,15 +219,15 @@ export class WebhookService {
 
   /** Failed deliveries of a webhook (all, or those named) go again, in their order, with a fresh schedule. */
   async resendDeliveries(ctx: AuthenticatedContext, input: { apiKeyId: string; _ids?: string[] }): Promise<{ resent: number }> {
-    const [target] = await this.#deps.apiKeyService.webhookTargets(ctx.subscriptionId, { apiKeyId: input.apiKeyId });
-    if (!target) throw notFound(`No webhook is registered for API key ${input.apiKeyId}`);
+    const target = await this.#deps.apiKeyService.webhookTarget(ctx.subscriptionId, input.apiKeyId);
+    if (!target) throw notFound(`No enabled API key ${input.apiKeyId} with a webhook`);
     if (target.status === 'disabled') throw badRequest('This webhook answered 410 Gone and is disabled: register it again first');
     const resent = await ctx.em.nativeUpdate(
       WebhookDelivery,
       { apiKeyId: input.apiKeyId, state: 'failed', ...(input._ids ? { id: { $in: input._ids } } : {}) },
       { state: 'pending', attempts: 0, nextAttemptAt: new Date(), lastError: null },
     );
-    if (resent > 0) await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId: ctx.subscriptionId, apiKeyId: input.apiKeyId });
+    if (resent > 0) await this.#wake(ctx.subscriptionId, input.apiKeyId);
     return { resent };
   }
 
@@ -224,18 +244,18 @@ export class WebhookService {
   }
 
   async #sendDue(subscriptionId: string, apiKeyId: string, holder: string, started: number): Promise<void> {
-    const { db, jobs, apiKeyService, config } = this.#deps;
+    const { db, apiKeyService, config } = this.#deps;
     while (Date.now() - started <= DRAIN_BUDGET_MS) {
       const em = db.forkEm(subscriptionId);
       const head = await em.findOne(WebhookDelivery, { apiKeyId, state: 'pending' }, { orderBy: { seq: 'asc' } });
       if (!head) return;
       if (head.nextAttemptAt.getTime() > Date.now()) {
-        await jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { runAt: head.nextAttemptAt });
+        await this.#wake(subscriptionId, apiKeyId, head.nextAttemptAt);
         return;
       }
-      const [target] = await apiKeyService.webhookTargets(subscriptionId, { apiKeyId });
+      const target = await apiKeyService.webhookTarget(subscriptionId, apiKeyId);
       if (!target || target.status === 'disabled') {
-        await this.#failPending(em, apiKeyId, target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key or its webhook was removed');
+        await this.#failPending(em, apiKeyId, target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key was disabled or removed, or its webhook');
         return;
       }
       const outcome = await sendWebhook(this.#deps.outbound, target, { id: head.eventId, body: head.body }, config.WEBHOOK_TIMEOUT_MS);
@@ -264,7 +284,7 @@ export class WebhookService {
         const seconds = Math.max(wait, Math.min(outcome.retryAfterSeconds ?? 0, MAX_RETRY_AFTER_SECONDS));
         head.nextAttemptAt = new Date(Date.now() + seconds * 1000);
         await em.flush();
-        await jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { runAt: head.nextAttemptAt });
+        await this.#wake(subscriptionId, apiKeyId, head.nextAttemptAt);
         return;
       }
       await db.execute('update api_management_endpoint_lease set until = now() + make_interval(secs => ?) where api_key_id = ? and holder = ?', [
@@ -273,7 +293,12 @@ export class WebhookService {
         holder,
       ]);
     }
-    await jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId });
+    await this.#wake(subscriptionId, apiKeyId);
+  }
+
+  /** A sender for the endpoint, now or at `runAt`; a second wake-up for the same moment is dropped while the first waits. */
+  async #wake(subscriptionId: string, apiKeyId: string, runAt?: Date): Promise<void> {
+    await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, runAt ? { runAt, key: `${apiKeyId}@${runAt.toISOString()}` } : {});
   }
 
   #noteAttempt(delivery: WebhookDelivery, outcome: AttemptOutcome): void {

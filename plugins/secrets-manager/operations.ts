@@ -40,7 +40,8 @@ export const update = defineOperation({
   describe: 'With a value: rotate the secret (as create; scope, projectId, agentName and key may move it). Without: change label and description only.',
   params: v.object({
     _id: recordId('_id'),
-    value: v.optional(v.nullable(v.pipe(v.string('value must be a string'), v.maxLength(MAX_VALUE_LENGTH, `value must be at most ${MAX_VALUE_LENGTH} characters`)))),
+    // Present, it is a create's value (so not empty); null or omitted: a metadata-only update.
+    value: v.optional(v.nullable(value)),
     label,
     description,
     scope: v.optional(scope),

@@ -154,7 +154,7 @@ export class ScopedSecretsService {
       key: input.key ?? current.key,
     };
     const moves = !samePlace(place, toRecord(current));
-    const rotates = typeof input.value === 'string' && input.value !== '';
+    const rotates = typeof input.value === 'string';
     if (moves && !rotates) {
       throw validationError([{ path: 'value', message: 'changing scope, projectId, agentName or key rotates the secret: give its value too' }]);
     }

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gcmOpen, gcmSeal } from '../../core/credentials/crypto.ts';
 import { Keyring } from '../../core/credentials/keyring.ts';
 import { resolveMasterKeys } from '../../core/credentials/master-key.ts';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
@@ -46,6 +47,14 @@ describe('Keyring: envelope encryption per subscription', () => {
     assert.deepEqual(rows.map((row) => row.subscription_id), [a], 'a data key is made on first use only');
     const wraps = typeof rows[0]!.wraps === 'string' ? JSON.parse(rows[0]!.wraps) : rows[0]!.wraps;
     assert.deepEqual(Object.keys(wraps), [t.app.deps.keyring.masterKeyId]);
+  });
+
+  it('authenticates the associated data: the same key and ciphertext under another subscription id do not open', () => {
+    const key = Buffer.alloc(32, 9);
+    const sealed = gcmSeal(key, 'bound value', 'subscription-a');
+    assert.equal(gcmOpen(key, sealed, 'subscription-a').toString('utf8'), 'bound value');
+    assert.throws(() => gcmOpen(key, sealed, 'subscription-b'));
+    assert.throws(() => gcmOpen(key, sealed));
   });
 
   it('binds each wrapped data key to its row: a wrap copied to another subscription does not open', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { retryAfterSeconds } from '../../plugins/api-management/webhook-sender.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver, type ReceivedRequest, type Reply } from '../support/peers.ts';
@@ -153,11 +154,43 @@ describe('ApiManagementRpc: webhooks', () => {
     assert.deepEqual(received.map((request) => verified(request).data.key), ['FIRST', 'FIRST', 'FIRST', 'SECOND', 'THIRD']);
   });
 
-  it('honours Retry-After on 429 and counts a redirect as a failure without following it', async () => {
+  it('records events published back to back in their order', async () => {
+    const r = await receiver();
+    await keyWithWebhook(r.url);
+    const published = Array.from({ length: 6 }, (_, index) =>
+      t.app.deps.bus.publish({ name: 'secret.changed', subscriptionId: admin.subscriptionId, payload: { key: `BURST_${index}` } }),
+    );
+    await Promise.all(published);
+    const received = await eventually(() => (events(r).length >= 6 ? events(r) : undefined), 10_000);
+    assert.deepEqual(received.map((request) => verified(request).data.key), ['BURST_0', 'BURST_1', 'BURST_2', 'BURST_3', 'BURST_4', 'BURST_5']);
+  });
+
+  it('stops sending to the webhook of a disabled API key', async () => {
+    const r = await receiver();
+    const key = await keyWithWebhook(r.url);
+    await t.ok('ApiKeyRpc.update', { _id: key._id, isEnabled: false }, { token: admin.token });
+    await secretEvent('WHILE_DISABLED');
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    assert.equal(events(r).length, 0);
+    const options = await t.ok('ApiManagementRpc.listApiKeysForWebhook', {}, { token: admin.token });
+    assert.ok(!options.some((option: { value: string }) => option.value === key._id));
+    assert.equal((await t.call('ApiManagementRpc.resendDeliveries', { apiKeyId: key._id }, { token: admin.token })).status, 404);
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    const now = Date.parse('2026-11-23T12:00:00Z');
+    assert.equal(retryAfterSeconds('120', now), 120);
+    assert.equal(retryAfterSeconds('Mon, 23 Nov 2026 12:01:30 GMT', now), 90);
+    assert.equal(retryAfterSeconds('Mon, 23 Nov 2026 11:00:00 GMT', now), 0);
+    assert.equal(retryAfterSeconds('soon', now), null);
+    assert.equal(retryAfterSeconds(null, now), null);
+  });
+
+  it('honours Retry-After on 503 and counts a redirect as a failure without following it', async () => {
     const r = await receiver((request, index): Reply => {
       if (request.body.includes('"webhook.test"')) return { status: 200 };
       if (request.path === '/elsewhere') return { status: 200 };
-      return index === 1 ? { status: 429, headers: { 'retry-after': '2' } } : index === 2 ? { status: 302, headers: { location: '/elsewhere' } } : { status: 200 };
+      return index === 1 ? { status: 503, headers: { 'retry-after': '2' } } : index === 2 ? { status: 302, headers: { location: '/elsewhere' } } : { status: 200 };
     });
     const key = await keyWithWebhook(r.url);
     await secretEvent('THROTTLED');
@@ -168,7 +201,7 @@ describe('ApiManagementRpc: webhooks', () => {
       const delivered = await deliveriesOf(key._id, 'delivered');
       return delivered.length ? delivered : undefined;
     });
-    assert.deepEqual(done.attemptLog.map((attempt: { statusCode: number }) => attempt.statusCode), [429, 302, 200]);
+    assert.deepEqual(done.attemptLog.map((attempt: { statusCode: number }) => attempt.statusCode), [503, 302, 200]);
     assert.match(done.attemptLog[1].error, /302 \(redirects are not followed\)/);
   });
 

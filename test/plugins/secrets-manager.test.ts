@@ -97,6 +97,9 @@ describe('SecretsManagerRpc', () => {
     assert.deepEqual([moved._id, moved.scope, moved.projectId, moved.agentName], [secret._id, 'project', 'sales', null]);
     assert.equal(await valueOf(secret._id), 'third token');
 
+    const empty = await t.call('SecretsManagerRpc.update', { _id: secret._id, value: '' }, as(member.token));
+    assert.equal(empty.status, 400);
+    assert.equal(empty.body.data.issues[0].path, 'value');
     const noValue = await t.call('SecretsManagerRpc.update', { _id: secret._id, key: 'OTHER' }, as(member.token));
     assert.equal(noValue.status, 400);
     assert.equal(noValue.body.data.issues[0].path, 'value');

@@ -144,8 +144,7 @@ describe('SecretsRpc', () => {
 
   it('audits every read and change with who, when and through which credential; admins list it', async () => {
     const log = await t.ok('SecretsRpc.getAuditLog', { filter: { targetId: 'production:STRIPE_KEY' } }, as(admin.token));
-    const actions = log.data.map((entry: { action: string }) => entry.action);
-    assert.deepEqual([...actions].reverse(), ['create', 'read', 'read', 'read', 'read'].slice(0, actions.length));
+    assert.deepEqual(log.data.map((entry: { action: string }) => entry.action).reverse(), ['create', 'read', 'read']);
     const viaKey = log.data.find((entry: { apiKeyId: string | null }) => entry.apiKeyId === adminKey._id);
     assert.ok(viaKey, 'the read made with the API key names it');
     assert.equal(viaKey.sessionId, null);
