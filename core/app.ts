@@ -13,6 +13,7 @@ import { SecretBox } from './credentials/crypto.ts';
 import { Keyring } from './credentials/keyring.ts';
 import { resolveMasterKeys } from './credentials/master-key.ts';
 import { AuditLog } from './audit/audit-log.ts';
+import { loadCatalogue } from './ai/catalogue.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
@@ -106,6 +107,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Every plugin's settings are checked before anything opens, like the core's.
   const settings = new Map(plugins.map((plugin) => [plugin.id, plugin.config ? parseSettings(plugin.config, config.env) : {}]));
   const masterKeys = resolveMasterKeys(config, logger);
+  const aiCatalogue = Object.freeze(loadCatalogue(config.aiCatalogueFile));
   const secretBox = new SecretBox(masterKeys);
 
   const db = await openDatabase({
@@ -141,6 +143,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       uploadService,
       secretBox,
       keyring: new Keyring({ db, keys: masterKeys }),
+      aiCatalogue,
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
       messageSender: new MessageSender({ config: config.messaging, db, logger }),

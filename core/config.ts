@@ -53,6 +53,7 @@ export const CoreSettings = v.object({
     String(defaults.uploadKeyTtlSeconds),
   ),
   JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
+  AI_CATALOGUE_FILE: setting(v.pipe(v.string(), v.minLength(1)), 'a JSON AI catalogue (providers, models, defaults, recommendations) replacing config/ai-catalogue.json'),
   OUTBOUND_ALLOW_PRIVATE: setting(env.boolean('OUTBOUND_ALLOW_PRIVATE'), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
   OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
 });
@@ -85,6 +86,8 @@ export interface Config {
   uploadMaxBytes: number;
   uploadKeyTtlSeconds: number;
   jobsPollMs: number;
+  /** Unset: config/ai-catalogue.json. */
+  aiCatalogueFile?: string;
   outbound: OutboundPolicy;
   messaging: MessagingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
@@ -113,6 +116,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
     jobsPollMs: e.JOBS_POLL_MS,
+    aiCatalogueFile: e.AI_CATALOGUE_FILE ? path.resolve(e.AI_CATALOGUE_FILE) : undefined,
     outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
     messaging: messagingConfig(e),
     env: { ...environment },

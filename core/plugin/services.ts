@@ -1,4 +1,5 @@
 import type { Credentials } from '../credentials/credentials.ts';
+import type { AiCatalogue } from '../ai/catalogue.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
 import type { Keyring } from '../credentials/keyring.ts';
@@ -26,6 +27,8 @@ export interface CoreServices {
   keyring: Keyring;
   /** Who read or changed what, written in the transaction of the change. */
   audit: AuditLog;
+  /** The AI providers, models, defaults and recommendations (config/ai-catalogue.json or AI_CATALOGUE_FILE), read-only. */
+  aiCatalogue: Readonly<AiCatalogue>;
   rateLimiter: RateLimiter;
   messageSender: MessageSender;
   credentials: Credentials;
@@ -44,6 +47,7 @@ export const CORE_SERVICE_NAMES = [
   'secretBox',
   'keyring',
   'audit',
+  'aiCatalogue',
   'rateLimiter',
   'messageSender',
   'credentials',

@@ -1,0 +1,100 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
+import { ConfigError } from '../settings.ts';
+
+/** The catalogue shipped in config/; AI_CATALOGUE_FILE names one that replaces it. */
+export const DEFAULT_CATALOGUE_FILE = fileURLToPath(new URL('../../config/ai-catalogue.json', import.meta.url));
+
+/** Every embedding model the service uses writes vectors of this size (the memory and document indexes are built for it). */
+export const EMBEDDING_DIMENSIONS = 384;
+
+const name = v.pipe(v.string(), v.minLength(1));
+const names = v.array(name);
+
+const ProviderSchema = v.object({
+  name,
+  /** `local`: computed inside the service; `openai-compatible`: an HTTP API speaking OpenAI's `/v1` routes. */
+  type: v.picklist(['local', 'openai-compatible']),
+  baseUrl: v.nullable(v.pipe(v.string(), v.url())),
+  /** The name of the environment variable that holds the key; never the key. */
+  apiKeyEnvVar: v.nullable(v.pipe(v.string(), v.regex(/^[A-Z][A-Z0-9_]*$/, 'apiKeyEnvVar must be the name of an environment variable'))),
+});
+
+const ModelSchema = v.object({
+  id: name,
+  name,
+  provider: name,
+  type: name,
+  endpoints: names,
+  capabilities: names,
+  modality: name,
+  inputModalities: names,
+  outputModalities: names,
+  contextWindow: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  /** Embedding models: the size of their vectors. */
+  dimensions: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+});
+
+const RecommendationSchema = v.object({
+  modelId: name,
+  reason: name,
+  alternatives: v.optional(v.array(v.object({ modelId: name, reason: name }))),
+});
+
+const CatalogueSchema = v.object({
+  providers: v.array(ProviderSchema),
+  models: v.array(ModelSchema),
+  defaults: v.record(name, name),
+  categories: names,
+  recommendations: v.record(name, RecommendationSchema),
+});
+
+export type AiProvider = v.InferOutput<typeof ProviderSchema>;
+export type AiModel = v.InferOutput<typeof ModelSchema>;
+export type AiRecommendation = v.InferOutput<typeof RecommendationSchema>;
+export type AiCatalogue = v.InferOutput<typeof CatalogueSchema>;
+
+/** The references inside a catalogue that must hold: providers of models, models of defaults and recommendations, embedding sizes. */
+function problemsOf(catalogue: AiCatalogue): string[] {
+  const problems: string[] = [];
+  const providers = new Set(catalogue.providers.map((provider) => provider.name));
+  const models = new Map(catalogue.models.map((model) => [model.id, model]));
+  if (providers.size !== catalogue.providers.length) problems.push('provider names must be unique');
+  if (models.size !== catalogue.models.length) problems.push('model ids must be unique');
+  for (const provider of catalogue.providers) {
+    if (provider.type === 'openai-compatible' && !provider.baseUrl) problems.push(`provider ${provider.name} needs a baseUrl`);
+  }
+  for (const model of catalogue.models) {
+    if (!providers.has(model.provider)) problems.push(`model ${model.id} names an unknown provider ${model.provider}`);
+    if (model.type === 'embedding' && model.dimensions !== EMBEDDING_DIMENSIONS) {
+      problems.push(`embedding model ${model.id} must declare dimensions: ${EMBEDDING_DIMENSIONS}`);
+    }
+  }
+  for (const [category, id] of Object.entries(catalogue.defaults)) {
+    if (!models.has(id)) problems.push(`the default ${category} model ${id} is not in models`);
+  }
+  if (models.get(catalogue.defaults.embedding ?? '')?.type !== 'embedding') problems.push('defaults.embedding must name an embedding model');
+  for (const [task, recommendation] of Object.entries(catalogue.recommendations)) {
+    for (const { modelId } of [recommendation, ...(recommendation.alternatives ?? [])]) {
+      if (!models.has(modelId)) problems.push(`recommendation ${task} names an unknown model ${modelId}`);
+    }
+  }
+  return problems;
+}
+
+/** Reads and checks the catalogue; a bad one stops start-up naming AI_CATALOGUE_FILE and each problem. */
+export function loadCatalogue(file = DEFAULT_CATALOGUE_FILE): AiCatalogue {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`AI_CATALOGUE_FILE ${file} cannot be read as JSON: ${(error as Error).message}`);
+  }
+  const parsed = v.safeParse(CatalogueSchema, json);
+  const problems = parsed.success
+    ? problemsOf(parsed.output)
+    : parsed.issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`);
+  if (problems.length > 0) throw new ConfigError(`AI_CATALOGUE_FILE ${file} is not a valid AI catalogue: ${problems.join('; ')}`);
+  return parsed.output as AiCatalogue;
+}
