@@ -13,6 +13,7 @@ import { SecretBox } from './credentials/crypto.ts';
 import { Keyring } from './credentials/keyring.ts';
 import { resolveMasterKeys } from './credentials/master-key.ts';
 import { AuditLog } from './audit/audit-log.ts';
+import { AiClient } from './ai/ai-client.ts';
 import { loadCatalogue } from './ai/catalogue.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
@@ -144,6 +145,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       secretBox,
       keyring: new Keyring({ db, keys: masterKeys }),
       aiCatalogue,
+      ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, db, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
       messageSender: new MessageSender({ config: config.messaging, db, logger }),

@@ -54,6 +54,8 @@ export const CoreSettings = v.object({
   ),
   JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
   AI_CATALOGUE_FILE: setting(v.pipe(v.string(), v.minLength(1)), 'a JSON AI catalogue (providers, models, defaults, recommendations) replacing config/ai-catalogue.json'),
+  AI_TIMEOUT_MS: setting(env.integer('AI_TIMEOUT_MS', 100, 600_000), 'an AI provider not answering an attempt within this is retried', '30000'),
+  AI_MAX_RETRIES: setting(env.integer('AI_MAX_RETRIES', 0, 10), 'retries of an AI call after 429, 5xx or no answer', '3'),
   OUTBOUND_ALLOW_PRIVATE: setting(env.boolean('OUTBOUND_ALLOW_PRIVATE'), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
   OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
 });
@@ -88,6 +90,8 @@ export interface Config {
   jobsPollMs: number;
   /** Unset: config/ai-catalogue.json. */
   aiCatalogueFile?: string;
+  aiTimeoutMs: number;
+  aiMaxRetries: number;
   outbound: OutboundPolicy;
   messaging: MessagingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
@@ -117,6 +121,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
     jobsPollMs: e.JOBS_POLL_MS,
     aiCatalogueFile: e.AI_CATALOGUE_FILE ? path.resolve(e.AI_CATALOGUE_FILE) : undefined,
+    aiTimeoutMs: e.AI_TIMEOUT_MS,
+    aiMaxRetries: e.AI_MAX_RETRIES,
     outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
     messaging: messagingConfig(e),
     env: { ...environment },

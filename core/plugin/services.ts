@@ -1,4 +1,5 @@
 import type { Credentials } from '../credentials/credentials.ts';
+import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
@@ -29,6 +30,8 @@ export interface CoreServices {
   audit: AuditLog;
   /** The AI providers, models, defaults and recommendations (config/ai-catalogue.json or AI_CATALOGUE_FILE), read-only. */
   aiCatalogue: Readonly<AiCatalogue>;
+  /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
+  ai: AiClient;
   rateLimiter: RateLimiter;
   messageSender: MessageSender;
   credentials: Credentials;
@@ -48,6 +51,7 @@ export const CORE_SERVICE_NAMES = [
   'keyring',
   'audit',
   'aiCatalogue',
+  'ai',
   'rateLimiter',
   'messageSender',
   'credentials',

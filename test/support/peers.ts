@@ -82,6 +82,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Sent as JSON. */
+  json?: unknown;
 }
 
 /** An HTTP server on loopback that records every request and answers as `reply` says (200 by default); a webhook receiver. */
@@ -100,7 +102,9 @@ export async function startHttpReceiver(reply: (request: ReceivedRequest, index:
       };
       const answer = reply(request, requests.length);
       requests.push(request);
-      setTimeout(() => res.writeHead(answer.status, answer.headers).end(), answer.delayMs ?? 0);
+      const body = answer.json === undefined ? undefined : JSON.stringify(answer.json);
+      const headers = body === undefined ? answer.headers : { 'content-type': 'application/json', ...answer.headers };
+      setTimeout(() => res.writeHead(answer.status, headers).end(body), answer.delayMs ?? 0);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

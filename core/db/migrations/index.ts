@@ -1,5 +1,6 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123171538_initial } from './Migration20261123171538_initial.ts';
 import { Migration20261123215714_keyring_and_audit } from './Migration20261123215714_keyring_and_audit.ts';
+import { Migration20261123224152_ai_trace } from './Migration20261123224152_ai_trace.ts';
 
-export const migrations = [Migration20261123171538_initial, Migration20261123215714_keyring_and_audit];
+export const migrations = [Migration20261123171538_initial, Migration20261123215714_keyring_and_audit, Migration20261123224152_ai_trace];

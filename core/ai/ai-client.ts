@@ -1,0 +1,303 @@
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/orm.ts';
+import { OutboundRefusedError, type Outbound } from '../http/outbound.ts';
+import type { Logger } from '../logger.ts';
+import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { RequestContext } from '../rpc/context.ts';
+import { RpcError } from '../rpc/errors.ts';
+import { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
+import { AiTrace } from './trace.ts';
+
+/** Token counts of one call. `inputTokens` includes `cachedTokens` (the cached part of the input); never add the two. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+}
+
+/** Who makes an AI call, as telemetry shows it: `{type: 'plugin', name: 'memory'}`, `{type: 'agent', name: 'support-bot'}`. */
+export interface AiCaller {
+  type: string;
+  name: string;
+}
+
+export interface AiCallOptions {
+  /** A model id of the catalogue; the category's default when omitted. */
+  model?: string;
+  caller: AiCaller;
+  /** Groups the calls of one conversation in telemetry. */
+  threadId?: string | null;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface ChatOptions extends AiCallOptions {
+  temperature?: number;
+  maxTokens?: number;
+}
+
+export interface ChatResult {
+  content: string;
+  model: string;
+  usage: Usage;
+  traceId: string;
+}
+
+export interface EmbedResult {
+  vectors: number[][];
+  model: string;
+  traceId: string;
+}
+
+/** Where embeddings come from: the local embedder, or an HTTP API. Implement it to add a provider type. */
+export interface EmbeddingProvider {
+  embed(texts: string[], model: AiModel, provider: AiProvider, signal: AbortSignal): Promise<{ vectors: number[][]; usage: Usage; attempts: number }>;
+}
+
+export interface AiClientOptions {
+  catalogue: AiCatalogue;
+  pool: WorkerPool;
+  outbound: Outbound;
+  db: Database;
+  /** The environment keys are read from, by the variable names the catalogue gives. */
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+/** Texts per task of the worker pool: big enough to amortise the hand-over, small enough to spread a batch over the threads. */
+const LOCAL_BATCH = 32;
+/** Inputs per request to an embeddings API. */
+const REMOTE_BATCH = 128;
+const MAX_RETRY_WAIT_MS = 10_000;
+
+const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
+
+/** A failure worth another attempt: throttling, a server error, no answer. */
+class RetryableError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The one way the service calls AI models: embeddings and chat completions,
+ * by model id from the catalogue, each call recorded as a telemetry trace
+ * (core_ai_trace) whether it succeeds or not. Call it outside transactions:
+ * the trace is written on a connection of its own.
+ */
+export class AiClient {
+  readonly #options: AiClientOptions;
+  readonly #local: EmbeddingProvider;
+  readonly #remote: OpenAiCompatible;
+
+  constructor(options: AiClientOptions) {
+    this.#options = options;
+    this.#local = new LocalEmbedder(options.pool);
+    this.#remote = new OpenAiCompatible(options);
+  }
+
+  /** Vectors of EMBEDDING_DIMENSIONS numbers, one per text, L2-normalised by the provider. */
+  async embed(ctx: RequestContext, texts: string[], options: AiCallOptions): Promise<EmbedResult> {
+    const { model, provider } = this.#resolve(options.model, 'embedding');
+    const embedder = provider.type === 'local' ? this.#local : this.#remote;
+    return this.#traced(ctx, 'embedding', model, provider, options, async (signal) => {
+      const { vectors, usage, attempts } = await embedder.embed(texts, model, provider, signal);
+      if (vectors.length !== texts.length || vectors.some((vector) => vector.length !== EMBEDDING_DIMENSIONS)) {
+        throw new RpcError('UPSTREAM_ERROR', `${provider.name} returned embeddings of the wrong number or size (expected ${texts.length} of ${EMBEDDING_DIMENSIONS})`);
+      }
+      return { result: { vectors, model: model.id }, usage, attempts };
+    });
+  }
+
+  async chat(ctx: RequestContext, messages: ChatMessage[], options: ChatOptions): Promise<ChatResult> {
+    const { model, provider } = this.#resolve(options.model, 'chat');
+    if (provider.type === 'local') throw new RpcError('FEATURE_UNAVAILABLE', `Model ${model.id} cannot chat: its provider is the local embedder`);
+    return this.#traced(ctx, 'chat', model, provider, options, async (signal) => {
+      const { content, usage, attempts } = await this.#remote.chat(messages, model, provider, options, signal);
+      return { result: { content, model: model.id }, usage, attempts };
+    });
+  }
+
+  #resolve(modelId: string | undefined, category: string): { model: AiModel; provider: AiProvider } {
+    const { catalogue } = this.#options;
+    const id = modelId ?? catalogue.defaults[category];
+    const model = catalogue.models.find((candidate) => candidate.id === id);
+    if (!model || model.type !== category) throw new RpcError('FEATURE_UNAVAILABLE', `No ${category} model ${id ?? ''} in the AI catalogue`.replace('  ', ' '));
+    return { model, provider: catalogue.providers.find((candidate) => candidate.name === model.provider)! };
+  }
+
+  async #traced<T extends object>(
+    ctx: RequestContext,
+    operation: 'embedding' | 'chat',
+    model: AiModel,
+    provider: AiProvider,
+    options: AiCallOptions,
+    call: (signal: AbortSignal) => Promise<{ result: T; usage: Usage; attempts: number }>,
+  ): Promise<T & { usage: Usage; traceId: string }> {
+    const traceId = randomUUID();
+    const requestTimestamp = new Date();
+    const started = performance.now();
+    let usage = zeroUsage();
+    let attempts = 1;
+    let error: string | null = null;
+    try {
+      const outcome = await call(AbortSignal.timeout(this.#options.timeoutMs * (this.#options.maxRetries + 1)));
+      ({ usage, attempts } = outcome);
+      return { ...outcome.result, usage, traceId };
+    } catch (thrown) {
+      error = (thrown as Error).message;
+      attempts = (thrown as { attempts?: number }).attempts ?? attempts;
+      throw thrown instanceof RpcError ? thrown : new RpcError('UPSTREAM_ERROR', `${provider.name} ${operation} failed: ${error}`, { cause: thrown });
+    } finally {
+      await this.#record({
+        traceId,
+        subscriptionId: ctx.subscriptionId,
+        userId: ctx.userId,
+        threadId: options.threadId ?? null,
+        requestTimestamp,
+        durationMs: Math.round(performance.now() - started),
+        status: error === null ? 'success' : 'error',
+        provider: provider.name,
+        model: model.id,
+        operation,
+        callerType: options.caller.type,
+        callerName: options.caller.name,
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        cachedTokens: usage.cachedTokens,
+        totalTokens: usage.inputTokens + usage.outputTokens,
+        attempts,
+        error,
+      });
+    }
+  }
+
+  /** Telemetry never fails the call it describes. */
+  async #record(trace: AiTrace): Promise<void> {
+    try {
+      await this.#options.db.forkEm(null).insert(AiTrace, trace);
+    } catch (err) {
+      this.#options.logger.warn({ err, traceId: trace.traceId }, 'could not record an AI trace');
+    }
+  }
+}
+
+/** The local lexical embedder (workers/embed.ts), batches spread over the worker pool. */
+class LocalEmbedder implements EmbeddingProvider {
+  constructor(private readonly pool: WorkerPool) {}
+
+  async embed(texts: string[]): Promise<{ vectors: number[][]; usage: Usage; attempts: number }> {
+    const batches: string[][] = [];
+    for (let start = 0; start < texts.length; start += LOCAL_BATCH) batches.push(texts.slice(start, start + LOCAL_BATCH));
+    const results = await Promise.all(
+      batches.map((batch) => this.pool.run<{ vectors: number[][]; tokens: number }>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS })),
+    );
+    return {
+      vectors: results.flatMap((result) => result.vectors),
+      usage: { ...zeroUsage(), inputTokens: results.reduce((sum, result) => sum + result.tokens, 0) },
+      attempts: 1,
+    };
+  }
+}
+
+interface OpenAiUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number };
+}
+
+const usageOf = (usage: OpenAiUsage | undefined): Usage => ({
+  inputTokens: usage?.prompt_tokens ?? 0,
+  outputTokens: usage?.completion_tokens ?? 0,
+  cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+});
+
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  cachedTokens: a.cachedTokens + b.cachedTokens,
+});
+
+/**
+ * Any API speaking OpenAI's `/v1/embeddings` and `/v1/chat/completions`
+ * (OpenAI, Ollama, vLLM, ...), through the outbound guard, with the key from
+ * the environment variable the catalogue names, a time limit per attempt and
+ * retries on 429, 5xx and lost connections.
+ */
+class OpenAiCompatible implements EmbeddingProvider {
+  constructor(private readonly options: AiClientOptions) {}
+
+  async embed(texts: string[], model: AiModel, provider: AiProvider, signal: AbortSignal) {
+    let usage = zeroUsage();
+    let attempts = 0;
+    const vectors: number[][] = [];
+    for (let start = 0; start < texts.length; start += REMOTE_BATCH) {
+      const answer = await this.#post<{ data: { index: number; embedding: number[] }[]; usage?: OpenAiUsage }>(
+        provider,
+        'embeddings',
+        { model: model.id, input: texts.slice(start, start + REMOTE_BATCH), dimensions: EMBEDDING_DIMENSIONS },
+        signal,
+      );
+      attempts += answer.attempts;
+      usage = addUsage(usage, usageOf(answer.body.usage));
+      vectors.push(...[...answer.body.data].sort((a, b) => a.index - b.index).map((item) => item.embedding));
+    }
+    return { vectors, usage, attempts };
+  }
+
+  async chat(messages: ChatMessage[], model: AiModel, provider: AiProvider, options: ChatOptions, signal: AbortSignal) {
+    const answer = await this.#post<{ choices: { message: { content: string | null } }[]; usage?: OpenAiUsage }>(
+      provider,
+      'chat/completions',
+      {
+        model: model.id,
+        messages,
+        ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+        ...(options.maxTokens !== undefined ? { max_tokens: options.maxTokens } : {}),
+      },
+      signal,
+    );
+    return { content: answer.body.choices[0]?.message.content ?? '', usage: usageOf(answer.body.usage), attempts: answer.attempts };
+  }
+
+  async #post<T>(provider: AiProvider, route: string, body: object, signal: AbortSignal): Promise<{ body: T; attempts: number }> {
+    const { outbound, env, timeoutMs, maxRetries } = this.options;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (provider.apiKeyEnvVar) {
+      const key = env[provider.apiKeyEnvVar];
+      if (!key) throw new RpcError('FEATURE_UNAVAILABLE', `AI provider ${provider.name} is not configured: set ${provider.apiKeyEnvVar}`);
+      headers.authorization = `Bearer ${key}`;
+    }
+    const url = `${provider.baseUrl!.replace(/\/+$/, '')}/${route}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await outbound
+          .fetch(url, { method: 'POST', headers, body: JSON.stringify(body), maxRedirects: 0, signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) })
+          .catch((error: Error) => {
+            if (signal.aborted || error instanceof OutboundRefusedError) throw error;
+            throw new RetryableError(error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (error.cause as Error)?.message ?? error.message);
+          });
+        if (response.ok) return { body: (await response.json()) as T, attempts: attempt };
+        const detail = `${provider.name} answered ${response.status}`;
+        await response.body?.cancel().catch(() => undefined);
+        if (response.status === 429 || response.status >= 500) {
+          const retryAfter = Number(response.headers.get('retry-after'));
+          throw new RetryableError(detail, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : null);
+        }
+        throw Object.assign(new RpcError('UPSTREAM_ERROR', detail), { attempts: attempt });
+      } catch (error) {
+        if (!(error instanceof RetryableError) || attempt > maxRetries) throw Object.assign(error as Error, { attempts: attempt });
+        const wait = Math.min(error.retryAfterMs ?? 250 * 4 ** (attempt - 1), MAX_RETRY_WAIT_MS);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+}
