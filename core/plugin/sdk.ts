@@ -45,6 +45,8 @@ export type { EntityManager } from '@mikro-orm/postgresql';
 export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
 export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
+export { VectorType, vectorLiteral } from '../db/vector-type.ts';
+export { jsonFilter, type SqlCondition } from '../db/json-filter.ts';
 
 // Credentials and crypto
 export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';

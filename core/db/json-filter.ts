@@ -1,0 +1,150 @@
+import { validationError, type ValidationIssue } from '../rpc/errors.ts';
+
+/**
+ * The document-store filter operators of the list filters (`$eq $ne $in
+ * $nin $gt $gte $lt $lte $exists $regex` with `$options`, `$and $or`),
+ * applied to the keys of a jsonb column (metadata) rather than to an
+ * entity's fields: `{"topic": "billing", "priority": {"$gte": 2}}`. A dotted
+ * key reaches into nested objects. Values are compared as JSON (numbers as
+ * numbers, strings as strings; a number never equals a string). Everything
+ * is bound as parameters; anything else is a VALIDATION_ERROR naming where.
+ */
+export interface SqlCondition {
+  sql: string;
+  params: unknown[];
+}
+
+const MAX_REGEX_LENGTH = 200;
+const MAX_DEPTH = 8;
+const COMPARISONS: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
+const KEY = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
+const isScalar = (value: unknown): value is string | number | boolean | null =>
+  value === null || ['string', 'number', 'boolean'].includes(typeof value);
+
+class JsonFilter {
+  readonly issues: ValidationIssue[] = [];
+  readonly params: unknown[] = [];
+
+  constructor(private readonly column: string) {}
+
+  translate(filter: unknown, path: string, depth: number): string {
+    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+      this.issues.push({ path, message: 'must be an object' });
+      return 'true';
+    }
+    if (depth > MAX_DEPTH) {
+      this.issues.push({ path, message: `nested deeper than ${MAX_DEPTH}` });
+      return 'true';
+    }
+    const parts: string[] = [];
+    for (const [key, value] of Object.entries(filter)) {
+      const at = `${path}.${key}`;
+      if (key === '$and' || key === '$or') {
+        if (!Array.isArray(value) || value.length === 0) {
+          this.issues.push({ path: at, message: `${key} takes a non-empty array of filters` });
+          continue;
+        }
+        const inner = value.map((item, index) => `(${this.translate(item, `${at}.${index}`, depth + 1)})`);
+        parts.push(`(${inner.join(key === '$and' ? ' and ' : ' or ')})`);
+      } else if (key.startsWith('$')) {
+        this.issues.push({ path: at, message: `unknown operator ${key}` });
+      } else if (!KEY.test(key)) {
+        this.issues.push({ path: at, message: 'a metadata key is letters, digits, _ and -, dotted for nested keys' });
+      } else {
+        parts.push(this.#field(key, value, at));
+      }
+    }
+    return parts.length === 0 ? 'true' : parts.join(' and ');
+  }
+
+  /** `column #> '{a,b}'`: the value at a dotted key, as jsonb. */
+  #at(key: string): string {
+    this.params.push(`{${key.split('.').join(',')}}`);
+    return `(${this.column} #> ?::text[])`;
+  }
+
+  #json(value: unknown, path: string): string {
+    if (!isScalar(value)) this.issues.push({ path, message: 'must be a string, number, boolean or null' });
+    this.params.push(JSON.stringify(value));
+    return '?::jsonb';
+  }
+
+  #field(key: string, value: unknown, path: string): string {
+    const isOperators = typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).some((name) => name.startsWith('$'));
+    if (!isOperators) return this.#equals(key, value, path);
+    const operators = value as Record<string, unknown>;
+    const parts: string[] = [];
+    for (const [operator, operand] of Object.entries(operators)) {
+      const at = `${path}.${operator}`;
+      if (operator === '$eq') parts.push(this.#equals(key, operand, at));
+      else if (operator === '$ne') parts.push(`not (${this.#equals(key, operand, at)})`);
+      else if (operator in COMPARISONS) {
+        if (typeof operand !== 'number' && typeof operand !== 'string') {
+          this.issues.push({ path: at, message: `${operator} takes a number or a string` });
+          continue;
+        }
+        // Placeholders are bound in the order they appear: each fragment pushes its values as it is made.
+        const compared = `${this.#at(key)} ${COMPARISONS[operator]} ${this.#json(operand, at)}`;
+        const typed = `jsonb_typeof(${this.#at(key)}) = ?`;
+        this.params.push(typeof operand === 'number' ? 'number' : 'string');
+        parts.push(`(${compared} and ${typed})`);
+      } else if (operator === '$in' || operator === '$nin') {
+        if (!Array.isArray(operand) || operand.length === 0) {
+          this.issues.push({ path: at, message: `${operator} takes a non-empty array` });
+          continue;
+        }
+        const missing = operator === '$nin' ? `${this.#at(key)} is null or ` : '';
+        const field = this.#at(key);
+        const list = operand.map((item, index) => this.#json(item, `${at}.${index}`)).join(', ');
+        parts.push(`(${missing}${field} ${operator === '$in' ? 'in' : 'not in'} (${list}))`);
+      } else if (operator === '$exists') {
+        if (typeof operand !== 'boolean') {
+          this.issues.push({ path: at, message: '$exists takes true or false' });
+          continue;
+        }
+        parts.push(`(${this.#at(key)} is ${operand ? 'not ' : ''}null)`);
+      } else if (operator === '$regex') {
+        const options = operators.$options;
+        if (typeof operand !== 'string' || operand.length > MAX_REGEX_LENGTH) {
+          this.issues.push({ path: at, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` });
+          continue;
+        }
+        if (options !== undefined && options !== '' && options !== 'i') {
+          this.issues.push({ path: `${path}.$options`, message: '$options may only be "i"' });
+          continue;
+        }
+        try {
+          new RegExp(operand);
+        } catch (error) {
+          this.issues.push({ path: at, message: `not a valid regular expression: ${(error as SyntaxError).message}` });
+          continue;
+        }
+        this.params.push(`{${key.split('.').join(',')}}`, options === 'i' ? `(?i)${operand}` : operand);
+        parts.push(`(${this.column} #>> ?::text[]) ~ ?`);
+      } else if (operator === '$options') {
+        if (!('$regex' in operators)) this.issues.push({ path: at, message: '$options goes with $regex' });
+      } else {
+        this.issues.push({ path: at, message: `unknown operator ${operator}` });
+      }
+    }
+    return parts.length === 0 ? 'true' : `(${parts.join(' and ')})`;
+  }
+
+  #equals(key: string, value: unknown, path: string): string {
+    if (value === null) {
+      const absent = `${this.#at(key)} is null`;
+      return `(${absent} or ${this.#at(key)} = 'null'::jsonb)`;
+    }
+    const field = this.#at(key);
+    return `(${field} = ${this.#json(value, path)})`;
+  }
+}
+
+/** The SQL condition (with `?` placeholders) a metadata filter stands for; VALIDATION_ERROR for a malformed one. */
+export function jsonFilter(filter: unknown, column: string, path = 'filter'): SqlCondition {
+  const translator = new JsonFilter(column);
+  const sql = translator.translate(filter ?? {}, path, 0);
+  if (translator.issues.length > 0) throw validationError(translator.issues);
+  return { sql, params: translator.params };
+}

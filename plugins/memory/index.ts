@@ -1,0 +1,19 @@
+import { asClass } from 'awilix';
+import { definePlugin } from 'rpc-service/plugin';
+import { DEPS, type MemoryDeps } from './deps.ts';
+import { Memory } from './memory.entity.ts';
+import { MemoryService } from './memory.service.ts';
+import { migrations } from './migrations/index.ts';
+import { deleteMemory, listMemories, recallMemories, saveMemory } from './operations.ts';
+
+/** MemoryRpc: semantic memories per user or per subscription, recalled through pgvector. */
+export const memoryPlugin = definePlugin<MemoryDeps>({
+  id: 'memory',
+  group: 'MemoryRpc',
+  coreVersion: '^2.0.0',
+  deps: DEPS,
+  entities: [Memory],
+  migrations,
+  services: { memoryService: asClass(MemoryService).singleton() },
+  operations: { saveMemory, recallMemories, deleteMemory, listMemories },
+});

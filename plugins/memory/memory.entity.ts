@@ -1,0 +1,43 @@
+import { defineEntity, VectorType, type InferEntity } from 'rpc-service/plugin';
+
+export const SCOPES = ['user', 'global'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/**
+ * A memory: a text, its metadata and its embedding, of one user (scope
+ * `user`) or of the whole subscription (`global`, userId null). A scope and
+ * owner hold one memory per content (by its SHA-256).
+ */
+export const Memory = defineEntity({
+  name: 'Memory',
+  tableName: 'memory_memory',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    scope: p.enum([...SCOPES]),
+    userId: p.uuid().nullable(),
+    content: p.text(),
+    contentHash: p.text(),
+    metadata: p.json<Record<string, unknown>>(),
+    embedding: p.type(VectorType).lazy(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  }),
+  indexes: [
+    { properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] },
+    {
+      // Cosine distance, the operator recall orders by; tenant and owner conditions go inside the same query (iterative scans).
+      name: 'memory_memory_embedding_index',
+      expression: 'create index "memory_memory_embedding_index" on "memory_memory" using hnsw ("embedding" vector_cosine_ops)',
+    },
+  ],
+  uniques: [
+    {
+      name: 'memory_memory_content_unique',
+      expression:
+        'create unique index "memory_memory_content_unique" on "memory_memory" ' +
+        `("subscription_id", "scope", coalesce("user_id", '00000000-0000-0000-0000-000000000000'), "content_hash")`,
+    },
+  ],
+});
+export type Memory = InferEntity<typeof Memory>;

@@ -1,0 +1,213 @@
+import { randomUUID } from 'node:crypto';
+import {
+  conflict,
+  forbidden,
+  jsonFilter,
+  notFound,
+  sha256Hex,
+  validationError,
+  vectorLiteral,
+  type AiClient,
+  type AuthenticatedContext,
+  type PluginServices,
+} from 'rpc-service/plugin';
+import type { Scope } from './memory.entity.ts';
+
+export interface MemoryRecord {
+  id: string;
+  content: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface RecalledMemory extends MemoryRecord {
+  score: number;
+}
+
+export interface Whose {
+  scope: Scope;
+  targetUserId?: string;
+}
+
+/** Roles that may act for another user of their subscription (`targetUserId`). */
+const ACTING_ROLES = new Set(['agent', 'admin']);
+const CALLER = { type: 'plugin', name: 'memory' };
+/** Memories a recall with a filter may look at before it gives up finding topK (pgvector's hnsw.max_scan_tuples). */
+const MAX_SCAN_TUPLES = 50_000;
+
+interface Owner {
+  scope: Scope;
+  /** null for global memories. */
+  userId: string | null;
+}
+
+interface Row {
+  id: string;
+  content: string;
+  metadata: Record<string, unknown> | string;
+  created_at?: Date | string;
+  score?: number | string;
+}
+
+const metadataOf = (row: Row): Record<string, unknown> => (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata);
+const toRecord = (row: Row): MemoryRecord => ({ id: row.id, content: row.content, metadata: metadataOf(row) });
+/** `user_id = ?` that also matches the null of global memories. */
+const OWNER_SQL = 'subscription_id = ? and scope = ? and user_id is not distinct from ?';
+
+/**
+ * Semantic memory: texts with metadata, per user or for the whole
+ * subscription, recalled by the cosine similarity of their embeddings
+ * (pgvector HNSW) with the tenant, owner and metadata conditions inside the
+ * vector query.
+ */
+export class MemoryService {
+  readonly #ai: AiClient;
+  readonly #users: PluginServices['userService'];
+
+  constructor({ ai, userService }: { ai: AiClient; userService: PluginServices['userService'] }) {
+    this.#ai = ai;
+    this.#users = userService;
+  }
+
+  async saveMemory(
+    ctx: AuthenticatedContext,
+    whose: Whose,
+    memory: { id?: string; content: string; metadata?: Record<string, unknown> },
+  ): Promise<{ success: true; memoryId: string; message: string }> {
+    const owner = await this.#owner(ctx, whose);
+    const contentHash = sha256Hex(memory.content);
+    const same = await this.#sameContent(ctx, owner, contentHash);
+    if (memory.id === undefined && same) {
+      if (memory.metadata !== undefined) await this.#setMetadata(ctx, same, memory.metadata);
+      return { success: true, memoryId: same, message: 'A memory with this content already exists; it was kept' };
+    }
+    const existing = memory.id === undefined ? undefined : await this.#find(ctx, memory.id);
+    if (existing && !(existing.scope === owner.scope && existing.user_id === owner.userId)) throw notFound(`Memory ${memory.id} not found in this scope`);
+    if (same && same !== memory.id) throw conflict(`Another memory in this scope has the same content: ${same}`);
+
+    const [embedding] = (await this.#ai.embed(ctx, [memory.content], { caller: CALLER })).vectors;
+    const id = memory.id ?? randomUUID();
+    if (existing) {
+      await ctx.em.execute(
+        `update memory_memory set content = ?, content_hash = ?, metadata = ?::jsonb, embedding = ?::vector, updated_at = now()
+         where id = ? and subscription_id = ?`,
+        [memory.content, contentHash, JSON.stringify(memory.metadata ?? metadataOf(existing)), vectorLiteral(embedding!), id, ctx.subscriptionId],
+      );
+      return { success: true, memoryId: id, message: 'Memory updated' };
+    }
+    const inserted = await ctx.em.execute<Row[]>(
+      `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
+       on conflict do nothing returning id`,
+      [id, ctx.subscriptionId, owner.scope, owner.userId, memory.content, contentHash, JSON.stringify(memory.metadata ?? {}), vectorLiteral(embedding!)],
+    );
+    if (inserted.length === 1) return { success: true, memoryId: id, message: 'Memory saved' };
+    // Saved at the same moment by another call, or the id belongs to a memory of another subscription.
+    const raced = await this.#sameContent(ctx, owner, contentHash);
+    if (raced && memory.id === undefined) return { success: true, memoryId: raced, message: 'A memory with this content already exists; it was kept' };
+    throw conflict(`Memory ${id} cannot be saved: the id or the content is taken`);
+  }
+
+  async recallMemories(
+    ctx: AuthenticatedContext,
+    whose: Whose,
+    query: { queryText: string; topK: number; filter?: unknown },
+  ): Promise<{ success: true; memories: RecalledMemory[] }> {
+    const owner = await this.#owner(ctx, whose);
+    const condition = jsonFilter(query.filter ?? {}, 'metadata');
+    const [embedding] = (await this.#ai.embed(ctx, [query.queryText], { caller: CALLER })).vectors;
+    const vector = vectorLiteral(embedding!);
+    const rows = await ctx.em.fork().transactional(async (em) => {
+      // pgvector 0.8: when conditions remove candidates, the index scan goes on until topK rows pass them.
+      await em.execute(`set local hnsw.iterative_scan = strict_order`);
+      await em.execute(`set local hnsw.ef_search = ${Math.max(40, query.topK)}`);
+      await em.execute(`set local hnsw.max_scan_tuples = ${MAX_SCAN_TUPLES}`);
+      return em.execute<Row[]>(
+        `select id, content, metadata, 1 - (embedding <=> ?::vector) as score from memory_memory
+         where ${OWNER_SQL} and (${condition.sql})
+         order by embedding <=> ?::vector limit ?`,
+        [vector, ctx.subscriptionId, owner.scope, owner.userId, ...condition.params, vector, query.topK],
+      );
+    });
+    return { success: true, memories: rows.map((row) => ({ ...toRecord(row), score: Number(row.score) })) };
+  }
+
+  async deleteMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<{ success: true; message: string }> {
+    const owner = await this.#owner(ctx, whose);
+    const deleted = await ctx.em.execute<Row[]>(`delete from memory_memory where id = ? and ${OWNER_SQL} returning id`, [
+      memoryId,
+      ctx.subscriptionId,
+      owner.scope,
+      owner.userId,
+    ]);
+    if (deleted.length === 0) throw notFound(`Memory ${memoryId} not found in this scope`);
+    return { success: true, message: 'Memory deleted' };
+  }
+
+  /**
+   * Oldest first. `offset` a memory id: the page after that memory (cursor);
+   * a number: that many skipped (index). `next_page_offset` continues in the
+   * same mode (a cursor when none was given), null on the last page.
+   */
+  async listMemories(
+    ctx: AuthenticatedContext,
+    whose: Whose,
+    page: { limit: number; offset?: string | number },
+  ): Promise<{ success: true; memories: MemoryRecord[]; next_page_offset: string | number | null }> {
+    const owner = await this.#owner(ctx, whose);
+    const params: unknown[] = [ctx.subscriptionId, owner.scope, owner.userId];
+    let after = '';
+    if (typeof page.offset === 'string') {
+      const cursor = await this.#find(ctx, page.offset);
+      if (!cursor || cursor.scope !== owner.scope || cursor.user_id !== owner.userId) {
+        throw validationError([{ path: 'offset', message: 'no memory with this id in this scope to continue after' }]);
+      }
+      after = ' and (created_at, id) > (?, ?)';
+      params.push(cursor.created_at, cursor.id);
+    }
+    const skip = typeof page.offset === 'number' ? page.offset : 0;
+    const rows = await ctx.em.execute<Row[]>(
+      `select id, content, metadata from memory_memory where ${OWNER_SQL}${after} order by created_at, id limit ? offset ?`,
+      [...params, page.limit + 1, skip],
+    );
+    const more = rows.length > page.limit;
+    const memories = rows.slice(0, page.limit).map(toRecord);
+    const next = !more ? null : typeof page.offset === 'number' ? skip + page.limit : memories.at(-1)!.id;
+    return { success: true, memories, next_page_offset: next };
+  }
+
+  /** Whose memories a call touches: the caller's, another user's of the subscription (agents and admins only), or the subscription's. */
+  async #owner(ctx: AuthenticatedContext, { scope, targetUserId }: Whose): Promise<Owner> {
+    if (scope === 'global') return { scope, userId: null };
+    if (targetUserId === undefined || targetUserId === ctx.userId) return { scope, userId: ctx.userId };
+    if (!ACTING_ROLES.has(ctx.role)) throw forbidden('Only agents and admins may act for another user (targetUserId)');
+    const holder = await this.#users.credentialHolder(targetUserId);
+    if (!holder || holder.subscriptionId !== ctx.subscriptionId) throw notFound(`User ${targetUserId} not found`);
+    return { scope, userId: targetUserId };
+  }
+
+  async #sameContent(ctx: AuthenticatedContext, owner: Owner, contentHash: string): Promise<string | undefined> {
+    const [row] = await ctx.em.execute<Row[]>(`select id from memory_memory where ${OWNER_SQL} and content_hash = ?`, [
+      ctx.subscriptionId,
+      owner.scope,
+      owner.userId,
+      contentHash,
+    ]);
+    return row?.id;
+  }
+
+  async #find(ctx: AuthenticatedContext, id: string): Promise<(Row & { scope: Scope; user_id: string | null }) | undefined> {
+    const [row] = await ctx.em.execute<(Row & { scope: Scope; user_id: string | null })[]>(
+      'select id, scope, user_id, content, metadata, created_at from memory_memory where id = ? and subscription_id = ?',
+      [id, ctx.subscriptionId],
+    );
+    return row;
+  }
+
+  async #setMetadata(ctx: AuthenticatedContext, id: string, metadata: Record<string, unknown>): Promise<void> {
+    await ctx.em.execute('update memory_memory set metadata = ?::jsonb, updated_at = now() where id = ? and subscription_id = ?', [
+      JSON.stringify(metadata),
+      id,
+      ctx.subscriptionId,
+    ]);
+  }
+}
