@@ -1,0 +1,216 @@
+import pg from 'pg';
+import { notFound, type AuthenticatedContext } from 'rpc-service/plugin';
+
+export interface TraceFilter {
+  callerType?: string;
+  callerName?: string;
+  threadId?: string;
+  subscriptionId?: string;
+  status?: string;
+  dateFrom?: Date;
+  dateTo?: Date;
+}
+
+export interface ThreadSummary {
+  threadId: string;
+  latestTimestamp: string;
+  earliestTimestamp: string;
+  turnCount: number;
+  totalTokens: number;
+  cachedTokens: number;
+  callerType: string;
+  callerName: string;
+  subscriptionId: string | null;
+  hasErrors: boolean;
+}
+
+export interface TraceRecord {
+  traceId: string;
+  threadId: string | null;
+  requestTimestamp: string;
+  durationMs: number;
+  status: string;
+  provider: string;
+  model: string;
+  operation: string;
+  callerType: string;
+  callerName: string;
+  subscriptionId: string | null;
+  userId: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  totalTokens: number;
+  attempts: number;
+  error: string | null;
+}
+
+export interface Stats {
+  totalTraces: number;
+  totalTokens: number;
+  totalCachedTokens: number;
+  errorCount: number;
+  avgDurationMs: number;
+  uniqueThreadCount: number;
+  cacheHitRate: number;
+}
+
+type Row = Record<string, unknown>;
+
+/** A trace without a threadId is a thread of its own, named by its traceId. */
+const GROUP = `coalesce(thread_id, trace_id::text)`;
+const TRACE_COLUMNS =
+  'trace_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation, caller_type, caller_name, subscription_id, user_id, ' +
+  'input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error';
+
+// Raw rows carry timestamps as PostgreSQL's text on PostgreSQL and as Dates on PGlite; pg's own parser reads the text.
+const parseTimestamp = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => Date;
+const iso = (value: unknown): string => (typeof value === 'string' ? parseTimestamp(value) : (value as Date)).toISOString();
+const int = (value: unknown): number => Number(value ?? 0);
+
+const toTrace = (row: Row): TraceRecord => ({
+  traceId: row.trace_id as string,
+  threadId: (row.thread_id as string | null) ?? null,
+  requestTimestamp: iso(row.request_timestamp),
+  durationMs: int(row.duration_ms),
+  status: row.status as string,
+  provider: row.provider as string,
+  model: row.model as string,
+  operation: row.operation as string,
+  callerType: row.caller_type as string,
+  callerName: row.caller_name as string,
+  subscriptionId: (row.subscription_id as string | null) ?? null,
+  userId: (row.user_id as string | null) ?? null,
+  inputTokens: int(row.input_tokens),
+  outputTokens: int(row.output_tokens),
+  cachedTokens: int(row.cached_tokens),
+  totalTokens: int(row.total_tokens),
+  attempts: int(row.attempts),
+  error: (row.error as string | null) ?? null,
+});
+
+/**
+ * Read-only views of the AI traces the core's client records. An admin sees
+ * every trace of the subscription; any other role the traces of calls made
+ * for them.
+ */
+export class TelemetryService {
+  async listThreads(
+    ctx: AuthenticatedContext,
+    query: { filter: TraceFilter; direction: 'asc' | 'desc'; page: number; pageSize: number },
+  ): Promise<{ data: ThreadSummary[]; totalCount: number }> {
+    const where = this.#where(ctx, query.filter);
+    const [{ count }] = (await ctx.em.execute(`select count(distinct ${GROUP}) as count from core_ai_trace where ${where.sql}`, where.params)) as [Row];
+    // The group's caller is that of its latest trace.
+    const rows: Row[] = await ctx.em.execute(
+      `select ${GROUP} as thread_id, max(request_timestamp) as latest, min(request_timestamp) as earliest, count(*) as turns,
+              sum(total_tokens) as total_tokens, sum(cached_tokens) as cached_tokens, bool_or(status = 'error') as has_errors,
+              (array_agg(caller_type order by request_timestamp desc))[1] as caller_type,
+              (array_agg(caller_name order by request_timestamp desc))[1] as caller_name,
+              (array_agg(subscription_id order by request_timestamp desc))[1] as subscription_id
+       from core_ai_trace where ${where.sql}
+       group by ${GROUP}
+       order by latest ${query.direction}, ${GROUP}
+       limit ? offset ?`,
+      [...where.params, query.pageSize, (query.page - 1) * query.pageSize],
+    );
+    return {
+      data: rows.map((row) => ({
+        threadId: row.thread_id as string,
+        latestTimestamp: iso(row.latest),
+        earliestTimestamp: iso(row.earliest),
+        turnCount: int(row.turns),
+        totalTokens: int(row.total_tokens),
+        cachedTokens: int(row.cached_tokens),
+        callerType: row.caller_type as string,
+        callerName: row.caller_name as string,
+        subscriptionId: (row.subscription_id as string | null) ?? null,
+        hasErrors: Boolean(row.has_errors),
+      })),
+      totalCount: int(count),
+    };
+  }
+
+  /** The traces of a thread, oldest first; also the trace stored without a thread whose traceId is the value. */
+  async getThread(ctx: AuthenticatedContext, threadId: string): Promise<TraceRecord[]> {
+    const where = this.#where(ctx, {});
+    const rows: Row[] = await ctx.em.execute(
+      `select ${TRACE_COLUMNS} from core_ai_trace
+       where ${where.sql} and (thread_id = ? or (thread_id is null and trace_id::text = ?))
+       order by request_timestamp, trace_id`,
+      [...where.params, threadId, threadId],
+    );
+    return rows.map(toTrace);
+  }
+
+  async getTrace(ctx: AuthenticatedContext, traceId: string): Promise<TraceRecord> {
+    const where = this.#where(ctx, {});
+    const [row] = (await ctx.em.execute(`select ${TRACE_COLUMNS} from core_ai_trace where ${where.sql} and trace_id = ?`, [
+      ...where.params,
+      traceId,
+    ])) as Row[];
+    if (!row) throw notFound(`Trace ${traceId} not found`);
+    return toTrace(row);
+  }
+
+  async getStats(ctx: AuthenticatedContext, filter: TraceFilter): Promise<Stats> {
+    const where = this.#where(ctx, filter);
+    const [row] = (await ctx.em.execute(
+      `select count(*) as traces, coalesce(sum(total_tokens), 0) as tokens, coalesce(sum(cached_tokens), 0) as cached,
+              coalesce(sum(input_tokens), 0) as input, count(*) filter (where status = 'error') as errors,
+              coalesce(avg(duration_ms), 0) as duration, count(distinct ${GROUP}) as threads
+       from core_ai_trace where ${where.sql}`,
+      where.params,
+    )) as Row[];
+    const input = int(row!.input);
+    return {
+      totalTraces: int(row!.traces),
+      totalTokens: int(row!.tokens),
+      totalCachedTokens: int(row!.cached),
+      errorCount: int(row!.errors),
+      avgDurationMs: Math.round(Number(row!.duration) * 100) / 100,
+      uniqueThreadCount: int(row!.threads),
+      // The share of input tokens served from the provider's cache.
+      cacheHitRate: input === 0 ? 0 : Math.round((int(row!.cached) / input) * 10_000) / 10_000,
+    };
+  }
+
+  /** The caller's subscription always; the caller's own traces unless an admin; then the filter keys. */
+  #where(ctx: AuthenticatedContext, filter: TraceFilter): { sql: string; params: unknown[] } {
+    const parts = ['subscription_id = ?'];
+    const params: unknown[] = [ctx.subscriptionId];
+    if (ctx.role !== 'admin') {
+      parts.push('user_id = ?');
+      params.push(ctx.userId);
+    }
+    const equal: [keyof TraceFilter, string][] = [
+      ['callerType', 'caller_type'],
+      ['callerName', 'caller_name'],
+      ['status', 'status'],
+    ];
+    for (const [key, column] of equal) {
+      if (filter[key] !== undefined) {
+        parts.push(`${column} = ?`);
+        params.push(filter[key]);
+      }
+    }
+    if (filter.threadId !== undefined) {
+      parts.push(`${GROUP} = ?`);
+      params.push(filter.threadId);
+    }
+    if (filter.subscriptionId !== undefined) {
+      // Another subscription's id matches nothing: the caller's is already required.
+      parts.push('subscription_id::text = ?');
+      params.push(filter.subscriptionId);
+    }
+    if (filter.dateFrom) {
+      parts.push('request_timestamp >= ?');
+      params.push(filter.dateFrom);
+    }
+    if (filter.dateTo) {
+      parts.push('request_timestamp <= ?');
+      params.push(filter.dateTo);
+    }
+    return { sql: parts.join(' and '), params };
+  }
+}
