@@ -1,5 +1,6 @@
 import type * as v from 'valibot';
 import type { CredentialSchemeContribution } from '../credentials/authenticator.ts';
+import type { ToolDeclaration } from '../ai/tools.ts';
 import type { EventDeclaration } from '../events/catalogue.ts';
 
 /**
@@ -14,6 +15,7 @@ import type { EventDeclaration } from '../events/catalogue.ts';
 export interface ExtensionPoints {
   'core.credentials': CredentialSchemeContribution;
   'core.events': EventDeclaration;
+  'core.tools': ToolDeclaration;
 }
 
 export type ExtensionPointId = keyof ExtensionPoints & string;

@@ -57,6 +57,7 @@ export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '..
 export type { Keyring } from '../credentials/keyring.ts';
 export type { AiClient, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatResult, EmbedResult, EmbeddingProvider, Usage } from '../ai/ai-client.ts';
 export { AiTrace } from '../ai/trace.ts';
+export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
 export { RateLimiter } from '../rate-limiter.ts';

@@ -1,6 +1,7 @@
 import type { Credentials } from '../credentials/credentials.ts';
 import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
+import type { ToolCatalogue } from '../ai/tools.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
 import type { Keyring } from '../credentials/keyring.ts';
@@ -30,6 +31,8 @@ export interface CoreServices {
   audit: AuditLog;
   /** The AI providers, models, defaults and recommendations (config/ai-catalogue.json or AI_CATALOGUE_FILE), read-only. */
   aiCatalogue: Readonly<AiCatalogue>;
+  /** The tools agents may be given (the `core.tools` extension point), with their operations' params schemas. */
+  tools: ToolCatalogue;
   /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
   ai: AiClient;
   rateLimiter: RateLimiter;
@@ -51,6 +54,7 @@ export const CORE_SERVICE_NAMES = [
   'keyring',
   'audit',
   'aiCatalogue',
+  'tools',
   'ai',
   'rateLimiter',
   'messageSender',

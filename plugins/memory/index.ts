@@ -15,5 +15,11 @@ export const memoryPlugin = definePlugin<MemoryDeps>({
   entities: [Memory],
   migrations,
   services: { memoryService: asClass(MemoryService).singleton() },
+  extends: {
+    'core.tools': [
+      { name: 'memory.save', describe: 'Remember a fact (for the user, or for everyone with scope global).', method: 'MemoryRpc.saveMemory' },
+      { name: 'memory.recall', describe: 'Recall the memories closest to a question.', method: 'MemoryRpc.recallMemories' },
+    ],
+  },
   operations: { saveMemory, recallMemories, deleteMemory, listMemories },
 });
