@@ -1,0 +1,131 @@
+import * as v from 'valibot';
+
+const text = (label: string, max = 200) => v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`));
+const optionalText = (label: string, max = 200) => v.optional(v.nullable(text(label, max)));
+const flag = (label: string) => v.optional(v.boolean(`${label} must be true or false`));
+const names = (label: string) => v.optional(v.pipe(v.array(v.pipe(text(`${label}[]`, 100), v.minLength(1, `${label} items must not be empty`)), `${label} must be an array of strings`), v.maxLength(50, `${label} takes at most 50 items`)));
+
+const personality = v.object({
+  profession: optionalText('personality.profession'),
+  style: optionalText('personality.style'),
+  gender: optionalText('personality.gender'),
+  verbosity: optionalText('personality.verbosity'),
+  defaultMood: optionalText('personality.defaultMood'),
+  adaptMood: flag('personality.adaptMood'),
+  notes: optionalText('personality.notes', 2000),
+});
+
+const access = (label: string) => v.object({ accessWorkspace: flag(`${label}.accessWorkspace`), modifyWorkspace: flag(`${label}.modifyWorkspace`), createOwn: flag(`${label}.createOwn`) });
+const capabilities = v.object({
+  computer: v.optional(v.object({ browserAccess: flag('capabilities.computer.browserAccess'), terminalAccess: flag('capabilities.computer.terminalAccess') })),
+  search: v.optional(v.object({ enabled: flag('capabilities.search.enabled'), connectors: names('capabilities.search.connectors') })),
+  documentation: v.optional(access('capabilities.documentation')),
+  tasks: v.optional(access('capabilities.tasks')),
+});
+
+/** The fields of the spec from `name` through `fileContext`, the ones create and update both take. */
+export const agentFields = {
+  model: text('model', 200),
+  description: optionalText('description', 2000),
+  agentClass: v.optional(text('agentClass', 100)),
+  promptSource: optionalText('promptSource', 50),
+  promptText: optionalText('promptText', 100_000),
+  promptFile: optionalText('promptFile', 1000),
+  saveChatHistory: flag('saveChatHistory'),
+  communicationModes: names('communicationModes'),
+  personalityEnabled: flag('personalityEnabled'),
+  personality: v.optional(v.nullable(personality)),
+  voiceEnabled: flag('voiceEnabled'),
+  ttsModel: optionalText('ttsModel'),
+  selectedVoice: optionalText('selectedVoice'),
+  transcriptionModel: optionalText('transcriptionModel'),
+  speakFirstOutgoing: optionalText('speakFirstOutgoing', 2000),
+  allowOutgoingCalls: flag('allowOutgoingCalls'),
+  allowIncomingCalls: flag('allowIncomingCalls'),
+  allowGroupParticipation: flag('allowGroupParticipation'),
+  forkNewInstanceForCalls: flag('forkNewInstanceForCalls'),
+  enableDeepWork: flag('enableDeepWork'),
+  capabilities: v.optional(capabilities),
+  role: optionalText('role', 100),
+  tools: names('tools'),
+  fileContext: optionalText('fileContext', 10_000),
+};
+
+export type AgentInput = { [K in keyof typeof agentFields]?: v.InferOutput<(typeof agentFields)[K]> };
+
+/** What is kept in the settings document: every field but those with columns of their own. */
+export interface AgentSettings {
+  description: string | null;
+  promptSource: string | null;
+  promptText: string | null;
+  promptFile: string | null;
+  saveChatHistory: boolean;
+  communicationModes: string[];
+  personalityEnabled: boolean;
+  personality: v.InferOutput<typeof personality> | null;
+  voiceEnabled: boolean;
+  ttsModel: string | null;
+  selectedVoice: string | null;
+  transcriptionModel: string | null;
+  speakFirstOutgoing: string | null;
+  allowOutgoingCalls: boolean;
+  allowIncomingCalls: boolean;
+  allowGroupParticipation: boolean;
+  forkNewInstanceForCalls: boolean;
+  enableDeepWork: boolean;
+  capabilities: {
+    computer: { browserAccess: boolean; terminalAccess: boolean };
+    search: { enabled: boolean; connectors: string[] };
+    documentation: { accessWorkspace: boolean; modifyWorkspace: boolean; createOwn: boolean };
+    tasks: { accessWorkspace: boolean; modifyWorkspace: boolean; createOwn: boolean };
+  };
+  tools: string[];
+  fileContext: string | null;
+}
+
+const workspace = (given?: { accessWorkspace?: boolean; modifyWorkspace?: boolean; createOwn?: boolean }, current?: AgentSettings['capabilities']['tasks']) => ({
+  accessWorkspace: given?.accessWorkspace ?? current?.accessWorkspace ?? false,
+  modifyWorkspace: given?.modifyWorkspace ?? current?.modifyWorkspace ?? false,
+  createOwn: given?.createOwn ?? current?.createOwn ?? false,
+});
+
+/** The settings after `input` is applied to `current` (or to the defaults): a field given replaces it, capabilities merge by key. */
+export function settingsFrom(input: AgentInput, current?: AgentSettings): AgentSettings {
+  const pick = <K extends keyof AgentSettings>(key: K, fallback: AgentSettings[K]): AgentSettings[K] =>
+    (input[key as keyof AgentInput] !== undefined ? input[key as keyof AgentInput] : (current?.[key] ?? fallback)) as AgentSettings[K];
+  const caps = input.capabilities;
+  return {
+    description: pick('description', null),
+    promptSource: pick('promptSource', 'text'),
+    promptText: pick('promptText', null),
+    promptFile: pick('promptFile', null),
+    saveChatHistory: pick('saveChatHistory', true),
+    communicationModes: pick('communicationModes', ['direct']),
+    personalityEnabled: pick('personalityEnabled', false),
+    personality: pick('personality', null),
+    voiceEnabled: pick('voiceEnabled', false),
+    ttsModel: pick('ttsModel', null),
+    selectedVoice: pick('selectedVoice', null),
+    transcriptionModel: pick('transcriptionModel', null),
+    speakFirstOutgoing: pick('speakFirstOutgoing', null),
+    allowOutgoingCalls: pick('allowOutgoingCalls', false),
+    allowIncomingCalls: pick('allowIncomingCalls', false),
+    allowGroupParticipation: pick('allowGroupParticipation', false),
+    forkNewInstanceForCalls: pick('forkNewInstanceForCalls', false),
+    enableDeepWork: pick('enableDeepWork', false),
+    capabilities: {
+      computer: {
+        browserAccess: caps?.computer?.browserAccess ?? current?.capabilities.computer.browserAccess ?? false,
+        terminalAccess: caps?.computer?.terminalAccess ?? current?.capabilities.computer.terminalAccess ?? false,
+      },
+      search: {
+        enabled: caps?.search?.enabled ?? current?.capabilities.search.enabled ?? false,
+        connectors: caps?.search?.connectors ?? current?.capabilities.search.connectors ?? [],
+      },
+      documentation: workspace(caps?.documentation, current?.capabilities.documentation),
+      tasks: workspace(caps?.tasks, current?.capabilities.tasks),
+    },
+    tools: pick('tools', []),
+    fileContext: pick('fileContext', null),
+  };
+}

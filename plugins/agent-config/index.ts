@@ -1,0 +1,20 @@
+import { asClass } from 'awilix';
+import { definePlugin } from 'rpc-service/plugin';
+import { Agent } from './agent.entity.ts';
+import { AVATAR, AVATAR_LIMITS, AgentService } from './agent.service.ts';
+import { DEPS, type AgentConfigDeps } from './deps.ts';
+import { migrations } from './migrations/index.ts';
+import { create, findById, getAvailableTools, getData, getUploadKeyForAvatar, remove, update, updateAvatar } from './operations.ts';
+
+/** AgentConfigRpc: configurations of the subscription's AI agents (model, prompt, personality, voice, capabilities, tools, avatar). */
+export const agentConfigPlugin = definePlugin<AgentConfigDeps>({
+  id: 'agent-config',
+  group: 'AgentConfigRpc',
+  coreVersion: '^2.0.0',
+  deps: DEPS,
+  entities: [Agent],
+  migrations,
+  services: { agentService: asClass(AgentService).singleton() },
+  operations: { create, update, findById, getData, delete: remove, getUploadKeyForAvatar, updateAvatar, getAvailableTools },
+  start: ({ uploadService }) => uploadService.definePurpose(AVATAR, AVATAR_LIMITS),
+});
