@@ -13,7 +13,8 @@ export interface EmbedTask {
 }
 
 export interface EmbedResult {
-  vectors: number[][];
+  /** The vectors one after another, `dimensions` numbers each: one typed array crosses to the main thread as a single copy. */
+  vectors: Float32Array;
   /** Words read, the local stand-in for input tokens. */
   tokens: number;
 }
@@ -35,7 +36,9 @@ function add(counts: Map<string, number>, feature: string, weight: number): void
   counts.set(feature, (counts.get(feature) ?? 0) + weight);
 }
 
-export function embedText(text: string, dimensions: number): { vector: number[]; tokens: number } {
+/** Writes the vector of `text` into `into` (zeroed, `dimensions` long); returns the words read. */
+export function embedText(text: string, into: Float32Array): number {
+  const dimensions = into.length;
   const normalized = text.normalize('NFKC').toLowerCase();
   // A text of signs only still gets a direction of its own (a zero vector has no cosine).
   const words = normalized.match(WORD) ?? [normalized.trim() || normalized];
@@ -55,16 +58,19 @@ export function embedText(text: string, dimensions: number): { vector: number[];
   let norm = 0;
   for (const value of vector) norm += value * value;
   norm = Math.sqrt(norm);
-  return { vector: Array.from(vector, (value) => (norm === 0 ? 0 : value / norm)), tokens: words.length };
+  for (let index = 0; index < dimensions; index++) into[index] = norm === 0 ? 0 : vector[index]! / norm;
+  return words.length;
 }
 
 /** The worker's task: a batch of texts in, their vectors out. */
 export default function embed({ texts, dimensions }: EmbedTask): EmbedResult {
+  const vectors = new Float32Array(texts.length * dimensions);
   let tokens = 0;
-  const vectors = texts.map((text) => {
-    const embedded = embedText(text, dimensions);
-    tokens += embedded.tokens;
-    return embedded.vector;
-  });
+  for (const [index, text] of texts.entries()) tokens += embedText(text, vectors.subarray(index * dimensions, (index + 1) * dimensions));
   return { vectors, tokens };
+}
+
+/** The rows of an EmbedResult's vectors, as plain arrays. */
+export function vectorsOf(flat: Float32Array, dimensions: number): number[][] {
+  return Array.from({ length: flat.length / dimensions }, (_, index) => Array.from(flat.subarray(index * dimensions, (index + 1) * dimensions)));
 }

@@ -7,6 +7,7 @@ import type { RequestContext } from '../rpc/context.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
 import { AiTrace } from './trace.ts';
+import { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
 
 /** Token counts of one call. `inputTokens` includes `cachedTokens` (the cached part of the input); never add the two. */
 export interface Usage {
@@ -70,7 +71,7 @@ export interface AiClientOptions {
 }
 
 /** Texts per task of the worker pool: big enough to amortise the hand-over, small enough to spread a batch over the threads. */
-const LOCAL_BATCH = 32;
+export const LOCAL_BATCH = 128;
 /** Inputs per request to an embeddings API. */
 const REMOTE_BATCH = 128;
 const MAX_RETRY_WAIT_MS = 10_000;
@@ -102,6 +103,11 @@ export class AiClient {
     this.#options = options;
     this.#local = new LocalEmbedder(options.pool);
     this.#remote = new OpenAiCompatible(options);
+  }
+
+  /** Whether calls to the provider can be made: it needs no key, or the variable the catalogue names holds one. */
+  isConfigured(provider: AiProvider): boolean {
+    return provider.apiKeyEnvVar === null || Boolean(this.#options.env[provider.apiKeyEnvVar]);
   }
 
   /** Vectors of EMBEDDING_DIMENSIONS numbers, one per text, L2-normalised by the provider. */
@@ -197,11 +203,9 @@ class LocalEmbedder implements EmbeddingProvider {
   async embed(texts: string[]): Promise<{ vectors: number[][]; usage: Usage; attempts: number }> {
     const batches: string[][] = [];
     for (let start = 0; start < texts.length; start += LOCAL_BATCH) batches.push(texts.slice(start, start + LOCAL_BATCH));
-    const results = await Promise.all(
-      batches.map((batch) => this.pool.run<{ vectors: number[][]; tokens: number }>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS })),
-    );
+    const results = await Promise.all(batches.map((batch) => this.pool.run<EmbedWorkerResult>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS })));
     return {
-      vectors: results.flatMap((result) => result.vectors),
+      vectors: results.flatMap((result) => vectorsOf(result.vectors, EMBEDDING_DIMENSIONS)),
       usage: { ...zeroUsage(), inputTokens: results.reduce((sum, result) => sum + result.tokens, 0) },
       attempts: 1,
     };

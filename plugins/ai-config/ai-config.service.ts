@@ -1,0 +1,205 @@
+import { notFound, validationError, type AiCatalogue, type AiClient, type AiModel, type AiProvider, type AiRecommendation, type ValidationIssue } from 'rpc-service/plugin';
+
+/** A model as the spec gives it, plus `dimensions` for the models that have it (embedding models). */
+export interface ModelRecord {
+  id: string;
+  name: string;
+  provider: string;
+  type: string;
+  endpoints: string[];
+  capabilities: string[];
+  modality: string;
+  inputModalities: string[];
+  outputModalities: string[];
+  contextWindow: number;
+  dimensions?: number;
+}
+
+/** A provider: the name of its key variable and whether that is set, never a key. */
+export interface ProviderRecord {
+  name: string;
+  type: string;
+  baseUrl: string | null;
+  apiKeyEnvVar: string | null;
+  /** True when the provider needs no key (`apiKeyEnvVar` null) or its variable is set to a non-empty value. */
+  configured: boolean;
+}
+
+export interface ProviderWithModels extends ProviderRecord {
+  models: ModelRecord[];
+}
+
+export interface RecommendationRecord {
+  modelId: string;
+  reason: string;
+  alternatives?: { modelId: string; reason: string }[];
+}
+
+export interface AiConfiguration {
+  providers: ProviderWithModels[];
+  models: ModelRecord[];
+  defaults: Record<string, string>;
+  categories: string[];
+  recommendations: Record<string, RecommendationRecord>;
+}
+
+/** Every field optional; an array asks for all of its values, so an empty one asks for nothing. */
+export interface ModelFilter {
+  capabilities?: string[];
+  endpoints?: string[];
+  provider?: string;
+  type?: string;
+  modality?: string;
+  supportsModalities?: string[];
+}
+
+type FilterField = keyof ModelFilter;
+
+/** Fresh objects each time: a result never shares an array or object with the catalogue (whose freeze is shallow). */
+const modelRecord = (model: AiModel): ModelRecord => ({
+  id: model.id,
+  name: model.name,
+  provider: model.provider,
+  type: model.type,
+  endpoints: [...model.endpoints],
+  capabilities: [...model.capabilities],
+  modality: model.modality,
+  inputModalities: [...model.inputModalities],
+  outputModalities: [...model.outputModalities],
+  contextWindow: model.contextWindow,
+  ...(model.dimensions === undefined ? {} : { dimensions: model.dimensions }),
+});
+
+const recommendationRecord = (recommendation: AiRecommendation): RecommendationRecord => ({
+  modelId: recommendation.modelId,
+  reason: recommendation.reason,
+  ...(recommendation.alternatives === undefined
+    ? {}
+    : { alternatives: recommendation.alternatives.map(({ modelId, reason }) => ({ modelId, reason })) }),
+});
+
+const hasAll = (have: readonly string[], wanted: readonly string[] | undefined): boolean =>
+  wanted === undefined || wanted.every((value) => have.includes(value));
+
+/**
+ * Read-only views of the AI catalogue the core loaded (config/ai-catalogue.json
+ * or AI_CATALOGUE_FILE). The catalogue does not change while the service runs,
+ * so lookups and the vocabularies of the model filters are built once.
+ */
+export class AiConfigService {
+  readonly #catalogue: Readonly<AiCatalogue>;
+  readonly #ai: AiClient;
+  readonly #providers: ReadonlyMap<string, AiProvider>;
+  readonly #recommendations: ReadonlyMap<string, AiRecommendation>;
+  /** The values each filter of getModels accepts, with how the error names them. */
+  readonly #vocabularies: Record<FilterField, { values: ReadonlySet<string>; what: string }>;
+
+  constructor({ aiCatalogue, ai }: { aiCatalogue: Readonly<AiCatalogue>; ai: AiClient }) {
+    this.#catalogue = aiCatalogue;
+    this.#ai = ai;
+    this.#providers = new Map(aiCatalogue.providers.map((provider) => [provider.name, provider]));
+    this.#recommendations = new Map(Object.entries(aiCatalogue.recommendations));
+    const { models } = aiCatalogue;
+    this.#vocabularies = {
+      provider: { values: new Set(aiCatalogue.providers.map((provider) => provider.name)), what: 'a provider of the catalogue' },
+      type: { values: new Set([...models.map((model) => model.type), ...aiCatalogue.categories]), what: 'a model type or category of the catalogue' },
+      modality: { values: new Set(models.map((model) => model.modality)), what: "a modality of the catalogue's models" },
+      capabilities: { values: new Set(models.flatMap((model) => model.capabilities)), what: "a capability of the catalogue's models" },
+      endpoints: { values: new Set(models.flatMap((model) => model.endpoints)), what: "an endpoint of the catalogue's models" },
+      supportsModalities: {
+        values: new Set(models.flatMap((model) => [...model.inputModalities, ...model.outputModalities])),
+        what: "an input or output modality of the catalogue's models",
+      },
+    };
+  }
+
+  getAIConfiguration(): AiConfiguration {
+    return {
+      providers: this.#catalogue.providers.map((provider) => ({
+        ...this.#providerRecord(provider),
+        models: this.#catalogue.models.filter((model) => model.provider === provider.name).map(modelRecord),
+      })),
+      models: this.#catalogue.models.map(modelRecord),
+      defaults: this.getDefaultModels(),
+      categories: this.getModelCategories(),
+      recommendations: this.#allRecommendations(),
+    };
+  }
+
+  /** The models that pass every filter given; a value the catalogue does not know is a VALIDATION_ERROR naming its field. */
+  getModels(filter: ModelFilter): ModelRecord[] {
+    this.#checkVocabulary(filter);
+    const { capabilities, endpoints, provider, type, modality, supportsModalities } = filter;
+    return this.#catalogue.models
+      .filter(
+        (model) =>
+          (provider === undefined || model.provider === provider) &&
+          (type === undefined || model.type === type) &&
+          (modality === undefined || model.modality === modality) &&
+          hasAll(model.capabilities, capabilities) &&
+          hasAll(model.endpoints, endpoints) &&
+          hasAll([...model.inputModalities, ...model.outputModalities], supportsModalities),
+      )
+      .map(modelRecord);
+  }
+
+  getProviders(): ProviderRecord[] {
+    return this.#catalogue.providers.map((provider) => this.#providerRecord(provider));
+  }
+
+  getDefaultModels(): Record<string, string> {
+    return Object.fromEntries(Object.entries(this.#catalogue.defaults));
+  }
+
+  getProviderSettings(providerName?: string): ProviderRecord | Record<string, ProviderRecord> {
+    if (providerName === undefined) {
+      return Object.fromEntries(this.#catalogue.providers.map((provider) => [provider.name, this.#providerRecord(provider)]));
+    }
+    const provider = this.#providers.get(providerName);
+    if (!provider) throw notFound(`AI provider ${providerName} not found`);
+    return this.#providerRecord(provider);
+  }
+
+  getModelCategories(): string[] {
+    return [...this.#catalogue.categories];
+  }
+
+  getTaskRecommendations(taskName?: string): RecommendationRecord | Record<string, RecommendationRecord> {
+    if (taskName === undefined) return this.#allRecommendations();
+    // A Map, not the catalogue's object: `constructor` or `__proto__` must not find Object.prototype.
+    const recommendation = this.#recommendations.get(taskName);
+    if (!recommendation) throw notFound(`No recommendation for task ${taskName}`);
+    return recommendationRecord(recommendation);
+  }
+
+  #allRecommendations(): Record<string, RecommendationRecord> {
+    return Object.fromEntries([...this.#recommendations].map(([task, recommendation]) => [task, recommendationRecord(recommendation)]));
+  }
+
+  /** The key variable's name and whether it is set; its value is never read here (the settings hold names only). */
+  #providerRecord(provider: AiProvider): ProviderRecord {
+    return {
+      name: provider.name,
+      type: provider.type,
+      baseUrl: provider.baseUrl,
+      apiKeyEnvVar: provider.apiKeyEnvVar,
+      configured: this.#ai.isConfigured(provider),
+    };
+  }
+
+  #checkVocabulary(filter: ModelFilter): void {
+    const issues: ValidationIssue[] = [];
+    const check = (path: string, field: FilterField, value: string) => {
+      const { values, what } = this.#vocabularies[field];
+      if (values.has(value)) return;
+      const known = values.size > 0 ? [...values].join(', ') : 'the catalogue has none';
+      issues.push({ path, message: `${path} must be ${what}: ${known}` });
+    };
+    for (const field of Object.keys(this.#vocabularies) as FilterField[]) {
+      const value = filter[field];
+      if (typeof value === 'string') check(field, field, value);
+      else value?.forEach((item, index) => check(`${field}.${index}`, field, item));
+    }
+    if (issues.length > 0) throw validationError(issues);
+  }
+}
