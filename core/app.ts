@@ -332,7 +332,9 @@ function createHttpServer(parts: {
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
   });
 
-  return createServer((req: IncomingMessage, res: ServerResponse) => {
+  // Idle connections are kept longer than clients and proxies keep theirs (undici 4 s, load balancers 60 s): a
+  // server that closes first races a client sending its next request on that connection, which then fails with ECONNRESET.
+  return createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req: IncomingMessage, res: ServerResponse) => {
     const requestId = requestIdOf(req);
     if (req.method === 'POST' && (req.url === '/api/rpc' || req.url?.startsWith('/api/rpc?'))) {
       return handleRpc(req, res, requestId);

@@ -34,8 +34,8 @@ export const listThreads = defineOperation({
     page: v.optional(positive('page', 1_000_000), 1),
     pageSize: v.optional(positive('pageSize', 200), 50),
     filter,
-    // Only direction is read; anything but "asc" means newest first.
-    sort: v.optional(v.looseObject({ direction: v.optional(v.unknown()) }), {}),
+    // Only direction is read; anything but "asc" means newest first. Other keys are refused rather than silently ignored.
+    sort: v.optional(v.strictObject({ direction: v.optional(v.unknown()) }, 'unknown field; sortable fields: direction'), {}),
   }),
   handler: ({ params, ctx, deps }) =>
     deps.telemetryService.listThreads(ctx, { filter: params.filter, direction: params.sort.direction === 'asc' ? 'asc' : 'desc', page: params.page, pageSize: params.pageSize }),

@@ -1,9 +1,10 @@
 import { operationBuilder, type Deps } from 'rpc-service/plugin';
+import type { MemoryConfig } from './config.ts';
 import type { MemoryService } from './memory.service.ts';
 
 /** What MemoryRpc uses: the database, the AI client for embeddings, and the auth plugin's users (for targetUserId). */
 export const DEPS = ['db', 'ai', 'userService'] as const;
 
-export type MemoryDeps = Deps<typeof DEPS, { memoryService: MemoryService }>;
+export type MemoryDeps = Deps<typeof DEPS, { memoryService: MemoryService }, MemoryConfig>;
 
 export const defineOperation = operationBuilder<MemoryDeps>();

@@ -1,5 +1,6 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
+import { memorySettings } from './config.ts';
 import { DEPS, type MemoryDeps } from './deps.ts';
 import { Memory } from './memory.entity.ts';
 import { MemoryService } from './memory.service.ts';
@@ -11,6 +12,7 @@ export const memoryPlugin = definePlugin<MemoryDeps>({
   id: 'memory',
   group: 'MemoryRpc',
   coreVersion: '^2.0.0',
+  config: memorySettings,
   deps: DEPS,
   entities: [Memory],
   migrations,

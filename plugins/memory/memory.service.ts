@@ -11,6 +11,7 @@ import {
   type AuthenticatedContext,
   type PluginServices,
 } from 'rpc-service/plugin';
+import type { MemoryConfig } from './config.ts';
 import type { Scope } from './memory.entity.ts';
 
 export interface MemoryRecord {
@@ -33,6 +34,17 @@ const ACTING_ROLES = new Set(['agent', 'admin']);
 const CALLER = { type: 'plugin', name: 'memory' };
 /** Memories a recall with a filter may look at before it gives up finding topK (pgvector's hnsw.max_scan_tuples). */
 const MAX_SCAN_TUPLES = 50_000;
+/** Candidates the HNSW search keeps (pgvector's hnsw.ef_search); more finds more of the true nearest, slower. */
+const EF_SEARCH = 400;
+
+/**
+ * The session settings of a recall, for its transaction only, in one statement:
+ * pgvector 0.8's iterative index scan goes on until topK rows pass the query's
+ * conditions (tenant, owner, metadata), in exact distance order.
+ */
+export const recallSettings = (topK: number): string =>
+  `select set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.ef_search', '${Math.max(EF_SEARCH, Math.trunc(topK))}', true), ` +
+  `set_config('hnsw.max_scan_tuples', '${MAX_SCAN_TUPLES}', true)`;
 
 interface Owner {
   scope: Scope;
@@ -50,22 +62,30 @@ interface Row {
 
 const metadataOf = (row: Row): Record<string, unknown> => (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata);
 const toRecord = (row: Row): MemoryRecord => ({ id: row.id, content: row.content, metadata: metadataOf(row) });
-/** `user_id = ?` that also matches the null of global memories. */
-const OWNER_SQL = 'subscription_id = ? and scope = ? and user_id is not distinct from ?';
+/** The rows of an owner, in a form the (subscription, scope, user) index serves (`is not distinct from` would not use it). */
+function ownerCondition(subscriptionId: string, owner: Owner): { sql: string; params: unknown[] } {
+  return owner.userId === null
+    ? { sql: 'subscription_id = ? and scope = ? and user_id is null', params: [subscriptionId, owner.scope] }
+    : { sql: 'subscription_id = ? and scope = ? and user_id = ?', params: [subscriptionId, owner.scope, owner.userId] };
+}
 
 /**
  * Semantic memory: texts with metadata, per user or for the whole
- * subscription, recalled by the cosine similarity of their embeddings
- * (pgvector HNSW) with the tenant, owner and metadata conditions inside the
- * vector query.
+ * subscription, recalled by the cosine similarity of their embeddings. Up to
+ * MEMORY_EXACT_SEARCH_LIMIT candidates (after the tenant, owner and metadata
+ * conditions) are all compared, exactly; more go through the HNSW index with
+ * those conditions inside the vector query (iterative scans).
  */
 export class MemoryService {
   readonly #ai: AiClient;
   readonly #users: PluginServices['userService'];
 
-  constructor({ ai, userService }: { ai: AiClient; userService: PluginServices['userService'] }) {
+  readonly #exactSearchLimit: number;
+
+  constructor({ ai, userService, config }: { ai: AiClient; userService: PluginServices['userService']; config: MemoryConfig }) {
     this.#ai = ai;
     this.#users = userService;
+    this.#exactSearchLimit = config.MEMORY_EXACT_SEARCH_LIMIT;
   }
 
   async saveMemory(
@@ -116,16 +136,27 @@ export class MemoryService {
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
     const [embedding] = (await this.#ai.embed(ctx, [query.queryText], { caller: CALLER })).vectors;
     const vector = vectorLiteral(embedding!);
+    const owned = ownerCondition(ctx.subscriptionId, owner);
+    const where = `${owned.sql} and (${condition.sql})`;
+    const whereParams = [...owned.params, ...condition.params];
     const rows = await ctx.em.fork().transactional(async (em) => {
-      // pgvector 0.8: when conditions remove candidates, the index scan goes on until topK rows pass them.
-      await em.execute(`set local hnsw.iterative_scan = strict_order`);
-      await em.execute(`set local hnsw.ef_search = ${Math.max(40, query.topK)}`);
-      await em.execute(`set local hnsw.max_scan_tuples = ${MAX_SCAN_TUPLES}`);
+      // Few candidates (one user's memories, a selective filter): every one is compared, found through the owner index; exact and fast.
+      const [few] = await em.execute<{ few: boolean }[]>(
+        `select count(*) <= ? as few from (select 1 from memory_memory where ${where} limit ?) candidates`,
+        [this.#exactSearchLimit, ...whereParams, this.#exactSearchLimit + 1],
+      );
+      if (few!.few) {
+        return em.execute<Row[]>(
+          `with candidates as materialized (select id, content, metadata, embedding from memory_memory where ${where})
+           select id, content, metadata, 1 - (embedding <=> ?::vector) as score from candidates order by embedding <=> ?::vector, id limit ?`,
+          [...whereParams, vector, vector, query.topK],
+        );
+      }
+      await em.execute(recallSettings(query.topK));
       return em.execute<Row[]>(
         `select id, content, metadata, 1 - (embedding <=> ?::vector) as score from memory_memory
-         where ${OWNER_SQL} and (${condition.sql})
-         order by embedding <=> ?::vector limit ?`,
-        [vector, ctx.subscriptionId, owner.scope, owner.userId, ...condition.params, vector, query.topK],
+         where ${where} order by embedding <=> ?::vector limit ?`,
+        [vector, ...whereParams, vector, query.topK],
       );
     });
     return { success: true, memories: rows.map((row) => ({ ...toRecord(row), score: Number(row.score) })) };
@@ -133,12 +164,8 @@ export class MemoryService {
 
   async deleteMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<{ success: true; message: string }> {
     const owner = await this.#owner(ctx, whose);
-    const deleted = await ctx.em.execute<Row[]>(`delete from memory_memory where id = ? and ${OWNER_SQL} returning id`, [
-      memoryId,
-      ctx.subscriptionId,
-      owner.scope,
-      owner.userId,
-    ]);
+    const owned = ownerCondition(ctx.subscriptionId, owner);
+    const deleted = await ctx.em.execute<Row[]>(`delete from memory_memory where id = ? and ${owned.sql} returning id`, [memoryId, ...owned.params]);
     if (deleted.length === 0) throw notFound(`Memory ${memoryId} not found in this scope`);
     return { success: true, message: 'Memory deleted' };
   }
@@ -154,7 +181,8 @@ export class MemoryService {
     page: { limit: number; offset?: string | number },
   ): Promise<{ success: true; memories: MemoryRecord[]; next_page_offset: string | number | null }> {
     const owner = await this.#owner(ctx, whose);
-    const params: unknown[] = [ctx.subscriptionId, owner.scope, owner.userId];
+    const owned = ownerCondition(ctx.subscriptionId, owner);
+    const params: unknown[] = [...owned.params];
     let after = '';
     if (typeof page.offset === 'string') {
       const cursor = await this.#find(ctx, page.offset);
@@ -166,7 +194,7 @@ export class MemoryService {
     }
     const skip = typeof page.offset === 'number' ? page.offset : 0;
     const rows = await ctx.em.execute<Row[]>(
-      `select id, content, metadata from memory_memory where ${OWNER_SQL}${after} order by created_at, id limit ? offset ?`,
+      `select id, content, metadata from memory_memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`,
       [...params, page.limit + 1, skip],
     );
     const more = rows.length > page.limit;
@@ -186,12 +214,8 @@ export class MemoryService {
   }
 
   async #sameContent(ctx: AuthenticatedContext, owner: Owner, contentHash: string): Promise<string | undefined> {
-    const [row] = await ctx.em.execute<Row[]>(`select id from memory_memory where ${OWNER_SQL} and content_hash = ?`, [
-      ctx.subscriptionId,
-      owner.scope,
-      owner.userId,
-      contentHash,
-    ]);
+    const owned = ownerCondition(ctx.subscriptionId, owner);
+    const [row] = await ctx.em.execute<Row[]>(`select id from memory_memory where ${owned.sql} and content_hash = ?`, [...owned.params, contentHash]);
     return row?.id;
   }
 

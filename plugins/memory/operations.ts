@@ -5,6 +5,8 @@ import { SCOPES } from './memory.entity.ts';
 const MAX_CONTENT_LENGTH = 32_768;
 const MAX_TOP_K = 100;
 const MAX_LIMIT = 200;
+/** Past any real list, and within what SQL's OFFSET takes. */
+const MAX_OFFSET = 1_000_000_000;
 
 const whose = {
   scope: v.picklist(SCOPES, `scope must be one of ${SCOPES.join(', ')}`),
@@ -60,7 +62,7 @@ export const listMemories = defineOperation({
       v.union(
         [
           v.pipe(v.string(), v.uuid('offset must be a memory id (UUID) or a number')),
-          v.pipe(v.number(), v.integer(), v.minValue(0)),
+          v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_OFFSET, `offset must be at most ${MAX_OFFSET}`)),
         ],
         'offset must be a memory id (UUID) or a whole number of at least 0',
       ),

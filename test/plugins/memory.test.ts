@@ -17,7 +17,8 @@ describe('MemoryRpc', () => {
     t.ok('MemoryRpc.recallMemories', { scope: 'user', queryText, ...extra }, as(token));
 
   before(async () => {
-    t = await startTestApp({ withNotes: false, plugins: ['auth', 'memory'] });
+    // Recalls over more than 10 candidates use the HNSW index, so both ways of searching are exercised.
+    t = await startTestApp({ withNotes: false, plugins: ['auth', 'memory'], env: { MEMORY_EXACT_SEARCH_LIMIT: '10' } });
     admin = await t.signup();
     member = await addUser(t, admin.subscriptionId, 'user');
     agent = await addUser(t, admin.subscriptionId, 'agent');
@@ -168,7 +169,7 @@ describe('MemoryRpc', () => {
     assert.equal((await t.ok('MemoryRpc.listMemories', { scope: 'user', offset: 0 }, as(pager.token))).next_page_offset, 10);
     const unknown = await t.call('MemoryRpc.listMemories', { scope: 'user', offset: randomUUID() }, as(pager.token));
     assert.equal(unknown.status, 400);
-    for (const params of [{ limit: 0 }, { offset: -1 }, { offset: 'abc' }, { scope: 'team' }]) {
+    for (const params of [{ limit: 0 }, { offset: -1 }, { offset: 1e308 }, { offset: 'abc' }, { scope: 'team' }]) {
       assert.equal((await t.call('MemoryRpc.listMemories', { scope: 'user', ...params }, as(pager.token))).status, 400, JSON.stringify(params));
     }
   });
@@ -186,7 +187,7 @@ describe('MemoryRpc', () => {
     }
   });
 
-  it('still returns topK rows when a filter matches 1% of 2,000 memories', async () => {
+  it('still returns topK rows when a filter matches 1% of 2,000 memories (through the HNSW index)', async () => {
     const bulk = await t.signup();
     const texts = Array.from({ length: 2000 }, (_, index) => `bulk memory ${index} about subject ${index % 37} and detail ${index % 11}`);
     const ctx = { subscriptionId: bulk.subscriptionId, userId: bulk.user._id } as unknown as RequestContext;
