@@ -1,4 +1,5 @@
 import { validationError, type ValidationIssue } from '../rpc/errors.ts';
+import { postgresPattern, regexIssue } from '../rpc/list-query.ts';
 
 /**
  * The document-store filter operators of the list filters (`$eq $ne $in
@@ -14,7 +15,6 @@ export interface SqlCondition {
   params: unknown[];
 }
 
-const MAX_REGEX_LENGTH = 200;
 const MAX_DEPTH = 8;
 const COMPARISONS: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 const KEY = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
@@ -105,22 +105,12 @@ class JsonFilter {
         }
         parts.push(`(${this.#at(key)} is ${operand ? 'not ' : ''}null)`);
       } else if (operator === '$regex') {
-        const options = operators.$options;
-        if (typeof operand !== 'string' || operand.length > MAX_REGEX_LENGTH) {
-          this.issues.push({ path: at, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` });
+        const issue = regexIssue(operand, operators.$options, at);
+        if (issue) {
+          this.issues.push(issue);
           continue;
         }
-        if (options !== undefined && options !== '' && options !== 'i') {
-          this.issues.push({ path: `${path}.$options`, message: '$options may only be "i"' });
-          continue;
-        }
-        try {
-          new RegExp(operand);
-        } catch (error) {
-          this.issues.push({ path: at, message: `not a valid regular expression: ${(error as SyntaxError).message}` });
-          continue;
-        }
-        this.params.push(`{${key.split('.').join(',')}}`, options === 'i' ? `(?i)${operand}` : operand);
+        this.params.push(`{${key.split('.').join(',')}}`, postgresPattern(operand as string, operators.$options));
         parts.push(`(${this.column} #>> ?::text[]) ~ ?`);
       } else if (operator === '$options') {
         if (!('$regex' in operators)) this.issues.push({ path: at, message: '$options goes with $regex' });

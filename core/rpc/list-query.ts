@@ -135,8 +135,7 @@ class FilterTranslator {
         case '$regex':
           if (type !== 'string') this.issues.push({ path: at, message: '$regex applies to text fields only' });
           else if (this.#validRegex(operand, operators.$options, at)) {
-            // PostgreSQL takes the case-insensitive flag as an embedded option at the start of the pattern.
-            condition.$re = operators.$options === 'i' ? `(?i)${operand as string}` : operand;
+            condition.$re = postgresPattern(operand as string, operators.$options);
           }
           break;
         case '$options':
@@ -159,21 +158,9 @@ class FilterTranslator {
    * to keep right.
    */
   #validRegex(pattern: unknown, options: unknown, path: string): boolean {
-    if (typeof pattern !== 'string' || pattern.length > MAX_REGEX_LENGTH) {
-      this.issues.push({ path, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` });
-      return false;
-    }
-    try {
-      new RegExp(pattern);
-    } catch (error) {
-      this.issues.push({ path, message: `not a valid regular expression: ${(error as SyntaxError).message}` });
-      return false;
-    }
-    if (options !== undefined && options !== '' && options !== 'i') {
-      this.issues.push({ path: path.replace(/\$regex$/, '$options'), message: '$options may only be "i"' });
-      return false;
-    }
-    return true;
+    const issue = regexIssue(pattern, options, path);
+    if (issue) this.issues.push(issue);
+    return issue === undefined;
   }
 
   #value(value: unknown, fieldType: FieldType, path: string): unknown {
@@ -192,6 +179,23 @@ class FilterTranslator {
     return value;
   }
 }
+
+/** What is wrong with a `$regex` (at `path`) and its `$options`, if anything; see FilterTranslator#validRegex. */
+export function regexIssue(pattern: unknown, options: unknown, path: string): ValidationIssue | undefined {
+  if (typeof pattern !== 'string' || pattern.length > MAX_REGEX_LENGTH) {
+    return { path, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` };
+  }
+  try {
+    new RegExp(pattern);
+  } catch (error) {
+    return { path, message: `not a valid regular expression: ${(error as SyntaxError).message}` };
+  }
+  if (options !== undefined && options !== '' && options !== 'i') return { path: path.replace(/\$regex$/, '$options'), message: '$options may only be "i"' };
+  return undefined;
+}
+
+/** A valid `$regex` as PostgreSQL takes it: the case-insensitive flag is an embedded option at the start of the pattern. */
+export const postgresPattern = (pattern: string, options: unknown): string => (options === 'i' ? `(?i)${pattern}` : pattern);
 
 export function toWhere(filter: Record<string, unknown>, fields: FieldMap): Condition {
   const translator = new FilterTranslator(fields);
