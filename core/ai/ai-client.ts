@@ -7,7 +7,7 @@ import type { RequestContext } from '../rpc/context.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
 import { AiTrace } from './trace.ts';
-import { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
+import embedInThisThread, { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
 
 /** Token counts of one call. `inputTokens` includes `cachedTokens` (the cached part of the input); never add the two. */
 export interface Usage {
@@ -72,6 +72,8 @@ export interface AiClientOptions {
 
 /** Texts per task of the worker pool: big enough to amortise the hand-over, small enough to spread a batch over the threads. */
 export const LOCAL_BATCH = 128;
+/** A single text up to this long is embedded on the calling thread (it blocks for well under a millisecond). */
+const INLINE_CHARACTERS = 2000;
 /** Inputs per request to an embeddings API. */
 const REMOTE_BATCH = 128;
 const MAX_RETRY_WAIT_MS = 10_000;
@@ -203,7 +205,14 @@ class LocalEmbedder implements EmbeddingProvider {
   async embed(texts: string[]): Promise<{ vectors: number[][]; usage: Usage; attempts: number }> {
     const batches: string[][] = [];
     for (let start = 0; start < texts.length; start += LOCAL_BATCH) batches.push(texts.slice(start, start + LOCAL_BATCH));
-    const results = await Promise.all(batches.map((batch) => this.pool.run<EmbedWorkerResult>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS })));
+    const results = await Promise.all(
+      batches.map((batch) =>
+        // A short text (a query) takes tens of microseconds here; handing it to a worker thread would take a millisecond or more.
+        batch.length === 1 && batch[0]!.length <= INLINE_CHARACTERS
+          ? embedInThisThread({ texts: batch, dimensions: EMBEDDING_DIMENSIONS })
+          : this.pool.run<EmbedWorkerResult>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS }),
+      ),
+    );
     return {
       vectors: results.flatMap((result) => vectorsOf(result.vectors, EMBEDDING_DIMENSIONS)),
       usage: { ...zeroUsage(), inputTokens: results.reduce((sum, result) => sum + result.tokens, 0) },

@@ -26,6 +26,12 @@ export const Memory = defineEntity({
   indexes: [
     { properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] },
     {
+      // An owner's embeddings side by side, so a recall that compares every candidate reads a few index pages
+      // instead of one heap page per memory (an index-only scan); it costs a second copy of each embedding.
+      name: 'memory_memory_exact_search_index',
+      expression: 'create index "memory_memory_exact_search_index" on "memory_memory" ("subscription_id", "scope", "user_id") include ("id", "embedding")',
+    },
+    {
       // Cosine distance, the operator recall orders by; tenant and owner conditions go inside the same query (iterative scans).
       // A denser graph than pgvector's default (m 16, ef_construction 64): test/bench/ai.ts measures recall@10 0.97 at 100,000 memories with it.
       name: 'memory_memory_embedding_index',

@@ -38,12 +38,12 @@ const MAX_SCAN_TUPLES = 50_000;
 const EF_SEARCH = 400;
 
 /**
- * The session settings of a recall, for its transaction only, in one statement:
- * pgvector 0.8's iterative index scan goes on until topK rows pass the query's
- * conditions (tenant, owner, metadata), in exact distance order.
+ * The settings of a recall through the index, for its transaction only (select
+ * expressions): pgvector 0.8's iterative index scan goes on until topK rows pass
+ * the query's conditions (tenant, owner, metadata), in exact distance order.
  */
-export const recallSettings = (topK: number): string =>
-  `select set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.ef_search', '${Math.max(EF_SEARCH, Math.trunc(topK))}', true), ` +
+const recallSettings = (topK: number): string =>
+  `set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.ef_search', '${Math.max(EF_SEARCH, Math.trunc(topK))}', true), ` +
   `set_config('hnsw.max_scan_tuples', '${MAX_SCAN_TUPLES}', true)`;
 
 interface Owner {
@@ -140,19 +140,23 @@ export class MemoryService {
     const where = `${owned.sql} and (${condition.sql})`;
     const whereParams = [...owned.params, ...condition.params];
     const rows = await ctx.em.fork().transactional(async (em) => {
-      // Few candidates (one user's memories, a selective filter): every one is compared, found through the owner index; exact and fast.
+      // One round trip decides the path and sets the index scan's settings (used only when the candidates are many).
       const [few] = await em.execute<{ few: boolean }[]>(
-        `select count(*) <= ? as few from (select 1 from memory_memory where ${where} limit ?) candidates`,
+        `select count(*) <= ? as few, ${recallSettings(query.topK)} from (select 1 from memory_memory where ${where} limit ?) candidates`,
         [this.#exactSearchLimit, ...whereParams, this.#exactSearchLimit + 1],
       );
       if (few!.few) {
+        // Every candidate compared, read from the owner's embeddings in memory_memory_exact_search_index; only the topK rows are
+        // then read whole. `offset 0` keeps the planner from ordering through the HNSW index instead.
         return em.execute<Row[]>(
-          `with candidates as materialized (select id, content, metadata, embedding from memory_memory where ${where})
-           select id, content, metadata, 1 - (embedding <=> ?::vector) as score from candidates order by embedding <=> ?::vector, id limit ?`,
-          [...whereParams, vector, vector, query.topK],
+          `with best as (
+             select id, distance from (select id, embedding <=> ?::vector as distance from memory_memory where ${where} offset 0) candidates
+             order by distance, id limit ?)
+           select memory.id, memory.content, memory.metadata, 1 - best.distance as score
+           from best join memory_memory memory on memory.id = best.id order by best.distance, best.id`,
+          [vector, ...whereParams, query.topK],
         );
       }
-      await em.execute(recallSettings(query.topK));
       return em.execute<Row[]>(
         `select id, content, metadata, 1 - (embedding <=> ?::vector) as score from memory_memory
          where ${where} order by embedding <=> ?::vector limit ?`,

@@ -125,6 +125,8 @@ async function recallQuality(baseUrl: string): Promise<void> {
       await db().execute(index!.indexdef);
       // As autovacuum leaves a table after a bulk load: statistics, and the visibility map that lets counts read the index alone.
       await db().execute('vacuum analyze memory_memory');
+      // The load's pages written out now, not by the checkpointer while recalls are timed.
+      await db().execute('checkpoint');
       return (performance.now() - started) / 1000;
     };
 
@@ -143,17 +145,21 @@ async function recallQuality(baseUrl: string): Promise<void> {
       // One recall first: the worker thread that embeds queries starts on first use.
       await app.createCaller({ subscriptionId: tenantOf(0), userId: randomUUID(), role: 'admin', apiKeyId: null, sessionId: null, initialContext: null })
         .call('MemoryRpc.recallMemories', { scope: 'global', queryText: 'warm up', topK: 10 });
-      let found = 0;
       const latencies: number[] = [];
+      const answers: number[][] = [];
       for (const [query, text] of queryTexts.entries()) {
-        const subscriptionId = tenantOf(query);
-        const caller = app.createCaller({ subscriptionId, userId: randomUUID(), role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
+        const caller = app.createCaller({ subscriptionId: tenantOf(query), userId: randomUUID(), role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
         const started = performance.now();
         const result = (await caller.call('MemoryRpc.recallMemories', { scope: 'global', queryText: text, topK: 10 })) as { memories: { score: number }[] };
         latencies.push(performance.now() - started);
+        answers.push(result.memories.map((memory) => 1 - memory.score));
+      }
+      // The exact answers after the timed recalls: comparing a tenant's every memory spills to disk and would slow the recall after it.
+      let found = 0;
+      for (const [query, distances] of answers.entries()) {
         // As near as the exact 10th counts: memories at equal distance are equally right answers.
-        const tenth = await exactTenth(subscriptionId, queryVectors[query]!);
-        found += result.memories.filter((memory) => 1 - memory.score <= tenth + 1e-6).length;
+        const tenth = await exactTenth(tenantOf(query), queryVectors[query]!);
+        found += distances.filter((distance) => distance <= tenth + 1e-6).length;
       }
       console.log(
         `${label.padEnd(58)} recall@10 ${(found / (10 * QUERIES)).toFixed(3)}   median ${percentile(latencies, 50).toFixed(1)} ms   p95 ${percentile(latencies, 95).toFixed(1)} ms`,

@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123230425_initial } from './Migration20261123230425_initial.ts';
+import { Migration20261124003915_exact_search_index } from './Migration20261124003915_exact_search_index.ts';
 
-export const migrations = [Migration20261123230425_initial];
+export const migrations = [Migration20261123230425_initial, Migration20261124003915_exact_search_index];
