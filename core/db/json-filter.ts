@@ -94,10 +94,8 @@ class JsonFilter {
           this.issues.push({ path: at, message: `${operator} takes a non-empty array` });
           continue;
         }
-        const missing = operator === '$nin' ? `${this.#at(key)} is null or ` : '';
-        const field = this.#at(key);
-        const list = operand.map((item, index) => this.#json(item, `${at}.${index}`)).join(', ');
-        parts.push(`(${missing}${field} ${operator === '$in' ? 'in' : 'not in'} (${list}))`);
+        const missing = operator === '$nin' ? `${this.#at(key)} is null or not ` : '';
+        parts.push(`(${missing}${this.#matchesAny(key, operand, at)})`);
       } else if (operator === '$exists') {
         if (typeof operand !== 'boolean') {
           this.issues.push({ path: at, message: '$exists takes true or false' });
@@ -126,8 +124,20 @@ class JsonFilter {
       const absent = `${this.#at(key)} is null`;
       return `(${absent} or ${this.#at(key)} = 'null'::jsonb)`;
     }
+    return this.#matchesAny(key, [value], path, false);
+  }
+
+  /** The value at `key` is one of `values`, or (document-store style) an array holding one of them. */
+  #matchesAny(key: string, values: unknown[], path: string, indexed = true): string {
     const field = this.#at(key);
-    return `(${field} = ${this.#json(value, path)})`;
+    const list = values.map((item, index) => this.#json(item, indexed ? `${path}.${index}` : path)).join(', ');
+    const held = values.map((item) => {
+      // Placeholders are bound in the order they appear: the key's first, then the value's.
+      const at = this.#at(key);
+      this.params.push(JSON.stringify([item]));
+      return `${at} @> ?::jsonb`;
+    });
+    return `(${field} in (${list}) or ${held.join(' or ')})`;
   }
 }
 

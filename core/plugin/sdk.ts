@@ -47,6 +47,7 @@ export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
 export { VectorType, vectorLiteral } from '../db/vector-type.ts';
 export { jsonFilter, type SqlCondition } from '../db/json-filter.ts';
+export { nearest, type NearestQuery, type NearestRow } from '../db/vector-search.ts';
 
 // Credentials and crypto
 export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';

@@ -3,6 +3,7 @@ import {
   conflict,
   forbidden,
   jsonFilter,
+  nearest,
   notFound,
   sha256Hex,
   validationError,
@@ -32,19 +33,6 @@ export interface Whose {
 /** Roles that may act for another user of their subscription (`targetUserId`). */
 const ACTING_ROLES = new Set(['agent', 'admin']);
 const CALLER = { type: 'plugin', name: 'memory' };
-/** Memories a recall with a filter may look at before it gives up finding topK (pgvector's hnsw.max_scan_tuples). */
-const MAX_SCAN_TUPLES = 50_000;
-/** Candidates the HNSW search keeps (pgvector's hnsw.ef_search); more finds more of the true nearest, slower. */
-const EF_SEARCH = 400;
-
-/**
- * The settings of a recall through the index, for its transaction only (select
- * expressions): pgvector 0.8's iterative index scan goes on until topK rows pass
- * the query's conditions (tenant, owner, metadata), in exact distance order.
- */
-const recallSettings = (topK: number): string =>
-  `set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.ef_search', '${Math.max(EF_SEARCH, Math.trunc(topK))}', true), ` +
-  `set_config('hnsw.max_scan_tuples', '${MAX_SCAN_TUPLES}', true)`;
 
 interface Owner {
   scope: Scope;
@@ -57,7 +45,6 @@ interface Row {
   content: string;
   metadata: Record<string, unknown> | string;
   created_at?: Date | string;
-  score?: number | string;
 }
 
 const metadataOf = (row: Row): Record<string, unknown> => (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata);
@@ -135,35 +122,17 @@ export class MemoryService {
     const owner = await this.#owner(ctx, whose);
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
     const [embedding] = (await this.#ai.embed(ctx, [query.queryText], { caller: CALLER })).vectors;
-    const vector = vectorLiteral(embedding!);
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const where = `${owned.sql} and (${condition.sql})`;
-    const whereParams = [...owned.params, ...condition.params];
-    const rows = await ctx.em.fork().transactional(async (em) => {
-      // One round trip decides the path and sets the index scan's settings (used only when the candidates are many).
-      const [few] = await em.execute<{ few: boolean }[]>(
-        `select count(*) <= ? as few, ${recallSettings(query.topK)} from (select 1 from memory_memory where ${where} limit ?) candidates`,
-        [this.#exactSearchLimit, ...whereParams, this.#exactSearchLimit + 1],
-      );
-      if (few!.few) {
-        // Every candidate compared, read from the owner's embeddings in memory_memory_exact_search_index; only the topK rows are
-        // then read whole. `offset 0` keeps the planner from ordering through the HNSW index instead.
-        return em.execute<Row[]>(
-          `with best as (
-             select id, distance from (select id, embedding <=> ?::vector as distance from memory_memory where ${where} offset 0) candidates
-             order by distance, id limit ?)
-           select memory.id, memory.content, memory.metadata, 1 - best.distance as score
-           from best join memory_memory memory on memory.id = best.id order by best.distance, best.id`,
-          [vector, ...whereParams, query.topK],
-        );
-      }
-      return em.execute<Row[]>(
-        `select id, content, metadata, 1 - (embedding <=> ?::vector) as score from memory_memory
-         where ${where} order by embedding <=> ?::vector limit ?`,
-        [vector, ...whereParams, vector, query.topK],
-      );
+    const rows = await nearest<Row>(ctx.em, {
+      table: 'memory_memory',
+      column: 'embedding',
+      where: { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] },
+      vector: embedding!,
+      limit: query.topK,
+      exactSearchLimit: this.#exactSearchLimit,
+      columns: ['content', 'metadata'],
     });
-    return { success: true, memories: rows.map((row) => ({ ...toRecord(row), score: Number(row.score) })) };
+    return { success: true, memories: rows.map((row) => ({ ...toRecord(row), score: 1 - row.distance })) };
   }
 
   async deleteMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<{ success: true; message: string }> {
