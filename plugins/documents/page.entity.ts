@@ -1,0 +1,56 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+/**
+ * A page of a documentation instance (a set of pages, named by the caller's
+ * documentInstanceId), in a tree through parentId. Titles are unique within
+ * an instance (regardless of case), so getByTitle names one page.
+ */
+export const Page = defineEntity({
+  name: 'Page',
+  tableName: 'documents_page',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    instanceId: p.text(),
+    parentId: p.uuid().nullable(),
+    title: p.text(),
+    content: p.text(),
+    tags: p.json<string[]>(),
+    version: p.integer(),
+    isArchived: p.boolean(),
+    createdBy: p.uuid(),
+    lastModifiedBy: p.uuid(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  }),
+  indexes: [{ properties: ['subscriptionId', 'instanceId', 'parentId'] }],
+  uniques: [
+    {
+      name: 'documents_page_title_unique',
+      expression: 'create unique index "documents_page_title_unique" on "documents_page" ("subscription_id", "instance_id", lower("title"))',
+    },
+  ],
+});
+export type Page = InferEntity<typeof Page>;
+
+/** Every version of a page as it was written, the current one included. */
+export const PageVersion = defineEntity({
+  name: 'PageVersion',
+  tableName: 'documents_page_version',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    pageId: p.uuid(),
+    version: p.integer(),
+    parentId: p.uuid().nullable(),
+    title: p.text(),
+    content: p.text(),
+    tags: p.json<string[]>(),
+    isArchived: p.boolean(),
+    modifiedBy: p.uuid(),
+    modifiedAt: p.datetime(),
+  }),
+  uniques: [{ properties: ['pageId', 'version'] }],
+  indexes: [{ properties: ['subscriptionId', 'pageId'] }],
+});
+export type PageVersion = InferEntity<typeof PageVersion>;

@@ -1,0 +1,374 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import {
+  jsonFilter,
+  nearest,
+  vectorLiteral,
+  type AiCatalogue,
+  type AiClient,
+  type AuthenticatedContext,
+  type EntityManager,
+  type Jobs,
+  type RequestContext,
+  type WorkerPool,
+} from 'rpc-service/plugin';
+import { embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
+import type { KnowledgeBaseConfig } from './config.ts';
+
+const CHUNKER = fileURLToPath(new URL('./chunker.ts', import.meta.url));
+const CALLER = { type: 'plugin', name: 'knowledge-base' };
+/** Chunks embedded per call to the model. */
+const EMBED_BATCH = 128;
+/** Chunks a search embeds itself before answering (those its scope still waits for); more are left to the job. */
+export const SEARCH_CATCH_UP = 512;
+/** Reciprocal rank fusion's constant: a hit's share is 1 / (RRF_K + its rank) in each list. */
+const RRF_K = 60;
+/** Candidates taken from each ranking before they are fused. */
+const FUSION_DEPTH = 50;
+/** The text search configuration of the full-text ranking: English stemming (installs, installing, installed match install). */
+export const TEXT_SEARCH_CONFIG = 'english';
+
+export interface IndexedText {
+  /** Who indexes it (the plugin's name for its records): `documents`, `knowledge-base`. */
+  source: string;
+  recordId: string;
+  /** What searches may be narrowed to (a documentation instance, a collection); null for none. */
+  collection: string | null;
+  title: string;
+  markdown: string;
+  /** Fields a search may filter on, with the list operators. */
+  metadata: Record<string, unknown>;
+}
+
+/** A text chunked, ready to be written in a transaction. */
+export interface PreparedText extends IndexedText {
+  sections: ChunkedSection[];
+}
+
+export interface IndexWrite {
+  chunks: number;
+  /** Chunks that kept their embedding (unchanged since the last write). */
+  unchanged: number;
+  /** Chunks waiting for their embedding. */
+  pending: number;
+}
+
+export interface SearchQuery {
+  source: string;
+  /** Only this collection; undefined: every collection of the source. */
+  collection?: string | null;
+  queryText: string;
+  topK: number;
+  /** List operators on metadata keys. */
+  filter?: unknown;
+  /** `semantic`: cosine similarity of embeddings. `hybrid`: that ranking and the full-text one, fused by reciprocal rank. */
+  mode: 'semantic' | 'hybrid';
+}
+
+export interface SearchHit {
+  chunkId: string;
+  recordId: string;
+  collection: string | null;
+  heading: string;
+  text: string;
+  /** The whole section the chunk belongs to. */
+  context: string;
+  metadata: Record<string, unknown>;
+  /** `semantic`: cosine similarity. `hybrid`: the fused score, Σ 1/(60 + rank). */
+  score: number;
+  /** Its place in each ranking (1 = first), null when not among the first 50 of it. */
+  semanticRank: number | null;
+  textRank: number | null;
+}
+
+interface State {
+  active_slot: 'a' | 'b';
+  active_model: string;
+  next_model: string | null;
+}
+
+interface ChunkRow {
+  id: string;
+  record_id: string;
+  collection: string | null;
+  heading: string;
+  text: string;
+  content_hash: string;
+  metadata: Record<string, unknown> | string;
+  context?: string;
+}
+
+type Scope = { subscriptionId: string; source: string; recordIds?: string[]; collection?: string | null };
+
+const column = (slot: 'a' | 'b') => `embedding_${slot}` as const;
+
+/** A PostgreSQL array literal, for `?::text[]` parameters (the driver would spread a JS array into a list). */
+function pgArray(values: readonly (string | number | null)[]): string {
+  return `{${values.map((value) => (value === null ? 'NULL' : `"${String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)).join(',')}}`;
+}
+
+const json = (value: Record<string, unknown> | string): Record<string, unknown> => (typeof value === 'string' ? JSON.parse(value) : value);
+
+/**
+ * The search index of texts (knowledge-base documents, documentation pages):
+ * Markdown chunked by structure in the worker pool, chunks embedded by the
+ * `embed` job (a search first embeds what its scope still waits for, so a
+ * text is found as soon as its write has answered), searched by embedding
+ * or by embedding and full text fused. A rewrite keeps the embeddings of
+ * unchanged chunks. Every query is bound to the caller's subscription.
+ */
+export class KnowledgeIndex {
+  readonly #ai: AiClient;
+  readonly #catalogue: AiCatalogue;
+  readonly #pool: WorkerPool;
+  readonly #jobs: Jobs;
+  readonly #options: ChunkOptions;
+  readonly #exactSearchLimit: number;
+
+  constructor({ ai, aiCatalogue, pool, jobs, config }: { ai: AiClient; aiCatalogue: AiCatalogue; pool: WorkerPool; jobs: Jobs; config: KnowledgeBaseConfig }) {
+    this.#ai = ai;
+    this.#catalogue = aiCatalogue;
+    this.#pool = pool;
+    this.#jobs = jobs;
+    this.#options = { chunkSize: config.KB_CHUNK_SIZE, overlap: Math.min(config.KB_CHUNK_OVERLAP, config.KB_CHUNK_SIZE / 2), sectionSize: config.KB_SECTION_SIZE };
+    this.#exactSearchLimit = config.KB_EXACT_SEARCH_LIMIT;
+  }
+
+  /** The index's state row, made on first start with the catalogue's default embedding model. */
+  async open(em: EntityManager): Promise<void> {
+    await em.execute(`insert into knowledge_base_index_state (id, active_slot, active_model) values (1, 'a', ?) on conflict (id) do nothing`, [this.#defaultModel()]);
+  }
+
+  /** Chunks texts in the worker pool; call it before the transaction that writes them. */
+  async prepare<T extends IndexedText>(texts: T[]): Promise<(T & PreparedText)[]> {
+    if (texts.length === 0) return [];
+    const task: ChunkTask = { documents: texts.map(({ title, markdown }) => ({ title, markdown })), options: this.#options };
+    const chunked = await this.#pool.run<ChunkedSection[][]>(CHUNKER, task);
+    return texts.map((text, index) => ({ ...text, sections: chunked[index]! }));
+  }
+
+  /**
+   * Replaces what the index holds for a record, in `em`'s transaction: chunks
+   * whose heading and text are unchanged keep their embeddings, the others
+   * wait for the `embed` job (queued in the same transaction).
+   */
+  async write(ctx: AuthenticatedContext, em: EntityManager, text: PreparedText): Promise<IndexWrite> {
+    const { subscriptionId } = ctx;
+    const existing = await em.execute<{ id: string; content_hash: string }[]>(
+      'select id, content_hash from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = ? and not withdrawn',
+      [subscriptionId, text.source, text.recordId],
+    );
+    const reusable = new Map<string, string[]>();
+    for (const row of existing) reusable.set(row.content_hash, [...(reusable.get(row.content_hash) ?? []), row.id]);
+
+    const sections = text.sections.map((section) => ({ ...section, id: randomUUID() }));
+    const kept: { id: string; sectionId: string; ordinal: number }[] = [];
+    const added: { id: string; sectionId: string; ordinal: number; heading: string; text: string; hash: string }[] = [];
+    let ordinal = 0;
+    for (const section of sections) {
+      for (const chunk of section.chunks) {
+        const id = reusable.get(chunk.contentHash)?.pop();
+        if (id) kept.push({ id, sectionId: section.id, ordinal });
+        else added.push({ id: randomUUID(), sectionId: section.id, ordinal, heading: section.heading, text: chunk.text, hash: chunk.contentHash });
+        ordinal += 1;
+      }
+    }
+    const dropped = [...reusable.values()].flat();
+
+    await em.execute('delete from knowledge_base_section where subscription_id = ? and source = ? and record_id = ?', [subscriptionId, text.source, text.recordId]);
+    if (sections.length > 0) {
+      await em.execute(
+        `insert into knowledge_base_section (id, subscription_id, source, record_id, ordinal, heading, text)
+         select s.id, ?, ?, ?, s.ordinal, s.heading, s.text from unnest(?::uuid[], ?::int[], ?::text[], ?::text[]) as s(id, ordinal, heading, text)`,
+        [
+          subscriptionId,
+          text.source,
+          text.recordId,
+          pgArray(sections.map((section) => section.id)),
+          pgArray(sections.map((_, index) => index)),
+          pgArray(sections.map((section) => section.heading)),
+          pgArray(sections.map((section) => section.text)),
+        ],
+      );
+    }
+    if (dropped.length > 0) await em.execute('delete from knowledge_base_chunk where subscription_id = ? and id = any(?::uuid[])', [subscriptionId, pgArray(dropped)]);
+    const metadata = JSON.stringify(text.metadata);
+    if (kept.length > 0) {
+      await em.execute(
+        `update knowledge_base_chunk set section_id = k.section_id, ordinal = k.ordinal, collection = ?, metadata = ?::jsonb, updated_at = now()
+         from unnest(?::uuid[], ?::uuid[], ?::int[]) as k(id, section_id, ordinal) where knowledge_base_chunk.id = k.id and knowledge_base_chunk.subscription_id = ?`,
+        [text.collection, metadata, pgArray(kept.map((chunk) => chunk.id)), pgArray(kept.map((chunk) => chunk.sectionId)), pgArray(kept.map((chunk) => chunk.ordinal)), subscriptionId],
+      );
+    }
+    if (added.length > 0) {
+      await em.execute(
+        `insert into knowledge_base_chunk (id, subscription_id, source, record_id, collection, section_id, ordinal, heading, text, content_hash, metadata, search_vector, withdrawn, created_at, updated_at)
+         select c.id, ?, ?, ?, ?, c.section_id, c.ordinal, c.heading, c.text, c.hash, ?::jsonb,
+                to_tsvector('${TEXT_SEARCH_CONFIG}', c.heading || ' ' || c.text), false, now(), now()
+         from unnest(?::uuid[], ?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as c(id, section_id, ordinal, heading, text, hash)`,
+        [
+          subscriptionId,
+          text.source,
+          text.recordId,
+          text.collection,
+          metadata,
+          pgArray(added.map((chunk) => chunk.id)),
+          pgArray(added.map((chunk) => chunk.sectionId)),
+          pgArray(added.map((chunk) => chunk.ordinal)),
+          pgArray(added.map((chunk) => chunk.heading)),
+          pgArray(added.map((chunk) => chunk.text)),
+          pgArray(added.map((chunk) => chunk.hash)),
+        ],
+      );
+      await this.#jobs.enqueue('embed', { source: text.source, recordIds: [text.recordId] }, { ctx, em, key: `${subscriptionId}:${text.source}:${text.recordId}` });
+    }
+    return { chunks: kept.length + added.length, unchanged: kept.length, pending: added.length };
+  }
+
+  /** Takes records out of every search at once (in `em`'s transaction) and queues their removal. */
+  async withdraw(ctx: AuthenticatedContext, em: EntityManager, source: string, recordIds: string[]): Promise<void> {
+    if (recordIds.length === 0) return;
+    await em.execute('update knowledge_base_chunk set withdrawn = true where subscription_id = ? and source = ? and record_id = any(?::uuid[])', [
+      ctx.subscriptionId,
+      source,
+      pgArray(recordIds),
+    ]);
+    await this.#jobs.enqueue('cleanUp', { source, recordIds }, { ctx, em });
+  }
+
+  /** Deletes what the index holds for records. */
+  async remove(subscriptionId: string, em: EntityManager, source: string, recordIds: string[]): Promise<number> {
+    if (recordIds.length === 0) return 0;
+    const ids = pgArray(recordIds);
+    await em.execute('delete from knowledge_base_section where subscription_id = ? and source = ? and record_id = any(?::uuid[])', [subscriptionId, source, ids]);
+    const removed = await em.execute<{ id: string }[]>('delete from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = any(?::uuid[]) returning id', [
+      subscriptionId,
+      source,
+      ids,
+    ]);
+    return removed.length;
+  }
+
+  /**
+   * Embeds the chunks of a scope that wait for it, with the active model, up
+   * to `limit`; returns how many. Call it outside transactions (the AI
+   * client writes its trace on a connection of its own). A chunk rewritten
+   * meanwhile keeps waiting (its hash no longer matches).
+   */
+  async embedPending(ctx: RequestContext, scope: Scope, limit = Number.POSITIVE_INFINITY): Promise<number> {
+    let embedded = 0;
+    while (embedded < limit) {
+      const state = await this.#state(ctx.em);
+      const target = column(state.active_slot);
+      const where = scopeCondition(scope);
+      const rows = await ctx.em.execute<ChunkRow[]>(
+        `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and ${target} is null order by record_id, ordinal limit ?`,
+        [...where.params, Math.min(EMBED_BATCH, limit - embedded)],
+      );
+      if (rows.length === 0) break;
+      const { vectors } = await this.#ai.embed(ctx, rows.map((row) => embeddingInput(row.heading, row.text)), { model: state.active_model, caller: CALLER });
+      // Written only while that model still answers from that column (a switch may have cut over meanwhile).
+      await ctx.em.execute(
+        `update knowledge_base_chunk set ${target} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
+         where knowledge_base_chunk.id = v.id and knowledge_base_chunk.content_hash = v.hash and knowledge_base_chunk.subscription_id = ?
+           and exists (select 1 from knowledge_base_index_state where id = 1 and active_slot = ? and active_model = ?)`,
+        [
+          pgArray(rows.map((row) => row.id)),
+          pgArray(rows.map((row) => row.content_hash)),
+          pgArray(vectors.map((vector) => vectorLiteral(vector))),
+          scope.subscriptionId,
+          state.active_slot,
+          state.active_model,
+        ],
+      );
+      embedded += rows.length;
+      if (rows.length < EMBED_BATCH) break;
+    }
+    return embedded;
+  }
+
+  /** The chunks closest to the query: by embedding (`semantic`), or by embedding and full text fused (`hybrid`). */
+  async search(ctx: AuthenticatedContext, query: SearchQuery): Promise<SearchHit[]> {
+    const scope: Scope = { subscriptionId: ctx.subscriptionId, source: query.source, collection: query.collection };
+    const condition = jsonFilter(query.filter ?? {}, 'metadata');
+    await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
+    const state = await this.#state(ctx.em);
+    const { vectors } = await this.#ai.embed(ctx, [query.queryText], { model: state.active_model, caller: CALLER });
+    const base = scopeCondition(scope);
+    const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
+    const depth = query.mode === 'hybrid' ? Math.max(FUSION_DEPTH, query.topK) : query.topK;
+    const semantic = await nearest(ctx.em, {
+      table: 'knowledge_base_chunk',
+      column: column(state.active_slot),
+      where,
+      vector: vectors[0]!,
+      limit: depth,
+      exactSearchLimit: this.#exactSearchLimit,
+    });
+    if (query.mode === 'semantic') {
+      const rows = await this.#rows(ctx, semantic.map((hit) => hit.id));
+      return semantic.flatMap((hit, index) => (rows.has(hit.id) ? [toHit(rows.get(hit.id)!, 1 - hit.distance, index + 1, null)] : []));
+    }
+    const textual = await ctx.em.execute<{ id: string }[]>(
+      `select id from knowledge_base_chunk, websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?) as query
+       where ${where.sql} and search_vector @@ query order by ts_rank_cd(search_vector, query) desc, id limit ?`,
+      [query.queryText, ...where.params, depth],
+    );
+    const fused = new Map<string, { score: number; semanticRank: number | null; textRank: number | null }>();
+    semantic.forEach((hit, index) => fused.set(hit.id, { score: 1 / (RRF_K + index + 1), semanticRank: index + 1, textRank: null }));
+    textual.forEach((hit, index) => {
+      const entry = fused.get(hit.id) ?? { score: 0, semanticRank: null, textRank: null };
+      fused.set(hit.id, { ...entry, score: entry.score + 1 / (RRF_K + index + 1), textRank: index + 1 });
+    });
+    const best = [...fused.entries()].sort(([idA, a], [idB, b]) => b.score - a.score || (idA < idB ? -1 : 1)).slice(0, query.topK);
+    const rows = await this.#rows(ctx, best.map(([id]) => id));
+    return best.flatMap(([id, entry]) => (rows.has(id) ? [toHit(rows.get(id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
+  }
+
+  async #rows(ctx: AuthenticatedContext, ids: string[]): Promise<Map<string, ChunkRow>> {
+    if (ids.length === 0) return new Map();
+    const rows = await ctx.em.execute<ChunkRow[]>(
+      `select chunk.id, chunk.record_id, chunk.collection, chunk.heading, chunk.text, chunk.content_hash, chunk.metadata, coalesce(section.text, chunk.text) as context
+       from knowledge_base_chunk chunk left join knowledge_base_section section on section.id = chunk.section_id and section.subscription_id = chunk.subscription_id
+       where chunk.subscription_id = ? and chunk.id = any(?::uuid[])`,
+      [ctx.subscriptionId, pgArray(ids)],
+    );
+    return new Map(rows.map((row) => [row.id, row]));
+  }
+
+  async #state(em: EntityManager): Promise<State> {
+    const [state] = await em.execute<State[]>('select active_slot, active_model, next_model from knowledge_base_index_state where id = 1');
+    return state ?? { active_slot: 'a', active_model: this.#defaultModel(), next_model: null };
+  }
+
+  #defaultModel(): string {
+    return this.#catalogue.defaults.embedding!;
+  }
+}
+
+function scopeCondition(scope: Scope): { sql: string; params: unknown[] } {
+  let sql = 'subscription_id = ? and source = ?';
+  const params: unknown[] = [scope.subscriptionId, scope.source];
+  if (scope.collection !== undefined) {
+    sql += scope.collection === null ? ' and collection is null' : ' and collection = ?';
+    if (scope.collection !== null) params.push(scope.collection);
+  }
+  if (scope.recordIds !== undefined) {
+    sql += ' and record_id = any(?::uuid[])';
+    params.push(pgArray(scope.recordIds));
+  }
+  return { sql, params };
+}
+
+const toHit = (row: ChunkRow, score: number, semanticRank: number | null, textRank: number | null): SearchHit => ({
+  chunkId: row.id,
+  recordId: row.record_id,
+  collection: row.collection,
+  heading: row.heading,
+  text: row.text,
+  context: row.context ?? row.text,
+  metadata: json(row.metadata),
+  score,
+  semanticRank,
+  textRank,
+});
