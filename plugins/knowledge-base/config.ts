@@ -5,6 +5,7 @@ export const knowledgeBaseSettings = v.object({
   KB_CHUNK_SIZE: setting(env.integer('KB_CHUNK_SIZE', 200, 8000), 'characters a chunk (the unit matched against a question) holds at most', '1000'),
   KB_CHUNK_OVERLAP: setting(env.integer('KB_CHUNK_OVERLAP', 0, 2000), "characters of a chunk's end repeated at the start of the next", '150'),
   KB_SECTION_SIZE: setting(env.integer('KB_SECTION_SIZE', 500, 32000), 'characters a section (the context returned with a hit) holds at most', '4000'),
+  KB_MAX_FILE_BYTES: setting(env.integer('KB_MAX_FILE_BYTES', 1024, 1024 * 1024 * 1024), 'largest file the knowledge base ingests, in bytes (UPLOAD_MAX_BYTES caps it)', '20971520'),
   KB_EXACT_SEARCH_LIMIT: setting(
     env.integer('KB_EXACT_SEARCH_LIMIT', 0, 1_000_000),
     'a search with at most this many candidate chunks compares them all (exact); more use the HNSW index',

@@ -1,11 +1,12 @@
 import { jobBuilder, operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
+import type { KnowledgeBaseService } from './knowledge-base.service.ts';
 import type { KnowledgeIndex } from './knowledge-index.ts';
 
-/** What the knowledge base uses: the database, the AI client and catalogue (embeddings), the worker pool (chunking) and jobs. */
-export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs'] as const;
+/** What the knowledge base uses: the database, the AI client and catalogue (embeddings), the worker pool (parsing, chunking), jobs and uploads. */
+export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService'] as const;
 
-export type KnowledgeBaseDeps = Deps<typeof DEPS, { knowledgeIndex: KnowledgeIndex }, KnowledgeBaseConfig>;
+export type KnowledgeBaseDeps = Deps<typeof DEPS, { knowledgeIndex: KnowledgeIndex; knowledgeBaseService: KnowledgeBaseService }, KnowledgeBaseConfig>;
 
 export const defineOperation = operationBuilder<KnowledgeBaseDeps>();
 export const defineJob = jobBuilder<KnowledgeBaseDeps>();

@@ -3,9 +3,27 @@ import { definePlugin } from 'rpc-service/plugin';
 import { knowledgeBaseSettings } from './config.ts';
 import { DEPS, type KnowledgeBaseDeps } from './deps.ts';
 import { IndexChunk, IndexSection, IndexState } from './index.entity.ts';
-import { cleanUp, embed } from './jobs.ts';
+import { DocumentVersion, Ingestion, KnowledgeDocument } from './document.entity.ts';
+import { cleanUp, embed, ingest } from './jobs.ts';
+import { FILE_PURPOSE, KnowledgeBaseService } from './knowledge-base.service.ts';
 import { KnowledgeIndex } from './knowledge-index.ts';
 import { migrations } from './migrations/index.ts';
+import {
+  deleteChunk,
+  deleteDocument,
+  getChunks,
+  getDocument,
+  getDocumentVersions,
+  getUploadKey,
+  ingestFiles,
+  ingestText,
+  listDocuments,
+  reindexDocument,
+  search,
+  updateChunk,
+  updateDocument,
+} from './operations.ts';
+import { parsersPoint } from './parsers.ts';
 
 declare module 'rpc-service/plugin' {
   interface PluginServices {
@@ -25,11 +43,29 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
   coreVersion: '^2.0.0',
   config: knowledgeBaseSettings,
   deps: DEPS,
-  entities: [IndexSection, IndexChunk, IndexState],
+  entities: [IndexSection, IndexChunk, IndexState, KnowledgeDocument, DocumentVersion, Ingestion],
+  extensionPoints: [parsersPoint],
   migrations,
-  services: { knowledgeIndex: asClass(KnowledgeIndex).singleton() },
+  services: { knowledgeIndex: asClass(KnowledgeIndex).singleton(), knowledgeBaseService: asClass(KnowledgeBaseService).singleton() },
   exports: ['knowledgeIndex'],
-  operations: {},
-  jobs: { embed, cleanUp },
-  start: ({ knowledgeIndex, db }) => knowledgeIndex.open(db.forkEm(null)),
+  operations: {
+    getUploadKey,
+    ingestText,
+    ingestFiles,
+    listDocuments,
+    getDocument,
+    updateDocument,
+    deleteDocument,
+    getDocumentVersions,
+    reindexDocument,
+    getChunks,
+    updateChunk,
+    deleteChunk,
+    search,
+  },
+  jobs: { embed, cleanUp, ingest },
+  start: async ({ knowledgeIndex, knowledgeBaseService, uploadService, db }) => {
+    await knowledgeIndex.open(db.forkEm(null));
+    uploadService.definePurpose(FILE_PURPOSE, knowledgeBaseService.uploadLimits());
+  },
 });

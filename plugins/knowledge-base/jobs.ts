@@ -4,9 +4,11 @@ import { defineJob } from './deps.ts';
 const records = v.object({ source: v.pipe(v.string(), v.minLength(1)), recordIds: v.array(v.pipe(v.string(), v.uuid())) });
 
 export const embed = defineJob({
-  describe: 'Embeds the chunks of records that wait for it, with the active embedding model.',
-  data: records,
-  handler: async ({ data, ctx, deps }) => ({ embedded: await deps.knowledgeIndex.embedPending(ctx, { subscriptionId: ctx.subscriptionId!, ...data }) }),
+  describe: 'Embeds the chunks of records that wait for it (with all: every chunk again), with the active embedding model.',
+  data: v.object({ ...records.entries, all: v.optional(v.boolean()) }),
+  handler: async ({ data: { all, ...scope }, ctx, deps }) => ({
+    embedded: await deps.knowledgeIndex.embedPending(ctx, { subscriptionId: ctx.subscriptionId!, ...scope }, Number.POSITIVE_INFINITY, { all }),
+  }),
   concurrency: 2,
   timeoutSeconds: 900,
 });
@@ -17,4 +19,12 @@ export const cleanUp = defineJob({
   handler: async ({ data, ctx, deps }) => ({
     removed: await ctx.em.transactional((em) => deps.knowledgeIndex.remove(ctx.subscriptionId!, em, data.source, data.recordIds)),
   }),
+});
+
+export const ingest = defineJob({
+  describe: 'Reads, parses, chunks and embeds one version of a knowledge-base document.',
+  data: v.object({ ingestionId: v.pipe(v.string(), v.uuid()) }),
+  handler: ({ data, ctx, deps, job }) => deps.knowledgeBaseService.runIngestion(ctx, data.ingestionId, job),
+  concurrency: 2,
+  timeoutSeconds: 1800,
 });

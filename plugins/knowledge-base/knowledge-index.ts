@@ -12,7 +12,7 @@ import {
   type RequestContext,
   type WorkerPool,
 } from 'rpc-service/plugin';
-import { embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
+import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
 
 const CHUNKER = fileURLToPath(new URL('./chunker.ts', import.meta.url));
@@ -51,6 +51,16 @@ export interface IndexWrite {
   unchanged: number;
   /** Chunks waiting for their embedding. */
   pending: number;
+}
+
+export interface IndexedChunk {
+  chunkId: string;
+  ordinal: number;
+  sectionId: string;
+  heading: string;
+  text: string;
+  /** Whether it has its embedding from the active model (until then searches by meaning do not find it). */
+  embedded: boolean;
 }
 
 export interface SearchQuery {
@@ -101,6 +111,7 @@ interface ChunkRow {
 type Scope = { subscriptionId: string; source: string; recordIds?: string[]; collection?: string | null };
 
 const column = (slot: 'a' | 'b') => `embedding_${slot}` as const;
+const other = (slot: 'a' | 'b') => (slot === 'a' ? 'b' : 'a');
 
 /** A PostgreSQL array literal, for `?::text[]` parameters (the driver would spread a JS array into a list). */
 function pgArray(values: readonly (string | number | null)[]): string {
@@ -152,7 +163,7 @@ export class KnowledgeIndex {
    * whose heading and text are unchanged keep their embeddings, the others
    * wait for the `embed` job (queued in the same transaction).
    */
-  async write(ctx: AuthenticatedContext, em: EntityManager, text: PreparedText): Promise<IndexWrite> {
+  async write(ctx: AuthenticatedContext, em: EntityManager, text: PreparedText, { queueEmbedding = true } = {}): Promise<IndexWrite> {
     const { subscriptionId } = ctx;
     const existing = await em.execute<{ id: string; content_hash: string }[]>(
       'select id, content_hash from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = ? and not withdrawn',
@@ -220,9 +231,63 @@ export class KnowledgeIndex {
           pgArray(added.map((chunk) => chunk.hash)),
         ],
       );
-      await this.#jobs.enqueue('embed', { source: text.source, recordIds: [text.recordId] }, { ctx, em, key: `${subscriptionId}:${text.source}:${text.recordId}` });
+      if (queueEmbedding) await this.#jobs.enqueue('embed', { source: text.source, recordIds: [text.recordId] }, { ctx, em, key: `${subscriptionId}:${text.source}:${text.recordId}` });
     }
     return { chunks: kept.length + added.length, unchanged: kept.length, pending: added.length };
+  }
+
+  /** Changes what a record's chunks are filtered and narrowed by, without touching their text or embeddings. */
+  async setMetadata(ctx: AuthenticatedContext, em: EntityManager, source: string, recordId: string, collection: string | null, metadata: Record<string, unknown>): Promise<void> {
+    await em.execute('update knowledge_base_chunk set collection = ?, metadata = ?::jsonb, updated_at = now() where subscription_id = ? and source = ? and record_id = ?', [
+      collection,
+      JSON.stringify(metadata),
+      ctx.subscriptionId,
+      source,
+      recordId,
+    ]);
+  }
+
+  /** A record's chunks in order, and whether each has its embedding from the active model. */
+  async chunks(ctx: AuthenticatedContext, source: string, recordId: string): Promise<IndexedChunk[]> {
+    const state = await this.#state(ctx.em);
+    const rows = await ctx.em.execute<(ChunkRow & { ordinal: number; section_id: string; embedded: boolean })[]>(
+      `select id, ordinal, section_id, heading, text, ${column(state.active_slot)} is not null as embedded from knowledge_base_chunk
+       where subscription_id = ? and source = ? and record_id = ? and not withdrawn order by ordinal`,
+      [ctx.subscriptionId, source, recordId],
+    );
+    return rows.map((row) => ({ chunkId: row.id, ordinal: row.ordinal, sectionId: row.section_id, heading: row.heading, text: row.text, embedded: row.embedded }));
+  }
+
+  /** Replaces a chunk's text and embeds it at once with the active model (its old embedding answers until then); null when there is no such chunk. */
+  async updateChunk(ctx: AuthenticatedContext, source: string, recordId: string, chunkId: string, text: string): Promise<IndexedChunk | null> {
+    const [row] = await ctx.em.execute<ChunkRow[]>(
+      'select id, heading from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = ? and id = ? and not withdrawn',
+      [ctx.subscriptionId, source, recordId, chunkId],
+    );
+    if (!row) return null;
+    const state = await this.#state(ctx.em);
+    const { vectors } = await this.#ai.embed(ctx, [embeddingInput(row.heading, text)], { model: state.active_model, caller: CALLER });
+    await ctx.em.execute(
+      `update knowledge_base_chunk set text = ?, content_hash = ?, search_vector = to_tsvector('${TEXT_SEARCH_CONFIG}', heading || ' ' || ?),
+         ${column(state.active_slot)} = ?::vector, ${column(other(state.active_slot))} = null, updated_at = now()
+       where subscription_id = ? and id = ?`,
+      [text, chunkHash(row.heading, text), text, vectorLiteral(vectors[0]!), ctx.subscriptionId, chunkId],
+    );
+    return (await this.chunks(ctx, source, recordId)).find((chunk) => chunk.chunkId === chunkId) ?? null;
+  }
+
+  /** Deletes one chunk; false when there is no such chunk. */
+  async deleteChunk(ctx: AuthenticatedContext, source: string, recordId: string, chunkId: string): Promise<boolean> {
+    const deleted = await ctx.em.execute<{ id: string }[]>(
+      'delete from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = ? and id = ? returning id',
+      [ctx.subscriptionId, source, recordId, chunkId],
+    );
+    return deleted.length === 1;
+  }
+
+  /** Queues embedding every chunk of a record again with the active model; searches use the old embeddings until each is replaced. */
+  async reembed(ctx: AuthenticatedContext, em: EntityManager, source: string, recordId: string): Promise<void> {
+    await this.#jobs.enqueue('embed', { source, recordIds: [recordId], all: true }, { ctx, em, key: `${ctx.subscriptionId}:${source}:${recordId}:all` });
   }
 
   /** Takes records out of every search at once (in `em`'s transaction) and queues their removal. */
@@ -255,16 +320,21 @@ export class KnowledgeIndex {
    * client writes its trace on a connection of its own). A chunk rewritten
    * meanwhile keeps waiting (its hash no longer matches).
    */
-  async embedPending(ctx: RequestContext, scope: Scope, limit = Number.POSITIVE_INFINITY): Promise<number> {
+  async embedPending(ctx: RequestContext, scope: Scope, limit = Number.POSITIVE_INFINITY, { all = false } = {}): Promise<number> {
     let embedded = 0;
+    // With `all`, every chunk is embedded again, in id order from where the last batch ended.
+    let after = '00000000-0000-0000-0000-000000000000';
     while (embedded < limit) {
       const state = await this.#state(ctx.em);
       const target = column(state.active_slot);
       const where = scopeCondition(scope);
       const rows = await ctx.em.execute<ChunkRow[]>(
-        `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and ${target} is null order by record_id, ordinal limit ?`,
-        [...where.params, Math.min(EMBED_BATCH, limit - embedded)],
+        all
+          ? `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and id > ? order by id limit ?`
+          : `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and ${target} is null order by record_id, ordinal limit ?`,
+        [...where.params, ...(all ? [after] : []), Math.min(EMBED_BATCH, limit - embedded)],
       );
+      after = rows.at(-1)?.id ?? after;
       if (rows.length === 0) break;
       const { vectors } = await this.#ai.embed(ctx, rows.map((row) => embeddingInput(row.heading, row.text)), { model: state.active_model, caller: CALLER });
       // Written only while that model still answers from that column (a switch may have cut over meanwhile).
@@ -310,7 +380,8 @@ export class KnowledgeIndex {
       return semantic.flatMap((hit, index) => (rows.has(hit.id) ? [toHit(rows.get(hit.id)!, 1 - hit.distance, index + 1, null)] : []));
     }
     const textual = await ctx.em.execute<{ id: string }[]>(
-      `select id from knowledge_base_chunk, websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?) as query
+      // Any of the question's words (a question rarely shares all of them with its answer); quoted phrases stay phrases.
+      `select id from knowledge_base_chunk, to_tsquery('${TEXT_SEARCH_CONFIG}', replace(websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?)::text, ' & ', ' | ')) as query
        where ${where.sql} and search_vector @@ query order by ts_rank_cd(search_vector, query) desc, id limit ?`,
       [query.queryText, ...where.params, depth],
     );

@@ -1,0 +1,530 @@
+import { randomUUID } from 'node:crypto';
+import {
+  badRequest,
+  conflict,
+  notFound,
+  RpcError,
+  validationError,
+  type AuthenticatedContext,
+  type EntityManager,
+  type Extensions,
+  type FileInfo,
+  type Jobs,
+  type JobRun,
+  type PurposeLimits,
+  type RequestContext,
+  type UploadService,
+  type WorkerPool,
+} from 'rpc-service/plugin';
+import type { KnowledgeBaseConfig } from './config.ts';
+import { DocumentVersion, Ingestion, KnowledgeDocument, type DocumentStatus, type IngestionState, type SourceType } from './document.entity.ts';
+import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex } from './knowledge-index.ts';
+import type { ParsedText, ParseTask } from './parse.worker.ts';
+import { builtInParsers, type ParserContribution } from './parsers.ts';
+
+/** The knowledge base's records in the search index. */
+export const SOURCE = 'knowledge-base';
+export const FILE_PURPOSE = 'knowledge-base-file';
+
+export interface DocumentMetadata {
+  name?: string;
+  description?: string;
+  collection?: string | null;
+  tags?: string[];
+  userId?: string | null;
+  contactId?: string | null;
+  projectId?: string | null;
+}
+
+export interface TextIngest extends DocumentMetadata {
+  name: string;
+  content: string;
+  format: 'text' | 'markdown' | 'html';
+  /** Ingest as a new version of this document. */
+  documentId?: string;
+}
+
+export interface FileIngest extends DocumentMetadata {
+  uploadKey: string;
+  documentId?: string;
+}
+
+export interface DocumentRecord {
+  _id: string;
+  name: string;
+  description: string;
+  collection: string | null;
+  tags: string[];
+  status: DocumentStatus;
+  error: string | null;
+  docType: string;
+  sourceType: SourceType;
+  userId: string | null;
+  contactId: string | null;
+  projectId: string | null;
+  version: number;
+  chunkCount: number;
+  sizeBytes: number;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
+  deletedAt: string | null;
+}
+
+export interface ListDocumentsQuery {
+  userId?: string;
+  contactId?: string;
+  docType?: string;
+  sourceType?: SourceType;
+  tags?: string[];
+  status?: DocumentStatus;
+  collection?: string | null;
+  search?: string;
+  page: number;
+  limit: number;
+  sortBy: SortField;
+  sortDir: 'asc' | 'desc';
+  startTime?: Date;
+  endTime?: Date;
+  projectId?: string;
+}
+
+export const SORT_FIELDS = { createdAt: 'created_at', updatedAt: 'updated_at', name: 'lower(name)', status: 'status', sizeBytes: 'size_bytes', chunkCount: 'chunk_count' } as const;
+export type SortField = keyof typeof SORT_FIELDS;
+
+const toRecord = (document: KnowledgeDocument): DocumentRecord => ({
+  _id: document.id,
+  name: document.name,
+  description: document.description,
+  collection: document.collection ?? null,
+  tags: document.tags,
+  status: document.status,
+  error: document.error ?? null,
+  docType: document.docType,
+  sourceType: document.sourceType,
+  userId: document.userId ?? null,
+  contactId: document.contactId ?? null,
+  projectId: document.projectId ?? null,
+  version: document.version,
+  chunkCount: document.chunkCount,
+  sizeBytes: Number(document.sizeBytes),
+  createdBy: document.createdBy,
+  createdAt: document.createdAt.toISOString(),
+  updatedAt: document.updatedAt.toISOString(),
+  deletedAt: document.deletedAt?.toISOString() ?? null,
+});
+
+/** What the index keeps with each chunk, for search filters. */
+const searchMetadata = (document: KnowledgeDocument) => ({
+  name: document.name,
+  collection: document.collection ?? null,
+  tags: document.tags,
+  docType: document.docType,
+  sourceType: document.sourceType,
+  userId: document.userId ?? null,
+  contactId: document.contactId ?? null,
+  projectId: document.projectId ?? null,
+});
+
+/** Failures worth another attempt: the embedding provider, not the document. */
+const retryable = (error: unknown) => error instanceof RpcError && error.code === 'UPSTREAM_ERROR';
+
+/**
+ * The knowledge base: documents ingested from text or uploaded files,
+ * parsed to Markdown and chunked in the worker pool, embedded, and kept
+ * in the search index; versions, soft deletes, chunk edits.
+ */
+export class KnowledgeBaseService {
+  readonly #index: KnowledgeIndex;
+  readonly #uploads: UploadService;
+  readonly #pool: WorkerPool;
+  readonly #jobs: Jobs;
+  readonly #extensions: Extensions;
+  readonly #config: KnowledgeBaseConfig;
+  #parserList?: ParserContribution[];
+
+  constructor(deps: { knowledgeIndex: KnowledgeIndex; uploadService: UploadService; pool: WorkerPool; jobs: Jobs; extensions: Extensions; config: KnowledgeBaseConfig }) {
+    this.#index = deps.knowledgeIndex;
+    this.#uploads = deps.uploadService;
+    this.#pool = deps.pool;
+    this.#jobs = deps.jobs;
+    this.#extensions = deps.extensions;
+    this.#config = deps.config;
+  }
+
+  /** Built-in parsers first; a contributed parser adds types, it does not replace a built-in one. */
+  get parsers(): ParserContribution[] {
+    this.#parserList ??= [...builtInParsers, ...this.#extensions.get('knowledge-base.parsers').map((contribution) => contribution.value)];
+    return this.#parserList;
+  }
+
+  uploadLimits(): PurposeLimits {
+    return { maxBytes: this.#config.KB_MAX_FILE_BYTES, maxFiles: 20, types: [...new Set(this.parsers.flatMap((parser) => parser.types)), 'application/octet-stream'] };
+  }
+
+  async ingestText(ctx: AuthenticatedContext, input: TextIngest): Promise<{ document: DocumentRecord; jobId: string }> {
+    const bytes = Buffer.byteLength(input.content);
+    return this.#ingest(ctx, input, { docType: input.format, sourceType: 'text', source: input.content, fileId: null, fileName: null, sizeBytes: bytes });
+  }
+
+  /** One document per file uploaded with the key (one file only when documentId names the document to re-ingest). */
+  async ingestFiles(ctx: AuthenticatedContext, input: FileIngest): Promise<{ documents: DocumentRecord[]; jobIds: string[] }> {
+    const files = await this.#uploads.consume(ctx, input.uploadKey, FILE_PURPOSE, async (uploaded) => uploaded);
+    if (files.length === 0) throw badRequest('No file has been uploaded with this upload key');
+    if (input.documentId && files.length !== 1) throw badRequest('A new version of a document takes exactly one file');
+    const results = [];
+    for (const file of files) {
+      const parser = this.#parserFor(file);
+      if (!parser) {
+        await this.#uploads.delete(ctx, file.fileId);
+        throw validationError([{ path: 'uploadKey', message: `${file.fileName}: no parser reads ${file.mimeType} files` }]);
+      }
+      results.push(
+        await this.#ingest(
+          ctx,
+          { ...input, name: input.name ?? file.fileName },
+          { docType: parser.name, sourceType: 'file', source: null, fileId: file.fileId, fileName: file.fileName, sizeBytes: file.size },
+        ),
+      );
+    }
+    return { documents: results.map((result) => result.document), jobIds: results.map((result) => result.jobId) };
+  }
+
+  async #ingest(
+    ctx: AuthenticatedContext,
+    input: DocumentMetadata & { name: string; documentId?: string },
+    content: { docType: string; sourceType: SourceType; source: string | null; fileId: string | null; fileName: string | null; sizeBytes: number },
+  ): Promise<{ document: DocumentRecord; jobId: string }> {
+    return ctx.em.fork().transactional(async (em) => {
+      const now = new Date();
+      let document: KnowledgeDocument;
+      if (input.documentId) {
+        document = await this.#live(em, input.documentId, true);
+        Object.assign(document, this.#metadataChanges(input), {
+          docType: content.docType,
+          sourceType: content.sourceType,
+          version: document.version + 1,
+          status: 'pending',
+          error: null,
+          sizeBytes: content.sizeBytes,
+          updatedAt: now,
+        });
+      } else {
+        document = em.create(KnowledgeDocument, {
+          id: randomUUID(),
+          subscriptionId: ctx.subscriptionId,
+          name: input.name,
+          description: input.description ?? '',
+          collection: input.collection ?? null,
+          tags: input.tags ?? [],
+          docType: content.docType,
+          sourceType: content.sourceType,
+          userId: input.userId === undefined ? ctx.userId : input.userId,
+          contactId: input.contactId ?? null,
+          projectId: input.projectId === undefined ? ctx.projectId : input.projectId,
+          status: 'pending',
+          error: null,
+          version: 1,
+          chunkCount: 0,
+          sizeBytes: content.sizeBytes,
+          createdBy: ctx.userId,
+          createdAt: now,
+          updatedAt: now,
+          searchVector: null,
+          deletedAt: null,
+        });
+      }
+      em.create(DocumentVersion, {
+        id: randomUUID(),
+        subscriptionId: ctx.subscriptionId,
+        documentId: document.id,
+        version: document.version,
+        docType: content.docType,
+        source: content.source,
+        fileId: content.fileId,
+        fileName: content.fileName,
+        sizeBytes: content.sizeBytes,
+        markdown: null,
+        createdBy: ctx.userId,
+        createdAt: now,
+      });
+      const ingestion = em.create(Ingestion, {
+        id: randomUUID(),
+        subscriptionId: ctx.subscriptionId,
+        documentId: document.id,
+        version: document.version,
+        state: 'queued',
+        error: null,
+        jobId: null,
+        createdBy: ctx.userId,
+        createdAt: now,
+        startedAt: null,
+        finishedAt: null,
+      });
+      await em.flush();
+      await this.#refreshSearchVector(em, document.id);
+      ingestion.jobId = await this.#jobs.enqueue('ingest', { ingestionId: ingestion.id }, { ctx, em });
+      await em.flush();
+      return { document: toRecord(document), jobId: ingestion.id };
+    });
+  }
+
+  /**
+   * The `ingest` job: reads the version's text or file, parses it to
+   * Markdown and chunks it in the worker pool, writes it to the index and
+   * embeds it; the document is ready when that is done, failed (with the
+   * reason) when the content cannot be read. A failure of the embedding
+   * provider is retried by the job service.
+   */
+  async runIngestion(ctx: RequestContext, ingestionId: string, job: JobRun): Promise<{ state: IngestionState; chunks?: number }> {
+    const auth = ctx as AuthenticatedContext;
+    const ingestion = await ctx.em.findOne(Ingestion, { id: ingestionId });
+    if (!ingestion || ingestion.state === 'cancelled' || ingestion.state === 'done') return { state: ingestion?.state ?? 'cancelled' };
+    await this.#setIngestion(ctx, ingestionId, { state: 'running', startedAt: new Date(), error: null }, 'processing');
+    try {
+      const version = await ctx.em.findOneOrFail(DocumentVersion, { documentId: ingestion.documentId, version: ingestion.version });
+      const bytes = version.fileId ? await this.#fileBytes(auth, version.fileId) : Buffer.from(await this.#versionText(ctx.em, version.id, 'source'), 'utf8');
+      const parser = this.parsers.find((candidate) => candidate.name === version.docType);
+      if (!parser) throw new IngestError(`No parser named ${version.docType} is loaded`);
+      const task: ParseTask = { format: parser.name, bytes: new Uint8Array(bytes), fileName: version.fileName ?? null };
+      const parsed = await this.#pool.run<ParsedText>(parser.worker, task).catch((error: Error) => {
+        throw new IngestError(error.message.replace(/^Worker task "[^"]*" failed: /, ''));
+      });
+      if (!parsed.markdown.trim()) throw new IngestError('The document holds no text');
+
+      const document = await ctx.em.findOneOrFail(KnowledgeDocument, { id: ingestion.documentId });
+      const [prepared] = await this.#index.prepare([
+        { source: SOURCE, recordId: document.id, collection: document.collection ?? null, title: document.name, markdown: parsed.markdown, metadata: searchMetadata(document) },
+      ]);
+      const written = await ctx.em.fork().transactional(async (em) => {
+        // Still the version to ingest, still wanted: a cancel, a delete or a newer version wins.
+        const current = await em.findOne(KnowledgeDocument, { id: document.id }, { lockMode: 4 /* pessimistic write */ });
+        const still = await em.findOne(Ingestion, { id: ingestionId });
+        if (!current || current.status === 'deleted' || current.version !== ingestion.version || still?.state !== 'running') return null;
+        const result = await this.#index.write(auth, em, prepared!, { queueEmbedding: false });
+        await em.nativeUpdate(DocumentVersion, { id: version.id }, { markdown: parsed.markdown });
+        await em.nativeUpdate(KnowledgeDocument, { id: document.id }, { chunkCount: result.chunks });
+        return result;
+      });
+      if (!written) {
+        await this.#setIngestion(ctx, ingestionId, { state: 'cancelled', finishedAt: new Date() });
+        return { state: 'cancelled' };
+      }
+      await this.#index.embedPending(ctx, { subscriptionId: auth.subscriptionId, source: SOURCE, recordIds: [ingestion.documentId] });
+      await this.#setIngestion(ctx, ingestionId, { state: 'done', finishedAt: new Date() }, 'ready');
+      return { state: 'done', chunks: written.chunks };
+    } catch (error) {
+      const reason = error instanceof IngestError || error instanceof RpcError ? error.message : 'The document could not be processed';
+      if (!(error instanceof IngestError || error instanceof RpcError)) ctx.log.error({ err: error, ingestionId }, 'ingestion failed');
+      const last = job.attempt > 3;
+      if (retryable(error) && !last) {
+        await this.#setIngestion(ctx, ingestionId, { state: 'queued', error: reason });
+        throw error;
+      }
+      await this.#setIngestion(ctx, ingestionId, { state: 'failed', error: reason, finishedAt: new Date() }, 'failed', reason);
+      return { state: 'failed' };
+    }
+  }
+
+  async listDocuments(ctx: AuthenticatedContext, query: ListDocumentsQuery): Promise<{ data: DocumentRecord[]; totalCount: number; page: number; limit: number }> {
+    const conditions: string[] = ['subscription_id = ?'];
+    const params: unknown[] = [ctx.subscriptionId];
+    const add = (sql: string, ...values: unknown[]) => {
+      conditions.push(sql);
+      params.push(...values);
+    };
+    if (query.status) add('status = ?', query.status);
+    else add(`status <> 'deleted'`);
+    if (query.userId) add('user_id = ?', query.userId);
+    if (query.contactId) add('contact_id = ?', query.contactId);
+    if (query.projectId) add('project_id = ?', query.projectId);
+    if (query.docType) add('doc_type = ?', query.docType);
+    if (query.sourceType) add('source_type = ?', query.sourceType);
+    if (query.collection !== undefined) query.collection === null ? add('collection is null') : add('collection = ?', query.collection);
+    // Any of the tags.
+    if (query.tags?.length) add(`(${query.tags.map(() => 'tags @> ?::jsonb').join(' or ')})`, ...query.tags.map((tag) => JSON.stringify([tag])));
+    if (query.startTime) add('created_at >= ?', query.startTime);
+    if (query.endTime) add('created_at < ?', query.endTime);
+    if (query.search) {
+      add(
+        `(search_vector @@ websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?) or exists (
+           select 1 from knowledge_base_chunk chunk where chunk.subscription_id = knowledge_base_document.subscription_id and chunk.source = ?
+             and chunk.record_id = knowledge_base_document.id and chunk.search_vector @@ websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?)))`,
+        query.search,
+        SOURCE,
+        query.search,
+      );
+    }
+    const where = conditions.join(' and ');
+    const [{ count }] = (await ctx.em.execute<{ count: string }[]>(`select count(*) as count from knowledge_base_document where ${where}`, params)) as [{ count: string }];
+    const ids = await ctx.em.execute<{ id: string }[]>(
+      `select id from knowledge_base_document where ${where} order by ${SORT_FIELDS[query.sortBy]} ${query.sortDir}, id ${query.sortDir} limit ? offset ?`,
+      [...params, query.limit, (query.page - 1) * query.limit],
+    );
+    const documents = await ctx.em.find(KnowledgeDocument, { id: { $in: ids.map((row) => row.id) } });
+    const byId = new Map(documents.map((document) => [document.id, document]));
+    return { data: ids.map((row) => toRecord(byId.get(row.id)!)), totalCount: Number(count), page: query.page, limit: query.limit };
+  }
+
+  /** The document, with the Markdown its latest ingested version was read as. */
+  async getDocument(ctx: AuthenticatedContext, id: string): Promise<DocumentRecord & { content: string | null }> {
+    const document = await this.#find(ctx.em, id);
+    const [latest] = await ctx.em.execute<{ markdown: string }[]>(
+      'select markdown from knowledge_base_document_version where subscription_id = ? and document_id = ? and markdown is not null order by version desc limit 1',
+      [ctx.subscriptionId, id],
+    );
+    return { ...toRecord(document), content: latest?.markdown ?? null };
+  }
+
+  async updateDocument(ctx: AuthenticatedContext, id: string, updates: DocumentMetadata): Promise<DocumentRecord> {
+    return ctx.em.fork().transactional(async (em) => {
+      const document = await this.#live(em, id, true);
+      Object.assign(document, this.#metadataChanges(updates), { updatedAt: new Date() });
+      await em.flush();
+      await this.#refreshSearchVector(em, id);
+      await this.#index.setMetadata(ctx, em, SOURCE, id, document.collection ?? null, searchMetadata(document));
+      return toRecord(document);
+    });
+  }
+
+  /** Soft delete: the document stays (status deleted); its chunks leave search at once and are removed by a job. */
+  async deleteDocument(ctx: AuthenticatedContext, id: string): Promise<DocumentRecord> {
+    return ctx.em.fork().transactional(async (em) => {
+      const document = await this.#live(em, id, true);
+      const now = new Date();
+      Object.assign(document, { status: 'deleted', deletedAt: now, updatedAt: now, chunkCount: 0 });
+      await em.nativeUpdate(Ingestion, { documentId: id, state: 'queued' }, { state: 'cancelled', finishedAt: now });
+      await em.flush();
+      await this.#index.withdraw(ctx, em, SOURCE, [id]);
+      return toRecord(document);
+    });
+  }
+
+  async getDocumentVersions(ctx: AuthenticatedContext, id: string) {
+    const document = await this.#find(ctx.em, id);
+    const versions = await ctx.em.find(DocumentVersion, { documentId: id }, { orderBy: { version: 'desc' } });
+    return versions.map((version) => ({
+      version: version.version,
+      docType: version.docType,
+      fileId: version.fileId ?? null,
+      fileName: version.fileName ?? null,
+      sizeBytes: Number(version.sizeBytes),
+      current: version.version === document.version,
+      createdBy: version.createdBy,
+      createdAt: version.createdAt.toISOString(),
+    }));
+  }
+
+  async reindexDocument(ctx: AuthenticatedContext, id: string): Promise<{ success: true; chunkCount: number }> {
+    return ctx.em.fork().transactional(async (em) => {
+      const document = await this.#live(em, id);
+      if (document.status !== 'ready') throw conflict(`Document ${id} is ${document.status}; only a ready document can be reindexed`);
+      await this.#index.reembed(ctx, em, SOURCE, id);
+      return { success: true as const, chunkCount: document.chunkCount };
+    });
+  }
+
+  async getChunks(ctx: AuthenticatedContext, id: string): Promise<IndexedChunk[]> {
+    await this.#live(ctx.em, id);
+    return this.#index.chunks(ctx, SOURCE, id);
+  }
+
+  async updateChunk(ctx: AuthenticatedContext, id: string, chunkId: string, text: string): Promise<IndexedChunk> {
+    await this.#live(ctx.em, id);
+    const chunk = await this.#index.updateChunk(ctx, SOURCE, id, chunkId, text);
+    if (!chunk) throw notFound(`Chunk ${chunkId} not found in document ${id}`);
+    return chunk;
+  }
+
+  async deleteChunk(ctx: AuthenticatedContext, id: string, chunkId: string): Promise<{ success: true; chunkCount: number }> {
+    return ctx.em.fork().transactional(async (em) => {
+      const document = await this.#live(em, id, true);
+      const scoped = { ...ctx, em } as AuthenticatedContext;
+      if (!(await this.#index.deleteChunk(scoped, SOURCE, id, chunkId))) throw notFound(`Chunk ${chunkId} not found in document ${id}`);
+      document.chunkCount = Math.max(0, document.chunkCount - 1);
+      document.updatedAt = new Date();
+      await em.flush();
+      return { success: true as const, chunkCount: document.chunkCount };
+    });
+  }
+
+  async search(ctx: AuthenticatedContext, query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: 'hybrid' | 'semantic' }) {
+    const hits = await this.#index.search(ctx, { source: SOURCE, ...query });
+    return hits.map(({ recordId, metadata, ...hit }) => ({ ...hit, documentId: recordId, name: String(metadata.name), metadata }));
+  }
+
+  #parserFor(file: FileInfo): ParserContribution | undefined {
+    const type = file.mimeType.split(';')[0]!.trim().toLowerCase();
+    const ending = /\.[A-Za-z0-9]+$/.exec(file.fileName)?.[0]?.toLowerCase();
+    return this.parsers.find((parser) => parser.types.includes(type)) ?? (ending ? this.parsers.find((parser) => parser.extensions.includes(ending)) : undefined);
+  }
+
+  async #fileBytes(ctx: AuthenticatedContext, fileId: string): Promise<Buffer> {
+    const { content } = await this.#uploads.open(ctx, fileId).catch(() => {
+      throw new IngestError('The uploaded file is no longer there');
+    });
+    const parts: Buffer[] = [];
+    for await (const part of content) parts.push(part as Buffer);
+    return Buffer.concat(parts);
+  }
+
+  /** The large text columns of a version are lazy: read one when needed. */
+  async #versionText(em: EntityManager, versionId: string, column: 'source' | 'markdown'): Promise<string> {
+    const [row] = await em.execute<{ text: string | null }[]>(`select ${column} as text from knowledge_base_document_version where id = ?`, [versionId]);
+    return row?.text ?? '';
+  }
+
+  #metadataChanges(input: DocumentMetadata): Partial<KnowledgeDocument> {
+    const changes: Partial<KnowledgeDocument> = {};
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.description !== undefined) changes.description = input.description;
+    if (input.collection !== undefined) changes.collection = input.collection;
+    if (input.tags !== undefined) changes.tags = input.tags;
+    if (input.userId !== undefined) changes.userId = input.userId;
+    if (input.contactId !== undefined) changes.contactId = input.contactId;
+    if (input.projectId !== undefined) changes.projectId = input.projectId;
+    return changes;
+  }
+
+  async #refreshSearchVector(em: EntityManager, id: string): Promise<void> {
+    await em.execute(
+      `update knowledge_base_document set search_vector =
+         setweight(to_tsvector('${TEXT_SEARCH_CONFIG}', name), 'A') || setweight(to_tsvector('${TEXT_SEARCH_CONFIG}', description), 'B')
+         || setweight(to_tsvector('${TEXT_SEARCH_CONFIG}', coalesce((select string_agg(tag, ' ') from jsonb_array_elements_text(tags) as tag), '')), 'B')
+       where id = ?`,
+      [id],
+    );
+  }
+
+  async #setIngestion(
+    ctx: RequestContext,
+    ingestionId: string,
+    changes: Partial<Ingestion>,
+    status?: DocumentStatus,
+    error: string | null = null,
+  ): Promise<void> {
+    await ctx.em.fork().transactional(async (em) => {
+      const ingestion = await em.findOneOrFail(Ingestion, { id: ingestionId });
+      Object.assign(ingestion, changes);
+      // The document shows the state of its latest version's ingestion, unless it was deleted.
+      if (status) await em.nativeUpdate(KnowledgeDocument, { id: ingestion.documentId, version: ingestion.version, status: { $ne: 'deleted' } }, { status, error, updatedAt: new Date() });
+      await em.flush();
+    });
+  }
+
+  async #find(em: EntityManager, id: string): Promise<KnowledgeDocument> {
+    const document = await em.findOne(KnowledgeDocument, { id });
+    if (!document) throw notFound(`Document ${id} not found`);
+    return document;
+  }
+
+  /** A document that is not deleted (NOT_FOUND otherwise), locked for the transaction when asked. */
+  async #live(em: EntityManager, id: string, lock = false): Promise<KnowledgeDocument> {
+    const document = await em.findOne(KnowledgeDocument, { id, status: { $ne: 'deleted' } }, lock ? { lockMode: 4 } : {});
+    if (!document) throw notFound(`Document ${id} not found`);
+    return document;
+  }
+}
+
+/** A document that cannot be read: it fails at once, with this message as the reason. */
+class IngestError extends Error {}

@@ -1,0 +1,175 @@
+import * as v from 'valibot';
+import { recordId } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
+import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
+import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './knowledge-base.service.ts';
+
+const MAX_TEXT = 2_000_000;
+const MAX_TOP_K = 100;
+const MAX_LIMIT = 200;
+
+const text = (label: string, max: number) =>
+  v.pipe(v.string(`${label} must be a string`), v.check((value) => value.trim().length > 0, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
+const optionalText = (label: string, max: number) => v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
+const nullableId = (label: string) => v.optional(v.nullable(v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(200))));
+const tags = v.pipe(
+  v.array(v.pipe(text('tags[]', 100), v.trim()), 'tags must be an array of strings'),
+  v.maxLength(50, 'at most 50 tags'),
+  v.transform((list) => [...new Set(list)]),
+);
+const metadata = {
+  description: optionalText('description', 5000),
+  collection: v.optional(v.nullable(v.pipe(text('collection', 200), v.trim()))),
+  tags: v.optional(tags),
+  userId: v.optional(v.nullable(recordId('userId'))),
+  contactId: nullableId('contactId'),
+  projectId: nullableId('projectId'),
+};
+const docId = { docId: recordId('docId') };
+const name = v.pipe(text('name', 500), v.trim());
+
+export const getUploadKey = defineOperation({
+  access: 'staff',
+  describe: 'A single-use upload key and the URL to PUT or POST files to (text, Markdown, HTML, PDF and the types of contributed parsers), for ingestFiles.',
+  params: v.object({}),
+  handler: async ({ ctx, deps, transport }) => {
+    const { uploadKey, expiresAt } = await deps.uploadService.createKey(ctx, FILE_PURPOSE);
+    const limits = deps.uploadService.limitsOf(FILE_PURPOSE);
+    return { uploadKey, uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`, expiresAt: expiresAt.toISOString(), maxBytes: limits.maxBytes, maxFiles: limits.maxFiles, types: limits.types };
+  },
+});
+
+export const ingestText = defineOperation({
+  access: 'staff',
+  describe: 'Ingest a text (format text, markdown or html) as a document, or as a new version of documentId; answers at once with the document pending and the ingestion job id.',
+  params: v.object({
+    name,
+    content: text('content', MAX_TEXT),
+    format: v.optional(v.picklist(['text', 'markdown', 'html'], 'format must be text, markdown or html'), 'markdown'),
+    documentId: v.optional(recordId('documentId')),
+    ...metadata,
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestText(ctx, params),
+});
+
+export const ingestFiles = defineOperation({
+  access: 'staff',
+  describe: 'Ingest the files uploaded with an upload key, one document each (named after the file unless name is given), or one file as a new version of documentId.',
+  params: v.object({
+    uploadKey: v.pipe(v.string('uploadKey must be a string'), v.minLength(1, 'uploadKey must not be empty'), v.maxLength(100)),
+    name: v.optional(name),
+    documentId: v.optional(recordId('documentId')),
+    ...metadata,
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestFiles(ctx, params),
+});
+
+const isoDate = (label: string) =>
+  v.optional(
+    v.pipe(
+      v.string(`${label} must be an ISO 8601 date`),
+      v.check((value) => !Number.isNaN(Date.parse(value)), `${label} must be an ISO 8601 date`),
+      v.transform((value) => new Date(value)),
+    ),
+  );
+
+export const listDocuments = defineOperation({
+  access: 'user',
+  describe: 'Documents of the knowledge base (not deleted ones unless status is deleted), filtered, full-text searched (search), paged and sorted; newest first by default.',
+  params: v.object({
+    userId: v.optional(recordId('userId')),
+    contactId: v.optional(text('contactId', 200)),
+    docType: v.optional(text('docType', 50)),
+    sourceType: v.optional(v.picklist(SOURCE_TYPES, `sourceType must be one of ${SOURCE_TYPES.join(', ')}`)),
+    tags: v.optional(v.array(text('tags[]', 100), 'tags must be an array of strings')),
+    status: v.optional(v.picklist(STATUSES, `status must be one of ${STATUSES.join(', ')}`)),
+    collection: v.optional(v.nullable(text('collection', 200))),
+    search: v.optional(text('search', 500)),
+    page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
+    limit: v.optional(
+      v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1, 'limit must be at least 1'), v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`)),
+      20,
+    ),
+    sortBy: v.optional(v.picklist(Object.keys(SORT_FIELDS) as SortField[], `sortBy must be one of ${Object.keys(SORT_FIELDS).join(', ')}`), 'createdAt'),
+    sortDir: v.optional(v.picklist(['asc', 'desc'], 'sortDir must be asc or desc'), 'desc'),
+    startTime: isoDate('startTime'),
+    endTime: isoDate('endTime'),
+    projectId: v.optional(text('projectId', 200)),
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.listDocuments(ctx, params),
+});
+
+export const getDocument = defineOperation({
+  access: 'user',
+  describe: 'A document, with content: the Markdown its latest ingested version was read as.',
+  params: v.object(docId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getDocument(ctx, params.docId),
+});
+
+export const updateDocument = defineOperation({
+  access: 'staff',
+  describe: "Change a document's name, description, collection or tags; its chunks follow without being embedded again.",
+  params: v.object({
+    ...docId,
+    updates: v.object({ name: v.optional(name), description: metadata.description, collection: metadata.collection, tags: metadata.tags }, 'updates must be an object'),
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.updateDocument(ctx, params.docId, params.updates),
+});
+
+export const deleteDocument = defineOperation({
+  access: 'staff',
+  describe: 'Soft-delete a document: status deleted, out of search at once; a job removes its chunks and vectors.',
+  params: v.object(docId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.deleteDocument(ctx, params.docId),
+});
+
+export const getDocumentVersions = defineOperation({
+  access: 'user',
+  describe: 'Every version of a document (one per ingestion), newest first.',
+  params: v.object(docId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getDocumentVersions(ctx, params.docId),
+});
+
+export const reindexDocument = defineOperation({
+  access: 'staff',
+  describe: "Embed every chunk of a ready document again with the current embedding model (a job; searches use the old embeddings until then).",
+  params: v.object(docId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.reindexDocument(ctx, params.docId),
+});
+
+export const getChunks = defineOperation({
+  access: 'user',
+  describe: 'The chunks of a document in order: chunkId, ordinal, sectionId, heading, text, embedded.',
+  params: v.object(docId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getChunks(ctx, params.docId),
+});
+
+export const updateChunk = defineOperation({
+  access: 'staff',
+  describe: "Replace a chunk's text (at least 1 character); it is embedded again at once.",
+  params: v.object({ ...docId, chunkId: recordId('chunkId'), text: v.pipe(v.string('text must be a string'), v.minLength(1, 'text must be at least 1 character'), v.maxLength(20_000)) }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.updateChunk(ctx, params.docId, params.chunkId, params.text),
+});
+
+export const deleteChunk = defineOperation({
+  access: 'staff',
+  describe: 'Delete one chunk of a document.',
+  params: v.object({ ...docId, chunkId: recordId('chunkId') }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.deleteChunk(ctx, params.docId, params.chunkId),
+});
+
+export const search = defineOperation({
+  access: 'user',
+  describe: 'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
+  params: v.object({
+    queryText: text('queryText', 10_000),
+    topK: v.optional(
+      v.pipe(v.number('topK must be a number'), v.integer('topK must be a whole number'), v.minValue(1, 'topK must be at least 1'), v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`)),
+      5,
+    ),
+    filter: v.optional(v.unknown()),
+    collection: v.optional(v.nullable(text('collection', 200))),
+    mode: v.optional(v.picklist(['hybrid', 'semantic'], 'mode must be hybrid or semantic'), 'hybrid'),
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.search(ctx, params),
+});
