@@ -83,6 +83,10 @@ export const IndexState = defineEntity({
     activeModel: p.text(),
     /** The model the other column is being filled with; null when no switch is under way. */
     nextModel: p.text().nullable(),
+    /** The other column may hold vectors of no model in use (an earlier model, an abandoned switch): empty it before filling it. */
+    inactiveDirty: p.boolean().default(false),
+    /** Until when one node's `switchModel` job holds the switch. */
+    leaseUntil: p.datetime().nullable(),
     switchStartedAt: p.datetime().nullable(),
     switchedAt: p.datetime().nullable(),
   }),

@@ -4,21 +4,28 @@ import { knowledgeBaseSettings } from './config.ts';
 import { DEPS, type KnowledgeBaseDeps } from './deps.ts';
 import { IndexChunk, IndexSection, IndexState } from './index.entity.ts';
 import { DocumentVersion, Ingestion, KnowledgeDocument } from './document.entity.ts';
-import { cleanUp, embed, ingest } from './jobs.ts';
+import { cleanUp, embed, ingest, switchModel } from './jobs.ts';
 import { FILE_PURPOSE, KnowledgeBaseService } from './knowledge-base.service.ts';
 import { KnowledgeIndex } from './knowledge-index.ts';
 import { migrations } from './migrations/index.ts';
 import {
+  cancelJob,
   deleteChunk,
   deleteDocument,
   getChunks,
   getDocument,
   getDocumentVersions,
+  getJob,
+  getOptions,
+  getQuota,
+  getStats,
   getUploadKey,
   ingestFiles,
   ingestText,
   listDocuments,
+  listJobs,
   reindexDocument,
+  retryJob,
   search,
   updateChunk,
   updateDocument,
@@ -62,10 +69,17 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
     updateChunk,
     deleteChunk,
     search,
+    listJobs,
+    getJob,
+    retryJob,
+    cancelJob,
+    getQuota,
+    getStats,
+    getOptions,
   },
-  jobs: { embed, cleanUp, ingest },
-  start: async ({ knowledgeIndex, knowledgeBaseService, uploadService, db }) => {
-    await knowledgeIndex.open(db.forkEm(null));
+  jobs: { embed, cleanUp, ingest, switchModel },
+  start: async ({ knowledgeIndex, knowledgeBaseService, uploadService }) => {
+    await knowledgeIndex.open();
     uploadService.definePurpose(FILE_PURPOSE, knowledgeBaseService.uploadLimits());
   },
 });

@@ -28,3 +28,12 @@ export const ingest = defineJob({
   concurrency: 2,
   timeoutSeconds: 1800,
 });
+
+export const switchModel = defineJob({
+  describe: 'Moves the search index to the configured embedding model: fills the other embedding column, then cuts over (also every minute, to resume).',
+  data: v.object({}),
+  handler: ({ ctx, deps }) => deps.knowledgeIndex.switchModel(ctx),
+  schedule: '* * * * *',
+  concurrency: 1,
+  timeoutSeconds: 3600,
+});

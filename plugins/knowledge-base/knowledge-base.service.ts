@@ -17,7 +17,17 @@ import {
   type WorkerPool,
 } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
-import { DocumentVersion, Ingestion, KnowledgeDocument, type DocumentStatus, type IngestionState, type SourceType } from './document.entity.ts';
+import {
+  DocumentVersion,
+  Ingestion,
+  INGESTION_STATES,
+  KnowledgeDocument,
+  SOURCE_TYPES,
+  STATUSES,
+  type DocumentStatus,
+  type IngestionState,
+  type SourceType,
+} from './document.entity.ts';
 import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex } from './knowledge-index.ts';
 import type { ParsedText, ParseTask } from './parse.worker.ts';
 import { builtInParsers, type ParserContribution } from './parsers.ts';
@@ -71,6 +81,18 @@ export interface DocumentRecord {
   deletedAt: string | null;
 }
 
+export interface IngestionRecord {
+  jobId: string;
+  documentId: string;
+  version: number;
+  state: IngestionState;
+  error: string | null;
+  createdBy: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
 export interface ListDocumentsQuery {
   userId?: string;
   contactId?: string;
@@ -112,6 +134,18 @@ const toRecord = (document: KnowledgeDocument): DocumentRecord => ({
   createdAt: document.createdAt.toISOString(),
   updatedAt: document.updatedAt.toISOString(),
   deletedAt: document.deletedAt?.toISOString() ?? null,
+});
+
+const toIngestion = (ingestion: Ingestion): IngestionRecord => ({
+  jobId: ingestion.id,
+  documentId: ingestion.documentId,
+  version: ingestion.version,
+  state: ingestion.state,
+  error: ingestion.error ?? null,
+  createdBy: ingestion.createdBy,
+  createdAt: ingestion.createdAt.toISOString(),
+  startedAt: ingestion.startedAt?.toISOString() ?? null,
+  finishedAt: ingestion.finishedAt?.toISOString() ?? null,
 });
 
 /** What the index keeps with each chunk, for search filters. */
@@ -198,8 +232,10 @@ export class KnowledgeBaseService {
     return ctx.em.fork().transactional(async (em) => {
       const now = new Date();
       let document: KnowledgeDocument;
-      if (input.documentId) {
-        document = await this.#live(em, input.documentId, true);
+      const replaced = input.documentId ? await this.#live(em, input.documentId, true) : null;
+      await this.#checkQuota(em, ctx, replaced ? 0 : 1, content.sizeBytes - Number(replaced?.sizeBytes ?? 0));
+      if (replaced) {
+        document = replaced;
         Object.assign(document, this.#metadataChanges(input), {
           docType: content.docType,
           sourceType: content.sourceType,
@@ -324,6 +360,121 @@ export class KnowledgeBaseService {
       await this.#setIngestion(ctx, ingestionId, { state: 'failed', error: reason, finishedAt: new Date() }, 'failed', reason);
       return { state: 'failed' };
     }
+  }
+
+  /** Documents (not deleted) and bytes of their latest versions, against the subscription's limits. */
+  async getQuota(ctx: AuthenticatedContext) {
+    const used = await this.#usage(ctx.em, ctx.subscriptionId);
+    return {
+      documents: { used: used.documents, limit: this.#config.KB_MAX_DOCUMENTS },
+      storageBytes: { used: used.bytes, limit: this.#config.KB_MAX_STORAGE_BYTES },
+      maxFileBytes: this.#uploads.limitsOf(FILE_PURPOSE).maxBytes,
+    };
+  }
+
+  /** Counts by status, chunks embedded and waiting, ingestions by state, and the embedding model (with a switch's progress). */
+  async getStats(ctx: AuthenticatedContext) {
+    const statuses = await ctx.em.execute<{ status: DocumentStatus; count: string; bytes: string }[]>(
+      'select status, count(*) as count, coalesce(sum(size_bytes), 0) as bytes from knowledge_base_document where subscription_id = ? group by status',
+      [ctx.subscriptionId],
+    );
+    const states = await ctx.em.execute<{ state: IngestionState; count: string }[]>(
+      'select state, count(*) as count from knowledge_base_ingestion where subscription_id = ? group by state',
+      [ctx.subscriptionId],
+    );
+    const byStatus = Object.fromEntries(STATUSES.map((status) => [status, Number(statuses.find((row) => row.status === status)?.count ?? 0)]));
+    const chunks = await this.#index.counts(ctx, SOURCE);
+    return {
+      documents: { total: Object.values(byStatus).reduce((sum, count) => sum + count, 0) - byStatus.deleted!, byStatus },
+      storageBytes: statuses.filter((row) => row.status !== 'deleted').reduce((sum, row) => sum + Number(row.bytes), 0),
+      chunks: { total: chunks.total, embedded: chunks.embedded, pending: chunks.total - chunks.embedded },
+      ingestions: Object.fromEntries(INGESTION_STATES.map((state) => [state, Number(states.find((row) => row.state === state)?.count ?? 0)])),
+      embedding: await this.#index.embeddingStatus(ctx),
+    };
+  }
+
+  /** The values the list filters take: doc types (one per parser), source types, statuses, sort fields, and the collections and tags in use. */
+  async getOptions(ctx: AuthenticatedContext) {
+    const collections = await ctx.em.execute<{ value: string }[]>(
+      `select distinct collection as value from knowledge_base_document where subscription_id = ? and status <> 'deleted' and collection is not null order by 1 limit 1000`,
+      [ctx.subscriptionId],
+    );
+    const tags = await ctx.em.execute<{ value: string }[]>(
+      `select distinct tag as value from knowledge_base_document, jsonb_array_elements_text(tags) as tag where subscription_id = ? and status <> 'deleted' order by 1 limit 1000`,
+      [ctx.subscriptionId],
+    );
+    return {
+      docTypes: this.parsers.map((parser) => parser.name),
+      sourceTypes: [...SOURCE_TYPES],
+      statuses: [...STATUSES],
+      sortBy: Object.keys(SORT_FIELDS),
+      fileTypes: this.uploadLimits().types,
+      collections: collections.map((row) => row.value),
+      tags: tags.map((row) => row.value),
+    };
+  }
+
+  /** Ingestion runs, newest first. */
+  async listJobs(ctx: AuthenticatedContext, query: { documentId?: string; state?: IngestionState; page: number; limit: number }) {
+    const where = { ...(query.documentId ? { documentId: query.documentId } : {}), ...(query.state ? { state: query.state } : {}) };
+    const [runs, totalCount] = await ctx.em.findAndCount(Ingestion, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: query.limit,
+      offset: (query.page - 1) * query.limit,
+    });
+    return { data: runs.map(toIngestion), totalCount, page: query.page, limit: query.limit };
+  }
+
+  async getJob(ctx: AuthenticatedContext, jobId: string): Promise<IngestionRecord> {
+    return toIngestion(await this.#ingestion(ctx.em, jobId));
+  }
+
+  /** Runs a failed or cancelled ingestion again, if its version is still the document's latest. */
+  async retryJob(ctx: AuthenticatedContext, jobId: string): Promise<IngestionRecord> {
+    return ctx.em.fork().transactional(async (em) => {
+      const previous = await this.#ingestion(em, jobId);
+      if (previous.state !== 'failed' && previous.state !== 'cancelled') throw conflict(`Job ${jobId} is ${previous.state}; only a failed or cancelled job can be retried`);
+      const document = await this.#live(em, previous.documentId, true);
+      if (document.version !== previous.version) throw conflict(`Job ${jobId} ingested version ${previous.version}; the document is at version ${document.version}`);
+      const now = new Date();
+      const ingestion = em.create(Ingestion, {
+        id: randomUUID(),
+        subscriptionId: ctx.subscriptionId,
+        documentId: previous.documentId,
+        version: previous.version,
+        state: 'queued',
+        error: null,
+        jobId: null,
+        createdBy: ctx.userId,
+        createdAt: now,
+        startedAt: null,
+        finishedAt: null,
+      });
+      Object.assign(document, { status: 'pending', error: null, updatedAt: now });
+      await em.flush();
+      ingestion.jobId = await this.#jobs.enqueue('ingest', { ingestionId: ingestion.id }, { ctx, em });
+      await em.flush();
+      return toIngestion(ingestion);
+    });
+  }
+
+  /**
+   * Stops an ingestion that has not finished: a queued one never runs, a
+   * running one stops before it writes to the index. The document keeps what
+   * the index holds: ready with an earlier version's chunks, else failed.
+   */
+  async cancelJob(ctx: AuthenticatedContext, jobId: string): Promise<IngestionRecord> {
+    const ingestion = await ctx.em.fork().transactional(async (em) => {
+      const found = await this.#ingestion(em, jobId, true);
+      if (found.state !== 'queued' && found.state !== 'running') throw conflict(`Job ${jobId} is ${found.state}; only a queued or running job can be cancelled`);
+      Object.assign(found, { state: 'cancelled', finishedAt: new Date() });
+      const document = await em.findOne(KnowledgeDocument, { id: found.documentId, version: found.version, status: { $ne: 'deleted' } });
+      if (document) Object.assign(document, document.chunkCount > 0 ? { status: 'ready', error: null } : { status: 'failed', error: 'Ingestion cancelled' }, { updatedAt: new Date() });
+      await em.flush();
+      return found;
+    });
+    if (ingestion.jobId) await this.#jobs.cancel('ingest', ingestion.jobId);
+    return toIngestion(ingestion);
   }
 
   async listDocuments(ctx: AuthenticatedContext, query: ListDocumentsQuery): Promise<{ data: DocumentRecord[]; totalCount: number; page: number; limit: number }> {
@@ -451,6 +602,31 @@ export class KnowledgeBaseService {
   async search(ctx: AuthenticatedContext, query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: 'hybrid' | 'semantic' }) {
     const hits = await this.#index.search(ctx, { source: SOURCE, ...query });
     return hits.map(({ recordId, metadata, ...hit }) => ({ ...hit, documentId: recordId, name: String(metadata.name), metadata }));
+  }
+
+  async #ingestion(em: EntityManager, id: string, lock = false): Promise<Ingestion> {
+    const ingestion = await em.findOne(Ingestion, { id }, lock ? { lockMode: 4 } : {});
+    if (!ingestion) throw notFound(`Job ${id} not found`);
+    return ingestion;
+  }
+
+  async #usage(em: EntityManager, subscriptionId: string): Promise<{ documents: number; bytes: number }> {
+    const [usage] = await em.execute<{ documents: string; bytes: string }[]>(
+      `select count(*) as documents, coalesce(sum(size_bytes), 0) as bytes from knowledge_base_document where subscription_id = ? and status <> 'deleted'`,
+      [subscriptionId],
+    );
+    return { documents: Number(usage!.documents), bytes: Number(usage!.bytes) };
+  }
+
+  /** Refuses an ingestion that would take the subscription past its limits (checked in the ingesting transaction). */
+  async #checkQuota(em: EntityManager, ctx: AuthenticatedContext, moreDocuments: number, moreBytes: number): Promise<void> {
+    const used = await this.#usage(em, ctx.subscriptionId);
+    if (used.documents + moreDocuments > this.#config.KB_MAX_DOCUMENTS) {
+      throw new RpcError('QUOTA_EXCEEDED', `The knowledge base holds ${used.documents} documents, its limit is ${this.#config.KB_MAX_DOCUMENTS}`);
+    }
+    if (used.bytes + moreBytes > this.#config.KB_MAX_STORAGE_BYTES) {
+      throw new RpcError('QUOTA_EXCEEDED', `The knowledge base would hold ${used.bytes + moreBytes} bytes, its limit is ${this.#config.KB_MAX_STORAGE_BYTES}`);
+    }
   }
 
   #parserFor(file: FileInfo): ParserContribution | undefined {

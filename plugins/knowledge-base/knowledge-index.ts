@@ -7,6 +7,7 @@ import {
   type AiCatalogue,
   type AiClient,
   type AuthenticatedContext,
+  type Database,
   type EntityManager,
   type Jobs,
   type RequestContext,
@@ -95,7 +96,20 @@ interface State {
   active_slot: 'a' | 'b';
   active_model: string;
   next_model: string | null;
+  inactive_dirty: boolean;
+  switch_started_at: Date | string | null;
 }
+
+/** Where a change of embedding model stands, for the statistics. */
+export interface EmbeddingStatus {
+  model: string;
+  /** The switch under way: the subscription's chunks embedded with the next model so far, of all of them. */
+  switch: { nextModel: string; embedded: number; total: number; startedAt: string | null } | null;
+}
+
+/** Rows the switch clears per statement, and how long its lease lasts without renewal. */
+const CLEAR_BATCH = 1000;
+const LEASE_SECONDS = 120;
 
 interface ChunkRow {
   id: string;
@@ -130,14 +144,16 @@ const json = (value: Record<string, unknown> | string): Record<string, unknown> 
  */
 export class KnowledgeIndex {
   readonly #ai: AiClient;
+  readonly #db: Database;
   readonly #catalogue: AiCatalogue;
   readonly #pool: WorkerPool;
   readonly #jobs: Jobs;
   readonly #options: ChunkOptions;
   readonly #exactSearchLimit: number;
 
-  constructor({ ai, aiCatalogue, pool, jobs, config }: { ai: AiClient; aiCatalogue: AiCatalogue; pool: WorkerPool; jobs: Jobs; config: KnowledgeBaseConfig }) {
+  constructor({ ai, db, aiCatalogue, pool, jobs, config }: { ai: AiClient; db: Database; aiCatalogue: AiCatalogue; pool: WorkerPool; jobs: Jobs; config: KnowledgeBaseConfig }) {
     this.#ai = ai;
+    this.#db = db;
     this.#catalogue = aiCatalogue;
     this.#pool = pool;
     this.#jobs = jobs;
@@ -145,9 +161,144 @@ export class KnowledgeIndex {
     this.#exactSearchLimit = config.KB_EXACT_SEARCH_LIMIT;
   }
 
-  /** The index's state row, made on first start with the catalogue's default embedding model. */
-  async open(em: EntityManager): Promise<void> {
-    await em.execute(`insert into knowledge_base_index_state (id, active_slot, active_model) values (1, 'a', ?) on conflict (id) do nothing`, [this.#defaultModel()]);
+  /**
+   * Makes the state row on first start (the configured embedding model
+   * active), and starts a switch when the configured model is another one:
+   * the `switchModel` job fills the other column with the new model's
+   * vectors while searches go on with the active one, then cuts over.
+   */
+  async open(): Promise<void> {
+    const em = this.#db.forkEm(null);
+    const configured = this.#defaultModel();
+    await em.execute(
+      `insert into knowledge_base_index_state (id, active_slot, active_model, inactive_dirty) values (1, 'a', ?, false) on conflict (id) do nothing`,
+      [configured],
+    );
+    const state = await this.#state(em);
+    const wanted = state.active_model === configured ? null : configured;
+    if (wanted !== state.next_model) {
+      // A new target (or none, when the configuration went back): what the other column holds is of no use.
+      await em.execute('update knowledge_base_index_state set next_model = ?, inactive_dirty = true, switch_started_at = ? where id = 1', [wanted, wanted ? new Date() : null]);
+    }
+    if (wanted !== null || state.inactive_dirty || wanted !== state.next_model) await this.#jobs.enqueue('switchModel', {}, { key: 'switch' });
+  }
+
+  /**
+   * The `switchModel` job, on one node at a time (a lease on the state row):
+   * empties the inactive column if it is stale, fills it with the next
+   * model's vectors (tenant by tenant, so each pays its own embedding calls),
+   * and when every chunk has one, makes it the active column in one
+   * transaction; the column it replaces is emptied after. Safe to stop and
+   * run again: it resumes where the column is still empty.
+   */
+  async switchModel(ctx: RequestContext): Promise<{ cleared: number; embedded: number; switched: boolean }> {
+    const em = this.#db.forkEm(null);
+    const outcome = { cleared: 0, embedded: 0, switched: false };
+    const [leased] = await em.execute<{ id: number }[]>(
+      `update knowledge_base_index_state set lease_until = now() + interval '${LEASE_SECONDS} seconds' where id = 1 and (lease_until is null or lease_until < now()) returning id`,
+    );
+    if (!leased) return outcome;
+    const renew = () => em.execute(`update knowledge_base_index_state set lease_until = now() + interval '${LEASE_SECONDS} seconds' where id = 1`);
+    try {
+      for (let pass = 0; pass < 3; pass++) {
+        const state = await this.#state(em);
+        const inactive = column(other(state.active_slot));
+        if (state.inactive_dirty) {
+          for (let cleared = CLEAR_BATCH; cleared === CLEAR_BATCH; await renew()) {
+            cleared = (
+              await em.execute<{ id: string }[]>(
+                `update knowledge_base_chunk set ${inactive} = null where id in (select id from knowledge_base_chunk where ${inactive} is not null limit ${CLEAR_BATCH}) returning id`,
+              )
+            ).length;
+            outcome.cleared += cleared;
+          }
+          await em.execute('update knowledge_base_index_state set inactive_dirty = false where id = 1 and active_slot = ? and next_model is not distinct from ?', [
+            state.active_slot,
+            state.next_model,
+          ]);
+          continue;
+        }
+        if (!state.next_model) break;
+        outcome.embedded += await this.#fill(ctx, em, state, renew);
+        outcome.switched = await this.#cutOver(em, state);
+        // After a cut-over, one more pass empties the column it replaced.
+        if (!outcome.switched) break;
+      }
+    } finally {
+      await em.execute('update knowledge_base_index_state set lease_until = null where id = 1');
+    }
+    return outcome;
+  }
+
+  /** Embeds, with the next model, every chunk whose inactive column is empty. */
+  async #fill(ctx: RequestContext, em: EntityManager, state: State, renew: () => Promise<unknown>): Promise<number> {
+    const inactive = column(other(state.active_slot));
+    let embedded = 0;
+    for (;;) {
+      const [first] = await em.execute<{ subscription_id: string }[]>(`select subscription_id from knowledge_base_chunk where ${inactive} is null and not withdrawn limit 1`);
+      if (!first) return embedded;
+      const rows = await em.execute<ChunkRow[]>(
+        `select id, heading, text, content_hash from knowledge_base_chunk where subscription_id = ? and ${inactive} is null and not withdrawn order by id limit ?`,
+        [first.subscription_id, EMBED_BATCH],
+      );
+      const tenant = { ...ctx, subscriptionId: first.subscription_id, em } as RequestContext;
+      const { vectors } = await this.#ai.embed(tenant, rows.map((row) => embeddingInput(row.heading, row.text)), { model: state.next_model!, caller: CALLER });
+      const written = await em.execute<{ id: string }[]>(
+        `update knowledge_base_chunk set ${inactive} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
+         where knowledge_base_chunk.id = v.id and knowledge_base_chunk.content_hash = v.hash
+           and exists (select 1 from knowledge_base_index_state where id = 1 and active_slot = ? and next_model = ? and not inactive_dirty)
+         returning knowledge_base_chunk.id`,
+        [pgArray(rows.map((row) => row.id)), pgArray(rows.map((row) => row.content_hash)), pgArray(vectors.map((vector) => vectorLiteral(vector))), state.active_slot, state.next_model],
+      );
+      // The switch was replaced or abandoned meanwhile: stop here, the next run starts from the new state.
+      if (written.length === 0 && rows.length > 0) {
+        const now = await this.#state(em);
+        if (now.next_model !== state.next_model || now.active_slot !== state.active_slot || now.inactive_dirty) return embedded;
+      }
+      embedded += written.length;
+      await renew();
+    }
+  }
+
+  /** Makes the filled column the active one if no chunk lacks a vector of the next model; false otherwise. */
+  async #cutOver(em: EntityManager, state: State): Promise<boolean> {
+    const inactive = column(other(state.active_slot));
+    return em.transactional(async (tx) => {
+      const [locked] = await tx.execute<State[]>('select active_slot, active_model, next_model, inactive_dirty from knowledge_base_index_state where id = 1 for update');
+      if (!locked || locked.active_slot !== state.active_slot || locked.next_model !== state.next_model || locked.inactive_dirty) return false;
+      const [missing] = await tx.execute<{ id: string }[]>(`select id from knowledge_base_chunk where ${inactive} is null and not withdrawn limit 1`);
+      if (missing) return false;
+      await tx.execute(
+        'update knowledge_base_index_state set active_slot = ?, active_model = next_model, next_model = null, inactive_dirty = true, switched_at = now() where id = 1',
+        [other(state.active_slot)],
+      );
+      return true;
+    });
+  }
+
+  /** The active model, and the subscription's progress of a switch under way. */
+  async embeddingStatus(ctx: AuthenticatedContext): Promise<EmbeddingStatus> {
+    const state = await this.#state(ctx.em);
+    if (!state.next_model) return { model: state.active_model, switch: null };
+    const [counts] = await ctx.em.execute<{ total: string; embedded: string }[]>(
+      `select count(*) as total, count(${column(other(state.active_slot))}) as embedded from knowledge_base_chunk where subscription_id = ? and not withdrawn`,
+      [ctx.subscriptionId],
+    );
+    const startedAt = state.switch_started_at === null ? null : new Date(state.switch_started_at).toISOString();
+    return {
+      model: state.active_model,
+      switch: { nextModel: state.next_model, embedded: state.inactive_dirty ? 0 : Number(counts!.embedded), total: Number(counts!.total), startedAt },
+    };
+  }
+
+  /** The subscription's chunks of a source: all, and those with their embedding from the active model. */
+  async counts(ctx: AuthenticatedContext, source: string): Promise<{ total: number; embedded: number }> {
+    const state = await this.#state(ctx.em);
+    const [counts] = await ctx.em.execute<{ total: string; embedded: string }[]>(
+      `select count(*) as total, count(${column(state.active_slot)}) as embedded from knowledge_base_chunk where subscription_id = ? and source = ? and not withdrawn`,
+      [ctx.subscriptionId, source],
+    );
+    return { total: Number(counts!.total), embedded: Number(counts!.embedded) };
   }
 
   /** Chunks texts in the worker pool; call it before the transaction that writes them. */
@@ -408,8 +559,8 @@ export class KnowledgeIndex {
   }
 
   async #state(em: EntityManager): Promise<State> {
-    const [state] = await em.execute<State[]>('select active_slot, active_model, next_model from knowledge_base_index_state where id = 1');
-    return state ?? { active_slot: 'a', active_model: this.#defaultModel(), next_model: null };
+    const [state] = await em.execute<State[]>('select active_slot, active_model, next_model, inactive_dirty, switch_started_at from knowledge_base_index_state where id = 1');
+    return state ?? { active_slot: 'a', active_model: this.#defaultModel(), next_model: null, inactive_dirty: false, switch_started_at: null };
   }
 
   #defaultModel(): string {

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
+import { INGESTION_STATES, SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './knowledge-base.service.ts';
 
 const MAX_TEXT = 2_000_000;
@@ -172,4 +172,66 @@ export const search = defineOperation({
     mode: v.optional(v.picklist(['hybrid', 'semantic'], 'mode must be hybrid or semantic'), 'hybrid'),
   }),
   handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.search(ctx, params),
+});
+
+const pageParams = {
+  page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
+  limit: v.optional(
+    v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1, 'limit must be at least 1'), v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`)),
+    20,
+  ),
+};
+const jobId = { jobId: recordId('jobId') };
+
+export const listJobs = defineOperation({
+  access: 'user',
+  describe: 'Ingestion jobs, newest first, by document and state (queued, running, done, failed, cancelled), paged.',
+  params: v.object({
+    documentId: v.optional(recordId('documentId')),
+    state: v.optional(v.picklist(INGESTION_STATES, `state must be one of ${INGESTION_STATES.join(', ')}`)),
+    ...pageParams,
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.listJobs(ctx, params),
+});
+
+export const getJob = defineOperation({
+  access: 'user',
+  describe: 'One ingestion job: its document and version, state, error, times.',
+  params: v.object(jobId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getJob(ctx, params.jobId),
+});
+
+export const retryJob = defineOperation({
+  access: 'staff',
+  describe: "Run a failed or cancelled ingestion again (a new job), if its version is still the document's latest.",
+  params: v.object(jobId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.retryJob(ctx, params.jobId),
+});
+
+export const cancelJob = defineOperation({
+  access: 'staff',
+  describe: 'Stop a queued or running ingestion; the document keeps what the index holds (an earlier version), else fails as cancelled.',
+  params: v.object(jobId),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.cancelJob(ctx, params.jobId),
+});
+
+export const getQuota = defineOperation({
+  access: 'user',
+  describe: "The subscription's documents and stored bytes against its limits (KB_MAX_DOCUMENTS, KB_MAX_STORAGE_BYTES), and the largest file accepted.",
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.knowledgeBaseService.getQuota(ctx),
+});
+
+export const getStats = defineOperation({
+  access: 'user',
+  describe: 'Documents by status, stored bytes, chunks embedded and waiting, ingestion jobs by state, and the embedding model with the progress of a model switch.',
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.knowledgeBaseService.getStats(ctx),
+});
+
+export const getOptions = defineOperation({
+  access: 'user',
+  describe: 'The values list filters take: docTypes, sourceTypes, statuses, sortBy fields, accepted file types, and the collections and tags in use.',
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.knowledgeBaseService.getOptions(ctx),
 });

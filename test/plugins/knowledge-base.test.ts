@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
+import { DEFAULT_CATALOGUE_FILE } from '../../core/ai/catalogue.ts';
+import embed, { vectorsOf } from '../../workers/embed.ts';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { eventually } from '../support/peers.ts';
+import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { putUpload } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
 
@@ -266,6 +272,71 @@ describe('KnowledgeBaseAdminRpc', () => {
     }
   });
 
+  it('lists ingestion jobs, cancels a queued one and retries it; counts quota and statistics; lists filter options', async () => {
+    const subscriber = await t.signup();
+    const done = await ingest(subscriber, { name: 'Done', content: 'Finished text.', collection: 'c1', tags: ['t1', 't2'] });
+    const queued = await t.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Queued', content: 'Waiting text.' }, as(subscriber));
+    // Cancelled before the job service picks it up (it polls every 500 ms here); a run that starts anyway stops before writing.
+    const cancelled = await t.ok('KnowledgeBaseAdminRpc.cancelJob', { jobId: queued.jobId }, as(subscriber));
+    assert.equal(cancelled.state, 'cancelled');
+    const afterCancel = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: queued.document._id }, as(subscriber));
+    assert.deepEqual([afterCancel.status, afterCancel.error], ['failed', 'Ingestion cancelled']);
+    assert.equal((await t.call('KnowledgeBaseAdminRpc.cancelJob', { jobId: queued.jobId }, as(subscriber))).body.data.code, 'CONFLICT');
+
+    const jobs = await t.ok('KnowledgeBaseAdminRpc.listJobs', {}, as(subscriber));
+    assert.equal(jobs.totalCount, 2);
+    assert.deepEqual(jobs.data.map((job: any) => [job.documentId, job.state]), [
+      [queued.document._id, 'cancelled'],
+      [done._id, 'done'],
+    ]);
+    assert.deepEqual(Object.keys(jobs.data[0]).sort(), ['createdAt', 'createdBy', 'documentId', 'error', 'finishedAt', 'jobId', 'startedAt', 'state', 'version']);
+    assert.equal((await t.ok('KnowledgeBaseAdminRpc.listJobs', { state: 'done' }, as(subscriber))).data[0].documentId, done._id);
+    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: queued.jobId }, as(subscriber))).state, 'cancelled');
+
+    const retried = await t.ok('KnowledgeBaseAdminRpc.retryJob', { jobId: queued.jobId }, as(subscriber));
+    assert.notEqual(retried.jobId, queued.jobId);
+    assert.equal(retried.state, 'queued');
+    assert.equal((await ready(subscriber, queued.document._id)).status, 'ready');
+    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: retried.jobId }, as(subscriber))).state, 'done');
+    assert.equal((await t.call('KnowledgeBaseAdminRpc.retryJob', { jobId: retried.jobId }, as(subscriber))).body.data.code, 'CONFLICT');
+
+    const quota = await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(subscriber));
+    assert.deepEqual(quota.documents, { used: 2, limit: 10_000 });
+    assert.deepEqual(quota.storageBytes, { used: Buffer.byteLength('Finished text.') + Buffer.byteLength('Waiting text.'), limit: 1024 ** 3 });
+
+    const stats = await t.ok('KnowledgeBaseAdminRpc.getStats', {}, as(subscriber));
+    assert.deepEqual(stats.documents, { total: 2, byStatus: { pending: 0, processing: 0, ready: 2, failed: 0, deleted: 0 } });
+    assert.deepEqual(stats.chunks, { total: 2, embedded: 2, pending: 0 });
+    assert.deepEqual(stats.ingestions, { queued: 0, running: 0, done: 2, failed: 0, cancelled: 1 });
+    assert.deepEqual(stats.embedding, { model: 'local-lexical-384', switch: null });
+
+    const options = await t.ok('KnowledgeBaseAdminRpc.getOptions', {}, as(subscriber));
+    assert.deepEqual(options.docTypes, ['text', 'markdown', 'html', 'pdf']);
+    assert.deepEqual(options.collections, ['c1']);
+    assert.deepEqual(options.tags, ['t1', 't2']);
+    assert.ok(options.fileTypes.includes('application/pdf'));
+  });
+
+  it('refuses ingestion past the quota with QUOTA_EXCEEDED, changing nothing', async () => {
+    const small = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { KB_MAX_DOCUMENTS: '1', KB_MAX_STORAGE_BYTES: '2000' } });
+    try {
+      const owner = await small.signup();
+      await small.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'One', content: 'x'.repeat(100) }, as(owner));
+      const second = await small.call('KnowledgeBaseAdminRpc.ingestText', { name: 'Two', content: 'y' }, as(owner));
+      assert.equal(second.status, 403);
+      assert.equal(second.body.data.code, 'QUOTA_EXCEEDED');
+      const [first] = (await small.ok('KnowledgeBaseAdminRpc.listDocuments', {}, as(owner))).data;
+      const tooBig = await small.call('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'One', content: 'z'.repeat(2001) }, as(owner));
+      assert.equal(tooBig.body.data.code, 'QUOTA_EXCEEDED');
+      const after = await small.ok('KnowledgeBaseAdminRpc.listDocuments', {}, as(owner));
+      assert.deepEqual([after.totalCount, after.data[0].version], [1, 1]);
+      // A new version replaces the old one's bytes.
+      await small.ok('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'One', content: 'z'.repeat(1500) }, as(owner));
+    } finally {
+      await small.close();
+    }
+  });
+
   it('lets users read and search, and only admins and staff change the knowledge base', async () => {
     const document = await ingest(admin, { name: 'Rules', content: 'Badges must be worn at all times.' });
     for (const [method, params] of [
@@ -305,5 +376,85 @@ describe('KnowledgeBaseAdminRpc', () => {
     const mine = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin));
     assert.deepEqual([mine.name, mine.status, mine.chunkCount], ['Confidential', 'ready', document.chunkCount]);
     assert.match((await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(admin)))[0].text, /merger closes in March/);
+  });
+});
+
+describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
+  it('fills the other column with the new model while search answers from the old one, then cuts over', async () => {
+    // The new model: an OpenAI-compatible embeddings server on loopback whose vectors are the local embedder's, reversed:
+    // as good at finding passages, but different vectors. It answers slowly, so the switch can be watched.
+    let delayMs = 0;
+    const received: string[][] = [];
+    const peer = await startHttpReceiver((request) => {
+      const { input } = JSON.parse(request.body) as { input: string[] };
+      received.push(input);
+      const vectors = vectorsOf(embed({ texts: input, dimensions: 384 }).vectors, 384).map((vector) => [...vector].reverse());
+      return { status: 200, delayMs, json: { data: vectors.map((embedding, index) => ({ index, embedding })), usage: { prompt_tokens: input.length } } };
+    });
+    const dir = mkdtempSync(path.join(tmpdir(), 'rpc-kb-switch-'));
+    const catalogue = JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
+    catalogue.providers.push({ name: 'loopback', type: 'openai-compatible', baseUrl: `${peer.url}/v1`, apiKeyEnvVar: null });
+    catalogue.models.push({ ...catalogue.models.find((model: { id: string }) => model.id === 'text-embedding-3-small'), id: 'peer-embed', provider: 'loopback' });
+    catalogue.defaults.embedding = 'peer-embed';
+    const catalogueFile = path.join(dir, 'catalogue.json');
+    writeFileSync(catalogueFile, JSON.stringify(catalogue));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const options = { withNotes: false, plugins: ['auth', 'knowledge-base'], dataDir: path.join(dir, 'data'), persistent: true, databaseUrl: scratch?.url };
+    const vectorsNow = (app: TestApp) =>
+      app.app.deps.db.execute<{ id: string; a: string | null; b: string | null }>('select id, embedding_a::text as a, embedding_b::text as b from knowledge_base_chunk order by id');
+    try {
+      const first = await startTestApp({ ...options, env: { JOBS_POLL_MS: '500' } });
+      const admin = await first.signup();
+      const as = { token: admin.token };
+      const { document } = await first.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Orbit handbook', content: HANDBOOK }, as);
+      await eventually(async () => ((await first.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as)).status === 'ready' ? true : undefined), 20_000);
+      const before = await vectorsNow(first);
+      assert.ok(before.length >= 4 && before.every((row) => row.a !== null && row.b === null));
+      await first.close();
+
+      delayMs = 2000;
+      const second = await startTestApp({ ...options, env: { JOBS_POLL_MS: '500', AI_CATALOGUE_FILE: catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } });
+      try {
+        const session = { token: (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token };
+        const during = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
+        assert.equal(during.embedding.model, 'local-lexical-384');
+        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], ['peer-embed', before.length]);
+        // Searches go on, answered from the old model's vectors (the question embedded locally, not by the slow new model).
+        const [hit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
+        assert.match(hit.text, /ten working days/);
+        assert.ok(!received.flat().includes('how long do refunds take'), 'no question went to the new model yet');
+
+        const switched = await eventually(async () => {
+          const stats = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
+          return stats.embedding.switch === null ? stats : undefined;
+        }, 30_000);
+        assert.equal(switched.embedding.model, 'peer-embed');
+        delayMs = 0;
+        // Every chunk now has the new model's vector in the other column: the reverse of its old one.
+        const after = await eventually(async () => {
+          const rows = await vectorsNow(second);
+          return rows.every((row) => row.a === null) ? rows : undefined;
+        }, 90_000);
+        assert.deepEqual(after.map((row) => row.id), before.map((row) => row.id));
+        for (const [index, row] of after.entries()) {
+          assert.deepEqual(JSON.parse(row.b!), [...JSON.parse(before[index]!.a!)].reverse());
+        }
+        const answered = received.length;
+        const [afterHit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
+        assert.match(afterHit.text, /ten working days/);
+        assert.deepEqual(received.at(-1), ['how long do refunds take'], 'questions now go to the new model');
+        assert.ok(received.length > answered);
+
+        // Reindexing embeds every chunk again with the current model.
+        await second.ok('KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }, session);
+        await eventually(() => (received.slice(answered + 1).flat().length >= before.length ? true : undefined), 10_000);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await peer.close();
+      await scratch?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
-import { Migration20261124011209_initial } from './Migration20261124011209_initial.ts';
+import { Migration20261124011721_initial } from './Migration20261124011721_initial.ts';
 
-export const migrations = [Migration20261124011209_initial];
+export const migrations = [Migration20261124011721_initial];

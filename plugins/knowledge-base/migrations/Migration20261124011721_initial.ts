@@ -1,6 +1,6 @@
 import { Migration } from 'rpc-service/plugin';
 
-export class Migration20261124011209_initial extends Migration {
+export class Migration20261124011721_initial extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table "knowledge_base_document_version" ("id" uuid not null, "subscription_id" uuid not null, "document_id" uuid not null, "version" int not null, "doc_type" text not null, "source" text null, "file_id" uuid null, "file_name" text null, "size_bytes" bigint not null, "markdown" text null, "created_by" uuid not null, "created_at" timestamptz not null, constraint "knowledge_base_document_version_pkey" primary key ("id"));`);
@@ -17,7 +17,7 @@ export class Migration20261124011209_initial extends Migration {
     this.addSql(`create table "knowledge_base_section" ("id" uuid not null, "subscription_id" uuid not null, "source" text not null, "record_id" uuid not null, "ordinal" int not null, "heading" text not null, "text" text not null, constraint "knowledge_base_section_pkey" primary key ("id"));`);
     this.addSql(`create index "knowledge_base_section_subscription_id_source_record_id_index" on "knowledge_base_section" ("subscription_id", "source", "record_id");`);
 
-    this.addSql(`create table "knowledge_base_index_state" ("id" int not null, "active_slot" text not null, "active_model" text not null, "next_model" text null, "switch_started_at" timestamptz null, "switched_at" timestamptz null, constraint "knowledge_base_index_state_pkey" primary key ("id"));`);
+    this.addSql(`create table "knowledge_base_index_state" ("id" int not null, "active_slot" text not null, "active_model" text not null, "next_model" text null, "inactive_dirty" boolean not null default false, "lease_until" timestamptz null, "switch_started_at" timestamptz null, "switched_at" timestamptz null, constraint "knowledge_base_index_state_pkey" primary key ("id"));`);
 
     this.addSql(`create table "knowledge_base_ingestion" ("id" uuid not null, "subscription_id" uuid not null, "document_id" uuid not null, "version" int not null, "state" text check ("state" in ('queued', 'running', 'done', 'failed', 'cancelled')) not null, "error" text null, "job_id" uuid null, "created_by" uuid not null, "created_at" timestamptz not null, "started_at" timestamptz null, "finished_at" timestamptz null, constraint "knowledge_base_ingestion_pkey" primary key ("id"));`);
     this.addSql(`create index "knowledge_base_ingestion_subscription_id_created_at_index" on "knowledge_base_ingestion" ("subscription_id", "created_at");`);
