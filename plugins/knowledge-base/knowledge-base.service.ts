@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import {
   badRequest,
@@ -334,7 +335,7 @@ export class KnowledgeBaseService {
       ]);
       const written = await ctx.em.fork().transactional(async (em) => {
         // Still the version to ingest, still wanted: a cancel, a delete or a newer version wins.
-        const current = await em.findOne(KnowledgeDocument, { id: document.id }, { lockMode: 4 /* pessimistic write */ });
+        const current = await em.findOne(KnowledgeDocument, { id: document.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         const still = await em.findOne(Ingestion, { id: ingestionId });
         if (!current || current.status === 'deleted' || current.version !== ingestion.version || still?.state !== 'running') return null;
         const result = await this.#index.write(auth, em, prepared!, { queueEmbedding: false });
@@ -605,7 +606,7 @@ export class KnowledgeBaseService {
   }
 
   async #ingestion(em: EntityManager, id: string, lock = false): Promise<Ingestion> {
-    const ingestion = await em.findOne(Ingestion, { id }, lock ? { lockMode: 4 } : {});
+    const ingestion = await em.findOne(Ingestion, { id }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
     if (!ingestion) throw notFound(`Job ${id} not found`);
     return ingestion;
   }
@@ -696,7 +697,7 @@ export class KnowledgeBaseService {
 
   /** A document that is not deleted (NOT_FOUND otherwise), locked for the transaction when asked. */
   async #live(em: EntityManager, id: string, lock = false): Promise<KnowledgeDocument> {
-    const document = await em.findOne(KnowledgeDocument, { id, status: { $ne: 'deleted' } }, lock ? { lockMode: 4 } : {});
+    const document = await em.findOne(KnowledgeDocument, { id, status: { $ne: 'deleted' } }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
     if (!document) throw notFound(`Document ${id} not found`);
     return document;
   }
