@@ -13,6 +13,11 @@ export interface NearestQuery {
   column: string;
   /** Which rows may be found: tenant, owner, metadata conditions. */
   where: SqlCondition;
+  /**
+   * What the candidates are counted by, when `where` holds conditions an
+   * index cannot answer alone (flags of rows that are rare): `where` by default.
+   */
+  candidates?: SqlCondition;
   vector: readonly number[];
   limit: number;
   /** At most this many candidates are all compared (exact); more are searched through the column's HNSW index. */
@@ -38,12 +43,13 @@ export async function nearest<T extends object = object>(em: EntityManager, quer
   const { table, column, where, limit } = query;
   const vector = vectorLiteral(query.vector);
   const extra = (query.columns ?? []).map((name) => `, found.${name}`).join('');
+  const counted = query.candidates ?? { sql: `(${where.sql}) and ${column} is not null`, params: where.params };
   const rows = await em.fork().transactional(async (tx) => {
     const [few] = await tx.execute<{ few: boolean }[]>(
       `select count(*) <= ? as few, set_config('hnsw.iterative_scan', 'strict_order', true),
               set_config('hnsw.ef_search', '${Math.max(EF_SEARCH, Math.trunc(limit))}', true), set_config('hnsw.max_scan_tuples', '${MAX_SCAN_TUPLES}', true)
-       from (select 1 from ${table} where (${where.sql}) and ${column} is not null limit ?) candidates`,
-      [query.exactSearchLimit, ...where.params, query.exactSearchLimit + 1],
+       from (select 1 from ${table} where ${counted.sql} limit ?) candidates`,
+      [query.exactSearchLimit, ...counted.params, query.exactSearchLimit + 1],
     );
     if (few!.few) {
       // `offset 0` keeps the planner from ordering through the HNSW index; the distance is computed once, and only `limit` rows are then read whole.

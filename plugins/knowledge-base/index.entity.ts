@@ -59,6 +59,17 @@ export const IndexChunk = defineEntity({
   indexes: [
     { properties: ['subscriptionId', 'source', 'collection'] },
     { properties: ['subscriptionId', 'source', 'recordId'] },
+    // Chunks waiting for their embedding, per column: a search checks for them every time, so finding none must cost nothing.
+    {
+      name: 'knowledge_base_chunk_pending_a_index',
+      expression:
+        'create index "knowledge_base_chunk_pending_a_index" on "knowledge_base_chunk" ("subscription_id", "source", "collection") where "embedding_a" is null and not "withdrawn"',
+    },
+    {
+      name: 'knowledge_base_chunk_pending_b_index',
+      expression:
+        'create index "knowledge_base_chunk_pending_b_index" on "knowledge_base_chunk" ("subscription_id", "source", "collection") where "embedding_b" is null and not "withdrawn"',
+    },
     { name: 'knowledge_base_chunk_search_vector_index', expression: 'create index "knowledge_base_chunk_search_vector_index" on "knowledge_base_chunk" using gin ("search_vector")' },
     // As MemoryRpc's index (see its README): a denser graph than pgvector's default, cosine distance.
     {

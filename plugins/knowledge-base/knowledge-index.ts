@@ -522,6 +522,8 @@ export class KnowledgeIndex {
       table: 'knowledge_base_chunk',
       column: column(state.active_slot),
       where,
+      // Counted by scope and filter alone (an index-only count without a filter): withdrawn and unembedded chunks are few and fleeting.
+      candidates: { sql: `${base.sql} and (${condition.sql})`, params: [...base.params, ...condition.params] },
       vector: vectors[0]!,
       limit: depth,
       exactSearchLimit: this.#exactSearchLimit,

@@ -13,6 +13,7 @@ import { vectorLiteral } from '../../core/db/vector-type.ts';
 import embed, { vectorsOf } from '../../workers/embed.ts';
 import { createScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
+import { sentences } from './corpus.ts';
 
 /**
  * `npm run bench` (third part), AI foundations:
@@ -32,25 +33,6 @@ const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const TENANTS = 100;
 const BATCH = LOCAL_BATCH;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
-
-const SYLLABLES = 'ka lo mi ne ru sa te vo bi du fe go hi ja ke la mo ni pa qu re si to ul va we xi yo za an'.split(' ');
-const VOCABULARY = 5000;
-
-/**
- * Deterministic sentences of 8 to 20 words from a vocabulary of 5,000 made-up
- * words, a few common and most rare (as in real text), so memories differ as
- * real ones do. A small linear congruential generator keeps runs comparable.
- */
-function sentences(count: number, seed: number): string[] {
-  let state = seed;
-  const next = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  const words = Array.from({ length: VOCABULARY }, (_, index) => {
-    let word = '';
-    for (let rest = index + SYLLABLES.length; rest > 0; rest = Math.floor(rest / SYLLABLES.length)) word += SYLLABLES[rest % SYLLABLES.length];
-    return word;
-  });
-  return Array.from({ length: count }, () => Array.from({ length: 8 + Math.floor(next() * 13) }, () => words[Math.floor(VOCABULARY * next() ** 2)]).join(' '));
-}
 
 async function embeddingThroughput(): Promise<void> {
   const texts = sentences(TEXTS, 7);

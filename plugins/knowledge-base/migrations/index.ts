@@ -1,4 +1,4 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
-import { Migration20261124011721_initial } from './Migration20261124011721_initial.ts';
+import { Migration20261124014426_initial } from './Migration20261124014426_initial.ts';
 
-export const migrations = [Migration20261124011721_initial];
+export const migrations = [Migration20261124014426_initial];

@@ -1,6 +1,6 @@
 import { Migration } from 'rpc-service/plugin';
 
-export class Migration20261124011721_initial extends Migration {
+export class Migration20261124014426_initial extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table "knowledge_base_document_version" ("id" uuid not null, "subscription_id" uuid not null, "document_id" uuid not null, "version" int not null, "doc_type" text not null, "source" text null, "file_id" uuid null, "file_name" text null, "size_bytes" bigint not null, "markdown" text null, "created_by" uuid not null, "created_at" timestamptz not null, constraint "knowledge_base_document_version_pkey" primary key ("id"));`);
@@ -8,8 +8,13 @@ export class Migration20261124011721_initial extends Migration {
     this.addSql(`alter table "knowledge_base_document_version" add constraint "knowledge_base_document_version_document_id_version_unique" unique ("document_id", "version");`);
 
     this.addSql(`create table "knowledge_base_chunk" ("id" uuid not null, "subscription_id" uuid not null, "source" text not null, "record_id" uuid not null, "collection" text null, "section_id" uuid not null, "ordinal" int not null, "heading" text not null, "text" text not null, "content_hash" text not null, "metadata" jsonb not null, "search_vector" tsvector not null, "embedding_a" vector(384) null, "embedding_b" vector(384) null, "withdrawn" boolean not null default false, "created_at" timestamptz not null, "updated_at" timestamptz not null, constraint "knowledge_base_chunk_pkey" primary key ("id"));`);
+    // Embeddings and the full-text vector stay in the row (the text moves out first): comparing or ranking every candidate then
+    // reads no TOAST table (test/bench/knowledge-base.ts: the full-text ranking of 2,500 matches went from 77 to 47 ms).
+    this.addSql(`alter table "knowledge_base_chunk" alter column "embedding_a" set storage main, alter column "embedding_b" set storage main, alter column "search_vector" set storage main;`);
     this.addSql(`create index "knowledge_base_chunk_subscription_id_source_collection_index" on "knowledge_base_chunk" ("subscription_id", "source", "collection");`);
     this.addSql(`create index "knowledge_base_chunk_subscription_id_source_record_id_index" on "knowledge_base_chunk" ("subscription_id", "source", "record_id");`);
+    this.addSql(`create index "knowledge_base_chunk_pending_a_index" on "knowledge_base_chunk" ("subscription_id", "source", "collection") where "embedding_a" is null and not "withdrawn";`);
+    this.addSql(`create index "knowledge_base_chunk_pending_b_index" on "knowledge_base_chunk" ("subscription_id", "source", "collection") where "embedding_b" is null and not "withdrawn";`);
     this.addSql(`create index "knowledge_base_chunk_search_vector_index" on "knowledge_base_chunk" using gin ("search_vector");`);
     this.addSql(`create index "knowledge_base_chunk_embedding_a_index" on "knowledge_base_chunk" using hnsw ("embedding_a" vector_cosine_ops) with (m = 24, ef_construction = 128);`);
     this.addSql(`create index "knowledge_base_chunk_embedding_b_index" on "knowledge_base_chunk" using hnsw ("embedding_b" vector_cosine_ops) with (m = 24, ef_construction = 128);`);
