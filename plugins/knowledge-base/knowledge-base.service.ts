@@ -285,23 +285,9 @@ export class KnowledgeBaseService {
         createdBy: ctx.userId,
         createdAt: now,
       });
-      const ingestion = em.create(Ingestion, {
-        id: randomUUID(),
-        subscriptionId: ctx.subscriptionId,
-        documentId: document.id,
-        version: document.version,
-        state: 'queued',
-        error: null,
-        jobId: null,
-        createdBy: ctx.userId,
-        createdAt: now,
-        startedAt: null,
-        finishedAt: null,
-      });
       await em.flush();
       await this.#refreshSearchVector(em, document.id);
-      ingestion.jobId = await this.#jobs.enqueue('ingest', { ingestionId: ingestion.id }, { ctx, em });
-      await em.flush();
+      const ingestion = await this.#queueIngestion(ctx, em, document);
       return { document: toRecord(document), jobId: ingestion.id };
     });
   }
@@ -437,25 +423,8 @@ export class KnowledgeBaseService {
       if (previous.state !== 'failed' && previous.state !== 'cancelled') throw conflict(`Job ${jobId} is ${previous.state}; only a failed or cancelled job can be retried`);
       const document = await this.#live(em, previous.documentId, true);
       if (document.version !== previous.version) throw conflict(`Job ${jobId} ingested version ${previous.version}; the document is at version ${document.version}`);
-      const now = new Date();
-      const ingestion = em.create(Ingestion, {
-        id: randomUUID(),
-        subscriptionId: ctx.subscriptionId,
-        documentId: previous.documentId,
-        version: previous.version,
-        state: 'queued',
-        error: null,
-        jobId: null,
-        createdBy: ctx.userId,
-        createdAt: now,
-        startedAt: null,
-        finishedAt: null,
-      });
-      Object.assign(document, { status: 'pending', error: null, updatedAt: now });
-      await em.flush();
-      ingestion.jobId = await this.#jobs.enqueue('ingest', { ingestionId: ingestion.id }, { ctx, em });
-      await em.flush();
-      return toIngestion(ingestion);
+      Object.assign(document, { status: 'pending', error: null, updatedAt: new Date() });
+      return toIngestion(await this.#queueIngestion(ctx, em, document));
     });
   }
 
@@ -603,6 +572,27 @@ export class KnowledgeBaseService {
   async search(ctx: AuthenticatedContext, query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: 'hybrid' | 'semantic' }) {
     const hits = await this.#index.search(ctx, { source: SOURCE, ...query });
     return hits.map(({ recordId, metadata, ...hit }) => ({ ...hit, documentId: recordId, name: String(metadata.name), metadata }));
+  }
+
+  /** A run of ingestion for the document's latest version, and its job, queued in `em`'s transaction. */
+  async #queueIngestion(ctx: AuthenticatedContext, em: EntityManager, document: KnowledgeDocument): Promise<Ingestion> {
+    const ingestion = em.create(Ingestion, {
+      id: randomUUID(),
+      subscriptionId: ctx.subscriptionId,
+      documentId: document.id,
+      version: document.version,
+      state: 'queued',
+      error: null,
+      jobId: null,
+      createdBy: ctx.userId,
+      createdAt: new Date(),
+      startedAt: null,
+      finishedAt: null,
+    });
+    await em.flush();
+    ingestion.jobId = await this.#jobs.enqueue('ingest', { ingestionId: ingestion.id }, { ctx, em });
+    await em.flush();
+    return ingestion;
   }
 
   async #ingestion(em: EntityManager, id: string, lock = false): Promise<Ingestion> {

@@ -64,6 +64,13 @@ export const ingestFiles = defineOperation({
   handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestFiles(ctx, params),
 });
 
+const pageParams = {
+  page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
+  limit: v.optional(
+    v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1, 'limit must be at least 1'), v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`)),
+    20,
+  ),
+};
 const isoDate = (label: string) =>
   v.optional(
     v.pipe(
@@ -85,11 +92,7 @@ export const listDocuments = defineOperation({
     status: v.optional(v.picklist(STATUSES, `status must be one of ${STATUSES.join(', ')}`)),
     collection: v.optional(v.nullable(text('collection', 200))),
     search: v.optional(text('search', 500)),
-    page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
-    limit: v.optional(
-      v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1, 'limit must be at least 1'), v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`)),
-      20,
-    ),
+    ...pageParams,
     sortBy: v.optional(v.picklist(Object.keys(SORT_FIELDS) as SortField[], `sortBy must be one of ${Object.keys(SORT_FIELDS).join(', ')}`), 'createdAt'),
     sortDir: v.optional(v.picklist(['asc', 'desc'], 'sortDir must be asc or desc'), 'desc'),
     startTime: isoDate('startTime'),
@@ -174,13 +177,6 @@ export const search = defineOperation({
   handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.search(ctx, params),
 });
 
-const pageParams = {
-  page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
-  limit: v.optional(
-    v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1, 'limit must be at least 1'), v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`)),
-    20,
-  ),
-};
 const jobId = { jobId: recordId('jobId') };
 
 export const listJobs = defineOperation({
