@@ -1,4 +1,5 @@
 import { defineEntity } from '@mikro-orm/core';
+import { EmbeddingState } from '../ai/embedding-columns.ts';
 import { AiTrace } from '../ai/trace.ts';
 import { AuditEntry } from '../audit/audit-log.ts';
 import { StoredFile, UploadKey } from '../uploads/entities.ts';
@@ -62,4 +63,4 @@ export const DataKey = defineEntity({
   }),
 });
 
-export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, AiTrace];
+export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, AiTrace, EmbeddingState];

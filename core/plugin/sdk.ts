@@ -48,6 +48,7 @@ export { ACROSS_TENANTS } from '../db/tenant.ts';
 export { VectorType, vectorLiteral } from '../db/vector-type.ts';
 export { jsonFilter, type SqlCondition } from '../db/json-filter.ts';
 export { nearest, type NearestQuery, type NearestRow } from '../db/vector-search.ts';
+export { pgArray } from '../db/pg-array.ts';
 
 // Credentials and crypto
 export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';
@@ -58,6 +59,7 @@ export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '..
 export type { Keyring } from '../credentials/keyring.ts';
 export type { AiClient, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatResult, EmbedResult, EmbeddingProvider, Usage } from '../ai/ai-client.ts';
 export { AiTrace } from '../ai/trace.ts';
+export { EmbeddingColumns, switchModelJob, type EmbeddedTable, type EmbeddingSlots, type EmbeddingProgress, type SwitchOutcome, type VectorColumn } from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';

@@ -28,7 +28,7 @@ export type IndexSection = InferEntity<typeof IndexSection>;
  * A chunk: a small overlapping run of a section's text, matched against
  * questions. Two embedding columns: one answers searches while, after the
  * embedding model changes, the other is filled with the new model's vectors
- * (knowledge_base_index_state says which is which).
+ * (EmbeddingColumns keeps which is which, in core_embedding_state).
  */
 export const IndexChunk = defineEntity({
   name: 'IndexChunk',
@@ -83,23 +83,3 @@ export const IndexChunk = defineEntity({
   ],
 });
 export type IndexChunk = InferEntity<typeof IndexChunk>;
-
-/** Which embedding column answers searches, with which model, and the switch to another model under way, if any. One row. */
-export const IndexState = defineEntity({
-  name: 'IndexState',
-  tableName: 'knowledge_base_index_state',
-  properties: (p) => ({
-    id: p.integer().primary().autoincrement(false),
-    activeSlot: p.text(),
-    activeModel: p.text(),
-    /** The model the other column is being filled with; null when no switch is under way. */
-    nextModel: p.text().nullable(),
-    /** The other column may hold vectors of no model in use (an earlier model, an abandoned switch): empty it before filling it. */
-    inactiveDirty: p.boolean().default(false),
-    /** Until when one node's `switchModel` job holds the switch. */
-    leaseUntil: p.datetime().nullable(),
-    switchStartedAt: p.datetime().nullable(),
-    switchedAt: p.datetime().nullable(),
-  }),
-});
-export type IndexState = InferEntity<typeof IndexState>;

@@ -2,7 +2,7 @@ import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { knowledgeBaseSettings } from './config.ts';
 import { DEPS, type KnowledgeBaseDeps } from './deps.ts';
-import { IndexChunk, IndexSection, IndexState } from './index.entity.ts';
+import { IndexChunk, IndexSection } from './index.entity.ts';
 import { DocumentVersion, Ingestion, KnowledgeDocument } from './document.entity.ts';
 import { cleanUp, embed, ingest, switchModel } from './jobs.ts';
 import { FILE_PURPOSE, KnowledgeBaseService } from './knowledge-base.service.ts';
@@ -50,7 +50,7 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
   coreVersion: '^2.0.0',
   config: knowledgeBaseSettings,
   deps: DEPS,
-  entities: [IndexSection, IndexChunk, IndexState, KnowledgeDocument, DocumentVersion, Ingestion],
+  entities: [IndexSection, IndexChunk, KnowledgeDocument, DocumentVersion, Ingestion],
   extensionPoints: [parsersPoint],
   migrations,
   services: { knowledgeIndex: asClass(KnowledgeIndex).singleton(), knowledgeBaseService: asClass(KnowledgeBaseService).singleton() },
@@ -79,7 +79,7 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
   },
   jobs: { embed, cleanUp, ingest, switchModel },
   start: async ({ knowledgeIndex, knowledgeBaseService, uploadService }) => {
-    await knowledgeIndex.open();
+    await knowledgeIndex.embeddings.open();
     uploadService.definePurpose(FILE_PURPOSE, knowledgeBaseService.uploadLimits());
   },
 });

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
-import { defineJob } from './deps.ts';
+import { switchModelJob } from 'rpc-service/plugin';
+import { defineJob, type KnowledgeBaseDeps } from './deps.ts';
 
 const records = v.object({ source: v.pipe(v.string(), v.minLength(1)), recordIds: v.array(v.pipe(v.string(), v.uuid())) });
 
@@ -29,11 +30,4 @@ export const ingest = defineJob({
   timeoutSeconds: 1800,
 });
 
-export const switchModel = defineJob({
-  describe: 'Moves the search index to the configured embedding model: fills the other embedding column, then cuts over (also every minute, to resume).',
-  data: v.object({}),
-  handler: ({ ctx, deps }) => deps.knowledgeIndex.switchModel(ctx),
-  schedule: '* * * * *',
-  concurrency: 1,
-  timeoutSeconds: 3600,
-});
+export const switchModel = switchModelJob<KnowledgeBaseDeps>((deps) => deps.knowledgeIndex.embeddings, 'the search index');

@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import {
+  EmbeddingColumns,
   jsonFilter,
   nearest,
+  pgArray,
   vectorLiteral,
+  type EmbeddingProgress,
   type AiCatalogue,
   type AiClient,
   type AuthenticatedContext,
@@ -92,25 +95,6 @@ export interface SearchHit {
   textRank: number | null;
 }
 
-interface State {
-  active_slot: 'a' | 'b';
-  active_model: string;
-  next_model: string | null;
-  inactive_dirty: boolean;
-  switch_started_at: Date | string | null;
-}
-
-/** Where a change of embedding model stands, for the statistics. */
-export interface EmbeddingStatus {
-  model: string;
-  /** The switch under way: the subscription's chunks embedded with the next model so far, of all of them. */
-  switch: { nextModel: string; embedded: number; total: number; startedAt: string | null } | null;
-}
-
-/** Rows the switch clears per statement, and how long its lease lasts without renewal. */
-const CLEAR_BATCH = 1000;
-const LEASE_SECONDS = 120;
-
 interface ChunkRow {
   id: string;
   record_id: string;
@@ -124,14 +108,6 @@ interface ChunkRow {
 
 type Scope = { subscriptionId: string; source: string; recordIds?: string[]; collection?: string | null };
 
-const column = (slot: 'a' | 'b') => `embedding_${slot}` as const;
-const other = (slot: 'a' | 'b') => (slot === 'a' ? 'b' : 'a');
-
-/** A PostgreSQL array literal, for `?::text[]` parameters (the driver would spread a JS array into a list). */
-function pgArray(values: readonly (string | number | null)[]): string {
-  return `{${values.map((value) => (value === null ? 'NULL' : `"${String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)).join(',')}}`;
-}
-
 const json = (value: Record<string, unknown> | string): Record<string, unknown> => (typeof value === 'string' ? JSON.parse(value) : value);
 
 /**
@@ -143,159 +119,42 @@ const json = (value: Record<string, unknown> | string): Record<string, unknown> 
  * unchanged chunks. Every query is bound to the caller's subscription.
  */
 export class KnowledgeIndex {
-  readonly #ai: AiClient;
-  readonly #db: Database;
-  readonly #catalogue: AiCatalogue;
   readonly #pool: WorkerPool;
   readonly #jobs: Jobs;
   readonly #options: ChunkOptions;
   readonly #exactSearchLimit: number;
+  /** The chunks' two embedding columns, and the switch from one model to another. */
+  readonly embeddings: EmbeddingColumns;
 
   constructor({ ai, db, aiCatalogue, pool, jobs, config }: { ai: AiClient; db: Database; aiCatalogue: AiCatalogue; pool: WorkerPool; jobs: Jobs; config: KnowledgeBaseConfig }) {
-    this.#ai = ai;
-    this.#db = db;
-    this.#catalogue = aiCatalogue;
     this.#pool = pool;
     this.#jobs = jobs;
     this.#options = { chunkSize: config.KB_CHUNK_SIZE, overlap: Math.min(config.KB_CHUNK_OVERLAP, config.KB_CHUNK_SIZE / 2), sectionSize: config.KB_SECTION_SIZE };
     this.#exactSearchLimit = config.KB_EXACT_SEARCH_LIMIT;
-  }
-
-  /**
-   * Makes the state row on first start (the configured embedding model
-   * active), and starts a switch when the configured model is another one:
-   * the `switchModel` job fills the other column with the new model's
-   * vectors while searches go on with the active one, then cuts over.
-   */
-  async open(): Promise<void> {
-    const em = this.#db.forkEm(null);
-    const configured = this.#defaultModel();
-    await em.execute(
-      `insert into knowledge_base_index_state (id, active_slot, active_model, inactive_dirty) values (1, 'a', ?, false) on conflict (id) do nothing`,
-      [configured],
+    this.embeddings = new EmbeddingColumns(
+      { db, ai, aiCatalogue, jobs },
+      {
+        table: 'knowledge_base_chunk',
+        hashColumn: 'content_hash',
+        inputColumns: ['heading', 'text'],
+        input: (row) => embeddingInput(row.heading!, row.text!),
+        live: 'not withdrawn',
+        job: 'switchModel',
+        caller: CALLER,
+      },
     );
-    const state = await this.#state(em);
-    const wanted = state.active_model === configured ? null : configured;
-    if (wanted !== state.next_model) {
-      // A new target (or none, when the configuration went back): what the other column holds is of no use.
-      await em.execute('update knowledge_base_index_state set next_model = ?, inactive_dirty = true, switch_started_at = ? where id = 1', [wanted, wanted ? new Date() : null]);
-    }
-    if (wanted !== null || state.inactive_dirty || wanted !== state.next_model) await this.#jobs.enqueue('switchModel', {}, { key: 'switch' });
-  }
-
-  /**
-   * The `switchModel` job, on one node at a time (a lease on the state row):
-   * empties the inactive column if it is stale, fills it with the next
-   * model's vectors (tenant by tenant, so each pays its own embedding calls),
-   * and when every chunk has one, makes it the active column in one
-   * transaction; the column it replaces is emptied after. Safe to stop and
-   * run again: it resumes where the column is still empty.
-   */
-  async switchModel(ctx: RequestContext): Promise<{ cleared: number; embedded: number; switched: boolean }> {
-    const em = this.#db.forkEm(null);
-    const outcome = { cleared: 0, embedded: 0, switched: false };
-    const [leased] = await em.execute<{ id: number }[]>(
-      `update knowledge_base_index_state set lease_until = now() + interval '${LEASE_SECONDS} seconds' where id = 1 and (lease_until is null or lease_until < now()) returning id`,
-    );
-    if (!leased) return outcome;
-    const renew = () => em.execute(`update knowledge_base_index_state set lease_until = now() + interval '${LEASE_SECONDS} seconds' where id = 1`);
-    try {
-      for (let pass = 0; pass < 3; pass++) {
-        const state = await this.#state(em);
-        const inactive = column(other(state.active_slot));
-        if (state.inactive_dirty) {
-          for (let cleared = CLEAR_BATCH; cleared === CLEAR_BATCH; await renew()) {
-            cleared = (
-              await em.execute<{ id: string }[]>(
-                `update knowledge_base_chunk set ${inactive} = null where id in (select id from knowledge_base_chunk where ${inactive} is not null limit ${CLEAR_BATCH}) returning id`,
-              )
-            ).length;
-            outcome.cleared += cleared;
-          }
-          await em.execute('update knowledge_base_index_state set inactive_dirty = false where id = 1 and active_slot = ? and next_model is not distinct from ?', [
-            state.active_slot,
-            state.next_model,
-          ]);
-          continue;
-        }
-        if (!state.next_model) break;
-        outcome.embedded += await this.#fill(ctx, em, state, renew);
-        outcome.switched = await this.#cutOver(em, state);
-        // After a cut-over, one more pass empties the column it replaced.
-        if (!outcome.switched) break;
-      }
-    } finally {
-      await em.execute('update knowledge_base_index_state set lease_until = null where id = 1');
-    }
-    return outcome;
-  }
-
-  /** Embeds, with the next model, every chunk whose inactive column is empty. */
-  async #fill(ctx: RequestContext, em: EntityManager, state: State, renew: () => Promise<unknown>): Promise<number> {
-    const inactive = column(other(state.active_slot));
-    let embedded = 0;
-    for (;;) {
-      const [first] = await em.execute<{ subscription_id: string }[]>(`select subscription_id from knowledge_base_chunk where ${inactive} is null and not withdrawn limit 1`);
-      if (!first) return embedded;
-      const rows = await em.execute<ChunkRow[]>(
-        `select id, heading, text, content_hash from knowledge_base_chunk where subscription_id = ? and ${inactive} is null and not withdrawn order by id limit ?`,
-        [first.subscription_id, EMBED_BATCH],
-      );
-      const tenant = { ...ctx, subscriptionId: first.subscription_id, em } as RequestContext;
-      const { vectors } = await this.#ai.embed(tenant, rows.map((row) => embeddingInput(row.heading, row.text)), { model: state.next_model!, caller: CALLER });
-      const written = await em.execute<{ id: string }[]>(
-        `update knowledge_base_chunk set ${inactive} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
-         where knowledge_base_chunk.id = v.id and knowledge_base_chunk.content_hash = v.hash
-           and exists (select 1 from knowledge_base_index_state where id = 1 and active_slot = ? and next_model = ? and not inactive_dirty)
-         returning knowledge_base_chunk.id`,
-        [pgArray(rows.map((row) => row.id)), pgArray(rows.map((row) => row.content_hash)), pgArray(vectors.map((vector) => vectorLiteral(vector))), state.active_slot, state.next_model],
-      );
-      // The switch was replaced or abandoned meanwhile: stop here, the next run starts from the new state.
-      if (written.length === 0 && rows.length > 0) {
-        const now = await this.#state(em);
-        if (now.next_model !== state.next_model || now.active_slot !== state.active_slot || now.inactive_dirty) return embedded;
-      }
-      embedded += written.length;
-      await renew();
-    }
-  }
-
-  /** Makes the filled column the active one if no chunk lacks a vector of the next model; false otherwise. */
-  async #cutOver(em: EntityManager, state: State): Promise<boolean> {
-    const inactive = column(other(state.active_slot));
-    return em.transactional(async (tx) => {
-      const [locked] = await tx.execute<State[]>('select active_slot, active_model, next_model, inactive_dirty from knowledge_base_index_state where id = 1 for update');
-      if (!locked || locked.active_slot !== state.active_slot || locked.next_model !== state.next_model || locked.inactive_dirty) return false;
-      const [missing] = await tx.execute<{ id: string }[]>(`select id from knowledge_base_chunk where ${inactive} is null and not withdrawn limit 1`);
-      if (missing) return false;
-      await tx.execute(
-        'update knowledge_base_index_state set active_slot = ?, active_model = next_model, next_model = null, inactive_dirty = true, switched_at = now() where id = 1',
-        [other(state.active_slot)],
-      );
-      return true;
-    });
   }
 
   /** The active model, and the subscription's progress of a switch under way. */
-  async embeddingStatus(ctx: AuthenticatedContext): Promise<EmbeddingStatus> {
-    const state = await this.#state(ctx.em);
-    if (!state.next_model) return { model: state.active_model, switch: null };
-    const [counts] = await ctx.em.execute<{ total: string; embedded: string }[]>(
-      `select count(*) as total, count(${column(other(state.active_slot))}) as embedded from knowledge_base_chunk where subscription_id = ? and not withdrawn`,
-      [ctx.subscriptionId],
-    );
-    const startedAt = state.switch_started_at === null ? null : new Date(state.switch_started_at).toISOString();
-    return {
-      model: state.active_model,
-      switch: { nextModel: state.next_model, embedded: state.inactive_dirty ? 0 : Number(counts!.embedded), total: Number(counts!.total), startedAt },
-    };
+  embeddingStatus(ctx: AuthenticatedContext): Promise<EmbeddingProgress> {
+    return this.embeddings.progress(ctx.em, { sql: 'subscription_id = ?', params: [ctx.subscriptionId] });
   }
 
   /** The subscription's chunks of a source: all, and those with their embedding from the active model. */
   async counts(ctx: AuthenticatedContext, source: string): Promise<{ total: number; embedded: number }> {
-    const state = await this.#state(ctx.em);
+    const { active } = await this.embeddings.state(ctx.em);
     const [counts] = await ctx.em.execute<{ total: string; embedded: string }[]>(
-      `select count(*) as total, count(${column(state.active_slot)}) as embedded from knowledge_base_chunk where subscription_id = ? and source = ? and not withdrawn`,
+      `select count(*) as total, count(${active}) as embedded from knowledge_base_chunk where subscription_id = ? and source = ? and not withdrawn`,
       [ctx.subscriptionId, source],
     );
     return { total: Number(counts!.total), embedded: Number(counts!.embedded) };
@@ -400,9 +259,9 @@ export class KnowledgeIndex {
 
   /** A record's chunks in order, and whether each has its embedding from the active model. */
   async chunks(ctx: AuthenticatedContext, source: string, recordId: string): Promise<IndexedChunk[]> {
-    const state = await this.#state(ctx.em);
+    const { active } = await this.embeddings.state(ctx.em);
     const rows = await ctx.em.execute<(ChunkRow & { ordinal: number; section_id: string; embedded: boolean })[]>(
-      `select id, ordinal, section_id, heading, text, ${column(state.active_slot)} is not null as embedded from knowledge_base_chunk
+      `select id, ordinal, section_id, heading, text, ${active} is not null as embedded from knowledge_base_chunk
        where subscription_id = ? and source = ? and record_id = ? and not withdrawn order by ordinal`,
       [ctx.subscriptionId, source, recordId],
     );
@@ -416,13 +275,13 @@ export class KnowledgeIndex {
       [ctx.subscriptionId, source, recordId, chunkId],
     );
     if (!row) return null;
-    const state = await this.#state(ctx.em);
-    const { vectors } = await this.#ai.embed(ctx, [embeddingInput(row.heading, text)], { model: state.active_model, caller: CALLER });
-    await ctx.em.execute(
-      `update knowledge_base_chunk set text = ?, content_hash = ?, search_vector = to_tsvector('${TEXT_SEARCH_CONFIG}', heading || ' ' || ?),
-         ${column(state.active_slot)} = ?::vector, ${column(other(state.active_slot))} = null, updated_at = now()
-       where subscription_id = ? and id = ?`,
-      [text, chunkHash(row.heading, text), text, vectorLiteral(vectors[0]!), ctx.subscriptionId, chunkId],
+    await this.embeddings.embedAndWrite(ctx, [embeddingInput(row.heading, text)], (tx, { active, inactive }, [vector]) =>
+      tx.execute(
+        `update knowledge_base_chunk set text = ?, content_hash = ?, search_vector = to_tsvector('${TEXT_SEARCH_CONFIG}', heading || ' ' || ?),
+           ${active} = ?::vector, ${inactive} = null, updated_at = now()
+         where subscription_id = ? and id = ?`,
+        [text, chunkHash(row.heading, text), text, vectorLiteral(vector!), ctx.subscriptionId, chunkId],
+      ),
     );
     return (await this.chunks(ctx, source, recordId)).find((chunk) => chunk.chunkId === chunkId) ?? null;
   }
@@ -476,32 +335,26 @@ export class KnowledgeIndex {
     // With `all`, every chunk is embedded again, in id order from where the last batch ended.
     let after = '00000000-0000-0000-0000-000000000000';
     while (embedded < limit) {
-      const state = await this.#state(ctx.em);
-      const target = column(state.active_slot);
+      const slots = await this.embeddings.state(ctx.em);
       const where = scopeCondition(scope);
       const rows = await ctx.em.execute<ChunkRow[]>(
         all
           ? `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and id > ? order by id limit ?`
-          : `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and ${target} is null order by record_id, ordinal limit ?`,
+          : `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and ${slots.active} is null order by record_id, ordinal limit ?`,
         [...where.params, ...(all ? [after] : []), Math.min(EMBED_BATCH, limit - embedded)],
       );
-      after = rows.at(-1)?.id ?? after;
       if (rows.length === 0) break;
-      const { vectors } = await this.#ai.embed(ctx, rows.map((row) => embeddingInput(row.heading, row.text)), { model: state.active_model, caller: CALLER });
-      // Written only while that model still answers from that column (a switch may have cut over meanwhile).
-      await ctx.em.execute(
-        `update knowledge_base_chunk set ${target} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
-         where knowledge_base_chunk.id = v.id and knowledge_base_chunk.content_hash = v.hash and knowledge_base_chunk.subscription_id = ?
-           and exists (select 1 from knowledge_base_index_state where id = 1 and active_slot = ? and active_model = ?)`,
-        [
-          pgArray(rows.map((row) => row.id)),
-          pgArray(rows.map((row) => row.content_hash)),
-          pgArray(vectors.map((vector) => vectorLiteral(vector))),
-          scope.subscriptionId,
-          state.active_slot,
-          state.active_model,
-        ],
+      const vectors = await this.embeddings.embed(ctx, slots, rows.map((row) => embeddingInput(row.heading, row.text)));
+      const written = await this.embeddings.write(ctx.em, slots, (tx) =>
+        tx.execute(
+          `update knowledge_base_chunk set ${slots.active} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
+           where knowledge_base_chunk.id = v.id and knowledge_base_chunk.content_hash = v.hash and knowledge_base_chunk.subscription_id = ?`,
+          [pgArray(rows.map((row) => row.id)), pgArray(rows.map((row) => row.content_hash)), pgArray(vectors.map((vector) => vectorLiteral(vector))), scope.subscriptionId],
+        ),
       );
+      // The model changed meanwhile: the same rows again, with the new one.
+      if (!written) continue;
+      after = rows.at(-1)!.id;
       embedded += rows.length;
       if (rows.length < EMBED_BATCH) break;
     }
@@ -513,18 +366,18 @@ export class KnowledgeIndex {
     const scope: Scope = { subscriptionId: ctx.subscriptionId, source: query.source, collection: query.collection };
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
     await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
-    const state = await this.#state(ctx.em);
-    const { vectors } = await this.#ai.embed(ctx, [query.queryText], { model: state.active_model, caller: CALLER });
+    const slots = await this.embeddings.state(ctx.em);
+    const [vector] = await this.embeddings.embed(ctx, slots, [query.queryText]);
     const base = scopeCondition(scope);
     const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
     const depth = query.mode === 'hybrid' ? Math.max(FUSION_DEPTH, query.topK) : query.topK;
     const semantic = await nearest(ctx.em, {
       table: 'knowledge_base_chunk',
-      column: column(state.active_slot),
+      column: slots.active,
       where,
       // Counted by scope and filter alone (an index-only count without a filter): withdrawn and unembedded chunks are few and fleeting.
       candidates: { sql: `${base.sql} and (${condition.sql})`, params: [...base.params, ...condition.params] },
-      vector: vectors[0]!,
+      vector: vector!,
       limit: depth,
       exactSearchLimit: this.#exactSearchLimit,
     });
@@ -558,15 +411,6 @@ export class KnowledgeIndex {
       [ctx.subscriptionId, pgArray(ids)],
     );
     return new Map(rows.map((row) => [row.id, row]));
-  }
-
-  async #state(em: EntityManager): Promise<State> {
-    const [state] = await em.execute<State[]>('select active_slot, active_model, next_model, inactive_dirty, switch_started_at from knowledge_base_index_state where id = 1');
-    return state ?? { active_slot: 'a', active_model: this.#defaultModel(), next_model: null, inactive_dirty: false, switch_started_at: null };
-  }
-
-  #defaultModel(): string {
-    return this.#catalogue.defaults.embedding!;
   }
 }
 

@@ -1,5 +1,5 @@
 import { asClass } from 'awilix';
-import { definePlugin } from 'rpc-service/plugin';
+import { definePlugin, switchModelJob } from 'rpc-service/plugin';
 import { memorySettings } from './config.ts';
 import { DEPS, type MemoryDeps } from './deps.ts';
 import { Memory } from './memory.entity.ts';
@@ -24,4 +24,8 @@ export const memoryPlugin = definePlugin<MemoryDeps>({
     ],
   },
   operations: { saveMemory, recallMemories, deleteMemory, listMemories },
+  jobs: { switchModel: switchModelJob<MemoryDeps>((deps) => deps.memoryService.embeddings, 'the memories') },
+  start: async ({ memoryService }) => {
+    await memoryService.embeddings.open();
+  },
 });

@@ -3,10 +3,33 @@ import { defineEntity, VectorType, type InferEntity } from 'rpc-service/plugin';
 export const SCOPES = ['user', 'global'] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/** Indexes each of the two embedding columns has (see EmbeddingColumns: one answers, the other is filled during a change of model). */
+const perColumn = (slot: 'a' | 'b') => [
+  {
+    // An owner's embeddings side by side, so a recall that compares every candidate reads a few index pages
+    // instead of one heap page per memory (an index-only scan); it costs a second copy of each embedding.
+    name: `memory_memory_exact_search_${slot}_index`,
+    expression: `create index "memory_memory_exact_search_${slot}_index" on "memory_memory" ("subscription_id", "scope", "user_id") include ("id", "embedding_${slot}") where "embedding_${slot}" is not null`,
+  },
+  {
+    // Cosine distance, the operator recall orders by; tenant and owner conditions go inside the same query (iterative scans).
+    // A denser graph than pgvector's default (m 16, ef_construction 64): test/bench/ai.ts measures recall@10 0.97 at 100,000 memories with it.
+    name: `memory_memory_embedding_${slot}_index`,
+    expression: `create index "memory_memory_embedding_${slot}_index" on "memory_memory" using hnsw ("embedding_${slot}" vector_cosine_ops) with (m = 24, ef_construction = 128)`,
+  },
+  {
+    // Memories still without a vector in this column, found at once by a change of model.
+    name: `memory_memory_pending_${slot}_index`,
+    expression: `create index "memory_memory_pending_${slot}_index" on "memory_memory" ("subscription_id") where "embedding_${slot}" is null`,
+  },
+];
+
 /**
  * A memory: a text, its metadata and its embedding, of one user (scope
  * `user`) or of the whole subscription (`global`, userId null). A scope and
- * owner hold one memory per content (by its SHA-256).
+ * owner hold one memory per content (by its SHA-256). The embedding is in
+ * one of two columns (EmbeddingColumns says which), so that the embedding
+ * model can change without downtime.
  */
 export const Memory = defineEntity({
   name: 'Memory',
@@ -19,26 +42,12 @@ export const Memory = defineEntity({
     content: p.text(),
     contentHash: p.text(),
     metadata: p.json<Record<string, unknown>>(),
-    embedding: p.type(VectorType).lazy(),
+    embeddingA: p.type(VectorType).nullable().lazy(),
+    embeddingB: p.type(VectorType).nullable().lazy(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   }),
-  indexes: [
-    { properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] },
-    {
-      // An owner's embeddings side by side, so a recall that compares every candidate reads a few index pages
-      // instead of one heap page per memory (an index-only scan); it costs a second copy of each embedding.
-      name: 'memory_memory_exact_search_index',
-      expression: 'create index "memory_memory_exact_search_index" on "memory_memory" ("subscription_id", "scope", "user_id") include ("id", "embedding")',
-    },
-    {
-      // Cosine distance, the operator recall orders by; tenant and owner conditions go inside the same query (iterative scans).
-      // A denser graph than pgvector's default (m 16, ef_construction 64): test/bench/ai.ts measures recall@10 0.97 at 100,000 memories with it.
-      name: 'memory_memory_embedding_index',
-      expression:
-        'create index "memory_memory_embedding_index" on "memory_memory" using hnsw ("embedding" vector_cosine_ops) with (m = 24, ef_construction = 128)',
-    },
-  ],
+  indexes: [{ properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] }, ...perColumn('a'), ...perColumn('b')],
   uniques: [
     {
       name: 'memory_memory_content_unique',

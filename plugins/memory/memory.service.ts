@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  EmbeddingColumns,
   conflict,
   forbidden,
   jsonFilter,
@@ -8,8 +9,11 @@ import {
   sha256Hex,
   validationError,
   vectorLiteral,
+  type AiCatalogue,
   type AiClient,
   type AuthenticatedContext,
+  type Database,
+  type Jobs,
   type PluginServices,
 } from 'rpc-service/plugin';
 import type { MemoryConfig } from './config.ts';
@@ -64,15 +68,32 @@ function ownerCondition(subscriptionId: string, owner: Owner): { sql: string; pa
  * those conditions inside the vector query (iterative scans).
  */
 export class MemoryService {
-  readonly #ai: AiClient;
   readonly #users: PluginServices['userService'];
-
   readonly #exactSearchLimit: number;
+  /** The memories' two embedding columns, and the switch from one model to another. */
+  readonly embeddings: EmbeddingColumns;
 
-  constructor({ ai, userService, config }: { ai: AiClient; userService: PluginServices['userService']; config: MemoryConfig }) {
-    this.#ai = ai;
+  constructor({
+    db,
+    ai,
+    aiCatalogue,
+    jobs,
+    userService,
+    config,
+  }: {
+    db: Database;
+    ai: AiClient;
+    aiCatalogue: AiCatalogue;
+    jobs: Jobs;
+    userService: PluginServices['userService'];
+    config: MemoryConfig;
+  }) {
     this.#users = userService;
     this.#exactSearchLimit = config.MEMORY_EXACT_SEARCH_LIMIT;
+    this.embeddings = new EmbeddingColumns(
+      { db, ai, aiCatalogue, jobs },
+      { table: 'memory_memory', hashColumn: 'content_hash', inputColumns: ['content'], input: (row) => row.content!, job: 'switchModel', caller: CALLER },
+    );
   }
 
   async saveMemory(
@@ -91,22 +112,24 @@ export class MemoryService {
     if (existing && !(existing.scope === owner.scope && existing.user_id === owner.userId)) throw notFound(`Memory ${memory.id} not found in this scope`);
     if (same && same !== memory.id) throw conflict(`Another memory in this scope has the same content: ${same}`);
 
-    const [embedding] = (await this.#ai.embed(ctx, [memory.content], { caller: CALLER })).vectors;
     const id = memory.id ?? randomUUID();
-    if (existing) {
-      await ctx.em.execute(
-        `update memory_memory set content = ?, content_hash = ?, metadata = ?::jsonb, embedding = ?::vector, updated_at = now()
-         where id = ? and subscription_id = ?`,
-        [memory.content, contentHash, JSON.stringify(memory.metadata ?? metadataOf(existing)), vectorLiteral(embedding!), id, ctx.subscriptionId],
+    const inserted = await this.embeddings.embedAndWrite(ctx, [memory.content], async (tx, { active, inactive }, [embedding]) => {
+      if (existing) {
+        await tx.execute(
+          `update memory_memory set content = ?, content_hash = ?, metadata = ?::jsonb, ${active} = ?::vector, ${inactive} = null, updated_at = now()
+           where id = ? and subscription_id = ?`,
+          [memory.content, contentHash, JSON.stringify(memory.metadata ?? metadataOf(existing)), vectorLiteral(embedding!), id, ctx.subscriptionId],
+        );
+        return null;
+      }
+      return tx.execute<Row[]>(
+        `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, ${active}, created_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
+         on conflict do nothing returning id`,
+        [id, ctx.subscriptionId, owner.scope, owner.userId, memory.content, contentHash, JSON.stringify(memory.metadata ?? {}), vectorLiteral(embedding!)],
       );
-      return { success: true, memoryId: id, message: 'Memory updated' };
-    }
-    const inserted = await ctx.em.execute<Row[]>(
-      `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding, created_at, updated_at)
-       values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
-       on conflict do nothing returning id`,
-      [id, ctx.subscriptionId, owner.scope, owner.userId, memory.content, contentHash, JSON.stringify(memory.metadata ?? {}), vectorLiteral(embedding!)],
-    );
+    });
+    if (inserted === null) return { success: true, memoryId: id, message: 'Memory updated' };
     if (inserted.length === 1) return { success: true, memoryId: id, message: 'Memory saved' };
     // Saved at the same moment by another call, or the id belongs to a memory of another subscription.
     const raced = await this.#sameContent(ctx, owner, contentHash);
@@ -121,11 +144,12 @@ export class MemoryService {
   ): Promise<{ success: true; memories: RecalledMemory[] }> {
     const owner = await this.#owner(ctx, whose);
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
-    const [embedding] = (await this.#ai.embed(ctx, [query.queryText], { caller: CALLER })).vectors;
+    const slots = await this.embeddings.state(ctx.em);
+    const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
     const owned = ownerCondition(ctx.subscriptionId, owner);
     const rows = await nearest<Row>(ctx.em, {
       table: 'memory_memory',
-      column: 'embedding',
+      column: slots.active,
       where: { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] },
       vector: embedding!,
       limit: query.topK,

@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { DEFAULT_CATALOGUE_FILE } from '../../core/ai/catalogue.ts';
-import embed, { vectorsOf } from '../../workers/embed.ts';
-import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
+import { PEER_MODEL, withModelChange } from '../support/embedding-peer.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { eventually, startHttpReceiver } from '../support/peers.ts';
+import { eventually } from '../support/peers.ts';
 import { putUpload } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
 
@@ -381,29 +376,11 @@ describe('KnowledgeBaseAdminRpc', () => {
 
 describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
   it('fills the other column with the new model while search answers from the old one, then cuts over', async () => {
-    // The new model: an OpenAI-compatible embeddings server on loopback whose vectors are the local embedder's, reversed:
-    // as good at finding passages, but different vectors. It answers slowly, so the switch can be watched.
-    let delayMs = 0;
-    const received: string[][] = [];
-    const peer = await startHttpReceiver((request) => {
-      const { input } = JSON.parse(request.body) as { input: string[] };
-      received.push(input);
-      const vectors = vectorsOf(embed({ texts: input, dimensions: 384 }).vectors, 384).map((vector) => [...vector].reverse());
-      return { status: 200, delayMs, json: { data: vectors.map((embedding, index) => ({ index, embedding })), usage: { prompt_tokens: input.length } } };
-    });
-    const dir = mkdtempSync(path.join(tmpdir(), 'rpc-kb-switch-'));
-    const catalogue = JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
-    catalogue.providers.push({ name: 'loopback', type: 'openai-compatible', baseUrl: `${peer.url}/v1`, apiKeyEnvVar: null });
-    catalogue.models.push({ ...catalogue.models.find((model: { id: string }) => model.id === 'text-embedding-3-small'), id: 'peer-embed', provider: 'loopback' });
-    catalogue.defaults.embedding = 'peer-embed';
-    const catalogueFile = path.join(dir, 'catalogue.json');
-    writeFileSync(catalogueFile, JSON.stringify(catalogue));
-    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
-    const options = { withNotes: false, plugins: ['auth', 'knowledge-base'], dataDir: path.join(dir, 'data'), persistent: true, databaseUrl: scratch?.url };
     const vectorsNow = (app: TestApp) =>
       app.app.deps.db.execute<{ id: string; a: string | null; b: string | null }>('select id, embedding_a::text as a, embedding_b::text as b from knowledge_base_chunk order by id');
-    try {
-      const first = await startTestApp({ ...options, env: { JOBS_POLL_MS: '500' } });
+    await withModelChange(['auth', 'knowledge-base'], async ({ peer, start }) => {
+      const { received } = peer;
+      const first = await start();
       const admin = await first.signup();
       const as = { token: admin.token };
       const { document } = await first.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Orbit handbook', content: HANDBOOK }, as);
@@ -412,13 +389,13 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
       assert.ok(before.length >= 4 && before.every((row) => row.a !== null && row.b === null));
       await first.close();
 
-      delayMs = 2000;
-      const second = await startTestApp({ ...options, env: { JOBS_POLL_MS: '500', AI_CATALOGUE_FILE: catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } });
+      peer.delayMs = 2000;
+      const second = await start({ newModel: true });
       try {
         const session = { token: (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token };
         const during = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
         assert.equal(during.embedding.model, 'local-lexical-384');
-        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], ['peer-embed', before.length]);
+        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], [PEER_MODEL, before.length]);
         // Searches go on, answered from the old model's vectors (the question embedded locally, not by the slow new model).
         const [hit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
         assert.match(hit.text, /ten working days/);
@@ -428,8 +405,8 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
           const stats = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
           return stats.embedding.switch === null ? stats : undefined;
         }, 30_000);
-        assert.equal(switched.embedding.model, 'peer-embed');
-        delayMs = 0;
+        assert.equal(switched.embedding.model, PEER_MODEL);
+        peer.delayMs = 0;
         // Every chunk now has the new model's vector in the other column: the reverse of its old one.
         const after = await eventually(async () => {
           const rows = await vectorsNow(second);
@@ -451,10 +428,6 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
       } finally {
         await second.close();
       }
-    } finally {
-      await peer.close();
-      await scratch?.drop();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { RequestContext } from 'rpc-service/plugin';
+import { PEER_MODEL, reversedVectorOf, withModelChange } from '../support/embedding-peer.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
+import { eventually } from '../support/peers.ts';
 import { addUser } from '../support/users.ts';
 
 describe('MemoryRpc', () => {
@@ -198,7 +200,7 @@ describe('MemoryRpc', () => {
         return [randomUUID(), bulk.subscriptionId, 'user', bulk.user._id, text, `hash-${index}`, JSON.stringify({ bucket: index % 100 }), `[${vectors[index]!.join(',')}]`];
       });
       await t.app.deps.db.execute(
-        `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding, created_at, updated_at) values ${rows
+        `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at) values ${rows
           .map(() => '(?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, now(), now())')
           .join(', ')}`,
         rows.flat(),
@@ -209,5 +211,65 @@ describe('MemoryRpc', () => {
     assert.ok(result.memories.every((memory: { metadata: { bucket: number } }) => memory.metadata.bucket === 42));
     const scores = result.memories.map((memory: { score: number }) => memory.score);
     assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best first');
+  });
+});
+
+describe('MemoryRpc: switching the embedding model', () => {
+  it('re-embeds every memory with the new model while recalls answer from the old one, then cuts over', async () => {
+    const rows = (app: TestApp) =>
+      app.app.deps.db.execute<{ id: string; content: string; a: string | null; b: string | null }>(
+        'select id, content, embedding_a::text as a, embedding_b::text as b from memory_memory order by content',
+      );
+    const state = async (app: TestApp) =>
+      (await app.app.deps.db.execute<{ active_slot: string; active_model: string; next_model: string | null }>(
+        `select active_slot, active_model, next_model from core_embedding_state where table_name = 'memory_memory'`,
+      ))[0]!;
+    await withModelChange(['auth', 'memory'], async ({ peer, start }) => {
+      const first = await start();
+      const admin = await first.signup();
+      const saveIn = (app: TestApp, token: string, content: string, id?: string) =>
+        app.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content, ...(id ? { id } : {}) } }, { token });
+      const tea = await saveIn(first, admin.token, 'Drinks green tea every afternoon');
+      await saveIn(first, admin.token, 'Lives in Lisbon near the river');
+      const chess = await saveIn(first, admin.token, 'Plays chess on Sundays');
+      await first.ok('MemoryRpc.saveMemory', { scope: 'global', memory: { content: 'The office closes at six' } }, { token: admin.token });
+      assert.deepEqual(await state(first), { active_slot: 'a', active_model: 'local-lexical-384', next_model: null });
+      await first.close();
+
+      peer.delayMs = 1500;
+      const second = await start({ newModel: true });
+      try {
+        const token = (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token;
+        const recall = (queryText: string) => second.ok('MemoryRpc.recallMemories', { scope: 'user', queryText, topK: 1 }, { token });
+        assert.deepEqual(await state(second), { active_slot: 'a', active_model: 'local-lexical-384', next_model: PEER_MODEL });
+        // Recalls, saves and updates go on with the old model while the new one fills the other column.
+        assert.equal((await recall('which tea in the afternoon')).memories[0].id, tea.memoryId);
+        const garden = await saveIn(second, token, 'Grows tomatoes on the balcony');
+        await saveIn(second, token, 'Plays chess on Saturdays', chess.memoryId);
+        assert.equal((await recall('tomatoes on a balcony')).memories[0].id, garden.memoryId);
+        assert.ok(!peer.received.flat().some((text) => /tea in the|on a balcony/.test(text)), 'no question went to the new model');
+
+        await eventually(async () => ((await state(second)).next_model === null ? true : undefined), 30_000);
+        assert.deepEqual(await state(second), { active_slot: 'b', active_model: PEER_MODEL, next_model: null });
+        // Every memory, those saved and changed during the switch included, has the new model's vector; the old column is emptied.
+        const after = await eventually(async () => {
+          const now = await rows(second);
+          return now.every((row) => row.a === null) ? now : undefined;
+        }, 30_000);
+        assert.equal(after.length, 5);
+        // (Compared as the float32 values pgvector keeps.)
+        const float32 = (vector: number[]) => vector.map(Math.fround);
+        for (const row of after) assert.deepEqual(float32(JSON.parse(row.b!)), float32(reversedVectorOf(row.content)), row.content);
+
+        peer.delayMs = 0;
+        assert.equal((await recall('chess on Saturdays')).memories[0].id, chess.memoryId);
+        assert.deepEqual(peer.received.at(-1), ['chess on Saturdays'], 'questions now go to the new model');
+        const moved = await saveIn(second, token, 'Cycles to work');
+        const [saved] = (await rows(second)).filter((row) => row.id === moved.memoryId);
+        assert.deepEqual([saved!.a, float32(JSON.parse(saved!.b!))], [null, float32(reversedVectorOf('Cycles to work'))]);
+      } finally {
+        await second.close();
+      }
+    });
   });
 });

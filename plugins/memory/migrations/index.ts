@@ -1,5 +1,6 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123230425_initial } from './Migration20261123230425_initial.ts';
 import { Migration20261124003915_exact_search_index } from './Migration20261124003915_exact_search_index.ts';
+import { Migration20261124144254_model_switch } from './Migration20261124144254_model_switch.ts';
 
-export const migrations = [Migration20261123230425_initial, Migration20261124003915_exact_search_index];
+export const migrations = [Migration20261123230425_initial, Migration20261124003915_exact_search_index, Migration20261124144254_model_switch];
