@@ -3,8 +3,8 @@ import type { KnowledgeBaseConfig } from './config.ts';
 import type { KnowledgeBaseService } from './knowledge-base.service.ts';
 import type { KnowledgeIndex } from './knowledge-index.ts';
 
-/** What the knowledge base uses: the database, the AI client and catalogue (embeddings), the worker pool (parsing, chunking), jobs and uploads. */
-export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService'] as const;
+/** What the knowledge base uses: the database, the AI client and catalogue (embeddings), the worker pool (parsing, chunking), jobs, uploads and the outbound guard (URLs). */
+export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService', 'outbound'] as const;
 
 export type KnowledgeBaseDeps = Deps<typeof DEPS, { knowledgeIndex: KnowledgeIndex; knowledgeBaseService: KnowledgeBaseService }, KnowledgeBaseConfig>;
 

@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 export const STATUSES = ['pending', 'processing', 'ready', 'failed', 'deleted'] as const;
 export type DocumentStatus = (typeof STATUSES)[number];
-export const SOURCE_TYPES = ['text', 'file'] as const;
+export const SOURCE_TYPES = ['text', 'file', 'url'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
 
 /**
@@ -65,6 +65,8 @@ export const DocumentVersion = defineEntity({
     /** The uploaded file (sourceType file). */
     fileId: p.uuid().nullable(),
     fileName: p.text().nullable(),
+    /** The page or file fetched (sourceType url); docType and sizeBytes are those of what it answered. */
+    sourceUrl: p.text().nullable(),
     sizeBytes: p.bigint('number'),
     /** What the parser made of it, once ingested. */
     markdown: p.text().nullable().lazy(),

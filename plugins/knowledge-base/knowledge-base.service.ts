@@ -4,14 +4,15 @@ import {
   badRequest,
   conflict,
   notFound,
+  OutboundRefusedError,
   RpcError,
   validationError,
   type AuthenticatedContext,
   type EntityManager,
   type Extensions,
-  type FileInfo,
   type Jobs,
   type JobRun,
+  type Outbound,
   type PurposeLimits,
   type RequestContext,
   type UploadService,
@@ -58,6 +59,18 @@ export interface TextIngest extends DocumentMetadata {
 export interface FileIngest extends DocumentMetadata {
   uploadKey: string;
   documentId?: string;
+}
+
+export interface UrlIngest extends DocumentMetadata {
+  url: string;
+  documentId?: string;
+}
+
+/** What an ingestion reads: the bytes, the parser they go to, and the name of the file they came from. */
+interface Content {
+  bytes: Buffer;
+  parser: ParserContribution;
+  fileName: string | null;
 }
 
 export interface DocumentRecord {
@@ -174,15 +187,25 @@ export class KnowledgeBaseService {
   readonly #uploads: UploadService;
   readonly #pool: WorkerPool;
   readonly #jobs: Jobs;
+  readonly #outbound: Outbound;
   readonly #extensions: Extensions;
   readonly #config: KnowledgeBaseConfig;
   #parserList?: ParserContribution[];
 
-  constructor(deps: { knowledgeIndex: KnowledgeIndex; uploadService: UploadService; pool: WorkerPool; jobs: Jobs; extensions: Extensions; config: KnowledgeBaseConfig }) {
+  constructor(deps: {
+    knowledgeIndex: KnowledgeIndex;
+    uploadService: UploadService;
+    pool: WorkerPool;
+    jobs: Jobs;
+    outbound: Outbound;
+    extensions: Extensions;
+    config: KnowledgeBaseConfig;
+  }) {
     this.#index = deps.knowledgeIndex;
     this.#uploads = deps.uploadService;
     this.#pool = deps.pool;
     this.#jobs = deps.jobs;
+    this.#outbound = deps.outbound;
     this.#extensions = deps.extensions;
     this.#config = deps.config;
   }
@@ -199,7 +222,23 @@ export class KnowledgeBaseService {
 
   async ingestText(ctx: AuthenticatedContext, input: TextIngest): Promise<{ document: DocumentRecord; jobId: string }> {
     const bytes = Buffer.byteLength(input.content);
-    return this.#ingest(ctx, input, { docType: input.format, sourceType: 'text', source: input.content, fileId: null, fileName: null, sizeBytes: bytes });
+    return this.#ingest(ctx, input, { docType: input.format, sourceType: 'text', source: input.content, sizeBytes: bytes });
+  }
+
+  /**
+   * A web page or file to fetch and ingest: the job fetches it through the
+   * outbound guard, and what it answers picks the parser (its content type,
+   * else the URL's ending). Its size counts once it has been fetched.
+   */
+  async ingestUrl(ctx: AuthenticatedContext, input: UrlIngest): Promise<{ document: DocumentRecord; jobId: string }> {
+    let url: URL;
+    try {
+      url = this.#outbound.check(input.url);
+    } catch (error) {
+      throw validationError([{ path: 'url', message: (error as Error).message }]);
+    }
+    const docType = this.#parserFor('', url.pathname)?.name ?? 'html';
+    return this.#ingest(ctx, { ...input, name: input.name ?? url.href }, { docType, sourceType: 'url', sourceUrl: url.href, sizeBytes: 0 });
   }
 
   /** One document per file uploaded with the key (one file only when documentId names the document to re-ingest). */
@@ -209,7 +248,7 @@ export class KnowledgeBaseService {
     if (input.documentId && files.length !== 1) throw badRequest('A new version of a document takes exactly one file');
     const results = [];
     for (const file of files) {
-      const parser = this.#parserFor(file);
+      const parser = this.#parserFor(file.mimeType, file.fileName);
       if (!parser) {
         await this.#uploads.delete(ctx, file.fileId);
         throw validationError([{ path: 'uploadKey', message: `${file.fileName}: no parser reads ${file.mimeType} files` }]);
@@ -218,7 +257,7 @@ export class KnowledgeBaseService {
         await this.#ingest(
           ctx,
           { ...input, name: input.name ?? file.fileName },
-          { docType: parser.name, sourceType: 'file', source: null, fileId: file.fileId, fileName: file.fileName, sizeBytes: file.size },
+          { docType: parser.name, sourceType: 'file', fileId: file.fileId, fileName: file.fileName, sizeBytes: file.size },
         ),
       );
     }
@@ -228,7 +267,7 @@ export class KnowledgeBaseService {
   async #ingest(
     ctx: AuthenticatedContext,
     input: DocumentMetadata & { name: string; documentId?: string },
-    content: { docType: string; sourceType: SourceType; source: string | null; fileId: string | null; fileName: string | null; sizeBytes: number },
+    content: { docType: string; sourceType: SourceType; source?: string; fileId?: string; fileName?: string; sourceUrl?: string; sizeBytes: number },
   ): Promise<{ document: DocumentRecord; jobId: string }> {
     return ctx.em.fork().transactional(async (em) => {
       const now = new Date();
@@ -277,9 +316,10 @@ export class KnowledgeBaseService {
         documentId: document.id,
         version: document.version,
         docType: content.docType,
-        source: content.source,
-        fileId: content.fileId,
-        fileName: content.fileName,
+        source: content.source ?? null,
+        fileId: content.fileId ?? null,
+        fileName: content.fileName ?? null,
+        sourceUrl: content.sourceUrl ?? null,
         sizeBytes: content.sizeBytes,
         markdown: null,
         createdBy: ctx.userId,
@@ -306,24 +346,29 @@ export class KnowledgeBaseService {
     await this.#setIngestion(ctx, ingestionId, { state: 'running', startedAt: new Date(), error: null }, 'processing');
     try {
       const version = await ctx.em.findOneOrFail(DocumentVersion, { documentId: ingestion.documentId, version: ingestion.version });
-      const bytes = version.fileId ? await this.#fileBytes(auth, version.fileId) : Buffer.from(await this.#versionText(ctx.em, version.id, 'source'), 'utf8');
-      const parser = this.parsers.find((candidate) => candidate.name === version.docType);
-      if (!parser) throw new IngestError(`No parser named ${version.docType} is loaded`);
-      const task: ParseTask = { format: parser.name, bytes: new Uint8Array(bytes), fileName: version.fileName ?? null };
-      const parsed = await this.#pool.run<ParsedText>(parser.worker, task).catch((error: Error) => {
+      const content = await this.#content(auth, version);
+      const task: ParseTask = { format: content.parser.name, bytes: new Uint8Array(content.bytes), fileName: content.fileName };
+      const parsed = await this.#pool.run<ParsedText>(content.parser.worker, task).catch((error: Error) => {
         throw new IngestError(error.message.replace(/^Worker task "[^"]*" failed: /, ''));
       });
       if (!parsed.markdown.trim()) throw new IngestError('The document holds no text');
 
       const document = await ctx.em.findOneOrFail(KnowledgeDocument, { id: ingestion.documentId });
       const [prepared] = await this.#index.prepare([
-        { source: SOURCE, recordId: document.id, collection: document.collection ?? null, title: document.name, markdown: parsed.markdown, metadata: searchMetadata(document) },
+        { source: SOURCE, recordId: document.id, collection: document.collection ?? null, title: document.name, markdown: parsed.markdown, metadata: searchMetadata({ ...document, docType: content.parser.name }) },
       ]);
       const written = await ctx.em.fork().transactional(async (em) => {
         // Still the version to ingest, still wanted: a cancel, a delete or a newer version wins.
         const current = await em.findOne(KnowledgeDocument, { id: document.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         const still = await em.findOne(Ingestion, { id: ingestionId });
         if (!current || current.status === 'deleted' || current.version !== ingestion.version || still?.state !== 'running') return null;
+        if (version.sourceUrl) {
+          // What was fetched is known only now: its size counts against the quota, its parser names its type.
+          await this.#checkQuota(em, auth, 0, content.bytes.length - Number(current.sizeBytes));
+          const fetched = { docType: content.parser.name, sizeBytes: content.bytes.length };
+          await em.nativeUpdate(DocumentVersion, { id: version.id }, fetched);
+          await em.nativeUpdate(KnowledgeDocument, { id: document.id }, fetched);
+        }
         const result = await this.#index.write(auth, em, prepared!, { queueEmbedding: false });
         await em.nativeUpdate(DocumentVersion, { id: version.id }, { markdown: parsed.markdown });
         await em.nativeUpdate(KnowledgeDocument, { id: document.id }, { chunkCount: result.chunks });
@@ -529,6 +574,7 @@ export class KnowledgeBaseService {
       docType: version.docType,
       fileId: version.fileId ?? null,
       fileName: version.fileName ?? null,
+      sourceUrl: version.sourceUrl ?? null,
       sizeBytes: Number(version.sizeBytes),
       current: version.version === document.version,
       createdBy: version.createdBy,
@@ -620,10 +666,71 @@ export class KnowledgeBaseService {
     }
   }
 
-  #parserFor(file: FileInfo): ParserContribution | undefined {
-    const type = file.mimeType.split(';')[0]!.trim().toLowerCase();
-    const ending = /\.[A-Za-z0-9]+$/.exec(file.fileName)?.[0]?.toLowerCase();
+  /** The parser of a content type, else of a file name's ending. */
+  #parserFor(contentType: string, fileName: string): ParserContribution | undefined {
+    const type = contentType.split(';')[0]!.trim().toLowerCase();
+    const ending = /\.[A-Za-z0-9]+$/.exec(fileName)?.[0]?.toLowerCase();
     return this.parsers.find((parser) => parser.types.includes(type)) ?? (ending ? this.parsers.find((parser) => parser.extensions.includes(ending)) : undefined);
+  }
+
+  /** The text, stored file or fetched page of a version, and its parser. */
+  async #content(ctx: AuthenticatedContext, version: DocumentVersion): Promise<Content> {
+    if (version.sourceUrl) {
+      const { bytes, contentType } = await this.#fetch(version.sourceUrl);
+      const { pathname } = new URL(version.sourceUrl);
+      const parser = this.#parserFor(contentType, pathname);
+      if (!parser) throw new IngestError(`No parser reads ${contentType || 'content without a type'} (${version.sourceUrl})`);
+      return { bytes, parser, fileName: decodeURIComponent(pathname.split('/').at(-1) ?? '') || null };
+    }
+    const parser = this.parsers.find((candidate) => candidate.name === version.docType);
+    if (!parser) throw new IngestError(`No parser named ${version.docType} is loaded`);
+    const bytes = version.fileId ? await this.#fileBytes(ctx, version.fileId) : Buffer.from(await this.#versionText(ctx.em, version.id, 'source'), 'utf8');
+    return { bytes, parser, fileName: version.fileName ?? null };
+  }
+
+  /**
+   * GETs a URL through the outbound guard, up to the file size limit and
+   * KB_FETCH_TIMEOUT_MS. An answer that will not change by asking again
+   * (refused, 4xx, too large) fails the ingestion; a lost connection,
+   * a timeout, 429 or 5xx is retried by the job service.
+   */
+  async #fetch(url: string): Promise<{ bytes: Buffer; contentType: string }> {
+    const maxBytes = this.#uploads.limitsOf(FILE_PURPOSE).maxBytes;
+    const unavailable = (reason: string) => new RpcError('UPSTREAM_ERROR', `Fetching ${url} failed: ${reason}`);
+    try {
+      const response = await this.#outbound.fetch(url, {
+        headers: { accept: 'text/html, text/markdown, text/plain, application/pdf, */*;q=0.5' },
+        signal: AbortSignal.timeout(this.#config.KB_FETCH_TIMEOUT_MS),
+      });
+      if (!response.ok) {
+        await response.body?.cancel();
+        const answer = `${url} answered ${response.status} ${response.statusText}`.trim();
+        if (response.status === 429 || response.status >= 500) throw unavailable(answer);
+        throw new IngestError(answer);
+      }
+      if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
+        await response.body?.cancel();
+        throw new IngestError(`${url} is larger than ${maxBytes} bytes`);
+      }
+      const parts: Buffer[] = [];
+      let size = 0;
+      for await (const part of response.body ?? []) {
+        size += part.length;
+        // Leaving the loop cancels the rest of the body.
+        if (size > maxBytes) throw new IngestError(`${url} is larger than ${maxBytes} bytes`);
+        parts.push(Buffer.from(part));
+      }
+      return { bytes: Buffer.concat(parts), contentType: response.headers.get('content-type') ?? '' };
+    } catch (error) {
+      if (error instanceof IngestError || error instanceof RpcError) throw error;
+      if (error instanceof OutboundRefusedError) throw new IngestError(`${url} may not be fetched: ${error.message}`);
+      const code = (error as { cause?: { code?: unknown } }).cause?.code;
+      const reason =
+        error instanceof Error && error.name === 'TimeoutError'
+          ? `no answer within ${this.#config.KB_FETCH_TIMEOUT_MS} ms`
+          : `the connection failed${typeof code === 'string' ? ` (${code})` : ''}`;
+      throw unavailable(reason);
+    }
   }
 
   async #fileBytes(ctx: AuthenticatedContext, fileId: string): Promise<Buffer> {

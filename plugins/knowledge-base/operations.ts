@@ -64,6 +64,19 @@ export const ingestFiles = defineOperation({
   handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestFiles(ctx, params),
 });
 
+export const ingestUrl = defineOperation({
+  access: 'staff',
+  describe:
+    'Fetch a web page or file (http or https, a public address) and ingest it as a document (named after the URL unless name is given), or as a new version of documentId; answers at once with the document pending and the ingestion job id.',
+  params: v.object({
+    url: v.pipe(v.string('url must be a string'), v.trim(), v.url('url must be an absolute URL'), v.maxLength(2048, 'url must be at most 2048 characters')),
+    name: v.optional(name),
+    documentId: v.optional(recordId('documentId')),
+    ...metadata,
+  }),
+  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestUrl(ctx, params),
+});
+
 const pageParams = {
   page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
   limit: v.optional(

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { PEER_MODEL, withModelChange } from '../support/embedding-peer.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { eventually } from '../support/peers.ts';
+import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { putUpload } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
 
@@ -56,13 +56,28 @@ describe('KnowledgeBaseAdminRpc', () => {
       [docId],
     );
 
+  // A web server for ingestUrl, the one loopback host the app may fetch from.
+  let ferryTimes = 'The ferry leaves the harbour at seven in the morning.';
+  let web: Awaited<ReturnType<typeof startHttpReceiver>>;
+
   before(async () => {
-    t = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { JOBS_POLL_MS: '500' } });
+    const fleetPdf = await pdfOf(['Harbour fleet', 'The harbour keeps four pilot boats.']);
+    web = await startHttpReceiver((request) => {
+      const page = `<html><head><title>Ferry</title></head><body><h1>Timetable</h1><p>${ferryTimes}</p></body></html>`;
+      if (request.path === '/ferry.html') return { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: page };
+      if (request.path === '/fleet') return { status: 200, headers: { 'content-type': 'application/pdf' }, body: fleetPdf };
+      if (request.path === '/data.bin') return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from([0, 1, 2, 3]) };
+      return { status: 404 };
+    });
+    t = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { JOBS_POLL_MS: '500', OUTBOUND_ALLOWED_HOSTS: `127.0.0.1:${web.port}` } });
     admin = await t.signup();
     member = await addUser(t, admin.subscriptionId, 'user');
     stranger = await t.signup();
   });
-  after(() => t.close());
+  after(async () => {
+    await t.close();
+    await web.close();
+  });
 
   it('ingests Markdown in the background and finds the passage that answers a question, with its section as context', async () => {
     const { document, jobId } = await t.ok(
@@ -147,6 +162,63 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.equal(outcome.status, 'failed');
     assert.match(outcome.error, /broken\.pdf is not a readable PDF/);
     assert.equal(outcome.chunkCount, 0);
+  });
+
+  it('fetches and ingests a web page or file by URL through the outbound guard, and fails what cannot be fetched with the reason', async () => {
+    const url = `${web.url}/ferry.html`;
+    const { document, jobId } = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url, tags: ['travel'] }, as(admin));
+    assert.deepEqual([document.name, document.sourceType, document.status, document.sizeBytes], [url, 'url', 'pending', 0]);
+    assert.match(jobId, /^[0-9a-f-]{36}$/);
+    const page = await ready(admin, document._id);
+    assert.equal(page.status, 'ready');
+    assert.equal(page.docType, 'html');
+    assert.equal(page.sizeBytes, Buffer.byteLength(`<html><head><title>Ferry</title></head><body><h1>Timetable</h1><p>${ferryTimes}</p></body></html>`));
+    assert.match(page.content, /^# Timetable/m);
+    const fetched = web.requests.find((request) => request.path === '/ferry.html')!;
+    assert.match(fetched.headers.accept!, /text\/html/);
+    const [hit] = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'when does the ferry leave the harbour', topK: 1, filter: { tags: 'travel' } }, as(member));
+    assert.deepEqual([hit.documentId, hit.metadata.docType, hit.metadata.sourceType], [document._id, 'html', 'url']);
+
+    // The page changed: ingesting it again as a new version fetches it again.
+    ferryTimes = 'From May the ferry leaves the harbour at eight.';
+    await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url, documentId: document._id }, as(admin));
+    await eventually(async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin))).content.includes('From May') ? true : undefined), 20_000);
+    const versions = await t.ok('KnowledgeBaseAdminRpc.getDocumentVersions', { docId: document._id }, as(admin));
+    assert.deepEqual(versions.map((version: any) => [version.version, version.sourceUrl, version.docType, version.current]), [
+      [2, url, 'html', true],
+      [1, url, 'html', false],
+    ]);
+
+    // The parser follows the content type, whatever the URL says.
+    const pdf = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: `${web.url}/fleet`, name: 'Fleet' }, as(admin));
+    const pdfDocument = await ready(admin, pdf.document._id);
+    assert.deepEqual([pdfDocument.status, pdfDocument.docType], ['ready', 'pdf']);
+    assert.match(pdfDocument.content, /## Page 2\n\nThe harbour keeps four pilot boats\./);
+
+    const failures: [string, RegExp][] = [
+      [`${web.url}/missing.html`, /answered 404/],
+      [`${web.url}/data.bin`, /No parser reads application\/octet-stream/],
+      // Not the allowed host: a name that resolves to a loopback address is refused when connecting.
+      [`http://localhost:${web.port}/ferry.html`, /may not be fetched: localhost resolves to (127\.0\.0\.1|::1)/],
+    ];
+    for (const [failing, reason] of failures) {
+      const started = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: failing }, as(admin));
+      const outcome = await ready(admin, started.document._id);
+      assert.equal(outcome.status, 'failed', failing);
+      assert.match(outcome.error, reason);
+      assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: started.jobId }, as(admin))).state, 'failed');
+    }
+    for (const [refused, message] of [
+      ['http://10.1.2.3/page.html', /10\.1\.2\.3 is not a public address/],
+      ['ftp://example.com/page.html', /use http or https/],
+      ['not a url', /absolute URL/],
+    ] as const) {
+      const response = await t.call('KnowledgeBaseAdminRpc.ingestUrl', { url: refused }, as(admin));
+      assert.equal(response.body.data.code, 'VALIDATION_ERROR', refused);
+      assert.equal(response.body.data.issues[0].path, 'url');
+      assert.match(response.body.data.issues[0].message, message);
+    }
+    assert.equal((await t.call('KnowledgeBaseAdminRpc.ingestUrl', { url }, as(member))).body.data.code, 'FORBIDDEN');
   });
 
   it('keeps versions on re-ingest: search answers from the new text only', async () => {

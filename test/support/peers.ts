@@ -84,6 +84,8 @@ export interface Reply {
   delayMs?: number;
   /** Sent as JSON. */
   json?: unknown;
+  /** Sent as it is (give its content-type in headers). */
+  body?: string | Buffer;
 }
 
 /** An HTTP server on loopback that records every request and answers as `reply` says (200 by default); a webhook receiver. */
@@ -102,8 +104,8 @@ export async function startHttpReceiver(reply: (request: ReceivedRequest, index:
       };
       const answer = reply(request, requests.length);
       requests.push(request);
-      const body = answer.json === undefined ? undefined : JSON.stringify(answer.json);
-      const headers = body === undefined ? answer.headers : { 'content-type': 'application/json', ...answer.headers };
+      const body = answer.json === undefined ? answer.body : JSON.stringify(answer.json);
+      const headers = answer.json === undefined ? answer.headers : { 'content-type': 'application/json', ...answer.headers };
       setTimeout(() => res.writeHead(answer.status, headers).end(body), answer.delayMs ?? 0);
     });
   });

@@ -1,5 +1,6 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261124014426_initial } from './Migration20261124014426_initial.ts';
 import { Migration20261124144212_shared_embedding_state } from './Migration20261124144212_shared_embedding_state.ts';
+import { Migration20261124145247_url_ingestion } from './Migration20261124145247_url_ingestion.ts';
 
-export const migrations = [Migration20261124014426_initial, Migration20261124144212_shared_embedding_state];
+export const migrations = [Migration20261124014426_initial, Migration20261124144212_shared_embedding_state, Migration20261124145247_url_ingestion];
