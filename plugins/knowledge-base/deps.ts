@@ -3,8 +3,11 @@ import type { KnowledgeBaseConfig } from './config.ts';
 import type { KnowledgeBaseService } from './knowledge-base.service.ts';
 import type { KnowledgeIndex } from './knowledge-index.ts';
 
-/** What the knowledge base uses: the database, the AI client and catalogue (embeddings), the worker pool (parsing, chunking), jobs, uploads and the outbound guard (URLs). */
-export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService', 'outbound'] as const;
+/**
+ * What the knowledge base uses: the database, the AI client and catalogue (embeddings), the worker pool (parsing, chunking),
+ * jobs, uploads, the outbound guard (URLs) and the auth plugin's users (a document's userId).
+ */
+export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService', 'outbound', 'userService'] as const;
 
 export type KnowledgeBaseDeps = Deps<typeof DEPS, { knowledgeIndex: KnowledgeIndex; knowledgeBaseService: KnowledgeBaseService }, KnowledgeBaseConfig>;
 

@@ -13,6 +13,7 @@ import {
   type Jobs,
   type JobRun,
   type Outbound,
+  type PluginServices,
   type PurposeLimits,
   type RequestContext,
   type UploadService,
@@ -188,6 +189,7 @@ export class KnowledgeBaseService {
   readonly #pool: WorkerPool;
   readonly #jobs: Jobs;
   readonly #outbound: Outbound;
+  readonly #users: PluginServices['userService'];
   readonly #extensions: Extensions;
   readonly #config: KnowledgeBaseConfig;
   #parserList?: ParserContribution[];
@@ -198,6 +200,7 @@ export class KnowledgeBaseService {
     pool: WorkerPool;
     jobs: Jobs;
     outbound: Outbound;
+    userService: PluginServices['userService'];
     extensions: Extensions;
     config: KnowledgeBaseConfig;
   }) {
@@ -206,6 +209,7 @@ export class KnowledgeBaseService {
     this.#pool = deps.pool;
     this.#jobs = deps.jobs;
     this.#outbound = deps.outbound;
+    this.#users = deps.userService;
     this.#extensions = deps.extensions;
     this.#config = deps.config;
   }
@@ -221,6 +225,7 @@ export class KnowledgeBaseService {
   }
 
   async ingestText(ctx: AuthenticatedContext, input: TextIngest): Promise<{ document: DocumentRecord; jobId: string }> {
+    await this.#checkUser(ctx, input);
     const bytes = Buffer.byteLength(input.content);
     return this.#ingest(ctx, input, { docType: input.format, sourceType: 'text', source: input.content, sizeBytes: bytes });
   }
@@ -231,6 +236,7 @@ export class KnowledgeBaseService {
    * else the URL's ending). Its size counts once it has been fetched.
    */
   async ingestUrl(ctx: AuthenticatedContext, input: UrlIngest): Promise<{ document: DocumentRecord; jobId: string }> {
+    await this.#checkUser(ctx, input);
     let url: URL;
     try {
       url = this.#outbound.check(input.url);
@@ -243,6 +249,7 @@ export class KnowledgeBaseService {
 
   /** One document per file uploaded with the key (one file only when documentId names the document to re-ingest). */
   async ingestFiles(ctx: AuthenticatedContext, input: FileIngest): Promise<{ documents: DocumentRecord[]; jobIds: string[] }> {
+    await this.#checkUser(ctx, input);
     const files = await this.#uploads.consume(ctx, input.uploadKey, FILE_PURPOSE, async (uploaded) => uploaded);
     if (files.length === 0) throw badRequest('No file has been uploaded with this upload key');
     if (input.documentId && files.length !== 1) throw badRequest('A new version of a document takes exactly one file');
@@ -262,6 +269,13 @@ export class KnowledgeBaseService {
       );
     }
     return { documents: results.map((result) => result.document), jobIds: results.map((result) => result.jobId) };
+  }
+
+  /** A document belongs to a user of the caller's subscription, or to nobody. */
+  async #checkUser(ctx: AuthenticatedContext, input: DocumentMetadata): Promise<void> {
+    if (!input.userId || input.userId === ctx.userId) return;
+    const holder = await this.#users.credentialHolder(input.userId);
+    if (holder?.subscriptionId !== ctx.subscriptionId) throw validationError([{ path: 'userId', message: `No user ${input.userId} in this subscription` }]);
   }
 
   async #ingest(

@@ -418,6 +418,16 @@ describe('KnowledgeBaseAdminRpc', () => {
       assert.equal(response.body.data.code, 'FORBIDDEN');
     }
     assert.equal((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(member))).name, 'Rules');
+
+    // A document may belong to another user of the subscription, never to someone outside it.
+    const { document: owned } = await t.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Badge log', content: 'Badge 7 was lost.', userId: member.user._id }, as(admin));
+    assert.equal(owned.userId, member.user._id);
+    const before = (await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(admin))).documents.used;
+    for (const userId of [stranger.user._id, '00000000-0000-4000-8000-000000000000']) {
+      const refused = await t.call('KnowledgeBaseAdminRpc.ingestText', { name: 'x', content: 'y', userId }, as(admin));
+      assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].path], ['VALIDATION_ERROR', 'userId']);
+    }
+    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(admin))).documents.used, before);
   });
 
   it("never shows or changes another subscription's documents, chunks, versions or search hits", async () => {
