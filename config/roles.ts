@@ -1,3 +1,9 @@
 /** Role names a user can have. `admin` owns the subscription; `agent` is for AI agents acting for users. */
 export const ROLES = ['admin', 'staff', 'user', 'agent'] as const;
 export type Role = (typeof ROLES)[number];
+
+/** Roles that may change any shared record of their subscription; the other roles change the records they created. */
+const MANAGER_ROLES: ReadonlySet<Role> = new Set(['admin', 'staff']);
+
+/** Whether the caller may change a shared record (an agent configuration, a workflow) that `creatorId` created. */
+export const mayChangeRecordOf = (caller: { userId: string; role: Role }, creatorId: string): boolean => creatorId === caller.userId || MANAGER_ROLES.has(caller.role);

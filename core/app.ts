@@ -16,6 +16,7 @@ import { AuditLog } from './audit/audit-log.ts';
 import { AiClient } from './ai/ai-client.ts';
 import { loadCatalogue } from './ai/catalogue.ts';
 import { ToolCatalogue, toolsPoint, type ToolDeclaration } from './ai/tools.ts';
+import { CollectionCatalogue, collectionsPoint, type CollectionDeclaration } from './rpc/collections.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
@@ -49,7 +50,7 @@ import { UploadService } from './uploads/upload-service.ts';
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
 
 /** The extension points of the core: plugins contribute to them like to any plugin's. */
-export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint];
+export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint];
 
 export interface AppOptions {
   config: Config;
@@ -147,6 +148,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       keyring: new Keyring({ db, keys: masterKeys }),
       aiCatalogue,
       tools: new ToolCatalogue(),
+      collections: new CollectionCatalogue(),
       ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, db, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
@@ -175,6 +177,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const authenticator = new Authenticator(credentialVerifiers(extensions), core.credentials);
     const registry = buildRegistry(plugins, (plugin) => scopes.get(plugin.id)!.cradle);
     core.tools.load(extensions.all<ToolDeclaration>(toolsPoint.id), registry);
+    core.collections.load(extensions.all<CollectionDeclaration>(collectionsPoint.id));
     const dispatcher = new Dispatcher(registry, authenticator, { db, logger });
 
     for (const plugin of plugins) {

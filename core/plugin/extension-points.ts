@@ -1,6 +1,7 @@
 import type * as v from 'valibot';
 import type { CredentialSchemeContribution } from '../credentials/authenticator.ts';
 import type { ToolDeclaration } from '../ai/tools.ts';
+import type { CollectionDeclaration } from '../rpc/collections.ts';
 import type { EventDeclaration } from '../events/catalogue.ts';
 
 /**
@@ -16,6 +17,7 @@ export interface ExtensionPoints {
   'core.credentials': CredentialSchemeContribution;
   'core.events': EventDeclaration;
   'core.tools': ToolDeclaration;
+  'core.collections': CollectionDeclaration;
 }
 
 export type ExtensionPointId = keyof ExtensionPoints & string;

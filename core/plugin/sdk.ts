@@ -37,7 +37,7 @@ export { RpcError, notFound, conflict, forbidden, badRequest, unauthenticated, v
 export { recordId, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
 export { listParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
-export { ROLES, type Role } from '../../config/roles.ts';
+export { ROLES, mayChangeRecordOf, type Role } from '../../config/roles.ts';
 
 // Data
 export { defineEntity, type InferEntity } from '@mikro-orm/core';
@@ -61,6 +61,7 @@ export type { AiClient, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatR
 export { AiTrace } from '../ai/trace.ts';
 export { EmbeddingColumns, switchModelJob, type EmbeddedTable, type EmbeddingSlots, type EmbeddingProgress, type SwitchOutcome, type VectorColumn } from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
+export { MAX_FIELD_VALUES, type CollectionCatalogue, type CollectionDeclaration, type FieldReference } from '../rpc/collections.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
 export { RateLimiter } from '../rate-limiter.ts';

@@ -2,6 +2,7 @@ import type { Credentials } from '../credentials/credentials.ts';
 import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
 import type { ToolCatalogue } from '../ai/tools.ts';
+import type { CollectionCatalogue } from '../rpc/collections.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
 import type { Keyring } from '../credentials/keyring.ts';
@@ -33,6 +34,8 @@ export interface CoreServices {
   aiCatalogue: Readonly<AiCatalogue>;
   /** The tools agents may be given (the `core.tools` extension point), with their operations' params schemas. */
   tools: ToolCatalogue;
+  /** Collections of records forms pick values from (the `core.collections` extension point). */
+  collections: CollectionCatalogue;
   /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
   ai: AiClient;
   rateLimiter: RateLimiter;
@@ -55,6 +58,7 @@ export const CORE_SERVICE_NAMES = [
   'audit',
   'aiCatalogue',
   'tools',
+  'collections',
   'ai',
   'rateLimiter',
   'messageSender',

@@ -9,7 +9,8 @@ import { isUuid } from './schemas.ts';
  * VALIDATION_ERROR naming the offending path; no raw SQL is ever built.
  */
 
-export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date';
+/** `tags`: a text[] column; a value matches when the array holds it (`$in`: any of them), as in document stores. */
+export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date' | 'tags';
 
 /** API field name → entity property and its type. */
 export type FieldMap = Record<string, { property: string; type: FieldType }>;
@@ -98,7 +99,7 @@ class FilterTranslator {
           this.issues.push({ path: at, message: `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}` });
           continue;
         }
-        conditions.push({ [field.property]: this.#fieldCondition(value, field.type, at) });
+        conditions.push(field.type === 'tags' ? this.#tagsCondition(value, field.property, at) : { [field.property]: this.#fieldCondition(value, field.type, at) });
       }
     }
     return conditions.length === 1 ? conditions[0]! : conditions.length === 0 ? {} : { $and: conditions };
@@ -146,6 +147,32 @@ class FilterTranslator {
       }
     }
     return condition;
+  }
+
+  /** Array containment: `value` or `$eq` held, `$ne` not held, `$in` any held, `$nin` none held. */
+  #tagsCondition(value: unknown, property: string, path: string): Condition {
+    const tag = (item: unknown, at: string): string => {
+      if (typeof item !== 'string') this.issues.push({ path: at, message: 'must be a string' });
+      return String(item);
+    };
+    const tags = (items: unknown, at: string): string[] => {
+      if (!Array.isArray(items) || items.length === 0) {
+        this.issues.push({ path: at, message: 'takes a non-empty array' });
+        return [];
+      }
+      return items.map((item, index) => tag(item, `${at}.${index}`));
+    };
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { [property]: { $contains: [tag(value, path)] } };
+    const conditions: Condition[] = [];
+    for (const [operator, operand] of Object.entries(value)) {
+      const at = `${path}.${operator}`;
+      if (operator === '$eq') conditions.push({ [property]: { $contains: [tag(operand, at)] } });
+      else if (operator === '$ne') conditions.push({ $not: { [property]: { $contains: [tag(operand, at)] } } });
+      else if (operator === '$in') conditions.push({ [property]: { $overlap: tags(operand, at) } });
+      else if (operator === '$nin') conditions.push({ $not: { [property]: { $overlap: tags(operand, at) } } });
+      else this.issues.push({ path: at, message: `a list of tags takes $eq, $ne, $in or $nin, not ${operator}` });
+    }
+    return conditions.length === 1 ? conditions[0]! : { $and: conditions };
   }
 
   /**

@@ -5,6 +5,7 @@ import {
   fileIdOfUrl,
   fileUrl,
   forbidden,
+  mayChangeRecordOf,
   notFound,
   toOrderBy,
   toWhere,
@@ -67,8 +68,6 @@ export const AGENT_FIELDS: FieldMap = {
   updatedAt: { property: 'updatedAt', type: 'date' },
 };
 
-/** Roles that may change any agent of the subscription; others change the agents they created. */
-const MANAGERS = new Set(['admin', 'staff']);
 
 const toRecord = (agent: Agent): AgentRecord => ({
   _id: agent.id,
@@ -211,7 +210,7 @@ export class AgentService {
 
   async #changeable(ctx: AuthenticatedContext, id: string): Promise<Agent> {
     const agent = await this.#find(ctx, id);
-    if (agent.userId !== ctx.userId && !MANAGERS.has(ctx.role)) throw forbidden('Only its creator, admins and staff may change this agent');
+    if (!mayChangeRecordOf(ctx, agent.userId)) throw forbidden('Only its creator, admins and staff may change this agent');
     return agent;
   }
 

@@ -1,7 +1,7 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { Agent } from './agent.entity.ts';
-import { AVATAR, AVATAR_LIMITS, AgentService } from './agent.service.ts';
+import { AGENT_FIELDS, AVATAR, AVATAR_LIMITS, AgentService } from './agent.service.ts';
 import { DEPS, type AgentConfigDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { create, findById, getAvailableTools, getData, getUploadKeyForAvatar, remove, update, updateAvatar } from './operations.ts';
@@ -15,6 +15,16 @@ export const agentConfigPlugin = definePlugin<AgentConfigDeps>({
   entities: [Agent],
   migrations,
   services: { agentService: asClass(AgentService).singleton() },
+  extends: {
+    'core.collections': [
+      {
+        name: 'agentConfigs',
+        describe: "The subscription's agent configurations (fields as getData returns them).",
+        fields: ['_id', ...Object.keys(AGENT_FIELDS)],
+        list: async (ctx, query, deps) => (await (deps as AgentConfigDeps).agentService.getData(ctx, { ...query, page: 1, pageSize: query.limit })).data,
+      },
+    ],
+  },
   operations: { create, update, findById, getData, delete: remove, getUploadKeyForAvatar, updateAvatar, getAvailableTools },
   start: ({ uploadService }) => uploadService.definePurpose(AVATAR, AVATAR_LIMITS),
 });

@@ -1,0 +1,103 @@
+import * as v from 'valibot';
+import { envelope, isUuid, listParams, recordId } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
+import { graphFields } from './graph.ts';
+
+const name = v.pipe(
+  v.string('name must be a string'),
+  v.trim(),
+  v.minLength(1, 'name must not be empty'),
+  v.maxLength(200, 'name must be at most 200 characters'),
+  // executeWorkflow takes a name or an _id: a name shaped like an id would be ambiguous.
+  v.check((value) => !isUuid(value), 'name must not be a UUID (workflows are run by name or by _id)'),
+);
+const tags = v.pipe(
+  v.array(v.pipe(v.string('tags must be strings'), v.trim(), v.minLength(1, 'a tag must not be empty'), v.maxLength(100)), 'tags must be an array of strings'),
+  v.maxLength(50, 'at most 50 tags'),
+  v.transform((list) => [...new Set(list)]),
+);
+/** The fields create and update take: the spec's workflow fields, without _id, subscriptionId, projectId and the timestamps. */
+const fields = {
+  description: v.optional(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters'))),
+  nodes: v.optional(graphFields.nodes),
+  edges: v.optional(graphFields.edges),
+  variables: v.optional(v.record(v.string(), v.unknown(), 'variables must be an object')),
+  tags: v.optional(tags),
+  contextId: v.optional(v.nullable(v.pipe(v.string('contextId must be a string'), v.maxLength(200)))),
+};
+const fieldName = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(100));
+
+export const create = defineOperation({
+  access: 'user',
+  describe: 'Create a workflow (name unique in the subscription, whatever its case); its graph is checked: node types and configs, edges, one start node, every node reachable, an end on every path.',
+  params: v.object({ name, ...fields }),
+  handler: ({ params, ctx, deps }) => deps.workflowService.create(ctx, params),
+});
+
+export const update = defineOperation({
+  access: 'user',
+  describe: 'Change the fields given of a workflow you created (admins and staff: any); a new graph is checked whole.',
+  params: v.object({ _id: recordId('_id'), name: v.optional(name), ...fields }),
+  handler: ({ params: { _id, ...input }, ctx, deps }) => deps.workflowService.update(ctx, _id, input),
+});
+
+export const remove = defineOperation({
+  access: 'user',
+  describe: 'Delete a workflow you created (admins and staff: any); answers {success: true} without data.',
+  params: v.object({ _id: recordId('_id') }),
+  handler: async ({ params, ctx, deps }) => {
+    await deps.workflowService.delete(ctx, params._id);
+    return envelope();
+  },
+});
+
+export const findById = defineOperation({
+  access: 'user',
+  describe: 'One workflow of the subscription (the parameter is named id).',
+  params: v.object({ id: recordId('id') }),
+  handler: ({ params, ctx, deps }) => deps.workflowService.findById(ctx, params.id),
+});
+
+export const getData = defineOperation({
+  access: 'user',
+  describe: 'Workflows of the subscription with document-store filters (name, description, tags, contextId, projectId, userId, dates; $regex with $options), sorted, paged (pageSize 25 by default).',
+  params: v.object(listParams(25)),
+  handler: ({ params, ctx, deps }) => deps.workflowService.getData(ctx, params),
+});
+
+export const getWorkflowTags = defineOperation({
+  access: 'user',
+  describe: "The distinct tags of the subscription's workflows, as {value, label}.",
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.workflowService.getWorkflowTags(ctx),
+});
+
+export const getFieldValues = defineOperation({
+  access: 'user',
+  describe: 'Values for a form field, as {value, label}, from a collection (workflows, agentConfigs, and those plugins add), filtered and sorted; at most 1000 records read.',
+  params: v.object({
+    fieldName,
+    reference: v.object({
+      collection: fieldName,
+      valueField: fieldName,
+      displayField: fieldName,
+      filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object')),
+      sort: v.optional(v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])]), 'sort maps fields to 1, -1, asc or desc')),
+    }),
+  }),
+  handler: ({ params, ctx, deps }) => deps.workflowService.getFieldValues(ctx, params.reference),
+});
+
+export const getAvailableTools = defineOperation({
+  access: 'user',
+  describe: 'The tools workflow tool nodes (and agents) may call: {name, description, schema}, schema the JSON Schema of its params.',
+  params: v.object({}),
+  handler: ({ deps }) => deps.workflowService.getAvailableTools(),
+});
+
+export const generateDynamicLeads = defineOperation({
+  access: 'user',
+  describe: 'Leads {name, email, company} from a lead-generating tool: CsvLeadImporter {csv, delimiter?}, JsonLeadImporter {json | leads}, or one a plugin adds.',
+  params: v.object({ toolClassName: v.pipe(v.string('toolClassName must be a string'), v.minLength(1, 'toolClassName must not be empty'), v.maxLength(100)), properties: v.unknown() }),
+  handler: ({ params, ctx, deps }) => deps.workflowService.generateDynamicLeads(ctx, params.toolClassName, params.properties),
+});
