@@ -1,0 +1,88 @@
+import * as v from 'valibot';
+import { listParams, recordId } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
+import { ACTION_TYPES, CATEGORIES } from './task.entity.ts';
+
+const text = (label: string, max: number) =>
+  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
+const optionalText = (label: string, max: number) => v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
+
+/** The context every operation takes, and a task keeps: the user it acts as, its subscription, service and project. */
+const context = v.optional(
+  v.object({
+    userId: v.optional(recordId('context.userId')),
+    subscriptionId: v.optional(recordId('context.subscriptionId')),
+    serviceCode: optionalText('context.serviceCode', 200),
+    projectId: optionalText('context.projectId', 200),
+  }),
+);
+
+const fields = {
+  name: text('name', 200),
+  description: v.optional(v.nullable(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters')))),
+  schedule: text('schedule', 200),
+  actionType: v.picklist(ACTION_TYPES, `actionType must be one of ${ACTION_TYPES.join(', ')}`),
+  actionConfig: v.record(v.string(), v.unknown(), 'actionConfig must be an object'),
+  context,
+  category: v.optional(v.picklist(CATEGORIES, `category must be one of ${CATEGORIES.join(', ')}`)),
+  tags: v.optional(
+    v.pipe(
+      v.array(text('a tag', 100), 'tags must be an array of strings'),
+      v.maxLength(50, 'at most 50 tags'),
+      v.transform((list) => [...new Set(list)]),
+    ),
+  ),
+  enabled: v.optional(v.boolean('enabled must be true or false')),
+  timeZone: v.optional(v.nullable(text('timeZone', 100))),
+};
+const taskId = { taskId: recordId('taskId'), context };
+
+export const create = defineOperation({
+  access: 'user',
+  describe:
+    'Schedule a task: name, schedule (a cron pattern in timeZone, UTC by default, or once:<ISO 8601 UTC time>), actionType (event, rpc, workflow, aiMessage) and its actionConfig; answers the new task id.',
+  params: v.object({ taskConfig: v.object(fields), context }),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.create(ctx, params.taskConfig, params.context),
+});
+
+export const update = defineOperation({
+  access: 'user',
+  describe: 'Change the fields given of a task you created (admins and staff: any); its next run follows a new schedule. Answers true.',
+  params: v.object({ ...taskId, updatedConfig: v.object({ ...v.partial(v.object(fields)).entries }) }),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.update(ctx, params.taskId, params.updatedConfig),
+});
+
+export const remove = defineOperation({
+  access: 'user',
+  describe: 'Delete a task you created (admins and staff: any). Answers true.',
+  params: v.object(taskId),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.delete(ctx, params.taskId),
+});
+
+export const enable = defineOperation({
+  access: 'user',
+  describe: "Enable a task: it fires at its schedule's next time from now. Answers true.",
+  params: v.object(taskId),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.setEnabled(ctx, params.taskId, true),
+});
+
+export const disable = defineOperation({
+  access: 'user',
+  describe: 'Disable a task: it does not fire, and has no next run, until enabled again. Answers true.',
+  params: v.object(taskId),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.setEnabled(ctx, params.taskId, false),
+});
+
+export const getData = defineOperation({
+  access: 'user',
+  describe: "The subscription's scheduled tasks with nextRun and lastRun; document-store filters, sort, paging (pageSize 25 by default).",
+  params: v.object({ ...listParams(25), context }),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.getData(ctx, params),
+});
+
+export const findById = defineOperation({
+  access: 'user',
+  describe: 'One scheduled task, with nextRun and lastRun.',
+  params: v.object(taskId),
+  handler: ({ params, ctx, deps }) => deps.schedulerService.findById(ctx, params.taskId),
+});
