@@ -38,7 +38,7 @@ import { discoverLocalPlugins, importPackagePlugins, selectPlugins, validatePlug
 import type { CoreServices } from './plugin/services.ts';
 import { WorkerPool } from './pool/worker-pool.ts';
 import { RateLimiter } from './rate-limiter.ts';
-import { createCaller, type Caller, type CallerOptions } from './rpc/caller.ts';
+import { createCaller, OperationCaller, type Caller, type CallerOptions } from './rpc/caller.ts';
 import type { Principal } from './rpc/context.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
@@ -149,6 +149,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       aiCatalogue,
       tools: new ToolCatalogue(),
       collections: new CollectionCatalogue(),
+      operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger }),
       ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, db, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
@@ -179,6 +180,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.tools.load(extensions.all<ToolDeclaration>(toolsPoint.id), registry);
     core.collections.load(extensions.all<CollectionDeclaration>(collectionsPoint.id));
     const dispatcher = new Dispatcher(registry, authenticator, { db, logger });
+    core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
 
     for (const plugin of plugins) {
       const deps = scopes.get(plugin.id)!.cradle;

@@ -37,6 +37,7 @@ export { RpcError, notFound, conflict, forbidden, badRequest, unauthenticated, v
 export { recordId, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
 export { listParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
+export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export { ROLES, mayChangeRecordOf, type Role } from '../../config/roles.ts';
 
 // Data

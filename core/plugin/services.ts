@@ -2,6 +2,7 @@ import type { Credentials } from '../credentials/credentials.ts';
 import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
 import type { ToolCatalogue } from '../ai/tools.ts';
+import type { OperationCaller } from '../rpc/caller.ts';
 import type { CollectionCatalogue } from '../rpc/collections.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
@@ -36,6 +37,8 @@ export interface CoreServices {
   tools: ToolCatalogue;
   /** Collections of records forms pick values from (the `core.collections` extension point). */
   collections: CollectionCatalogue;
+  /** Calls operations in the process as a given principal (what a user's workflow or scheduled task does for them), with the endpoint's checks. */
+  operations: OperationCaller;
   /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
   ai: AiClient;
   rateLimiter: RateLimiter;
@@ -59,6 +62,7 @@ export const CORE_SERVICE_NAMES = [
   'aiCatalogue',
   'tools',
   'collections',
+  'operations',
   'ai',
   'rateLimiter',
   'messageSender',

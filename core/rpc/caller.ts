@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Principal } from './context.ts';
+import { createContext, type ContextFactoryDeps, type Principal, type RequestContext } from './context.ts';
 import type { Dispatcher } from './dispatch.ts';
 import { Envelope, type CookieOptions, type Transport } from './operation.ts';
 
@@ -39,4 +39,35 @@ export function createCaller(dispatcher: Dispatcher, principal: Principal | null
       return (outcome.result instanceof Envelope ? outcome.result.fields : outcome.result) as never;
     },
   };
+}
+
+/**
+ * Operations called in the process as a given principal, for plugins that
+ * act for a user later on (a workflow's rpc nodes, a scheduled rpc action):
+ * the same access checks, validation and errors as the endpoint. Usable
+ * once every plugin's operations are registered (from start hooks on).
+ */
+export class OperationCaller {
+  #dispatcher?: Dispatcher;
+  #options: CallerOptions = {};
+  readonly #contexts: ContextFactoryDeps;
+
+  constructor(contexts: ContextFactoryDeps) {
+    this.#contexts = contexts;
+  }
+
+  bind(dispatcher: Dispatcher, options: CallerOptions): void {
+    this.#dispatcher = dispatcher;
+    this.#options = options;
+  }
+
+  /** The request context of a principal (its subscription's EntityManager, a logger with the request id), for services called for it. */
+  contextOf(principal: Principal, requestId: string = randomUUID()): RequestContext {
+    return createContext(this.#contexts, requestId, principal);
+  }
+
+  as(principal: Principal): Caller {
+    if (!this.#dispatcher) throw new Error('Operations are called in the process only once every plugin is loaded');
+    return createCaller(this.#dispatcher, principal, this.#options);
+  }
 }

@@ -1,9 +1,16 @@
-import { operationBuilder, type Deps } from 'rpc-service/plugin';
+import { jobBuilder, operationBuilder, type Deps } from 'rpc-service/plugin';
+import type { WorkflowConfig } from './config.ts';
+import type { WorkflowRunner } from './runner.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
-/** What WorkflowRpc uses: the tool catalogue (tool nodes, getAvailableTools), the AI catalogue (ai nodes) and the collections forms pick values from. */
-export const DEPS = ['tools', 'aiCatalogue', 'collections'] as const;
+/**
+ * What WorkflowRpc uses: the database, the worker pool (the interpreter), jobs (timers, recovery), the in-process
+ * operation caller (rpc and tool nodes), the outbound guard (http nodes), the AI client and catalogue (ai nodes),
+ * the tool catalogue, the collections forms pick values from, the bus (run events) and the auth plugin's users.
+ */
+export const DEPS = ['db', 'pool', 'jobs', 'operations', 'outbound', 'ai', 'aiCatalogue', 'tools', 'collections', 'bus', 'userService'] as const;
 
-export type WorkflowDeps = Deps<typeof DEPS, { workflowService: WorkflowService }>;
+export type WorkflowDeps = Deps<typeof DEPS, { workflowService: WorkflowService; workflowRunner: WorkflowRunner }, WorkflowConfig>;
 
 export const defineOperation = operationBuilder<WorkflowDeps>();
+export const defineJob = jobBuilder<WorkflowDeps>();

@@ -1,24 +1,49 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
+import { workflowSettings } from './config.ts';
 import { DEPS, type WorkflowDeps } from './deps.ts';
+import { PendingEvent, WorkflowInstance } from './instance.entity.ts';
+import { recover, resume } from './jobs.ts';
 import { leadSourcesPoint } from './leads.ts';
 import { migrations } from './migrations/index.ts';
 import { nodeTypesPoint } from './node-types.ts';
-import { create, findById, generateDynamicLeads, getAvailableTools, getData, getFieldValues, getWorkflowTags, remove, update } from './operations.ts';
+import {
+  cancelInstance,
+  create,
+  executeWorkflow,
+  findById,
+  generateDynamicLeads,
+  getAvailableTools,
+  getData,
+  getFieldValues,
+  getInstance,
+  getWorkflowTags,
+  listInstances,
+  remove,
+  sendEventToWorkflow,
+  update,
+} from './operations.ts';
+import { WorkflowRunner } from './runner.ts';
 import { Workflow } from './workflow.entity.ts';
 import { WorkflowService } from './workflow.service.ts';
 
-/** WorkflowRpc: workflow graphs of a subscription, checked when saved; the values forms pick from; lead-generating tools. */
+/** WorkflowRpc: workflow graphs of a subscription, checked when saved and run durably; the values forms pick from; lead-generating tools. */
 export const workflowPlugin = definePlugin<WorkflowDeps>({
   id: 'workflow',
   group: 'WorkflowRpc',
   coreVersion: '^2.0.0',
+  config: workflowSettings,
   deps: DEPS,
-  entities: [Workflow],
+  entities: [Workflow, WorkflowInstance, PendingEvent],
   migrations,
   extensionPoints: [nodeTypesPoint, leadSourcesPoint],
-  services: { workflowService: asClass(WorkflowService).singleton() },
+  services: { workflowService: asClass(WorkflowService).singleton(), workflowRunner: asClass(WorkflowRunner).singleton() },
   extends: {
+    'core.events': [
+      { name: 'workflow.completed', describe: 'A run you started completed: {instanceId, workflowId, workflowName, output}.' },
+      { name: 'workflow.failed', describe: 'A run you started failed: {instanceId, workflowId, workflowName, error}.' },
+      { name: 'workflow.waiting', describe: 'A run you started waits: {instanceId, workflowId, workflowName, event} for an event, {..., until} for a time.' },
+    ],
     'core.collections': [
       {
         name: 'workflows',
@@ -28,5 +53,22 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
       },
     ],
   },
-  operations: { create, update, delete: remove, findById, getData, getWorkflowTags, getFieldValues, getAvailableTools, generateDynamicLeads },
+  operations: {
+    create,
+    update,
+    delete: remove,
+    findById,
+    getData,
+    getWorkflowTags,
+    getFieldValues,
+    getAvailableTools,
+    generateDynamicLeads,
+    executeWorkflow,
+    sendEventToWorkflow,
+    listInstances,
+    getInstance,
+    cancelInstance,
+  },
+  jobs: { resume, recover },
+  stop: ({ workflowRunner, config }) => workflowRunner.drain(Math.min(config.WORKFLOW_RUN_TIMEOUT_MS, 10_000)),
 });

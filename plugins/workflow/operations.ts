@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { envelope, isUuid, listParams, recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { graphFields } from './graph.ts';
+import { INSTANCE_STATUSES } from './instance.entity.ts';
 
 const name = v.pipe(
   v.string('name must be a string'),
@@ -100,4 +101,57 @@ export const generateDynamicLeads = defineOperation({
   describe: 'Leads {name, email, company} from a lead-generating tool: CsvLeadImporter {csv, delimiter?}, JsonLeadImporter {json | leads}, or one a plugin adds.',
   params: v.object({ toolClassName: v.pipe(v.string('toolClassName must be a string'), v.minLength(1, 'toolClassName must not be empty'), v.maxLength(100)), properties: v.unknown() }),
   handler: ({ params, ctx, deps }) => deps.workflowService.generateDynamicLeads(ctx, params.toolClassName, params.properties),
+});
+
+const object = (label: string) => v.record(v.string(), v.unknown(), `${label} must be an object`);
+const workflowContext = v.optional(v.object({ id: v.optional(recordId('context.id')) }, 'context must be an object'));
+
+export const executeWorkflow = defineOperation({
+  access: 'user',
+  describe:
+    'Run a workflow (by name or _id) as the caller with workflowArgs: {result: {status: "completed", output, instanceId}}, or {status: "waiting", instanceId} when it waits (for an event, a time, or longer than WORKFLOW_EXECUTE_WAIT_MS); WORKFLOW_FAILED when the run fails.',
+  params: v.object({ workflowIdentifier: v.pipe(v.string(), v.minLength(1, 'workflowIdentifier must not be empty'), v.maxLength(200)), workflowArgs: v.optional(object('workflowArgs'), {}), context: v.optional(object('context')) }),
+  handler: ({ params, ctx, deps }) => deps.workflowRunner.execute(ctx, params.workflowIdentifier, params.workflowArgs),
+});
+
+export const sendEventToWorkflow = defineOperation({
+  access: 'user',
+  describe:
+    'Deliver an event to a run of a workflow: the run context.id names (kept for it when it is not waiting for the event yet), else the oldest run waiting for it; NOT_FOUND when there is none. Answers {success: true}.',
+  params: v.object({
+    workflowName: v.pipe(v.string(), v.minLength(1, 'workflowName must not be empty'), v.maxLength(200)),
+    eventName: v.pipe(v.string(), v.minLength(1, 'eventName must not be empty'), v.maxLength(200)),
+    eventData: object('eventData'),
+    context: workflowContext,
+  }),
+  handler: async ({ params, ctx, deps }) => {
+    await deps.workflowRunner.deliverEvent(ctx, params.workflowName, params.eventName, params.eventData, params.context?.id);
+    return envelope();
+  },
+});
+
+export const listInstances = defineOperation({
+  access: 'user',
+  describe: "Runs of the subscription's workflows, newest first: of one workflow (workflowId) and in one status when given.",
+  params: v.object({
+    workflowId: v.optional(recordId('workflowId')),
+    status: v.optional(v.picklist(INSTANCE_STATUSES, `status must be one of ${INSTANCE_STATUSES.join(', ')}`)),
+    page: listParams(25).page,
+    pageSize: listParams(25).pageSize,
+  }),
+  handler: ({ params, ctx, deps }) => deps.workflowRunner.listInstances(ctx, params),
+});
+
+export const getInstance = defineOperation({
+  access: 'user',
+  describe: 'One run: status, where it is (cursor), variables, output or error, what it waits for, and its steps.',
+  params: v.object({ instanceId: recordId('instanceId') }),
+  handler: ({ params, ctx, deps }) => deps.workflowRunner.getInstance(ctx, params.instanceId),
+});
+
+export const cancelInstance = defineOperation({
+  access: 'user',
+  describe: 'Cancel a run that has not ended (its starter, admins and staff); it stops before its next node.',
+  params: v.object({ instanceId: recordId('instanceId') }),
+  handler: ({ params, ctx, deps }) => deps.workflowRunner.cancel(ctx, params.instanceId),
 });

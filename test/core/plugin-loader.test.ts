@@ -348,6 +348,9 @@ describe('plugin deps, settings and extension points', () => {
         'webhook.test',
         'secret.changed',
         'scopedSecret.changed',
+        'workflow.completed',
+        'workflow.failed',
+        'workflow.waiting',
         'note.added',
         'notes.tallied',
       ]);

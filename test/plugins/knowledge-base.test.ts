@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { PEER_MODEL, withModelChange } from '../support/embedding-peer.ts';
+import { PEER_EMBEDDING_MODEL, withModelChange } from '../support/model-peer.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { putUpload } from '../support/uploads.ts';
@@ -477,7 +477,7 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
         const session = { token: (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token };
         const during = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
         assert.equal(during.embedding.model, 'local-lexical-384');
-        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], [PEER_MODEL, before.length]);
+        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], [PEER_EMBEDDING_MODEL, before.length]);
         // Searches go on, answered from the old model's vectors (the question embedded locally, not by the slow new model).
         const [hit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
         assert.match(hit.text, /ten working days/);
@@ -487,7 +487,7 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
           const stats = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
           return stats.embedding.switch === null ? stats : undefined;
         }, 30_000);
-        assert.equal(switched.embedding.model, PEER_MODEL);
+        assert.equal(switched.embedding.model, PEER_EMBEDDING_MODEL);
         peer.delayMs = 0;
         // Every chunk now has the new model's vector in the other column: the reverse of its old one.
         const after = await eventually(async () => {

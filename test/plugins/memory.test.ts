@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { RequestContext } from 'rpc-service/plugin';
-import { PEER_MODEL, reversedVectorOf, withModelChange } from '../support/embedding-peer.ts';
+import { PEER_EMBEDDING_MODEL, reversedVectorOf, withModelChange } from '../support/model-peer.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
 import { addUser } from '../support/users.ts';
@@ -241,7 +241,7 @@ describe('MemoryRpc: switching the embedding model', () => {
       try {
         const token = (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token;
         const recall = (queryText: string) => second.ok('MemoryRpc.recallMemories', { scope: 'user', queryText, topK: 1 }, { token });
-        assert.deepEqual(await state(second), { active_slot: 'a', active_model: 'local-lexical-384', next_model: PEER_MODEL });
+        assert.deepEqual(await state(second), { active_slot: 'a', active_model: 'local-lexical-384', next_model: PEER_EMBEDDING_MODEL });
         // Recalls, saves and updates go on with the old model while the new one fills the other column.
         assert.equal((await recall('which tea in the afternoon')).memories[0].id, tea.memoryId);
         const garden = await saveIn(second, token, 'Grows tomatoes on the balcony');
@@ -250,7 +250,7 @@ describe('MemoryRpc: switching the embedding model', () => {
         assert.ok(!peer.received.flat().some((text) => /tea in the|on a balcony/.test(text)), 'no question went to the new model');
 
         await eventually(async () => ((await state(second)).next_model === null ? true : undefined), 30_000);
-        assert.deepEqual(await state(second), { active_slot: 'b', active_model: PEER_MODEL, next_model: null });
+        assert.deepEqual(await state(second), { active_slot: 'b', active_model: PEER_EMBEDDING_MODEL, next_model: null });
         // Every memory, those saved and changed during the switch included, has the new model's vector; the old column is emptied.
         const after = await eventually(async () => {
           const now = await rows(second);

@@ -7,28 +7,39 @@ import { createScratchDatabase, TEST_DATABASE_URL } from './database.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 import { startHttpReceiver } from './peers.ts';
 
-/** The id the catalogue file gives the peer's model. */
-export const PEER_MODEL = 'peer-embed';
+/** The ids the catalogue file gives the peer's models. */
+export const PEER_EMBEDDING_MODEL = 'peer-embed';
+export const PEER_CHAT_MODEL = 'peer-chat';
 
 /** The local embedder's vector of a text, reversed: what the peer answers for it. */
 export const reversedVectorOf = (text: string): number[] => [...vectorsOf(embed({ texts: [text], dimensions: 384 }).vectors, 384)[0]!].reverse();
 
 /**
- * A new embedding model for tests of a change of model: an OpenAI-compatible
- * embeddings server on loopback whose vectors are the local embedder's,
- * reversed (as good at finding texts, but different vectors), and a
- * catalogue file (for AI_CATALOGUE_FILE) that makes it the default
- * embedding model. `delayMs` slows its answers, so a switch can be watched.
+ * An OpenAI-compatible model server on loopback, and a catalogue file (for
+ * AI_CATALOGUE_FILE) that makes its models the defaults. Its embeddings are
+ * the local embedder's vectors reversed (as good at finding texts, but
+ * different vectors: a new embedding model for tests of a change of model);
+ * its chat model answers "You said: " and the last user message. `delayMs`
+ * slows its embedding answers, so a switch can be watched.
  */
-export async function startEmbeddingPeer() {
+export async function startModelPeer() {
   const received: string[][] = [];
+  const chats: { role: string; content: string }[][] = [];
   const peer = {
     delayMs: 0,
+    /** The texts of each embeddings request, and the messages of each chat request. */
     received,
+    chats,
     catalogueFile: '',
     close: async () => {},
   };
   const server = await startHttpReceiver((request) => {
+    if (request.path.endsWith('/chat/completions')) {
+      const { messages } = JSON.parse(request.body) as { messages: { role: string; content: string }[] };
+      chats.push(messages);
+      const content = `You said: ${messages.filter((message) => message.role === 'user').at(-1)?.content ?? ''}`;
+      return { status: 200, json: { choices: [{ message: { role: 'assistant', content } }], usage: { prompt_tokens: 10, completion_tokens: 5 } } };
+    }
     const { input } = JSON.parse(request.body) as { input: string[] };
     received.push(input);
     const data = input.map((text, index) => ({ index, embedding: reversedVectorOf(text) }));
@@ -37,8 +48,10 @@ export async function startEmbeddingPeer() {
   const dir = mkdtempSync(path.join(tmpdir(), 'rpc-embedding-peer-'));
   const catalogue = JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
   catalogue.providers.push({ name: 'loopback', type: 'openai-compatible', baseUrl: `${server.url}/v1`, apiKeyEnvVar: null });
-  catalogue.models.push({ ...catalogue.models.find((model: { id: string }) => model.id === 'text-embedding-3-small'), id: PEER_MODEL, provider: 'loopback' });
-  catalogue.defaults.embedding = PEER_MODEL;
+  const like = (id: string) => catalogue.models.find((model: { id: string }) => model.id === id);
+  catalogue.models.push({ ...like('text-embedding-3-small'), id: PEER_EMBEDDING_MODEL, provider: 'loopback' }, { ...like('gpt-4o-mini'), id: PEER_CHAT_MODEL, provider: 'loopback' });
+  catalogue.defaults.embedding = PEER_EMBEDDING_MODEL;
+  catalogue.defaults.chat = PEER_CHAT_MODEL;
   peer.catalogueFile = path.join(dir, 'catalogue.json');
   writeFileSync(peer.catalogueFile, JSON.stringify(catalogue));
   peer.close = async () => {
@@ -48,7 +61,7 @@ export async function startEmbeddingPeer() {
   return peer;
 }
 
-type EmbeddingPeer = Awaited<ReturnType<typeof startEmbeddingPeer>>;
+type ModelPeer = Awaited<ReturnType<typeof startModelPeer>>;
 
 /**
  * Runs a test of a change of embedding model: `start()` starts the plugins
@@ -57,8 +70,8 @@ type EmbeddingPeer = Awaited<ReturnType<typeof startEmbeddingPeer>>;
  * `start({ newModel: true })` with the peer's model instead. Jobs are polled
  * every 500 ms. Everything is removed at the end.
  */
-export async function withModelChange(plugins: string[], run: (args: { peer: EmbeddingPeer; start(options?: { newModel?: boolean }): Promise<TestApp> }) => Promise<void>) {
-  const peer = await startEmbeddingPeer();
+export async function withModelChange(plugins: string[], run: (args: { peer: ModelPeer; start(options?: { newModel?: boolean }): Promise<TestApp> }) => Promise<void>) {
+  const peer = await startModelPeer();
   const dir = mkdtempSync(path.join(tmpdir(), 'rpc-model-change-'));
   const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
   const options = { withNotes: false, plugins, dataDir: path.join(dir, 'data'), persistent: true, databaseUrl: scratch?.url };

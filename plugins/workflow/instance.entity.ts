@@ -1,0 +1,78 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+export const INSTANCE_STATUSES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
+export type InstanceStatus = (typeof INSTANCE_STATUSES)[number];
+
+/** One node run, as the instance's history keeps it. */
+export interface Step {
+  node: string;
+  type: string;
+  /** ISO 8601 time it ended. */
+  at: string;
+  status: 'done' | 'waiting' | 'failed';
+  error?: string;
+}
+
+/**
+ * A run of a workflow: where it is (`cursor`, the node it runs or waits
+ * at), its variables and arguments, its status and history. A copy of the
+ * graph is kept, so a workflow changed meanwhile does not change a run under
+ * way. `leaseUntil` is how long the node running it may take before another
+ * node takes it over (after a crash).
+ */
+export const WorkflowInstance = defineEntity({
+  name: 'WorkflowInstance',
+  tableName: 'workflow_instance',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    workflowId: p.uuid(),
+    workflowName: p.text(),
+    /** The user it runs as (who executed it). */
+    userId: p.uuid(),
+    projectId: p.text().nullable(),
+    status: p.enum([...INSTANCE_STATUSES]),
+    graph: p.json<{ nodes: unknown[]; edges: unknown[] }>(),
+    cursor: p.text(),
+    variables: p.json<Record<string, unknown>>(),
+    args: p.json<Record<string, unknown>>(),
+    steps: p.integer(),
+    history: p.json<Step[]>(),
+    /** The event a `wait` node waits for. */
+    waitingFor: p.text().nullable(),
+    /** When a `delay` node ends. */
+    wakeAt: p.datetime().nullable(),
+    output: p.json<unknown>().nullable(),
+    error: p.text().nullable(),
+    leaseUntil: p.datetime().nullable(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+    finishedAt: p.datetime().nullable(),
+  }),
+  indexes: [
+    { properties: ['subscriptionId', 'workflowId', 'status', 'createdAt'] },
+    { properties: ['subscriptionId', 'createdAt'] },
+    // Runs whose node stopped: found by the recovery job.
+    { name: 'workflow_instance_running_index', expression: 'create index "workflow_instance_running_index" on "workflow_instance" ("lease_until") where "status" = \'running\'' },
+  ],
+});
+export type WorkflowInstance = InferEntity<typeof WorkflowInstance>;
+
+/**
+ * An event delivered to a run that was not waiting for it yet (still running
+ * towards its `wait` node): kept until a `wait` for that event takes it.
+ */
+export const PendingEvent = defineEntity({
+  name: 'PendingEvent',
+  tableName: 'workflow_pending_event',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    instanceId: p.uuid(),
+    eventName: p.text(),
+    eventData: p.json<Record<string, unknown>>(),
+    createdAt: p.datetime(),
+  }),
+  indexes: [{ properties: ['instanceId', 'eventName', 'createdAt'] }],
+});
+export type PendingEvent = InferEntity<typeof PendingEvent>;

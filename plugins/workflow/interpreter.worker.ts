@@ -1,0 +1,242 @@
+import type { MessagePort } from 'node:worker_threads';
+import jsonata from 'jsonata';
+import type { WorkflowEdge, WorkflowNode } from './graph.ts';
+import type { Step } from './instance.entity.ts';
+import { templateParts } from './node-types.ts';
+
+/** Where a run stands: the node it is at, its variables and arguments, and the nodes run so far. */
+export interface RunState {
+  cursor: string;
+  variables: Record<string, unknown>;
+  args: Record<string, unknown>;
+  steps: number;
+}
+
+export interface RunTask {
+  nodes: WorkflowNode[];
+  edges: WorkflowEdge[];
+  state: RunState;
+  /** The node at the cursor has ended with this result (a `wait` its event came for, a `delay` whose time came): go on after it. */
+  resumed?: { result: unknown };
+  /** Nodes run at most, over the whole run; and the time (epoch ms) this part of it must end by. */
+  limits: { maxSteps: number; deadline: number };
+  /** Where the work of other node types than start, end, set, condition, wait and delay is asked of the host. */
+  port: MessagePort;
+}
+
+/** What the worker asks the host: to do a node's work, with its inputs evaluated. */
+export interface EffectRequest {
+  kind: 'effect';
+  id: number;
+  node: string;
+  type: string;
+  input: Record<string, unknown>;
+}
+export type EffectReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+/** The state after a node with an effect, for the host to keep (a crash then repeats at most that node). */
+export interface Checkpoint {
+  kind: 'checkpoint';
+  state: RunState;
+  steps: Step[];
+}
+
+export type RunOutcome =
+  | { status: 'completed'; output: unknown; state: RunState; steps: Step[] }
+  | { status: 'waiting'; event: string; state: RunState; steps: Step[] }
+  | { status: 'sleeping'; until: string; state: RunState; steps: Step[] }
+  | { status: 'failed'; error: string; state: RunState; steps: Step[] };
+
+/** What one expression may take: time, nesting and the length of the sequences it builds (JSONata's guardrails). */
+const EXPRESSION_LIMITS = { timeout: 5000, stack: 500, sequence: 100_000 };
+
+/** Node types run here; the others' work is the host's. */
+const LOCAL_TYPES = new Set(['start', 'end', 'set', 'condition', 'wait', 'delay']);
+
+/** A node's failure: the run fails with this message, naming the node. */
+class NodeError extends Error {}
+
+/**
+ * Runs a workflow graph from its cursor until it ends, waits (for an event
+ * or a time) or fails, within the step and time limits. Expressions are
+ * JSONata: the variables are the input, `$args`, `$result` and `$event` are
+ * bound. Work with effects (rpc, http, tool, ai, contributed types) is asked
+ * of the host over `port`, with its inputs evaluated here.
+ */
+export default async function run(task: RunTask): Promise<RunOutcome> {
+  const interpreter = new Interpreter(task);
+  try {
+    return await interpreter.run();
+  } finally {
+    task.port.close();
+  }
+}
+
+class Interpreter {
+  readonly #task: RunTask;
+  readonly #nodes: Map<string, WorkflowNode>;
+  readonly #compiled = new Map<string, jsonata.Expression>();
+  readonly #pending = new Map<number, (reply: EffectReply) => void>();
+  #nextEffect = 0;
+  #steps: Step[] = [];
+  #state: RunState;
+  #result: unknown = null;
+  #event: unknown = null;
+
+  constructor(task: RunTask) {
+    this.#task = task;
+    this.#nodes = new Map(task.nodes.map((node) => [node.id, node]));
+    this.#state = structuredClone(task.state);
+    task.port.on('message', (reply: EffectReply) => {
+      this.#pending.get(reply.id)?.(reply);
+      this.#pending.delete(reply.id);
+    });
+  }
+
+  async run(): Promise<RunOutcome> {
+    try {
+      if (this.#task.resumed) {
+        const node = this.#node(this.#state.cursor);
+        this.#result = this.#task.resumed.result;
+        if (node.type === 'wait') this.#event = this.#result;
+        this.#save(node, this.#result);
+        this.#record(node, 'done');
+        this.#state.cursor = await this.#next(node);
+      }
+      for (;;) {
+        const node = this.#node(this.#state.cursor);
+        if (this.#state.steps >= this.#task.limits.maxSteps) throw new NodeError(`the run stopped at node "${node.id}": it ran ${this.#task.limits.maxSteps} nodes, the most a run may`);
+        if (Date.now() > this.#task.limits.deadline) throw new NodeError(`the run stopped at node "${node.id}": it ran out of time`);
+        this.#state.steps += 1;
+        const config = node.config as Record<string, any>;
+        switch (node.type) {
+          case 'start':
+            this.#result = null;
+            break;
+          case 'end': {
+            const output = config.output ? await this.#evaluate(node, config.output) : this.#state.variables;
+            this.#record(node, 'done');
+            return { status: 'completed', output: output ?? null, state: this.#state, steps: this.#steps };
+          }
+          case 'set':
+            for (const [name, source] of Object.entries(config.values as Record<string, string>)) this.#state.variables[name] = (await this.#evaluate(node, source)) ?? null;
+            this.#result = null;
+            break;
+          case 'condition':
+            this.#result = (await this.#evaluate(node, config.expression)) ?? null;
+            break;
+          case 'wait':
+            this.#record(node, 'waiting');
+            return { status: 'waiting', event: config.event, state: this.#state, steps: this.#steps };
+          case 'delay': {
+            const until = config.seconds !== undefined ? new Date(Date.now() + config.seconds * 1000) : timeOf(await this.#evaluate(node, config.until));
+            if (!until) throw new NodeError(`node "${node.id}": until must give a time (ISO 8601 or milliseconds since 1970)`);
+            if (until.getTime() > Date.now()) {
+              this.#record(node, 'waiting');
+              return { status: 'sleeping', until: until.toISOString(), state: this.#state, steps: this.#steps };
+            }
+            this.#result = null;
+            break;
+          }
+          default:
+            this.#result = await this.#effect(node, await this.#inputs(node));
+        }
+        this.#save(node, this.#result);
+        this.#record(node, 'done');
+        this.#state.cursor = await this.#next(node);
+        // After work the host did, it keeps where the run is (with the steps since the last time): a crash then repeats nothing done.
+        if (!LOCAL_TYPES.has(node.type)) this.#task.port.postMessage({ kind: 'checkpoint', state: this.#state, steps: this.#steps.splice(0) } satisfies Checkpoint);
+      }
+    } catch (error) {
+      const message = error instanceof NodeError ? error.message : `node "${this.#state.cursor}": ${(error as Error).message}`;
+      const node = this.#nodes.get(this.#state.cursor);
+      if (node) this.#record(node, 'failed', message);
+      return { status: 'failed', error: message, state: this.#state, steps: this.#steps };
+    }
+  }
+
+  /** The inputs of a node whose work the host does: expressions and templates evaluated, other values as given. */
+  async #inputs(node: WorkflowNode): Promise<Record<string, unknown>> {
+    const config = node.config as Record<string, any>;
+    const value = async (field: unknown) => (typeof field === 'string' ? this.#evaluate(node, field) : field);
+    switch (node.type) {
+      case 'rpc':
+        return { method: config.method, params: (await value(config.params)) ?? {} };
+      case 'tool':
+        return { tool: config.tool, params: (await value(config.params)) ?? {} };
+      case 'http': {
+        const headers: Record<string, string> = {};
+        for (const [name, template] of Object.entries((config.headers ?? {}) as Record<string, string>)) headers[name] = await this.#render(node, template);
+        return { url: await this.#render(node, config.url), method: config.method, headers, body: config.body === undefined ? undefined : await value(config.body) };
+      }
+      case 'ai':
+        return { prompt: await this.#render(node, config.prompt), system: config.system === undefined ? undefined : await this.#render(node, config.system), model: config.model };
+      default:
+        return { config, variables: this.#state.variables, args: this.#state.args };
+    }
+  }
+
+  #effect(node: WorkflowNode, input: Record<string, unknown>): Promise<unknown> {
+    const id = this.#nextEffect++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, (reply) => (reply.ok ? resolve(reply.value) : reject(new NodeError(`node "${node.id}": ${reply.error}`))));
+      this.#task.port.postMessage({ kind: 'effect', id, node: node.id, type: node.type, input } satisfies EffectRequest);
+    });
+  }
+
+  /** The edge to follow after a node: the first whose condition holds, else the first without one. */
+  async #next(node: WorkflowNode): Promise<string> {
+    const edges = this.#task.edges.filter((edge) => edge.source === node.id);
+    for (const edge of edges) {
+      if (edge.condition !== undefined && truthy(await this.#evaluate(node, edge.condition, `the condition of the edge to "${edge.target}"`))) return edge.target;
+    }
+    const fallback = edges.find((edge) => edge.condition === undefined);
+    if (!fallback) throw new NodeError(`node "${node.id}": no edge's condition holds, and no edge is without one`);
+    return fallback.target;
+  }
+
+  async #evaluate(node: WorkflowNode, source: string, what = 'an expression'): Promise<unknown> {
+    let expression = this.#compiled.get(source);
+    if (!expression) {
+      expression = jsonata(source, EXPRESSION_LIMITS);
+      this.#compiled.set(source, expression);
+    }
+    try {
+      return await expression.evaluate(this.#state.variables, { args: this.#state.args, result: this.#result, event: this.#event });
+    } catch (error) {
+      throw new NodeError(`node "${node.id}": ${what} failed: ${(error as { message?: string }).message ?? String(error)}`);
+    }
+  }
+
+  /** A template's text with each `{{ expression }}` replaced by its value (text as it is, anything else as JSON). */
+  async #render(node: WorkflowNode, template: string): Promise<string> {
+    const values = await Promise.all(templateParts(template).map((part) => this.#evaluate(node, part)));
+    let index = 0;
+    return template.replace(/\{\{(.*?)\}\}/gs, () => {
+      const value = values[index++];
+      return value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+    });
+  }
+
+  #save(node: WorkflowNode, result: unknown): void {
+    const saveAs = (node.config as { saveAs?: string }).saveAs;
+    if (saveAs) this.#state.variables[saveAs] = result ?? null;
+  }
+
+  #record(node: WorkflowNode, status: Step['status'], error?: string): void {
+    this.#steps.push({ node: node.id, type: node.type, at: new Date().toISOString(), status, ...(error ? { error } : {}) });
+  }
+
+  #node(id: string): WorkflowNode {
+    const node = this.#nodes.get(id);
+    if (!node) throw new NodeError(`the graph has no node "${id}"`);
+    return node;
+  }
+}
+
+/** JSONata's truth: false, null, 0, "", empty arrays and undefined are false. */
+const truthy = (value: unknown): boolean => (Array.isArray(value) ? value.length > 0 : Boolean(value));
+
+function timeOf(value: unknown): Date | null {
+  const date = typeof value === 'string' || typeof value === 'number' ? new Date(value) : null;
+  return date && !Number.isNaN(date.getTime()) ? date : null;
+}

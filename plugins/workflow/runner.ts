@@ -1,0 +1,492 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import {
+  mayChangeRecordOf,
+  notFound,
+  forbidden,
+  OutboundRefusedError,
+  RpcError,
+  type AiClient,
+  type AuthenticatedContext,
+  type Database,
+  type EntityManager,
+  type EventBus,
+  type Extensions,
+  type Jobs,
+  type Logger,
+  type OperationCaller,
+  type Outbound,
+  type PluginServices,
+  type Principal,
+  type ToolCatalogue,
+  type WorkerPool,
+} from 'rpc-service/plugin';
+import type { WorkflowConfig } from './config.ts';
+import type { WorkflowEdge, WorkflowNode } from './graph.ts';
+import { PendingEvent, WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
+import type { Checkpoint, EffectReply, EffectRequest, RunOutcome, RunState, RunTask } from './interpreter.worker.ts';
+import type { WorkflowService } from './workflow.service.ts';
+
+type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;
+
+const INTERPRETER = fileURLToPath(new URL('./interpreter.worker.ts', import.meta.url));
+/** Largest HTTP answer body an http node reads. */
+const MAX_HTTP_BODY = 1024 * 1024;
+/** Steps of history an instance keeps (the latest). */
+const MAX_HISTORY = 1000;
+
+export interface InstanceRecord {
+  _id: string;
+  workflowId: string;
+  workflowName: string;
+  status: InstanceStatus;
+  cursor: string;
+  variables: Record<string, unknown>;
+  args: Record<string, unknown>;
+  output: unknown;
+  error: string | null;
+  waitingFor: string | null;
+  wakeAt: string | null;
+  steps: number;
+  history: WorkflowInstance['history'];
+  userId: string;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+const toRecord = (instance: WorkflowInstance): InstanceRecord => ({
+  _id: instance.id,
+  workflowId: instance.workflowId,
+  workflowName: instance.workflowName,
+  status: instance.status,
+  cursor: instance.cursor,
+  variables: instance.variables,
+  args: instance.args,
+  output: instance.output ?? null,
+  error: instance.error ?? null,
+  waitingFor: instance.waitingFor ?? null,
+  wakeAt: instance.wakeAt?.toISOString() ?? null,
+  steps: instance.steps,
+  history: instance.history,
+  userId: instance.userId,
+  createdAt: instance.createdAt.toISOString(),
+  updatedAt: instance.updatedAt.toISOString(),
+  finishedAt: instance.finishedAt?.toISOString() ?? null,
+});
+
+export type ExecuteResult = { result: { status: 'completed'; output: unknown; instanceId: string } } | { status: 'waiting'; instanceId: string };
+
+/**
+ * Runs workflows durably. A run is a row (`workflow_instance`); each part
+ * of it, from where it stands until it ends, waits or fails, is interpreted
+ * in the worker pool, which asks this host over a MessagePort for the work
+ * of rpc, http, tool, ai and contributed nodes (done as the user who
+ * started the run, with that user's current role). The state is kept after
+ * every such node, so a node that stops mid-run (its lease runs out) is
+ * taken over by the `recover` job at most one node back. `wait` parks the
+ * run until sendEventToWorkflow delivers its event (an event that comes
+ * while the run is still on its way to the `wait` is kept for it); `delay`
+ * parks it until a `resume` job, due at its time, takes it up again.
+ */
+export class WorkflowRunner {
+  readonly #db: Database;
+  readonly #pool: WorkerPool;
+  readonly #jobs: Jobs;
+  readonly #operations: OperationCaller;
+  readonly #outbound: Outbound;
+  readonly #ai: AiClient;
+  readonly #tools: ToolCatalogue;
+  readonly #bus: EventBus;
+  readonly #users: PluginServices['userService'];
+  readonly #extensions: Extensions;
+  readonly #workflows: WorkflowService;
+  readonly #config: WorkflowConfig;
+  readonly #logger: Logger;
+  /** Parts of runs under way in this process, awaited on shutdown. */
+  readonly #active = new Set<Promise<unknown>>();
+
+  constructor(deps: {
+    db: Database;
+    pool: WorkerPool;
+    jobs: Jobs;
+    operations: OperationCaller;
+    outbound: Outbound;
+    ai: AiClient;
+    tools: ToolCatalogue;
+    bus: EventBus;
+    userService: PluginServices['userService'];
+    extensions: Extensions;
+    workflowService: WorkflowService;
+    config: WorkflowConfig;
+    logger: Logger;
+  }) {
+    this.#db = deps.db;
+    this.#pool = deps.pool;
+    this.#jobs = deps.jobs;
+    this.#operations = deps.operations;
+    this.#outbound = deps.outbound;
+    this.#ai = deps.ai;
+    this.#tools = deps.tools;
+    this.#bus = deps.bus;
+    this.#users = deps.userService;
+    this.#extensions = deps.extensions;
+    this.#workflows = deps.workflowService;
+    this.#config = deps.config;
+    this.#logger = deps.logger;
+  }
+
+  /**
+   * Starts a run as the caller and waits for it up to WORKFLOW_EXECUTE_WAIT_MS:
+   * its output when it completed, `{status: 'waiting', instanceId}` when it
+   * waits (or still runs); WORKFLOW_FAILED when it failed.
+   */
+  async execute(ctx: AuthenticatedContext, identifier: string, args: Record<string, unknown>): Promise<ExecuteResult> {
+    const workflow = await this.#workflows.findByIdentifier(ctx.em, identifier);
+    const start = workflow.nodes.find((node) => node.type === 'start')!;
+    const now = new Date();
+    const instance = ctx.em.create(WorkflowInstance, {
+      id: randomUUID(),
+      subscriptionId: ctx.subscriptionId,
+      workflowId: workflow.id,
+      workflowName: workflow.name,
+      userId: ctx.userId,
+      projectId: ctx.projectId ?? null,
+      status: 'running',
+      graph: { nodes: workflow.nodes, edges: workflow.edges },
+      cursor: start.id,
+      variables: structuredClone(workflow.variables),
+      args,
+      steps: 0,
+      history: [],
+      waitingFor: null,
+      wakeAt: null,
+      output: null,
+      error: null,
+      leaseUntil: this.#leaseEnd(),
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    });
+    await ctx.em.flush();
+    const ended = await this.#within(this.#drive(ctx.subscriptionId, instance.id), this.#config.WORKFLOW_EXECUTE_WAIT_MS);
+    if (ended?.status === 'completed') return { result: { status: 'completed', output: ended.output, instanceId: instance.id } };
+    if (ended?.status === 'failed') throw new RpcError('WORKFLOW_FAILED', `Workflow ${workflow.name} failed (run ${instance.id}): ${ended.error}`);
+    return { status: 'waiting', instanceId: instance.id };
+  }
+
+  /**
+   * Delivers an event: to the run `instanceId` names (kept for it if it is
+   * not waiting for this event yet), else to the oldest run of the workflow
+   * waiting for it. NOT_FOUND when there is no such run.
+   */
+  async deliverEvent(ctx: AuthenticatedContext, workflowName: string, eventName: string, eventData: Record<string, unknown>, instanceId?: string): Promise<void> {
+    const workflow = await this.#workflows.findByIdentifier(ctx.em, workflowName);
+    const claimed = await ctx.em.fork().transactional(async (em) => {
+      const [row] = instanceId
+        ? await em.execute<{ id: string; status: InstanceStatus; waiting_for: string | null }[]>(
+            'select id, status, waiting_for from workflow_instance where id = ? and workflow_id = ? and subscription_id = ? for update',
+            [instanceId, workflow.id, ctx.subscriptionId],
+          )
+        : await em.execute<{ id: string; status: InstanceStatus; waiting_for: string | null }[]>(
+            `select id, status, waiting_for from workflow_instance where workflow_id = ? and subscription_id = ? and status = 'waiting' and waiting_for = ?
+             order by created_at, id limit 1 for update skip locked`,
+            [workflow.id, ctx.subscriptionId, eventName],
+          );
+      if (!row) throw notFound(instanceId ? `No run ${instanceId} of workflow ${workflow.name}` : `No run of workflow ${workflow.name} is waiting for event ${eventName}`);
+      if (row.status === 'waiting' && row.waiting_for === eventName) {
+        await em.execute(`update workflow_instance set status = 'running', waiting_for = null, lease_until = ?, updated_at = now() where id = ?`, [this.#leaseEnd(), row.id]);
+        return row.id;
+      }
+      if (row.status !== 'running' && row.status !== 'waiting') throw notFound(`Run ${row.id} of workflow ${workflow.name} has ended (${row.status})`);
+      // On its way to a wait (or waiting for something else first): the event waits for it.
+      em.create(PendingEvent, { id: randomUUID(), subscriptionId: ctx.subscriptionId, instanceId: row.id, eventName, eventData, createdAt: new Date() });
+      return null;
+    });
+    if (claimed) this.#background(this.#drive(ctx.subscriptionId, claimed, { result: eventData }));
+  }
+
+  async listInstances(ctx: AuthenticatedContext, query: { workflowId?: string; status?: InstanceStatus; page: number; pageSize: number }) {
+    const where = { ...(query.workflowId ? { workflowId: query.workflowId } : {}), ...(query.status ? { status: query.status } : {}) };
+    const [instances, totalCount] = await ctx.em.findAndCount(WorkflowInstance, where, {
+      orderBy: { createdAt: 'desc', id: 'asc' },
+      limit: query.pageSize,
+      offset: (query.page - 1) * query.pageSize,
+    });
+    return { data: instances.map(toRecord), totalCount };
+  }
+
+  async getInstance(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
+    return toRecord(await this.#find(ctx.em, id));
+  }
+
+  /** Cancels a run that has not ended (its starter, admins and staff): it stops before its next node. */
+  async cancel(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
+    const instance = await this.#find(ctx.em, id);
+    if (!mayChangeRecordOf(ctx, instance.userId)) throw forbidden('Only the user who started this run, admins and staff may cancel it');
+    const cancelled = await ctx.em.execute(
+      `update workflow_instance set status = 'cancelled', lease_until = null, waiting_for = null, wake_at = null, finished_at = now(), updated_at = now()
+       where id = ? and subscription_id = ? and status in ('running', 'waiting') returning id`,
+      [id, ctx.subscriptionId],
+    );
+    if (cancelled.length === 0) throw new RpcError('CONFLICT', `Run ${id} has already ended (${instance.status})`);
+    await ctx.em.execute('delete from workflow_pending_event where instance_id = ?', [id]);
+    return this.getInstance(ctx, id);
+  }
+
+  /** The `resume` job: a `delay` whose time has come. */
+  async wake(subscriptionId: string, instanceId: string): Promise<{ resumed: boolean }> {
+    const claimed = await this.#db.forkEm(subscriptionId).execute(
+      `update workflow_instance set status = 'running', wake_at = null, lease_until = ?, updated_at = now()
+       where id = ? and subscription_id = ? and status = 'waiting' and wake_at is not null and wake_at <= now() returning id`,
+      [this.#leaseEnd(), instanceId, subscriptionId],
+    );
+    if (claimed.length === 0) return { resumed: false };
+    await this.#drive(subscriptionId, instanceId, { result: null });
+    return { resumed: true };
+  }
+
+  /** The `recover` job: runs whose node stopped (lease run out) go on from their last state; delays whose job was lost are woken. */
+  async recover(): Promise<{ recovered: number }> {
+    const em = this.#db.forkEm(null);
+    const stalled = await em.execute<{ id: string; subscription_id: string }[]>(
+      `update workflow_instance set lease_until = ?, updated_at = now()
+       where id in (select id from workflow_instance where status = 'running' and lease_until < now() order by lease_until limit 100 for update skip locked)
+       returning id, subscription_id`,
+      [this.#leaseEnd()],
+    );
+    for (const row of stalled) this.#background(this.#drive(row.subscription_id, row.id));
+    const late = await em.execute<{ id: string; subscription_id: string }[]>(
+      `select id, subscription_id from workflow_instance where status = 'waiting' and wake_at < now() - interval '1 minute' limit 100`,
+    );
+    for (const row of late) this.#background(this.wake(row.subscription_id, row.id));
+    return { recovered: stalled.length + late.length };
+  }
+
+  /** Waits for the parts of runs under way here (on shutdown); the recover job takes up any that do not end. */
+  async drain(timeoutMs: number): Promise<void> {
+    await this.#within(Promise.allSettled([...this.#active]), timeoutMs);
+  }
+
+  /**
+   * Runs an instance from where it stands until it completes, fails or
+   * waits, keeping its state; `resumed` ends the node it waits at.
+   */
+  async #drive(subscriptionId: string, instanceId: string, resumed?: { result: unknown }): Promise<RunOutcome | null> {
+    const em = this.#db.forkEm(subscriptionId);
+    let next = resumed;
+    for (;;) {
+      const instance = await em.findOne(WorkflowInstance, { id: instanceId }, { refresh: true });
+      if (!instance || instance.status !== 'running') return null;
+      const principal = await this.#principal(instance);
+      const state: RunState = { cursor: instance.cursor, variables: instance.variables, args: instance.args, steps: instance.steps };
+      const outcome: RunOutcome = principal
+        ? await this.#runPart(em, instance, principal, state, next)
+        : { status: 'failed', error: 'the user who started the run is no longer active', state, steps: [] };
+      next = undefined;
+      const kept = await em.fork().transactional(async (tx) => {
+        const [current] = await tx.execute<{ status: InstanceStatus }[]>('select status from workflow_instance where id = ? for update', [instanceId]);
+        // Cancelled meanwhile: the cancel stands.
+        if (current?.status !== 'running') return 'cancelled' as const;
+        if (outcome.status === 'waiting') {
+          const [pending] = await tx.execute<{ id: string; event_data: Record<string, unknown> | string }[]>(
+            'select id, event_data from workflow_pending_event where instance_id = ? and event_name = ? order by created_at, id limit 1',
+            [instanceId, outcome.event],
+          );
+          if (pending) {
+            await tx.execute('delete from workflow_pending_event where id = ?', [pending.id]);
+            await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'running', lease_until: this.#leaseEnd() });
+            return { result: typeof pending.event_data === 'string' ? JSON.parse(pending.event_data) : pending.event_data };
+          }
+          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'waiting', waiting_for: outcome.event, lease_until: null });
+        } else if (outcome.status === 'sleeping') {
+          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
+          await this.#jobs.enqueue('resume', { instanceId }, { em: tx, runAt: new Date(outcome.until), ctx: this.#operations.contextOf(principal!) });
+        } else if (outcome.status === 'completed') {
+          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'completed', output: JSON.stringify(outcome.output ?? null), lease_until: null, finished_at: new Date() });
+        } else {
+          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'failed', error: outcome.error, lease_until: null, finished_at: new Date() });
+        }
+        return 'kept' as const;
+      });
+      if (kept === 'cancelled') return null;
+      if (kept !== 'kept') {
+        // An event was waiting for this wait: go on at once.
+        next = kept;
+        continue;
+      }
+      await this.#announce(instance, outcome);
+      return outcome;
+    }
+  }
+
+  /** One part of a run in the worker pool, answering its requests for effects and keeping its checkpoints. */
+  async #runPart(em: EntityManager, instance: WorkflowInstance, principal: Principal, state: RunState, resumed?: { result: unknown }): Promise<RunOutcome> {
+    const { port1, port2 } = new MessageChannel();
+    const ctx = this.#operations.contextOf(principal, `workflow:${instance.id}`) as AuthenticatedContext;
+    let stopped = false;
+    port1.on('message', (message: EffectRequest | Checkpoint) => {
+      if (message.kind === 'checkpoint') {
+        void this.#keep(em, instance.id, message.state, message.steps, { lease_until: this.#leaseEnd() }, true)
+          .then((kept) => (stopped ||= !kept))
+          .catch((err) => this.#logger.warn({ err, instanceId: instance.id }, 'could not keep a workflow checkpoint'));
+        return;
+      }
+      void this.#effect(principal, ctx, instance, message, () => stopped).then((reply) => port1.postMessage(reply));
+    });
+    const task: RunTask = {
+      nodes: instance.graph.nodes as WorkflowNode[],
+      edges: instance.graph.edges as WorkflowEdge[],
+      state,
+      resumed,
+      limits: { maxSteps: this.#config.WORKFLOW_MAX_STEPS, deadline: Date.now() + this.#config.WORKFLOW_RUN_TIMEOUT_MS },
+      port: port2 as unknown as MessagePort,
+    };
+    try {
+      return await this.#pool.run<RunOutcome>(INTERPRETER, task, { port: port2 });
+    } finally {
+      port1.close();
+    }
+  }
+
+  /** Does the work of a node for the run's user: an operation, a tool, an HTTP request, a chat completion or a contributed type. */
+  async #effect(principal: Principal, ctx: AuthenticatedContext, instance: WorkflowInstance, request: EffectRequest, stopped: () => boolean): Promise<EffectReply> {
+    if (stopped()) return { id: request.id, ok: false, error: 'the run was cancelled' };
+    const input = request.input as Record<string, any>;
+    try {
+      switch (request.type) {
+        case 'rpc':
+          return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(input.method, input.params)) ?? null };
+        case 'tool': {
+          const tool = this.#tools.get(input.tool);
+          if (!tool) return { id: request.id, ok: false, error: `${input.tool} is not an available tool` };
+          return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(tool.method, input.params)) ?? null };
+        }
+        case 'http':
+          return { id: request.id, ok: true, value: await this.#http(input as never) };
+        case 'ai': {
+          const messages = [...(input.system ? [{ role: 'system' as const, content: input.system as string }] : []), { role: 'user' as const, content: input.prompt as string }];
+          const answer = await this.#ai.chat(ctx, messages, { model: input.model, caller: { type: 'workflow', name: instance.workflowName }, threadId: instance.id });
+          return { id: request.id, ok: true, value: answer.content };
+        }
+        default: {
+          const contributed = this.#extensions.get('workflow.nodeTypes').find(({ value }) => value.type === request.type);
+          if (!contributed) return { id: request.id, ok: false, error: `no node type ${request.type} is loaded` };
+          return { id: request.id, ok: true, value: (await contributed.value.run(ctx, input as never, contributed.deps)) ?? null };
+        }
+      }
+    } catch (error) {
+      if (error instanceof RpcError) return { id: request.id, ok: false, error: `${error.code}: ${error.message}` };
+      if (error instanceof OutboundRefusedError) return { id: request.id, ok: false, error: error.message };
+      ctx.log.error({ err: error, instanceId: instance.id, node: request.node }, 'a workflow node failed');
+      return { id: request.id, ok: false, error: 'the node failed' };
+    }
+  }
+
+  /** An http node's request, through the outbound guard: `{status, headers, body}` (JSON parsed when the answer says so). */
+  async #http(input: { url: string; method: string; headers: Record<string, string>; body?: unknown }): Promise<unknown> {
+    const json = input.body !== undefined && typeof input.body !== 'string';
+    let response: OutboundResponse;
+    try {
+      response = await this.#outbound.fetch(input.url, {
+        method: input.method,
+        headers: { ...(json ? { 'content-type': 'application/json' } : {}), ...input.headers },
+        body: input.body === undefined || input.method === 'GET' ? undefined : json ? JSON.stringify(input.body) : (input.body as string),
+        signal: AbortSignal.timeout(this.#config.WORKFLOW_HTTP_TIMEOUT_MS),
+      });
+    } catch (error) {
+      if (error instanceof OutboundRefusedError) throw error;
+      throw new RpcError('UPSTREAM_ERROR', `${input.method} ${input.url} failed: ${(error as Error).name === 'TimeoutError' ? 'no answer in time' : 'the connection failed'}`);
+    }
+    const text = await readText(response, MAX_HTTP_BODY);
+    const type = response.headers.get('content-type') ?? '';
+    let body: unknown = text;
+    if (/json/i.test(type)) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+    }
+    return { status: response.status, headers: Object.fromEntries(response.headers), body };
+  }
+
+  /** Writes a run's state and steps, with other columns; false when it is no longer running (only with `onlyRunning`). */
+  async #keep(em: EntityManager, id: string, state: RunState, steps: WorkflowInstance['history'], columns: Record<string, unknown>, onlyRunning = false): Promise<boolean> {
+    const names = Object.keys(columns);
+    const kept = await em.execute(
+      `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?,
+         history = (select coalesce(jsonb_agg(step order by n), '[]'::jsonb)
+                    from (select step, n from jsonb_array_elements(history || ?::jsonb) with ordinality as h(step, n) order by n desc limit ${MAX_HISTORY}) recent),
+         ${names.map((name) => `${name} = ?`).join(', ')}${names.length ? ',' : ''} updated_at = now()
+       where id = ?${onlyRunning ? " and status = 'running'" : ''} returning id`,
+      [state.cursor, JSON.stringify(state.variables), state.steps, JSON.stringify(steps), ...Object.values(columns), id],
+    );
+    return kept.length === 1;
+  }
+
+  /** Tells the run's user that it ended or waits (`workflow.completed`, `workflow.failed`, `workflow.waiting`). */
+  async #announce(instance: WorkflowInstance, outcome: RunOutcome): Promise<void> {
+    const about = { instanceId: instance.id, workflowId: instance.workflowId, workflowName: instance.workflowName };
+    const payload: { name: string; payload: Record<string, unknown> } =
+      outcome.status === 'completed'
+        ? { name: 'workflow.completed', payload: { ...about, output: outcome.output ?? null } }
+        : outcome.status === 'failed'
+          ? { name: 'workflow.failed', payload: { ...about, error: outcome.error } }
+          : { name: 'workflow.waiting', payload: { ...about, ...(outcome.status === 'waiting' ? { event: outcome.event } : { until: outcome.until }) } };
+    await this.#bus.publish({ ...payload, subscriptionId: instance.subscriptionId, userIds: [instance.userId] }).catch((err) => this.#logger.warn({ err }, 'could not announce a workflow run'));
+  }
+
+  /** The run's user as a caller, with their current role; null when they are gone or inactive. */
+  async #principal(instance: WorkflowInstance): Promise<Principal | null> {
+    const holder = await this.#users.credentialHolder(instance.userId);
+    if (!holder || !holder.isActive || holder.subscriptionId !== instance.subscriptionId) return null;
+    return {
+      subscriptionId: instance.subscriptionId,
+      userId: instance.userId,
+      role: holder.role,
+      apiKeyId: null,
+      sessionId: null,
+      initialContext: instance.projectId ? { projectId: instance.projectId } : null,
+    };
+  }
+
+  async #find(em: EntityManager, id: string): Promise<WorkflowInstance> {
+    const instance = await em.findOne(WorkflowInstance, { id }, { refresh: true });
+    if (!instance) throw notFound(`Workflow run ${id} not found`);
+    return instance;
+  }
+
+  #leaseEnd(): Date {
+    return new Date(Date.now() + this.#config.WORKFLOW_RUN_TIMEOUT_MS + 30_000);
+  }
+
+  #background(run: Promise<unknown>): void {
+    const tracked = run.catch((err) => this.#logger.error({ err }, 'a workflow run failed to go on')).finally(() => this.#active.delete(tracked));
+    this.#active.add(tracked);
+  }
+
+  /** The promise's value if it settles within `ms`, else null (it goes on, tracked). */
+  async #within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+    this.#background(promise);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+async function readText(response: OutboundResponse, maxBytes: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of response.body ?? []) {
+    size += part.length;
+    if (size > maxBytes) throw new RpcError('UPSTREAM_ERROR', `the answer is larger than ${maxBytes} bytes`);
+    parts.push(Buffer.from(part));
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
