@@ -16,6 +16,8 @@ export interface BusEvent<P = unknown> {
   payload: P;
   subscriptionId?: string | null;
   userIds?: readonly string[] | null;
+  /** A name the tenant chose (a scheduled task's eventName), not one of the catalogue's: delivered like any other. */
+  tenantDefined?: boolean;
   /** ISO 8601 time of publication. */
   at: string;
 }
@@ -74,8 +76,14 @@ export class EventBus {
     return () => set.delete(handler);
   }
 
+  /** Whether the catalogue declares this name (a tenant may not choose it for events of their own). */
+  isCatalogued(name: string): boolean {
+    return this.#catalogue?.has(name) ?? false;
+  }
+
   async publish<P>(input: PublishInput<P>): Promise<void> {
-    if (input.subscriptionId && this.#catalogue && !this.#catalogue.has(input.name)) {
+    if (input.tenantDefined && this.isCatalogued(input.name)) throw new Error(`Event "${input.name}" is the catalogue's: a tenant may not raise it`);
+    if (input.subscriptionId && this.#catalogue && !input.tenantDefined && !this.#catalogue.has(input.name)) {
       throw new Error(`Event "${input.name}" is not in the event catalogue: declare it with extends: {'core.events': [...]}`);
     }
     const event: BusEvent<P> = { ...input, id: randomUUID(), origin: this.nodeId, at: new Date().toISOString() };

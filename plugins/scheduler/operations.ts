@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { listParams, recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
+import { RUN_STATUSES } from './run.entity.ts';
 import { ACTION_TYPES, CATEGORIES } from './task.entity.ts';
 
 const text = (label: string, max: number) =>
@@ -85,4 +86,17 @@ export const findById = defineOperation({
   describe: 'One scheduled task, with nextRun and lastRun.',
   params: v.object(taskId),
   handler: ({ params, ctx, deps }) => deps.schedulerService.findById(ctx, params.taskId),
+});
+
+export const listRuns = defineOperation({
+  access: 'user',
+  describe: "Runs of the subscription's scheduled tasks, newest first: when each was due and fired (delayMs), its status, error and result; of one task (taskId) and in one status when given.",
+  params: v.object({
+    taskId: v.optional(recordId('taskId')),
+    status: v.optional(v.picklist(RUN_STATUSES, `status must be one of ${RUN_STATUSES.join(', ')}`)),
+    page: listParams(25).page,
+    pageSize: listParams(25).pageSize,
+    context,
+  }),
+  handler: ({ params, ctx, deps }) => deps.schedulerRunner.listRuns(ctx, params),
 });

@@ -9,6 +9,7 @@ import {
   validationError,
   type AuthenticatedContext,
   type EntityManager,
+  type EventBus,
   type FieldMap,
   type ListEnvelope,
   type ListQuery,
@@ -105,9 +106,11 @@ const toRecord = (task: ScheduledTask): TaskRecord => ({
  */
 export class SchedulerService {
   readonly #users: PluginServices['userService'];
+  readonly #bus: EventBus;
 
-  constructor({ userService }: { userService: PluginServices['userService'] }) {
+  constructor({ userService, bus }: { userService: PluginServices['userService']; bus: EventBus }) {
     this.#users = userService;
+    this.#bus = bus;
   }
 
   async create(ctx: AuthenticatedContext, config: TaskConfig & Required<Pick<TaskConfig, 'name' | 'schedule' | 'actionType' | 'actionConfig'>>, callerContext?: ContextInput): Promise<string> {
@@ -211,6 +214,9 @@ export class SchedulerService {
 
   #checkAction(actionType: ActionType, actionConfig: Record<string, unknown>, prefix = 'taskConfig'): Record<string, unknown> {
     const parsed = v.safeParse(ACTION_CONFIGS[actionType], actionConfig);
+    if (parsed.success && actionType === 'event' && this.#bus.isCatalogued((parsed.output as { eventName: string }).eventName)) {
+      throw validationError([{ path: `${prefix}.actionConfig.eventName`, message: 'event: this is an event of the service itself; choose a name of your own' }]);
+    }
     if (parsed.success) return parsed.output as Record<string, unknown>;
     throw validationError(
       parsed.issues.map((issue): ValidationIssue => ({ path: [`${prefix}.actionConfig`, v.getDotPath(issue)].filter(Boolean).join('.'), message: `${actionType}: ${issue.message}` })),

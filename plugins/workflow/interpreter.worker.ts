@@ -49,6 +49,20 @@ export type RunOutcome =
 /** What one expression may take: time, nesting and the length of the sequences it builds (JSONata's guardrails). */
 const EXPRESSION_LIMITS = { timeout: 5000, stack: 500, sequence: 100_000 };
 
+/** Compiled expressions, kept per thread across runs (an Expression is read-only once compiled); the oldest go first. */
+const COMPILED = new Map<string, jsonata.Expression>();
+const MAX_COMPILED = 10_000;
+
+function compiled(source: string): jsonata.Expression {
+  let expression = COMPILED.get(source);
+  if (!expression) {
+    expression = jsonata(source, EXPRESSION_LIMITS);
+    if (COMPILED.size >= MAX_COMPILED) COMPILED.delete(COMPILED.keys().next().value!);
+    COMPILED.set(source, expression);
+  }
+  return expression;
+}
+
 /** Node types run here; the others' work is the host's. */
 const LOCAL_TYPES = new Set(['start', 'end', 'set', 'condition', 'wait', 'delay']);
 
@@ -74,7 +88,6 @@ export default async function run(task: RunTask): Promise<RunOutcome> {
 class Interpreter {
   readonly #task: RunTask;
   readonly #nodes: Map<string, WorkflowNode>;
-  readonly #compiled = new Map<string, jsonata.Expression>();
   readonly #pending = new Map<number, (reply: EffectReply) => void>();
   #nextEffect = 0;
   #steps: Step[] = [];
@@ -195,13 +208,8 @@ class Interpreter {
   }
 
   async #evaluate(node: WorkflowNode, source: string, what = 'an expression'): Promise<unknown> {
-    let expression = this.#compiled.get(source);
-    if (!expression) {
-      expression = jsonata(source, EXPRESSION_LIMITS);
-      this.#compiled.set(source, expression);
-    }
     try {
-      return await expression.evaluate(this.#state.variables, { args: this.#state.args, result: this.#result, event: this.#event });
+      return await compiled(source).evaluate(this.#state.variables, { args: this.#state.args, result: this.#result, event: this.#event });
     } catch (error) {
       throw new NodeError(`node "${node.id}": ${what} failed: ${(error as { message?: string }).message ?? String(error)}`);
     }

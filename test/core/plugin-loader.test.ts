@@ -346,6 +346,7 @@ describe('plugin deps, settings and extension points', () => {
       const listing = await (await fetch(`${t.url}/api/rpc`)).json();
       assert.deepEqual(listing.data.events.map((event: { name: string }) => event.name), [
         'webhook.test',
+        'scheduler.agentAnswered',
         'secret.changed',
         'scopedSecret.changed',
         'workflow.completed',

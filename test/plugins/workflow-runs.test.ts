@@ -286,6 +286,17 @@ describe('WorkflowRpc: runs', () => {
     assert.deepEqual(answer.body.data.result, { status: 'completed', output: { early: true }, instanceId });
   });
 
+  it('takes over a run whose node stopped (its lease ran out), from its last state', async () => {
+    await save(member, 'Orphan', approvalGraph());
+    const { instanceId } = (await execute(member, 'Orphan', { name: 'Kim' })).body.data;
+    // As if the node running it had died after its last checkpoint: running, at the wait's next node, lease run out.
+    await t.app.deps.db.execute(`update workflow_instance set status = 'running', cursor = 'done', waiting_for = null, lease_until = now() - interval '1 minute' where id = ?`, [instanceId]);
+    const { recovered } = await t.app.depsOf('workflow').workflowRunner.recover();
+    assert.ok(recovered >= 1);
+    const done = await ended(t, member, instanceId);
+    assert.deepEqual([done.status, done.output.greeting, 'approvedBy' in done.output], ['completed', 'Hello Kim', false]);
+  });
+
   it('cancels a waiting run; keeps runs and events to their subscription', async () => {
     await save(member, 'Parked', approvalGraph());
     const { instanceId } = (await execute(member, 'Parked', { name: 'Lin' })).body.data;

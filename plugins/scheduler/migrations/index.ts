@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261124151532_initial } from './Migration20261124151532_initial.ts';
+import { Migration20261124154611_runs } from './Migration20261124154611_runs.ts';
 
-export const migrations = [Migration20261124151532_initial];
+export const migrations = [Migration20261124151532_initial, Migration20261124154611_runs];

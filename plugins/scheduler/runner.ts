@@ -1,0 +1,291 @@
+import { randomUUID } from 'node:crypto';
+import {
+  pgArray,
+  RpcError,
+  type AiClient,
+  type AuthenticatedContext,
+  type Database,
+  type EventBus,
+  type Logger,
+  type OperationCaller,
+  type PluginServices,
+  type Principal,
+} from 'rpc-service/plugin';
+import type { SchedulerConfig } from './config.ts';
+import { TaskRun, type RunStatus } from './run.entity.ts';
+import { nextRunOf, parseSchedule } from './schedule.ts';
+import type { ActionType, TaskContext } from './task.entity.ts';
+
+/** Due tasks claimed per transaction. */
+const CLAIM_BATCH = 100;
+/** A result kept with a run at most this long (as JSON); larger ones are left out. */
+const MAX_RESULT = 10_000;
+
+interface DueTask {
+  id: string;
+  subscription_id: string;
+  user_id: string;
+  name: string;
+  action_type: ActionType;
+  action_config: Record<string, unknown> | string;
+  context: TaskContext | string;
+}
+
+interface Claimed {
+  runId: string;
+  task: DueTask;
+}
+
+export interface RunRecord {
+  _id: string;
+  taskId: string;
+  taskName: string;
+  actionType: ActionType;
+  scheduledFor: string;
+  firedAt: string;
+  finishedAt: string | null;
+  /** Milliseconds between when the run was due and when it fired. */
+  delayMs: number;
+  status: RunStatus;
+  error: string | null;
+  result: unknown;
+  attempts: number;
+}
+
+const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
+
+const toRecord = (run: TaskRun): RunRecord => ({
+  _id: run.id,
+  taskId: run.taskId,
+  taskName: run.taskName,
+  actionType: run.actionType,
+  scheduledFor: run.scheduledFor.toISOString(),
+  firedAt: run.firedAt.toISOString(),
+  finishedAt: run.finishedAt?.toISOString() ?? null,
+  delayMs: run.firedAt.getTime() - run.scheduledFor.getTime(),
+  status: run.status,
+  error: run.error ?? null,
+  result: run.result ?? null,
+  attempts: run.attempts,
+});
+
+/**
+ * Fires due tasks. Every node looks for them every SCHEDULER_POLL_MS and
+ * claims a batch in one transaction (`for update skip locked`, so two nodes
+ * never claim the same task): each claimed task gets its next run (a cron
+ * task's next time after now, so a task that missed several runs while the
+ * service was down fires once; a `once:` task none) and a run row, then its
+ * action runs as the task's user, with that user's current role. A run its
+ * node never finished is fired again by the recovery job.
+ */
+export class SchedulerRunner {
+  readonly #db: Database;
+  readonly #bus: EventBus;
+  readonly #operations: OperationCaller;
+  readonly #ai: AiClient;
+  readonly #users: PluginServices['userService'];
+  readonly #config: SchedulerConfig;
+  readonly #logger: Logger;
+  readonly #inFlight = new Set<Promise<void>>();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = true;
+
+  constructor(deps: {
+    db: Database;
+    bus: EventBus;
+    operations: OperationCaller;
+    ai: AiClient;
+    userService: PluginServices['userService'];
+    config: SchedulerConfig;
+    logger: Logger;
+  }) {
+    this.#db = deps.db;
+    this.#bus = deps.bus;
+    this.#operations = deps.operations;
+    this.#ai = deps.ai;
+    this.#users = deps.userService;
+    this.#config = deps.config;
+    this.#logger = deps.logger;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#schedule();
+  }
+
+  /** Stops looking for due tasks and waits (up to `timeoutMs`) for the actions under way. */
+  async stop(timeoutMs: number): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.#inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  async listRuns(ctx: AuthenticatedContext, query: { taskId?: string; status?: RunStatus; page: number; pageSize: number }) {
+    const where = { ...(query.taskId ? { taskId: query.taskId } : {}), ...(query.status ? { status: query.status } : {}) };
+    const [runs, totalCount] = await ctx.em.findAndCount(TaskRun, where, { orderBy: { firedAt: 'desc', id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize });
+    return { data: runs.map(toRecord), totalCount };
+  }
+
+  /** The recovery job: runs left unfinished past SCHEDULER_RUN_LEASE_MS (their node stopped) are fired again. */
+  async recover(): Promise<{ refired: number }> {
+    const em = this.#db.forkEm(null);
+    const stale = await em.execute<{ id: string; task_id: string }[]>(
+      `update scheduler_run set attempts = attempts + 1, fired_at = now()
+       where id in (select id from scheduler_run where status = 'running' and fired_at < now() - make_interval(secs => ?) order by fired_at limit 100 for update skip locked)
+       returning id, task_id`,
+      [this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
+    );
+    for (const run of stale) {
+      const [task] = await em.execute<DueTask[]>(
+        'select id, subscription_id, user_id, name, action_type, action_config, context from scheduler_task where id = ?',
+        [run.task_id],
+      );
+      if (task) this.#launch({ runId: run.id, task });
+      else await this.#finish(run.id, 'failed', 'the task was deleted', null);
+    }
+    return { refired: stale.length };
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => void this.#tick().finally(() => this.#schedule()), this.#config.SCHEDULER_POLL_MS);
+  }
+
+  /** Claims and fires due tasks until none is left, keeping at most SCHEDULER_CONCURRENCY actions under way. */
+  async #tick(): Promise<void> {
+    try {
+      for (let claimed = CLAIM_BATCH; claimed === CLAIM_BATCH && !this.#stopped; ) {
+        const batch = await this.#claim();
+        claimed = batch.length;
+        for (const run of batch) {
+          while (this.#inFlight.size >= this.#config.SCHEDULER_CONCURRENCY) await Promise.race(this.#inFlight);
+          this.#launch(run);
+        }
+      }
+    } catch (err) {
+      this.#logger.error({ err }, 'could not claim due scheduled tasks');
+    }
+  }
+
+  /** In one transaction: the due tasks no other node holds, their next runs, and a run row each. */
+  async #claim(): Promise<Claimed[]> {
+    return this.#db.forkEm(null).transactional(async (tx) => {
+      const due = await tx.execute<(DueTask & { schedule: string; time_zone: string | null; next_run: Date | string })[]>(
+        `select id, subscription_id, user_id, name, schedule, time_zone, action_type, action_config, context, next_run from scheduler_task
+         where enabled and next_run <= now() order by next_run limit ${CLAIM_BATCH} for update skip locked`,
+      );
+      if (due.length === 0) return [];
+      const firedAt = new Date();
+      const next = due.map((task) => {
+        try {
+          return nextRunOf(parseSchedule(task.schedule, task.time_zone), firedAt, firedAt)?.toISOString() ?? null;
+        } catch {
+          // A schedule that no longer reads (a time zone gone from the system): fired now, then not again.
+          return null;
+        }
+      });
+      await tx.execute(
+        `update scheduler_task set next_run = v.next_run, last_run = ? from unnest(?::uuid[], ?::timestamptz[]) as v(id, next_run) where scheduler_task.id = v.id`,
+        [firedAt, pgArray(due.map((task) => task.id)), pgArray(next)],
+      );
+      const claimed = due.map((task) => ({ runId: randomUUID(), task }));
+      await tx.execute(
+        `insert into scheduler_run (id, subscription_id, task_id, task_name, action_type, scheduled_for, fired_at, status, attempts)
+         select r.id, r.subscription_id, r.task_id, r.task_name, r.action_type, r.scheduled_for, ?, 'running', 1
+         from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::timestamptz[]) as r(id, subscription_id, task_id, task_name, action_type, scheduled_for)`,
+        [
+          firedAt,
+          pgArray(claimed.map((run) => run.runId)),
+          pgArray(due.map((task) => task.subscription_id)),
+          pgArray(due.map((task) => task.id)),
+          pgArray(due.map((task) => task.name)),
+          pgArray(due.map((task) => task.action_type)),
+          pgArray(due.map((task) => new Date(task.next_run).toISOString())),
+        ],
+      );
+      return claimed;
+    });
+  }
+
+  #launch(run: Claimed): void {
+    const firing: Promise<void> = this.#fire(run)
+      .catch((err) => this.#logger.error({ err, runId: run.runId }, 'a scheduled run could not be recorded'))
+      .finally(() => this.#inFlight.delete(firing));
+    this.#inFlight.add(firing);
+  }
+
+  /** Runs a task's action as its user and records how it went. */
+  async #fire({ runId, task }: Claimed): Promise<void> {
+    const principal = await this.#principal(task);
+    if (!principal) return this.#finish(runId, 'failed', 'the user the task acts as is no longer active', null);
+    const config = json(task.action_config) as Record<string, any>;
+    try {
+      const result = await this.#act(task, principal, config);
+      await this.#finish(runId, 'succeeded', null, result);
+    } catch (error) {
+      const message = error instanceof RpcError ? `${error.code}: ${error.message}` : 'the action failed';
+      if (!(error instanceof RpcError)) this.#logger.error({ err: error, runId, taskId: task.id }, 'a scheduled action failed');
+      await this.#finish(runId, 'failed', message, null);
+    }
+  }
+
+  async #act(task: DueTask, principal: Principal, config: Record<string, any>): Promise<unknown> {
+    const caller = this.#operations.as(principal);
+    switch (task.action_type) {
+      case 'event':
+        await this.#bus.publish({ name: config.eventName, payload: config.eventData ?? {}, subscriptionId: task.subscription_id, tenantDefined: true });
+        return null;
+      case 'rpc':
+        return caller.call(config.method, config.params ?? {});
+      case 'workflow':
+        return caller.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: config.workflowIdentifier, workflowArgs: config.workflowArgs ?? {} });
+      case 'aiMessage': {
+        const agents = await caller.call<{ data: { name: string; model: string; promptText: string | null }[] }>('AgentConfigRpc.getData', {
+          filter: { name: config.agentName },
+          pageSize: 1,
+        });
+        const agent = agents.data[0];
+        if (!agent) throw new RpcError('NOT_FOUND', `No agent named ${config.agentName}`);
+        const ctx = this.#operations.contextOf(principal, `scheduler:${task.id}`);
+        const messages = [...(agent.promptText ? [{ role: 'system' as const, content: agent.promptText }] : []), { role: 'user' as const, content: config.message as string }];
+        const answer = await this.#ai.chat(ctx, messages, { model: agent.model, caller: { type: 'scheduler', name: task.name } });
+        await this.#bus.publish({
+          name: 'scheduler.agentAnswered',
+          payload: { taskId: task.id, taskName: task.name, agentName: agent.name, answer: answer.content },
+          subscriptionId: task.subscription_id,
+          userIds: [task.user_id],
+        });
+        return { agentName: agent.name, answer: answer.content };
+      }
+    }
+  }
+
+  async #finish(runId: string, status: RunStatus, error: string | null, result: unknown): Promise<void> {
+    const text = result === undefined || result === null ? null : JSON.stringify(result);
+    await this.#db
+      .forkEm(null)
+      .execute(`update scheduler_run set status = ?, error = ?, result = ?::jsonb, finished_at = now() where id = ? and status = 'running'`, [
+        status,
+        error,
+        text !== null && text.length <= MAX_RESULT ? text : null,
+        runId,
+      ]);
+  }
+
+  /** The task's user as a caller, with their role now; null when they are gone or inactive. */
+  async #principal(task: DueTask): Promise<Principal | null> {
+    const holder = await this.#users.credentialHolder(task.user_id);
+    if (!holder?.isActive || holder.subscriptionId !== task.subscription_id) return null;
+    const context = json(task.context);
+    return {
+      subscriptionId: task.subscription_id,
+      userId: task.user_id,
+      role: holder.role,
+      apiKeyId: null,
+      sessionId: null,
+      initialContext: { ...(context.projectId ? { projectId: context.projectId } : {}), ...(context.serviceCode ? { serviceCode: context.serviceCode } : {}) },
+    };
+  }
+}
