@@ -7,11 +7,13 @@ import type { ValidationIssue } from './errors.ts';
 export const MAX_DEPTH = 64;
 /** A body full of bad strings gets a few issues, not one per string. */
 const MAX_ISSUES = 10;
+/** Half of a UTF-16 surrogate pair without the other half: no UTF-8 text holds it, and PostgreSQL's JSON refuses its escape. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * What no params may carry, whatever the operation: a NUL character in a
- * string or key (PostgreSQL refuses it in text and JSON) and nesting past
- * MAX_DEPTH. One walk, in which paths are only spelled out for an issue.
+ * string or key (PostgreSQL refuses it in text and JSON), a lone surrogate
+ * (ill-formed Unicode) and nesting past MAX_DEPTH. One walk, in which paths are only spelled out for an issue.
  */
 export function unsafeInputIssues(params: unknown): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
@@ -22,6 +24,7 @@ export function unsafeInputIssues(params: unknown): ValidationIssue[] {
 function walk(value: unknown, trail: (string | number)[], issues: ValidationIssue[]): void {
   if (typeof value === 'string') {
     if (value.includes('\0')) issues.push({ path: pathOf(trail), message: 'must not contain a NUL character (\\u0000)' });
+    else if (LONE_SURROGATE.test(value)) issues.push({ path: pathOf(trail), message: 'must be well-formed Unicode (it holds half of a surrogate pair)' });
     return;
   }
   if (typeof value !== 'object' || value === null) return;
@@ -41,6 +44,7 @@ function walk(value: unknown, trail: (string | number)[], issues: ValidationIssu
     if (issues.length >= MAX_ISSUES) return;
     trail.push(key);
     if (key.includes('\0')) issues.push({ path: pathOf(trail), message: 'a key must not contain a NUL character (\\u0000)' });
+    else if (LONE_SURROGATE.test(key)) issues.push({ path: pathOf(trail), message: 'a key must be well-formed Unicode (it holds half of a surrogate pair)' });
     else walk((value as Record<string, unknown>)[key], trail, issues);
     trail.pop();
   }

@@ -32,7 +32,8 @@ export const list = defineOperation({
     limit: count('limit'),
     page: count('page'),
     pageSize: count('pageSize'),
-    filter: v.optional(v.object({ tags: v.optional(tags) }), {}),
+    // Only tags is read from filter: other fields are refused rather than ignored.
+    filter: v.optional(v.strictObject({ tags: v.optional(tags) }, 'unknown field; filterable fields: tags'), {}),
     sort: v.optional(v.record(v.string(), v.unknown())),
   }),
   handler: ({ params, ctx, deps }) => deps.playbookService.list(ctx, { tags: params.tags ?? params.filter.tags, limit: params.limit ?? params.pageSize ?? DEFAULT_LIMIT }),

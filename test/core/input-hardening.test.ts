@@ -121,6 +121,14 @@ describe('input hardening', () => {
     });
   });
 
+  it('refuses half of a surrogate pair (ill-formed Unicode) in a string or key, naming where, and keeps whole pairs', async () => {
+    const lone = JSON.parse('"broken \\ud800 text"') as string;
+    assertRefused(await t.call('ApiKeyRpc.create', { description: lone }, admin()), 'description');
+    assertRefused(await t.call('AuthRpc.getClientConfig', { ignored: { [JSON.parse('"k\\udc00"')]: 1 } }), `ignored.${JSON.parse('"k\\udc00"')}`);
+    const key = await t.ok('ApiKeyRpc.create', { description: 'emoji 🙂 stays' }, admin());
+    assert.equal(key.description, 'emoji 🙂 stays');
+  });
+
   it('refuses params nested deeper than the limit, naming where', async () => {
     let nested: unknown = 'leaf';
     for (let level = 0; level < 200; level++) nested = { a: nested };

@@ -1,0 +1,186 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { conflict, pgArray, RpcError, validationError, type AuthenticatedContext, type Database, type EventBus, type Logger } from 'rpc-service/plugin';
+import type { ProcessConfig } from './config.ts';
+import { ProcessInstance, type ProcessStatus } from './process.entity.ts';
+
+/** Characters a line of output keeps at most. */
+const MAX_LINE = 4000;
+/** The environment every process gets: nothing of the service's own (keys, database URL). */
+const BASE_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
+
+/** A process running on this node: the child, its latest lines of output, and how it is being ended. */
+interface Running {
+  subscriptionId: string;
+  child: ChildProcessWithoutNullStreams;
+  logs: string[];
+  /** Partial lines of stdout and stderr, until their newline comes. */
+  partial: { stdout: string; stderr: string };
+  stopping: boolean;
+  ended: Promise<void>;
+}
+
+/**
+ * Runs the commands an operator allows (PROCESS_ALLOWED_COMMANDS), without
+ * a shell, each in a working folder of its own with a minimal environment.
+ * Output (stdout and stderr, by line) is kept in a ring buffer of the latest
+ * PROCESS_LOG_LINES lines; input goes to stdin. A process ends `exited`
+ * (code 0), `failed` (another code, a signal it did not get from us, or a
+ * command that could not start) or `stopped` (stopProcess: SIGTERM, then
+ * SIGKILL after PROCESS_STOP_GRACE_MS). Processes belong to the node that
+ * started them; their records, with the last lines once ended, are in the
+ * database for every node.
+ */
+export class ProcessExecutor {
+  readonly #db: Database;
+  readonly #bus: EventBus;
+  readonly #config: ProcessConfig;
+  readonly #logger: Logger;
+  readonly #running = new Map<string, Running>();
+
+  constructor({ db, bus, config, logger }: { db: Database; bus: EventBus; config: ProcessConfig; logger: Logger }) {
+    this.#db = db;
+    this.#bus = bus;
+    this.#config = config;
+    this.#logger = logger;
+  }
+
+  /** FEATURE_UNAVAILABLE when the operator allows no command. */
+  available(): void {
+    if (this.#config.PROCESS_ALLOWED_COMMANDS.length === 0) {
+      throw new RpcError('FEATURE_UNAVAILABLE', 'No command is allowed: the operator sets PROCESS_ALLOWED_COMMANDS to enable processes');
+    }
+  }
+
+  async start(ctx: AuthenticatedContext, command: string, args: string[]): Promise<{ instanceId: string; status: ProcessStatus; pid: number | null }> {
+    this.available();
+    if (!this.#config.PROCESS_ALLOWED_COMMANDS.includes(command)) {
+      throw validationError([{ path: 'command', message: `${command} is not an allowed command; allowed: ${this.#config.PROCESS_ALLOWED_COMMANDS.join(', ')}` }]);
+    }
+    const running = await ctx.em.count(ProcessInstance, { status: 'running' });
+    if (running >= this.#config.PROCESS_MAX_RUNNING) throw conflict(`The subscription already runs ${running} processes, the most it may`);
+    const id = randomUUID();
+    const cwd = path.join(this.#config.PROCESS_WORK_DIR || path.join(tmpdir(), 'rpc-service-processes'), id);
+    mkdirSync(cwd, { recursive: true, mode: 0o700 });
+    await this.#db.forkEm(ctx.subscriptionId).execute(
+      `insert into process_executor_instance (id, subscription_id, started_by, node_id, command, args, status, logs, started_at) values (?, ?, ?, ?, ?, ?::text[], 'running', '[]', now())`,
+      [id, ctx.subscriptionId, ctx.userId, this.#bus.nodeId, command, pgArray(args)],
+    );
+    const child = spawn(command, args, { cwd, env: { ...BASE_ENV, HOME: cwd }, shell: false, stdio: ['pipe', 'pipe', 'pipe'] });
+    let settle!: () => void;
+    const process: Running = { subscriptionId: ctx.subscriptionId, child, logs: [], partial: { stdout: '', stderr: '' }, stopping: false, ended: new Promise((resolve) => (settle = resolve)) };
+    this.#running.set(id, process);
+    child.stdout.setEncoding('utf8').on('data', (text: string) => this.#output(process, 'stdout', text));
+    child.stderr.setEncoding('utf8').on('data', (text: string) => this.#output(process, 'stderr', text));
+    // Input to a process that has ended is dropped, not an error of the service.
+    child.stdin.on('error', () => undefined);
+    let startError: string | null = null;
+    child.on('error', (error) => (startError = error.message));
+    child.on('close', (code, signal) => {
+      void this.#ended(id, process, code, signal, startError).finally(settle);
+    });
+    return { instanceId: id, status: 'running', pid: child.pid ?? null };
+  }
+
+  async status(ctx: AuthenticatedContext, id: string): Promise<{ status: ProcessStatus; exitCode: number | null; signal: string | null; error: string | null; command: string; args: string[]; startedAt: string; endedAt: string | null }> {
+    this.available();
+    const instance = await this.#find(ctx, id);
+    return {
+      status: instance.status,
+      exitCode: instance.exitCode ?? null,
+      signal: instance.signal ?? null,
+      error: instance.error ?? null,
+      command: instance.command,
+      args: instance.args,
+      startedAt: instance.startedAt.toISOString(),
+      endedAt: instance.endedAt?.toISOString() ?? null,
+    };
+  }
+
+  async logs(ctx: AuthenticatedContext, id: string): Promise<{ logs: string[] }> {
+    this.available();
+    const instance = await this.#find(ctx, id);
+    const running = this.#running.get(id);
+    if (running) return { logs: [...running.logs, ...pending(running)] };
+    if (instance.status === 'running') throw conflict(`Process ${id} runs on another node; ask that node`);
+    return { logs: instance.logs };
+  }
+
+  async input(ctx: AuthenticatedContext, id: string, input: string): Promise<{ message: string }> {
+    const running = await this.#local(ctx, id);
+    if (!running.child.stdin.writable) throw conflict(`Process ${id} no longer reads its input`);
+    await new Promise<void>((resolve, reject) => running.child.stdin.write(input, (error) => (error ? reject(conflict(`Process ${id} did not take the input`)) : resolve())));
+    return { message: `Sent ${Buffer.byteLength(input)} bytes to process ${id}` };
+  }
+
+  /** Stops a process of the caller's subscription running on this node; answers once it has ended. */
+  async stop(ctx: AuthenticatedContext, id: string): Promise<{ message: string }> {
+    await this.#terminate(await this.#local(ctx, id));
+    return { message: `Process ${id} stopped` };
+  }
+
+  /** Ends every process of this node (on shutdown). */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#running.values()].map((running) => this.#terminate(running)));
+  }
+
+  /** SIGTERM, then SIGKILL if it has not ended after the grace period. */
+  async #terminate(running: Running): Promise<void> {
+    running.stopping = true;
+    running.child.kill('SIGTERM');
+    const killer = setTimeout(() => running.child.kill('SIGKILL'), this.#config.PROCESS_STOP_GRACE_MS);
+    await running.ended;
+    clearTimeout(killer);
+  }
+
+  #output(process: Running, stream: 'stdout' | 'stderr', text: string): void {
+    const lines = (process.partial[stream] + text).split('\n');
+    process.partial[stream] = lines.pop()!;
+    for (const line of lines) this.#keep(process, stream, line);
+  }
+
+  #keep(process: Running, stream: 'stdout' | 'stderr', line: string): void {
+    process.logs.push(`${stream === 'stderr' ? '[stderr] ' : ''}${line.slice(0, MAX_LINE)}`);
+    if (process.logs.length > this.#config.PROCESS_LOG_LINES) process.logs.splice(0, process.logs.length - this.#config.PROCESS_LOG_LINES);
+  }
+
+  async #ended(id: string, process: Running, code: number | null, signal: NodeJS.Signals | null, startError: string | null): Promise<void> {
+    for (const stream of ['stdout', 'stderr'] as const) if (process.partial[stream]) this.#keep(process, stream, process.partial[stream]);
+    process.partial = { stdout: '', stderr: '' };
+    const status: ProcessStatus = process.stopping ? 'stopped' : code === 0 ? 'exited' : 'failed';
+    this.#running.delete(id);
+    await this.#db
+      .forkEm(process.subscriptionId)
+      .execute(`update process_executor_instance set status = ?, exit_code = ?, signal = ?, error = ?, logs = ?::jsonb, ended_at = now() where id = ?`, [
+        status,
+        code,
+        signal,
+        startError,
+        JSON.stringify(process.logs),
+        id,
+      ])
+      .catch((err) => this.#logger.error({ err, processId: id }, 'could not record the end of a process'));
+  }
+
+  /** A process of the caller's subscription that runs on this node. */
+  async #local(ctx: AuthenticatedContext, id: string): Promise<Running> {
+    this.available();
+    const instance = await this.#find(ctx, id);
+    const running = this.#running.get(id);
+    if (running) return running;
+    if (instance.status === 'running') throw conflict(`Process ${id} runs on another node; ask that node`);
+    throw conflict(`Process ${id} has ended (${instance.status})`);
+  }
+
+  async #find(ctx: AuthenticatedContext, id: string): Promise<ProcessInstance> {
+    const instance = await ctx.em.findOne(ProcessInstance, { id }, { refresh: true });
+    if (!instance) throw new RpcError('NOT_FOUND', `Process ${id} not found`);
+    return instance;
+  }
+}
+
+const pending = (running: Running): string[] =>
+  (['stdout', 'stderr'] as const).filter((stream) => running.partial[stream]).map((stream) => `${stream === 'stderr' ? '[stderr] ' : ''}${running.partial[stream].slice(0, MAX_LINE)}`);

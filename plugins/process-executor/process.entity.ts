@@ -1,0 +1,32 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+export const PROCESS_STATUSES = ['running', 'exited', 'failed', 'stopped'] as const;
+export type ProcessStatus = (typeof PROCESS_STATUSES)[number];
+
+/**
+ * A process started by startProcess: what runs, on which node, and how it
+ * ended. Its output and input live on the node running it; the latest
+ * lines are kept here once it has ended.
+ */
+export const ProcessInstance = defineEntity({
+  name: 'ProcessInstance',
+  tableName: 'process_executor_instance',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    startedBy: p.uuid(),
+    /** The bus node id of the node running it. */
+    nodeId: p.text(),
+    command: p.text(),
+    args: p.array(),
+    status: p.enum([...PROCESS_STATUSES]),
+    exitCode: p.integer().nullable(),
+    signal: p.text().nullable(),
+    error: p.text().nullable(),
+    logs: p.json<string[]>(),
+    startedAt: p.datetime(),
+    endedAt: p.datetime().nullable(),
+  }),
+  indexes: [{ properties: ['subscriptionId', 'status'] }],
+});
+export type ProcessInstance = InferEntity<typeof ProcessInstance>;
