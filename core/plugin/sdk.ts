@@ -38,6 +38,7 @@ export { recordId, jsonObjectText, email, password, username, isUuid } from '../
 export { listParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
+export type { NotificationCenter, NotificationRecord, NewNotification } from '../notifications/notification-center.ts';
 export { ROLES, mayChangeRecordOf, type Role } from '../../config/roles.ts';
 
 // Data

@@ -2,6 +2,7 @@ import type { Credentials } from '../credentials/credentials.ts';
 import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
 import type { ToolCatalogue } from '../ai/tools.ts';
+import type { NotificationCenter } from '../notifications/notification-center.ts';
 import type { OperationCaller } from '../rpc/caller.ts';
 import type { CollectionCatalogue } from '../rpc/collections.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
@@ -39,6 +40,8 @@ export interface CoreServices {
   collections: CollectionCatalogue;
   /** Calls operations in the process as a given principal (what a user's workflow or scheduled task does for them), with the endpoint's checks. */
   operations: OperationCaller;
+  /** Notifications for users (a task assigned, an agent's answer), pushed as `notification.created` and read through NotificationRpc. */
+  notifications: NotificationCenter;
   /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
   ai: AiClient;
   rateLimiter: RateLimiter;
@@ -63,6 +66,7 @@ export const CORE_SERVICE_NAMES = [
   'tools',
   'collections',
   'operations',
+  'notifications',
   'ai',
   'rateLimiter',
   'messageSender',

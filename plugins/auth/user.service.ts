@@ -3,6 +3,7 @@ import {
   ACROSS_TENANTS,
   badRequest,
   conflict,
+  pgArray,
   RateLimiter,
   RpcError,
   validationError,
@@ -117,6 +118,16 @@ export class UserService {
   async contactIdOf(userId: string): Promise<string | null> {
     const [row] = await this.#deps.db.execute<{ partner_contact_id: string | null }>('select partner_contact_id from auth_user where id = ?', [userId]);
     return row?.partner_contact_id ?? null;
+  }
+
+  /** The active users of a subscription known by these messaging contacts (partnerContactId). */
+  async usersByContactIds(subscriptionId: string, contactIds: readonly string[]): Promise<string[]> {
+    if (contactIds.length === 0) return [];
+    const rows = await this.#deps.db.execute<{ id: string }>(
+      'select id from auth_user where subscription_id = ? and is_active and partner_contact_id = any(?::text[])',
+      [subscriptionId, pgArray(contactIds)],
+    );
+    return rows.map((row) => row.id);
   }
 
   async credentialHolder(userId: string): Promise<CredentialHolder | null> {

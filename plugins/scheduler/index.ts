@@ -20,11 +20,6 @@ export const schedulerPlugin = definePlugin<SchedulerDeps>({
   entities: [ScheduledTask, TaskRun],
   migrations,
   services: { schedulerService: asClass(SchedulerService).singleton(), schedulerRunner: asClass(SchedulerRunner).singleton() },
-  extends: {
-    'core.events': [
-      { name: 'scheduler.agentAnswered', describe: "An aiMessage task's agent answered: {taskId, taskName, agentName, answer}, to the task's user." },
-    ],
-  },
   operations: { create, update, delete: remove, enable, disable, getData, findById, listRuns },
   jobs: { recoverRuns },
   start: ({ schedulerRunner }) => schedulerRunner.start(),

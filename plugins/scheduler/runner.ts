@@ -7,6 +7,7 @@ import {
   type Database,
   type EventBus,
   type Logger,
+  type NotificationCenter,
   type OperationCaller,
   type PluginServices,
   type Principal,
@@ -83,6 +84,7 @@ export class SchedulerRunner {
   readonly #bus: EventBus;
   readonly #operations: OperationCaller;
   readonly #ai: AiClient;
+  readonly #notifications: NotificationCenter;
   readonly #users: PluginServices['userService'];
   readonly #config: SchedulerConfig;
   readonly #logger: Logger;
@@ -95,6 +97,7 @@ export class SchedulerRunner {
     bus: EventBus;
     operations: OperationCaller;
     ai: AiClient;
+    notifications: NotificationCenter;
     userService: PluginServices['userService'];
     config: SchedulerConfig;
     logger: Logger;
@@ -103,6 +106,7 @@ export class SchedulerRunner {
     this.#bus = deps.bus;
     this.#operations = deps.operations;
     this.#ai = deps.ai;
+    this.#notifications = deps.notifications;
     this.#users = deps.userService;
     this.#config = deps.config;
     this.#logger = deps.logger;
@@ -251,11 +255,13 @@ export class SchedulerRunner {
         const ctx = this.#operations.contextOf(principal, `scheduler:${task.id}`);
         const messages = [...(agent.promptText ? [{ role: 'system' as const, content: agent.promptText }] : []), { role: 'user' as const, content: config.message as string }];
         const answer = await this.#ai.chat(ctx, messages, { model: agent.model, caller: { type: 'scheduler', name: task.name } });
-        await this.#bus.publish({
-          name: 'scheduler.agentAnswered',
-          payload: { taskId: task.id, taskName: task.name, agentName: agent.name, answer: answer.content },
+        await this.#notifications.notify({
           subscriptionId: task.subscription_id,
           userIds: [task.user_id],
+          title: `${agent.name} answered (${task.name})`,
+          message: answer.content,
+          source: 'scheduler',
+          data: { taskId: task.id, agentName: agent.name },
         });
         return { agentName: agent.name, answer: answer.content };
       }

@@ -1,8 +1,8 @@
 import { operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { TaskService } from './task.service.ts';
 
-/** What TaskRpc uses: the bus (task events) and the auth plugin's users (a comment's author contact). */
-export const DEPS = ['bus', 'userService'] as const;
+/** What TaskRpc uses: the bus (task events), notifications (assignees) and the auth plugin's users (contacts). */
+export const DEPS = ['bus', 'notifications', 'userService'] as const;
 
 export type TaskDeps = Deps<typeof DEPS, { taskService: TaskService }>;
 

@@ -10,6 +10,7 @@ import {
   type FieldMap,
   type ListEnvelope,
   type ListQuery,
+  type NotificationCenter,
   type PluginServices,
 } from 'rpc-service/plugin';
 import { Task, type Comment, type Priority, type Status } from './task.entity.ts';
@@ -112,10 +113,12 @@ const toRecord = (task: Task): TaskRecord => ({
 export class TaskService {
   readonly #bus: EventBus;
   readonly #users: PluginServices['userService'];
+  readonly #notifications: NotificationCenter;
 
-  constructor({ bus, userService }: { bus: EventBus; userService: PluginServices['userService'] }) {
+  constructor({ bus, userService, notifications }: { bus: EventBus; userService: PluginServices['userService']; notifications: NotificationCenter }) {
     this.#bus = bus;
     this.#users = userService;
+    this.#notifications = notifications;
   }
 
   async getData(ctx: AuthenticatedContext, taskInstanceId: string, query: ListQuery): Promise<ListEnvelope<TaskRecord>> {
@@ -135,7 +138,7 @@ export class TaskService {
       return this.#insert(ctx, em, taskInstanceId, input, input.parentId ?? null, author);
     });
     await this.#announce(ctx, 'task.created', task);
-    if (task.assignees.length > 0) await this.#announce(ctx, 'task.assigned', task, { assignees: task.assignees });
+    await this.#assigned(ctx, task, task.assignees);
     return toRecord(task);
   }
 
@@ -151,7 +154,7 @@ export class TaskService {
       return { task, added: task.assignees.filter((assignee) => !before.has(assignee)) };
     });
     await this.#announce(ctx, 'task.updated', task);
-    if (added.length > 0) await this.#announce(ctx, 'task.assigned', task, { assignees: added });
+    await this.#assigned(ctx, task, added);
     return toRecord(task);
   }
 
@@ -243,6 +246,21 @@ export class TaskService {
     if (!parent || parent.taskInstanceId !== taskInstanceId) {
       throw validationError([{ path: 'parentId', message: `No task ${parentId} in task instance ${taskInstanceId}` }]);
     }
+  }
+
+  /** Tells the subscription (`task.assigned`) and notifies the users known by the contacts just assigned. */
+  async #assigned(ctx: AuthenticatedContext, task: Task, assignees: string[]): Promise<void> {
+    if (assignees.length === 0) return;
+    await this.#announce(ctx, 'task.assigned', task, { assignees });
+    const userIds = (await this.#users.usersByContactIds(ctx.subscriptionId, assignees)).filter((userId) => userId !== ctx.userId);
+    await this.#notifications.notify({
+      subscriptionId: ctx.subscriptionId,
+      userIds,
+      title: 'A task was assigned to you',
+      message: task.title,
+      source: 'task',
+      data: { taskId: task.id, taskInstanceId: task.taskInstanceId },
+    });
   }
 
   async #author(ctx: AuthenticatedContext): Promise<string> {

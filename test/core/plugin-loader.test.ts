@@ -345,8 +345,8 @@ describe('plugin deps, settings and extension points', () => {
     try {
       const listing = await (await fetch(`${t.url}/api/rpc`)).json();
       assert.deepEqual(listing.data.events.map((event: { name: string }) => event.name), [
+        'notification.created',
         'webhook.test',
-        'scheduler.agentAnswered',
         'secret.changed',
         'scopedSecret.changed',
         'task.created',

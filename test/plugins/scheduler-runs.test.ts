@@ -115,11 +115,11 @@ describe('SchedulerRpc: firing', () => {
 });
 
 describe('SchedulerRpc: aiMessage with a provider', () => {
-  it('asks the agent’s model and tells the task’s user the answer', async () => {
+  it('asks the agent’s model and stores the answer as a notification for the task’s user', async () => {
     const peer = await startModelPeer();
-    const t = await startTestApp({ withNotes: false, plugins: ['auth', 'scheduler', 'agent-config'], env: { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } });
+    const t = await startTestApp({ withNotes: false, plugins: ['auth', 'scheduler', 'agent-config', 'notification'], env: { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } });
     const answered: BusEvent[] = [];
-    t.app.deps.bus.subscribe('scheduler.agentAnswered', (event) => void answered.push(event));
+    t.app.deps.bus.subscribe('notification.created', (event) => void answered.push(event));
     try {
       const user = await t.signup();
       await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'peer-chat', promptText: 'You close deals.' }, as(user));
@@ -130,7 +130,9 @@ describe('SchedulerRpc: aiMessage with a provider', () => {
         { role: 'system', content: 'You close deals.' },
         { role: 'user', content: 'Any news?' },
       ]);
-      assert.deepEqual([answered[0]?.payload, answered[0]?.userIds], [{ taskId, taskName: 'Nudge', agentName: 'Closer', answer: 'You said: Any news?' }, [user.user._id]]);
+      const [notification] = (await t.ok('NotificationRpc.getData', {}, as(user))).data;
+      assert.deepEqual([notification.title, notification.message, notification.source, notification.data], ['Closer answered (Nudge)', 'You said: Any news?', 'scheduler', { taskId, agentName: 'Closer' }]);
+      assert.deepEqual([(answered[0]?.payload as { _id: string })._id, answered[0]?.userIds], [notification._id, [user.user._id]]);
     } finally {
       await t.close();
       await peer.close();

@@ -3,5 +3,6 @@ import { Migration20261123171538_initial } from './Migration20261123171538_initi
 import { Migration20261123215714_keyring_and_audit } from './Migration20261123215714_keyring_and_audit.ts';
 import { Migration20261123224152_ai_trace } from './Migration20261123224152_ai_trace.ts';
 import { Migration20261124144132_embedding_state } from './Migration20261124144132_embedding_state.ts';
+import { Migration20261124161545_notifications } from './Migration20261124161545_notifications.ts';
 
-export const migrations = [Migration20261123171538_initial, Migration20261123215714_keyring_and_audit, Migration20261123224152_ai_trace, Migration20261124144132_embedding_state];
+export const migrations = [Migration20261123171538_initial, Migration20261123215714_keyring_and_audit, Migration20261123224152_ai_trace, Migration20261124144132_embedding_state, Migration20261124161545_notifications];

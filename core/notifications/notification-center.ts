@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import type { Database } from '../db/orm.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { EventDeclaration } from '../events/catalogue.ts';
+import type { AuthenticatedContext } from '../rpc/context.ts';
+import { notFound } from '../rpc/errors.ts';
+import { toOrderBy, toWhere, type FieldMap, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
+
+/** A notification for one user: what the platform tells them (an assignment, an agent's answer, a broadcast). */
+export const Notification = defineEntity({
+  name: 'Notification',
+  tableName: 'core_notification',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    userId: p.uuid(),
+    title: p.text(),
+    message: p.text(),
+    read: p.boolean(),
+    timestamp: p.datetime(),
+    /** Who made it: a plugin's id. */
+    source: p.text(),
+    /** What it is about, for clients that link to it (a task's id, a scheduled task's run). */
+    data: p.json<Record<string, unknown>>().nullable(),
+  }),
+  indexes: [{ properties: ['subscriptionId', 'userId', 'timestamp'] }],
+});
+export type Notification = InferEntity<typeof Notification>;
+
+export interface NotificationRecord {
+  _id: string;
+  title: string;
+  message: string;
+  read: boolean;
+  timestamp: string;
+  userId: string;
+  source: string;
+  data: Record<string, unknown> | null;
+}
+
+export interface NewNotification {
+  subscriptionId: string;
+  /** Users of that subscription to notify, one notification each. */
+  userIds: readonly string[];
+  title: string;
+  message: string;
+  /** The plugin making it. */
+  source: string;
+  data?: Record<string, unknown>;
+}
+
+/** The core's own events, in the catalogue beside the plugins'. */
+export const NOTIFICATION_EVENTS: EventDeclaration[] = [
+  { name: 'notification.created', describe: 'A notification for you: the notification record {_id, title, message, read, timestamp, userId, source, data}.' },
+];
+
+const FIELDS: FieldMap = {
+  _id: { property: 'id', type: 'uuid' },
+  title: { property: 'title', type: 'string' },
+  message: { property: 'message', type: 'string' },
+  read: { property: 'read', type: 'boolean' },
+  timestamp: { property: 'timestamp', type: 'date' },
+  source: { property: 'source', type: 'string' },
+};
+
+/** The JSON Schema of a notification record (NotificationRpc.getSchema). */
+const SCHEMA = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  title: 'Notification',
+  type: 'object',
+  required: ['_id', 'title', 'message', 'read', 'timestamp', 'userId'],
+  properties: {
+    _id: { type: 'string', format: 'uuid' },
+    title: { type: 'string' },
+    message: { type: 'string' },
+    read: { type: 'boolean', default: false },
+    timestamp: { type: 'string', format: 'date-time' },
+    userId: { type: 'string', format: 'uuid' },
+    source: { type: 'string', description: 'the part of the platform that made it' },
+    data: { type: ['object', 'null'], description: 'what it is about (ids clients link to)' },
+  },
+  additionalProperties: false,
+} as const;
+
+const toRecord = (notification: Notification): NotificationRecord => ({
+  _id: notification.id,
+  title: notification.title,
+  message: notification.message,
+  read: notification.read,
+  timestamp: notification.timestamp.toISOString(),
+  userId: notification.userId,
+  source: notification.source,
+  data: notification.data ?? null,
+});
+
+/**
+ * Notifications: made by plugins for users of a subscription (`notify`),
+ * pushed to each user over the WebSocket as `notification.created`, and
+ * read, marked and deleted by their user only (NotificationRpc).
+ */
+export class NotificationCenter {
+  readonly #db: Database;
+  readonly #bus: EventBus;
+
+  constructor({ db, bus }: { db: Database; bus: EventBus }) {
+    this.#db = db;
+    this.#bus = bus;
+  }
+
+  async notify(input: NewNotification): Promise<NotificationRecord[]> {
+    if (input.userIds.length === 0) return [];
+    const em = this.#db.forkEm(input.subscriptionId);
+    const timestamp = new Date();
+    const notifications = [...new Set(input.userIds)].map((userId) =>
+      em.create(Notification, {
+        id: randomUUID(),
+        subscriptionId: input.subscriptionId,
+        userId,
+        title: input.title,
+        message: input.message,
+        read: false,
+        timestamp,
+        source: input.source,
+        data: input.data ?? null,
+      }),
+    );
+    await em.flush();
+    const records = notifications.map(toRecord);
+    for (const record of records) {
+      await this.#bus.publish({ name: 'notification.created', payload: record, subscriptionId: input.subscriptionId, userIds: [record.userId] });
+    }
+    return records;
+  }
+
+  schema(): typeof SCHEMA {
+    return SCHEMA;
+  }
+
+  /** The caller's notifications, newest first unless sorted. */
+  async list(ctx: AuthenticatedContext, query: ListQuery): Promise<ListEnvelope<NotificationRecord>> {
+    const sort = toOrderBy(query.sort, FIELDS);
+    const [notifications, totalCount] = await ctx.em.findAndCount(
+      Notification,
+      { $and: [{ userId: ctx.userId }, toWhere(query.filter, FIELDS)] },
+      { orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { timestamp: 'desc' } : {}), id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize },
+    );
+    return { data: notifications.map(toRecord), totalCount };
+  }
+
+  async find(ctx: AuthenticatedContext, id: string): Promise<NotificationRecord> {
+    const notification = await ctx.em.findOne(Notification, { id, userId: ctx.userId });
+    if (!notification) throw notFound(`Notification ${id} not found`);
+    return toRecord(notification);
+  }
+
+  async delete(ctx: AuthenticatedContext, id: string): Promise<true> {
+    if ((await ctx.em.nativeDelete(Notification, { id, userId: ctx.userId })) === 0) throw notFound(`Notification ${id} not found`);
+    return true;
+  }
+
+  async markAsRead(ctx: AuthenticatedContext, id: string): Promise<true> {
+    if ((await ctx.em.nativeUpdate(Notification, { id, userId: ctx.userId }, { read: true })) === 0) throw notFound(`Notification ${id} not found`);
+    return true;
+  }
+
+  /** Marks the caller's unread notifications read; the number marked. */
+  markAllAsRead(ctx: AuthenticatedContext): Promise<number> {
+    return ctx.em.nativeUpdate(Notification, { userId: ctx.userId, read: false }, { read: true });
+  }
+
+  /** Deletes the caller's notifications; the number deleted. */
+  deleteAll(ctx: AuthenticatedContext): Promise<number> {
+    return ctx.em.nativeDelete(Notification, { userId: ctx.userId });
+  }
+}
