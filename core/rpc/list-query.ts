@@ -15,6 +15,12 @@ export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date' | 'tag
 /** API field name → entity property and its type. */
 export type FieldMap = Record<string, { property: string; type: FieldType }>;
 
+/** The timestamps most records have, for FieldMaps: `{...TIMESTAMP_FIELDS, ...}`. */
+export const TIMESTAMP_FIELDS: FieldMap = {
+  createdAt: { property: 'createdAt', type: 'date' },
+  updatedAt: { property: 'updatedAt', type: 'date' },
+};
+
 export const MAX_PAGE_SIZE = 200;
 const MAX_REGEX_LENGTH = 200;
 /** PostgreSQL's SQLSTATE for a regular expression it cannot compile. */

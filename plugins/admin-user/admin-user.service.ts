@@ -5,6 +5,7 @@ import {
   notFound,
   pageOf,
   ROLES,
+  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   type AuthenticatedContext,
@@ -49,8 +50,7 @@ export const USER_FIELDS: FieldMap = {
   isPhoneVerified: { property: 'isPhoneVerified', type: 'boolean' },
   onboardingCompleted: { property: 'onboardingCompleted', type: 'boolean' },
   partnerContactId: { property: 'partnerContactId', type: 'string' },
-  createdAt: { property: 'createdAt', type: 'date' },
-  updatedAt: { property: 'updatedAt', type: 'date' },
+  ...TIMESTAMP_FIELDS,
 };
 
 /**

@@ -7,6 +7,7 @@ import {
   forbidden,
   mayChangeRecordOf,
   notFound,
+  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
@@ -64,8 +65,7 @@ export const AGENT_FIELDS: FieldMap = {
   projectId: { property: 'projectId', type: 'string' },
   realtime: { property: 'realtime', type: 'boolean' },
   userId: { property: 'userId', type: 'uuid' },
-  createdAt: { property: 'createdAt', type: 'date' },
-  updatedAt: { property: 'updatedAt', type: 'date' },
+  ...TIMESTAMP_FIELDS,
 };
 
 

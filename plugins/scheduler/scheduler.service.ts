@@ -4,6 +4,7 @@ import {
   forbidden,
   mayChangeRecordOf,
   notFound,
+  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
@@ -74,8 +75,7 @@ export const TASK_FIELDS: FieldMap = {
   createdBy: { property: 'createdBy', type: 'uuid' },
   nextRun: { property: 'nextRun', type: 'date' },
   lastRun: { property: 'lastRun', type: 'date' },
-  createdAt: { property: 'createdAt', type: 'date' },
-  updatedAt: { property: 'updatedAt', type: 'date' },
+  ...TIMESTAMP_FIELDS,
 };
 
 const toRecord = (task: ScheduledTask): TaskRecord => ({

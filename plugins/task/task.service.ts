@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   notFound,
+  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
@@ -78,8 +79,7 @@ export const TASK_FIELDS: FieldMap = {
   completedAt: { property: 'completedAt', type: 'date' },
   tags: { property: 'tags', type: 'tags' },
   isArchived: { property: 'isArchived', type: 'boolean' },
-  createdAt: { property: 'createdAt', type: 'date' },
-  updatedAt: { property: 'updatedAt', type: 'date' },
+  ...TIMESTAMP_FIELDS,
 };
 
 /** How deep a createTaskTree hierarchy may go, and how many tasks it may hold in all. */

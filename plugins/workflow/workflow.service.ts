@@ -3,9 +3,10 @@ import * as v from 'valibot';
 import {
   conflict,
   forbidden,
-  mayChangeRecordOf,
   isUuid,
+  mayChangeRecordOf,
   notFound,
+  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
@@ -59,8 +60,7 @@ export const WORKFLOW_FIELDS: FieldMap = {
   contextId: { property: 'contextId', type: 'string' },
   projectId: { property: 'projectId', type: 'string' },
   userId: { property: 'userId', type: 'uuid' },
-  createdAt: { property: 'createdAt', type: 'date' },
-  updatedAt: { property: 'updatedAt', type: 'date' },
+  ...TIMESTAMP_FIELDS,
 };
 
 
