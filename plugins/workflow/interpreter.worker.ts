@@ -33,7 +33,7 @@ export interface EffectRequest {
   input: Record<string, unknown>;
 }
 export type EffectReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
-/** The state after a node with an effect, for the host to keep (a crash then repeats at most that node). */
+/** The state after a node with an effect, and every step of this part so far, for the host to keep (a crash then repeats at most that node). */
 export interface Checkpoint {
   kind: 'checkpoint';
   state: RunState;
@@ -156,8 +156,8 @@ class Interpreter {
         this.#save(node, this.#result);
         this.#record(node, 'done');
         this.#state.cursor = await this.#next(node);
-        // After work the host did, it keeps where the run is (with the steps since the last time): a crash then repeats nothing done.
-        if (!LOCAL_TYPES.has(node.type)) this.#task.port.postMessage({ kind: 'checkpoint', state: this.#state, steps: this.#steps.splice(0) } satisfies Checkpoint);
+        // After work the host did, it keeps where the run is and the steps of this part so far: a crash then repeats at most this node.
+        if (!LOCAL_TYPES.has(node.type)) this.#task.port.postMessage({ kind: 'checkpoint', state: this.#state, steps: this.#steps } satisfies Checkpoint);
       }
     } catch (error) {
       const message = error instanceof NodeError ? error.message : `node "${this.#state.cursor}": ${(error as Error).message}`;

@@ -285,6 +285,7 @@ export class WorkflowRunner {
         ? await this.#runPart(em, instance, principal, state, next)
         : { status: 'failed', error: 'the user who started the run is no longer active', state, steps: [] };
       next = undefined;
+      const history = [...instance.history, ...outcome.steps];
       const kept = await em.fork().transactional(async (tx) => {
         const [current] = await tx.execute<{ status: InstanceStatus }[]>('select status from workflow_instance where id = ? for update', [instanceId]);
         // Cancelled meanwhile: the cancel stands.
@@ -296,17 +297,17 @@ export class WorkflowRunner {
           );
           if (pending) {
             await tx.execute('delete from workflow_pending_event where id = ?', [pending.id]);
-            await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'running', lease_until: this.#leaseEnd() });
+            await this.#keep(tx, instanceId, outcome.state, history, { status: 'running', lease_until: this.#leaseEnd() });
             return { result: typeof pending.event_data === 'string' ? JSON.parse(pending.event_data) : pending.event_data };
           }
-          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'waiting', waiting_for: outcome.event, lease_until: null });
+          await this.#keep(tx, instanceId, outcome.state, history, { status: 'waiting', waiting_for: outcome.event, lease_until: null });
         } else if (outcome.status === 'sleeping') {
-          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
+          await this.#keep(tx, instanceId, outcome.state, history, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
           await this.#jobs.enqueue('resume', { instanceId }, { em: tx, runAt: new Date(outcome.until), ctx: this.#operations.contextOf(principal!) });
         } else if (outcome.status === 'completed') {
-          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'completed', output: JSON.stringify(outcome.output ?? null), lease_until: null, finished_at: new Date() });
+          await this.#keep(tx, instanceId, outcome.state, history, { status: 'completed', output: JSON.stringify(outcome.output ?? null), lease_until: null, finished_at: new Date() });
         } else {
-          await this.#keep(tx, instanceId, outcome.state, outcome.steps, { status: 'failed', error: outcome.error, lease_until: null, finished_at: new Date() });
+          await this.#keep(tx, instanceId, outcome.state, history, { status: 'failed', error: outcome.error, lease_until: null, finished_at: new Date() });
         }
         return 'kept' as const;
       });
@@ -326,9 +327,12 @@ export class WorkflowRunner {
     const { port1, port2 } = new MessageChannel();
     const ctx = this.#operations.contextOf(principal, `workflow:${instance.id}`) as AuthenticatedContext;
     let stopped = false;
+    // Checkpoints are written one after the other, and all of them before the part's outcome is.
+    let saving: Promise<unknown> = Promise.resolve();
     port1.on('message', (message: EffectRequest | Checkpoint) => {
       if (message.kind === 'checkpoint') {
-        void this.#keep(em, instance.id, message.state, message.steps, { lease_until: this.#leaseEnd() }, true)
+        saving = saving
+          .then(() => this.#keep(em, instance.id, message.state, [...instance.history, ...message.steps], { lease_until: this.#leaseEnd() }, true))
           .then((kept) => (stopped ||= !kept))
           .catch((err) => this.#logger.warn({ err, instanceId: instance.id }, 'could not keep a workflow checkpoint'));
         return;
@@ -347,6 +351,7 @@ export class WorkflowRunner {
       return await this.#pool.run<RunOutcome>(INTERPRETER, task, { port: port2 });
     } finally {
       port1.close();
+      await saving;
     }
   }
 
@@ -412,16 +417,14 @@ export class WorkflowRunner {
     return { status: response.status, headers: Object.fromEntries(response.headers), body };
   }
 
-  /** Writes a run's state and steps, with other columns; false when it is no longer running (only with `onlyRunning`). */
-  async #keep(em: EntityManager, id: string, state: RunState, steps: WorkflowInstance['history'], columns: Record<string, unknown>, onlyRunning = false): Promise<boolean> {
+  /** Writes a run's state and history (its latest MAX_HISTORY steps), with other columns; false when it is no longer running (only with `onlyRunning`). */
+  async #keep(em: EntityManager, id: string, state: RunState, history: WorkflowInstance['history'], columns: Record<string, unknown>, onlyRunning = false): Promise<boolean> {
     const names = Object.keys(columns);
     const kept = await em.execute(
-      `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?,
-         history = (select coalesce(jsonb_agg(step order by n), '[]'::jsonb)
-                    from (select step, n from jsonb_array_elements(history || ?::jsonb) with ordinality as h(step, n) order by n desc limit ${MAX_HISTORY}) recent),
+      `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?, history = ?::jsonb,
          ${names.map((name) => `${name} = ?`).join(', ')}${names.length ? ',' : ''} updated_at = now()
        where id = ?${onlyRunning ? " and status = 'running'" : ''} returning id`,
-      [state.cursor, JSON.stringify(state.variables), state.steps, JSON.stringify(steps), ...Object.values(columns), id],
+      [state.cursor, JSON.stringify(state.variables), state.steps, JSON.stringify(history.slice(-MAX_HISTORY)), ...Object.values(columns), id],
     );
     return kept.length === 1;
   }
