@@ -1,0 +1,33 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+/** A browser's push subscription, for one user of a subscription, on the channels it listens to. Endpoints are unique. */
+export const PushSubscription = defineEntity({
+  name: 'PushSubscription',
+  tableName: 'push_subscription',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    userId: p.uuid(),
+    endpoint: p.text().unique(),
+    p256dh: p.text(),
+    auth: p.text(),
+    channels: p.array(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  }),
+  indexes: [{ properties: ['subscriptionId', 'userId'] }],
+});
+export type PushSubscription = InferEntity<typeof PushSubscription>;
+
+/** The service's VAPID key pair (one row): made once, the private key sealed by the keyring (the service's own data key). */
+export const VapidKeys = defineEntity({
+  name: 'VapidKeys',
+  tableName: 'push_vapid_keys',
+  properties: (p) => ({
+    id: p.integer().primary().autoincrement(false),
+    publicKey: p.text(),
+    privateKeySealed: p.text(),
+    createdAt: p.datetime(),
+  }),
+});
+export type VapidKeys = InferEntity<typeof VapidKeys>;

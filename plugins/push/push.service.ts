@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import webpush from 'web-push';
+import { pgArray, validationError, type AuthenticatedContext, type Database, type Keyring, type Outbound } from 'rpc-service/plugin';
+import { PushSubscription } from './push.entity.ts';
+
+export interface SubscriptionObject {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+/**
+ * The keyring's data key for the service's own values (no subscription's):
+ * like every data key it is wrapped by the master key and turns over with it.
+ */
+export const SERVICE_KEYRING_ID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * Web push subscriptions of a subscription's users, and the service's VAPID
+ * keys: made once (the first node to need them wins), the private key kept
+ * sealed by the keyring, the public key given to browsers.
+ */
+export class PushService {
+  readonly #db: Database;
+  readonly #keyring: Keyring;
+  readonly #outbound: Outbound;
+  #publicKey?: Promise<string>;
+
+  constructor({ db, keyring, outbound }: { db: Database; keyring: Keyring; outbound: Outbound }) {
+    this.#db = db;
+    this.#keyring = keyring;
+    this.#outbound = outbound;
+  }
+
+  getVapidPublicKey(): Promise<{ publicKey: string }> {
+    this.#publicKey ??= this.#vapidKeys().then((keys) => keys.publicKey);
+    this.#publicKey.catch(() => (this.#publicKey = undefined));
+    return this.#publicKey.then((publicKey) => ({ publicKey }));
+  }
+
+  /** Subscribes the caller's browser on the channels given; the same endpoint again moves it to the caller and those channels. */
+  async subscribe(ctx: AuthenticatedContext, subscription: SubscriptionObject, channels: string[]): Promise<{ success: true }> {
+    this.#checkEndpoint(subscription.endpoint);
+    await ctx.em.execute(
+      `insert into push_subscription (id, subscription_id, user_id, endpoint, p256dh, auth, channels, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?, ?::text[], now(), now())
+       on conflict (endpoint) do update set subscription_id = excluded.subscription_id, user_id = excluded.user_id, p256dh = excluded.p256dh,
+         auth = excluded.auth, channels = excluded.channels, updated_at = now()`,
+      [randomUUID(), ctx.subscriptionId, ctx.userId, subscription.endpoint, subscription.keys.p256dh, subscription.keys.auth, pgArray(channels)],
+    );
+    return { success: true };
+  }
+
+  /** Removes the caller's subscription with this endpoint (none: nothing to do). */
+  async unsubscribe(ctx: AuthenticatedContext, endpoint: string): Promise<{ success: true }> {
+    await ctx.em.nativeDelete(PushSubscription, { endpoint, userId: ctx.userId });
+    return { success: true };
+  }
+
+  /** A push endpoint is an https URL the outbound guard would send to (http is allowed where the operator allows private addresses). */
+  #checkEndpoint(endpoint: string): void {
+    try {
+      this.#outbound.check(endpoint);
+    } catch (error) {
+      throw validationError([{ path: 'subscriptionObject.endpoint', message: (error as Error).message }]);
+    }
+  }
+
+  async #vapidKeys(): Promise<{ publicKey: string; privateKey: string }> {
+    const read = async () => (await this.#db.execute<{ public_key: string; private_key_sealed: string }>('select public_key, private_key_sealed from push_vapid_keys where id = 1'))[0];
+    let row = await read();
+    if (!row) {
+      const keys = webpush.generateVAPIDKeys();
+      await this.#db.execute('insert into push_vapid_keys (id, public_key, private_key_sealed, created_at) values (1, ?, ?, now()) on conflict (id) do nothing', [
+        keys.publicKey,
+        await this.#keyring.seal(SERVICE_KEYRING_ID, keys.privateKey),
+      ]);
+      row = await read();
+    }
+    return { publicKey: row!.public_key, privateKey: await this.#keyring.open(SERVICE_KEYRING_ID, row!.private_key_sealed) };
+  }
+}

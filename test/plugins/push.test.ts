@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { SERVICE_KEYRING_ID } from '../../plugins/push/push.service.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+
+/** A browser's subscription as PushManager.subscribe gives it (keys are base64url). */
+const browser = (id: string) => ({
+  endpoint: `https://push.example.com/send/${id}`,
+  keys: { p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM', auth: 'tBHItJI5svbpez7KI4CCXg' },
+});
+
+describe('PushNotificationRpc', () => {
+  let t: TestApp;
+  let owner: Awaited<ReturnType<TestApp['signup']>>;
+  let stranger: Awaited<ReturnType<TestApp['signup']>>;
+  const as = (session: { token: string }) => ({ token: session.token });
+  const rows = () => t.app.deps.db.execute<{ user_id: string; endpoint: string; channels: string[] }>('select user_id, endpoint, channels from push_subscription order by endpoint');
+
+  before(async () => {
+    t = await startTestApp({ withNotes: false, plugins: ['auth', 'push'] });
+    owner = await t.signup();
+    stranger = await t.signup();
+  });
+  after(() => t.close());
+
+  it('answers one VAPID public key, made once, its private key sealed at rest', async () => {
+    const { publicKey } = await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(owner));
+    assert.match(publicKey, /^[A-Za-z0-9_-]{87}$/, 'an uncompressed P-256 point, base64url');
+    assert.equal((await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(stranger))).publicKey, publicKey);
+    const [stored] = await t.app.deps.db.execute<{ public_key: string; private_key_sealed: string }>('select public_key, private_key_sealed from push_vapid_keys');
+    assert.equal(stored!.public_key, publicKey);
+    assert.match(stored!.private_key_sealed, /^k1\./, 'sealed by the keyring');
+    assert.match(await t.app.deps.keyring.open(SERVICE_KEYRING_ID, stored!.private_key_sealed), /^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('subscribes on the default channel, moves a known endpoint, and unsubscribes by endpoint only for its user', async () => {
+    assert.deepEqual(await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('a') }, as(owner)), { success: true });
+    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('b'), channels: ['news', 'alerts', 'news'] }, as(owner));
+    assert.deepEqual(
+      (await rows()).map((row) => [row.endpoint, row.channels]),
+      [
+        ['https://push.example.com/send/a', ['default']],
+        ['https://push.example.com/send/b', ['news', 'alerts']],
+      ],
+    );
+    // The same browser subscribing again changes its channels, not the number of subscriptions.
+    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('a'), channels: ['alerts'] }, as(owner));
+    assert.deepEqual((await rows()).map((row) => row.channels), [['alerts'], ['news', 'alerts']]);
+
+    // Another user's unsubscribe of this endpoint changes nothing.
+    assert.deepEqual(await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: browser('a') }, as(stranger)), { success: true });
+    assert.equal((await rows()).length, 2);
+    await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: { endpoint: browser('a').endpoint, keys: { p256dh: 'x', auth: 'y' } } }, as(owner));
+    assert.deepEqual((await rows()).map((row) => row.endpoint), ['https://push.example.com/send/b']);
+  });
+
+  it('refuses endpoints the outbound guard would not send to, and malformed subscriptions', async () => {
+    for (const [subscriptionObject, path] of [
+      [{ ...browser('c'), endpoint: 'http://10.0.0.1/push' }, 'subscriptionObject.endpoint'],
+      [{ ...browser('c'), endpoint: 'ftp://push.example.com/x' }, 'subscriptionObject.endpoint'],
+      [{ ...browser('c'), endpoint: 'not a url' }, 'subscriptionObject.endpoint'],
+      [{ endpoint: browser('c').endpoint }, 'subscriptionObject.keys'],
+      [{ ...browser('c'), keys: { p256dh: 'not base64!', auth: 'x' } }, 'subscriptionObject.keys.p256dh'],
+    ] as const) {
+      const response = await t.call('PushNotificationRpc.subscribe', { subscriptionObject }, as(owner));
+      assert.deepEqual([response.body.data.code, response.body.data.issues[0].path], ['VALIDATION_ERROR', path], JSON.stringify(subscriptionObject));
+    }
+    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c'), channels: [] }, as(owner))).body.data.issues[0].path, 'channels');
+    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c') })).status, 401);
+    assert.ok(!(await rows()).some((row) => row.endpoint.endsWith('/c')));
+  });
+});
