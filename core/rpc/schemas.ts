@@ -10,6 +10,18 @@ export const isUuid = (value: unknown): value is string => typeof value === 'str
 
 export const recordId = (label = 'id') => v.pipe(v.string(), v.uuid(`${label} must be a UUID`));
 
+/** A string, trimmed, not empty and at most `max` characters, with messages naming the field. */
+export const trimmedText = (label: string, max: number) =>
+  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
+
+/** A list of short strings (tags, channels, contact ids): each trimmed and not empty, at most `maxItems`, duplicates dropped. */
+export const stringList = (label: string, { maxItems = 50, maxLength = 100 } = {}) =>
+  v.pipe(
+    v.array(trimmedText(`${label}[]`, maxLength), `${label} must be an array of strings`),
+    v.maxLength(maxItems, `at most ${maxItems} ${label}`),
+    v.transform((list) => [...new Set(list)]),
+  );
+
 export const email = v.pipe(
   v.string(),
   v.trim(),

@@ -1,25 +1,19 @@
 import * as v from 'valibot';
-import { MAX_PAGE_SIZE } from 'rpc-service/plugin';
+import { MAX_PAGE_SIZE, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 
 /** Playbooks list and search return at most this many by default. */
 const DEFAULT_LIMIT = 50;
 
-const text = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
-const id = (label: string) => text(label, 200);
-const tags = v.pipe(
-  v.array(text('tags[]', 100), 'tags must be an array of strings'),
-  v.maxLength(50, 'at most 50 tags'),
-  v.transform((list) => [...new Set(list)]),
-);
+const id = (label: string) => trimmedText(label, 200);
+const tags = stringList('tags');
 const count = (label: string) =>
   v.optional(v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`), v.maxValue(MAX_PAGE_SIZE, `${label} must be at most ${MAX_PAGE_SIZE}`)));
 /** The playbook fields callers write (not _id, subscriptionId, source, resources or the timestamps). */
 const fields = {
   description: v.optional(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters'))),
   content: v.optional(v.pipe(v.string('content must be a string'), v.maxLength(200_000, 'content must be at most 200000 characters'))),
-  category: v.optional(v.nullable(text('category', 200))),
+  category: v.optional(v.nullable(trimmedText('category', 200))),
   tags: v.optional(tags),
   isActive: v.optional(v.boolean('isActive must be true or false')),
 };
@@ -56,14 +50,14 @@ export const findById = defineOperation({
 export const create = defineOperation({
   access: 'user',
   describe: 'Create a playbook: name, description, content (Markdown), category, tags, isActive (true by default). Answers the playbook.',
-  params: v.object({ name: text('name', 200), ...fields }),
+  params: v.object({ name: trimmedText('name', 200), ...fields }),
   handler: ({ params, ctx, deps }) => deps.playbookService.create(ctx, params),
 });
 
 export const update = defineOperation({
   access: 'user',
   describe: 'Change the fields given in data. Answers the playbook.',
-  params: v.object({ _id: id('_id'), data: v.object({ name: v.optional(text('name', 200)), ...fields }, 'data must be an object') }),
+  params: v.object({ _id: id('_id'), data: v.object({ name: v.optional(trimmedText('name', 200)), ...fields }, 'data must be an object') }),
   handler: ({ params, ctx, deps }) => deps.playbookService.update(ctx, params._id, params.data),
 });
 

@@ -1,17 +1,16 @@
 import * as v from 'valibot';
+import { trimmedText } from 'rpc-service/plugin';
 import type { ActionType } from './task.entity.ts';
 
-const text = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
 const object = (label: string) => v.record(v.string(), v.unknown(), `${label} must be an object`);
 
 /** The actionConfig of each action type. */
 export const ACTION_CONFIGS: Record<ActionType, v.GenericSchema> = {
-  event: v.object({ eventName: text('eventName', 200), eventData: v.optional(object('eventData'), {}) }),
+  event: v.object({ eventName: trimmedText('eventName', 200), eventData: v.optional(object('eventData'), {}) }),
   rpc: v.object({
     method: v.pipe(v.string('method must be a string'), v.regex(/^[A-Za-z][A-Za-z0-9]*\.[A-Za-z][A-Za-z0-9]*$/, 'method must be "Group.operation"')),
     params: v.optional(object('params'), {}),
   }),
-  workflow: v.object({ workflowIdentifier: text('workflowIdentifier', 200), workflowArgs: v.optional(object('workflowArgs'), {}) }),
-  aiMessage: v.object({ agentName: text('agentName', 100), message: text('message', 20_000) }),
+  workflow: v.object({ workflowIdentifier: trimmedText('workflowIdentifier', 200), workflowArgs: v.optional(object('workflowArgs'), {}) }),
+  aiMessage: v.object({ agentName: trimmedText('agentName', 100), message: trimmedText('message', 20_000) }),
 };

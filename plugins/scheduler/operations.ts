@@ -1,11 +1,9 @@
 import * as v from 'valibot';
-import { listParams, recordId } from 'rpc-service/plugin';
+import { listParams, recordId, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { RUN_STATUSES } from './run.entity.ts';
 import { ACTION_TYPES, CATEGORIES } from './task.entity.ts';
 
-const text = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
 const optionalText = (label: string, max: number) => v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
 
 /** The context every operation takes, and a task keeps: the user it acts as, its subscription, service and project. */
@@ -19,22 +17,16 @@ const context = v.optional(
 );
 
 const fields = {
-  name: text('name', 200),
+  name: trimmedText('name', 200),
   description: v.optional(v.nullable(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters')))),
-  schedule: text('schedule', 200),
+  schedule: trimmedText('schedule', 200),
   actionType: v.picklist(ACTION_TYPES, `actionType must be one of ${ACTION_TYPES.join(', ')}`),
   actionConfig: v.record(v.string(), v.unknown(), 'actionConfig must be an object'),
   context,
   category: v.optional(v.picklist(CATEGORIES, `category must be one of ${CATEGORIES.join(', ')}`)),
-  tags: v.optional(
-    v.pipe(
-      v.array(text('a tag', 100), 'tags must be an array of strings'),
-      v.maxLength(50, 'at most 50 tags'),
-      v.transform((list) => [...new Set(list)]),
-    ),
-  ),
+  tags: v.optional(stringList('tags')),
   enabled: v.optional(v.boolean('enabled must be true or false')),
-  timeZone: v.optional(v.nullable(text('timeZone', 100))),
+  timeZone: v.optional(v.nullable(trimmedText('timeZone', 100))),
 };
 const taskId = { taskId: recordId('taskId'), context };
 

@@ -1,11 +1,9 @@
 import * as v from 'valibot';
-import { listParams, recordId } from 'rpc-service/plugin';
+import { listParams, recordId, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { PRIORITIES, STATUSES } from './task.entity.ts';
 import { MAX_TREE_DEPTH, MAX_TREE_TASKS, type TreeInput } from './task.service.ts';
 
-const text = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
 const date = (label: string) =>
   v.optional(
     v.nullable(
@@ -16,13 +14,8 @@ const date = (label: string) =>
       ),
     ),
   );
-const strings = (label: string) =>
-  v.pipe(
-    v.array(text(`${label}[]`, 200), `${label} must be an array of strings`),
-    v.maxLength(100, `at most 100 ${label}`),
-    v.transform((list) => [...new Set(list)]),
-  );
-const taskInstanceId = text('taskInstanceId', 200);
+const strings = (label: string) => stringList(label, { maxItems: 100, maxLength: 200 });
+const taskInstanceId = trimmedText('taskInstanceId', 200);
 
 /** The fields of a task any operation that writes one takes, with the spec's defaults applied by the service. */
 const fields = {
@@ -36,13 +29,13 @@ const fields = {
   isArchived: v.optional(v.boolean('isArchived must be true or false')),
 };
 const comment = v.object({
-  content: text('content', 20_000),
+  content: trimmedText('content', 20_000),
   commentId: v.optional(v.pipe(v.string(), v.uuid('commentId must be a UUID'))),
-  authorContactId: v.optional(text('authorContactId', 200)),
+  authorContactId: v.optional(trimmedText('authorContactId', 200)),
   createdAt: v.optional(v.pipe(date('createdAt'), v.transform((value) => value ?? undefined))),
   updatedAt: date('updatedAt'),
 });
-const newTask = { title: text('title', 500), ...fields, comments: v.optional(v.pipe(v.array(comment, 'comments must be an array'), v.maxLength(1000))) };
+const newTask = { title: trimmedText('title', 500), ...fields, comments: v.optional(v.pipe(v.array(comment, 'comments must be an array'), v.maxLength(1000))) };
 
 const treeNode: v.GenericSchema<unknown, TreeInput> = v.object({
   ...newTask,
@@ -77,7 +70,7 @@ export const create = defineOperation({
 export const update = defineOperation({
   access: 'user',
   describe: 'Change the fields given of a task; completedAt is set when it becomes done and cleared when it leaves done, unless given.',
-  params: v.object({ _id: recordId('_id'), title: v.optional(text('title', 500)), ...fields }),
+  params: v.object({ _id: recordId('_id'), title: v.optional(trimmedText('title', 500)), ...fields }),
   handler: ({ params: { _id, ...changes }, ctx, deps }) => deps.taskService.update(ctx, _id, changes),
 });
 
@@ -98,7 +91,7 @@ export const findById = defineOperation({
 export const addComment = defineOperation({
   access: 'user',
   describe: "Comment on a task as the caller (authorContactId: their messaging contact, else their user id); answers the comment.",
-  params: v.object({ taskId: recordId('taskId'), content: text('content', 20_000) }),
+  params: v.object({ taskId: recordId('taskId'), content: trimmedText('content', 20_000) }),
   handler: ({ params, ctx, deps }) => deps.taskService.addComment(ctx, params.taskId, params.content),
 });
 

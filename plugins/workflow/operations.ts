@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { envelope, isUuid, listParams, recordId } from 'rpc-service/plugin';
+import { envelope, isUuid, listParams, recordId, stringList } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { graphFields } from './graph.ts';
 import { INSTANCE_STATUSES } from './instance.entity.ts';
@@ -12,11 +12,7 @@ const name = v.pipe(
   // executeWorkflow takes a name or an _id: a name shaped like an id would be ambiguous.
   v.check((value) => !isUuid(value), 'name must not be a UUID (workflows are run by name or by _id)'),
 );
-const tags = v.pipe(
-  v.array(v.pipe(v.string('tags must be strings'), v.trim(), v.minLength(1, 'a tag must not be empty'), v.maxLength(100)), 'tags must be an array of strings'),
-  v.maxLength(50, 'at most 50 tags'),
-  v.transform((list) => [...new Set(list)]),
-);
+const tags = stringList('tags');
 /** The fields create and update take: the spec's workflow fields, without _id, subscriptionId, projectId and the timestamps. */
 const fields = {
   description: v.optional(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters'))),
