@@ -5,5 +5,8 @@ export type Role = (typeof ROLES)[number];
 /** Roles that may change any shared record of their subscription; the other roles change the records they created. */
 const MANAGER_ROLES: ReadonlySet<Role> = new Set(['admin', 'staff']);
 
+/** Whether the role may change every shared record of its subscription. */
+export const isManager = (role: Role): boolean => MANAGER_ROLES.has(role);
+
 /** Whether the caller may change a shared record (an agent configuration, a workflow) that `creatorId` created. */
-export const mayChangeRecordOf = (caller: { userId: string; role: Role }, creatorId: string): boolean => creatorId === caller.userId || MANAGER_ROLES.has(caller.role);
+export const mayChangeRecordOf = (caller: { userId: string; role: Role }, creatorId: string): boolean => creatorId === caller.userId || isManager(caller.role);

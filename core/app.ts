@@ -17,6 +17,8 @@ import { AiClient } from './ai/ai-client.ts';
 import { loadCatalogue } from './ai/catalogue.ts';
 import { ToolCatalogue, toolsPoint, type ToolDeclaration } from './ai/tools.ts';
 import { CollectionCatalogue, collectionsPoint, type CollectionDeclaration } from './rpc/collections.ts';
+import { DataScopeCatalogue, dataScopesPoint, type DataScopeDeclaration } from './rpc/data-scopes.ts';
+import { DataFolders } from './data-folders.ts';
 import { NOTIFICATION_EVENTS, NotificationCenter } from './notifications/notification-center.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
@@ -51,7 +53,7 @@ import { UploadService } from './uploads/upload-service.ts';
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
 
 /** The extension points of the core: plugins contribute to them like to any plugin's. */
-export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint];
+export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint, dataScopesPoint];
 
 export interface AppOptions {
   config: Config;
@@ -150,6 +152,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       aiCatalogue,
       tools: new ToolCatalogue(),
       collections: new CollectionCatalogue(),
+      dataScopes: new DataScopeCatalogue(),
+      dataFolders: new DataFolders(config.dataDir),
       operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger }),
       notifications: new NotificationCenter({ db, bus }),
       ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, db, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
@@ -181,6 +185,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const registry = buildRegistry(plugins, (plugin) => scopes.get(plugin.id)!.cradle);
     core.tools.load(extensions.all<ToolDeclaration>(toolsPoint.id), registry);
     core.collections.load(extensions.all<CollectionDeclaration>(collectionsPoint.id));
+    core.dataScopes.load(extensions.all<DataScopeDeclaration>(dataScopesPoint.id));
     const dispatcher = new Dispatcher(registry, authenticator, { db, logger });
     core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
 

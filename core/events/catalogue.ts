@@ -3,7 +3,7 @@ import { defineExtensionPoint } from '../plugin/extension-points.ts';
 
 /** One event a plugin emits to clients (WebSocket now, webhooks later), as listed in `GET /api/rpc`. */
 export interface EventDeclaration {
-  /** Dotted, lower-case: `note.added`. */
+  /** Dotted, lower-case: `note.added`; a name the specification gives stays as it is (`dataScopeRefreshed`). */
   name: string;
   /** One line: when it is sent and what its payload holds. */
   describe: string;
@@ -13,7 +13,7 @@ export const eventsPoint = defineExtensionPoint<EventDeclaration>({
   id: 'core.events',
   describe: 'The event catalogue: every event a plugin sends to the clients of a subscription.',
   contribution: v.object({
-    name: v.pipe(v.string(), v.regex(/^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)+$/, 'name must be dotted, like "note.added"')),
+    name: v.pipe(v.string(), v.regex(/^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)*$/, 'name must be camelCase words, dotted like "note.added"')),
     describe: v.pipe(v.string(), v.minLength(1, 'describe must not be empty')),
   }),
 });

@@ -2,6 +2,7 @@ import type * as v from 'valibot';
 import type { CredentialSchemeContribution } from '../credentials/authenticator.ts';
 import type { ToolDeclaration } from '../ai/tools.ts';
 import type { CollectionDeclaration } from '../rpc/collections.ts';
+import type { DataScopeDeclaration } from '../rpc/data-scopes.ts';
 import type { EventDeclaration } from '../events/catalogue.ts';
 
 /**
@@ -18,6 +19,7 @@ export interface ExtensionPoints {
   'core.events': EventDeclaration;
   'core.tools': ToolDeclaration;
   'core.collections': CollectionDeclaration;
+  'core.dataScopes': DataScopeDeclaration;
 }
 
 export type ExtensionPointId = keyof ExtensionPoints & string;

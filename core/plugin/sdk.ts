@@ -39,7 +39,7 @@ export { listParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, TIMESTAM
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export type { NotificationCenter, NotificationRecord, NewNotification } from '../notifications/notification-center.ts';
-export { ROLES, mayChangeRecordOf, type Role } from '../../config/roles.ts';
+export { ROLES, isManager, mayChangeRecordOf, type Role } from '../../config/roles.ts';
 
 // Data
 export { defineEntity, type InferEntity } from '@mikro-orm/core';
@@ -63,6 +63,8 @@ export type { AiClient, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatR
 export { AiTrace } from '../ai/trace.ts';
 export { EmbeddingColumns, switchModelJob, type EmbeddedTable, type EmbeddingSlots, type EmbeddingProgress, type SwitchOutcome, type VectorColumn } from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
+export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../rpc/data-scopes.ts';
+export type { DataFolders } from '../data-folders.ts';
 export { MAX_FIELD_VALUES, type CollectionCatalogue, type CollectionDeclaration, type FieldReference } from '../rpc/collections.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';

@@ -5,6 +5,8 @@ import type { ToolCatalogue } from '../ai/tools.ts';
 import type { NotificationCenter } from '../notifications/notification-center.ts';
 import type { OperationCaller } from '../rpc/caller.ts';
 import type { CollectionCatalogue } from '../rpc/collections.ts';
+import type { DataScopeCatalogue } from '../rpc/data-scopes.ts';
+import type { DataFolders } from '../data-folders.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
 import type { Keyring } from '../credentials/keyring.ts';
@@ -38,6 +40,10 @@ export interface CoreServices {
   tools: ToolCatalogue;
   /** Collections of records forms pick values from (the `core.collections` extension point). */
   collections: CollectionCatalogue;
+  /** Records plugins keep as files of versioned data scopes (the `core.dataScopes` extension point). */
+  dataScopes: DataScopeCatalogue;
+  /** Folders under DATA_DIR for a plugin's files. */
+  dataFolders: DataFolders;
   /** Calls operations in the process as a given principal (what a user's workflow or scheduled task does for them), with the endpoint's checks. */
   operations: OperationCaller;
   /** Notifications for users (a task assigned, an agent's answer), pushed as `notification.created` and read through NotificationRpc. */
@@ -65,6 +71,8 @@ export const CORE_SERVICE_NAMES = [
   'aiCatalogue',
   'tools',
   'collections',
+  'dataScopes',
+  'dataFolders',
   'operations',
   'notifications',
   'ai',

@@ -1,5 +1,5 @@
 import { asClass } from 'awilix';
-import { definePlugin } from 'rpc-service/plugin';
+import { definePlugin, entityScope } from 'rpc-service/plugin';
 import { Agent } from './agent.entity.ts';
 import { AGENT_FIELDS, AVATAR, AVATAR_LIMITS, AgentService } from './agent.service.ts';
 import { DEPS, type AgentConfigDeps } from './deps.ts';
@@ -24,6 +24,7 @@ export const agentConfigPlugin = definePlugin<AgentConfigDeps>({
         list: async (ctx, query, deps) => (await (deps as AgentConfigDeps).agentService.getData(ctx, { ...query, page: 1, pageSize: query.limit })).data,
       },
     ],
+    'core.dataScopes': [entityScope({ name: 'agents', describe: "The subscription's agent configurations, one JSON file each.", entity: Agent })],
   },
   operations: { create, update, findById, getData, delete: remove, getUploadKeyForAvatar, updateAvatar, getAvailableTools },
   start: ({ uploadService }) => uploadService.definePurpose(AVATAR, AVATAR_LIMITS),

@@ -1,5 +1,5 @@
 import { asClass } from 'awilix';
-import { definePlugin } from 'rpc-service/plugin';
+import { definePlugin, entityScope } from 'rpc-service/plugin';
 import { workflowSettings } from './config.ts';
 import { DEPS, type WorkflowDeps } from './deps.ts';
 import { PendingEvent, WorkflowInstance } from './instance.entity.ts';
@@ -52,6 +52,7 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
         list: (ctx, query, deps) => (deps as WorkflowDeps).workflowService.listForCollection(ctx, query),
       },
     ],
+    'core.dataScopes': [entityScope({ name: 'workflows', describe: "The subscription's workflows, one JSON file each.", entity: Workflow })],
   },
   operations: {
     create,

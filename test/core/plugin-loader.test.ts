@@ -347,6 +347,7 @@ describe('plugin deps, settings and extension points', () => {
       assert.deepEqual(listing.data.events.map((event: { name: string }) => event.name), [
         'notification.created',
         'webhook.test',
+        'dataScopeRefreshed',
         'secret.changed',
         'scopedSecret.changed',
         'task.created',

@@ -1,0 +1,102 @@
+import * as v from 'valibot';
+import { SCOPE_NAME, trimmedText } from 'rpc-service/plugin';
+import { defineOperation } from './deps.ts';
+
+const scope = v.pipe(v.string('scope must be a string'), v.regex(SCOPE_NAME, 'scope must be lower-case letters, digits, _ and -, at most 64 characters'));
+const hash = (label: string) =>
+  v.pipe(v.string(`${label} must be a string`), v.trim(), v.toLowerCase(), v.regex(/^[0-9a-f]{4,40}$/, `${label} must be a checkpoint hash (4 to 40 hex digits)`));
+const message = trimmedText('message', 2000);
+const tagName = v.pipe(
+  v.string('tagName must be a string'),
+  v.trim(),
+  v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'tagName must be letters, digits, ., _ and -, at most 100 characters'),
+  v.check((name) => !name.includes('..') && !name.endsWith('.') && !name.endsWith('.lock'), 'tagName must not hold .. nor end with . or .lock'),
+);
+/** A file's path inside its scope: relative, with `/` between folders, never leaving the scope nor touching its `.git`. */
+const filePath = v.pipe(
+  v.string('path must be a string'),
+  v.minLength(1, 'path must not be empty'),
+  v.maxLength(500, 'path must be at most 500 characters'),
+  v.check(
+    (value) => !value.includes('\\') && value.split('/').every((part) => part !== '' && part !== '.' && part !== '..' && part.toLowerCase() !== '.git'),
+    'path must stay inside the scope: relative, no empty, . or .. parts, no backslashes, no .git',
+  ),
+);
+const encoding = v.optional(v.picklist(['utf8', 'base64'], 'encoding must be utf8 or base64'), 'utf8');
+
+export const listScopes = defineOperation({
+  access: 'user',
+  describe: "The subscription's data scopes: the scopes of records (workflows, agents) and the file scopes it has written.",
+  params: v.object({}),
+  handler: ({ ctx, deps }) => deps.checkpointService.listScopes(ctx),
+});
+
+export const getStatus = defineOperation({
+  access: 'user',
+  describe: 'Whether the scope equals its last checkpoint (isClean), and the files added, modified or deleted since.',
+  params: v.object({ scope }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.getStatus(ctx, params.scope),
+});
+
+export const listCheckpoints = defineOperation({
+  access: 'user',
+  describe: "The scope's checkpoints, newest first (at most limit, 50 by default), with their tags.",
+  params: v.object({ scope, limit: v.optional(v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1), v.maxValue(1000)), 50) }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.listCheckpoints(ctx, params.scope, params.limit),
+});
+
+export const createCheckpoint = defineOperation({
+  access: 'user',
+  describe: "Records the scope's current files as a checkpoint (a commit authored by the caller), tagged when tagName is given.",
+  params: v.object({ scope, message, tagName: v.optional(tagName) }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.createCheckpoint(ctx, params),
+});
+
+export const tagRelease = defineOperation({
+  access: 'user',
+  describe: 'Puts an annotated tag with a message on a checkpoint.',
+  params: v.object({ scope, commitHash: hash('commitHash'), tagName, message }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.tagRelease(ctx, params),
+});
+
+export const restore = defineOperation({
+  access: 'user',
+  describe: 'Makes the scope equal a checkpoint as a new checkpoint (history kept); sends dataScopeRefreshed. Scopes of records: admin or staff.',
+  params: v.object({ scope, hash: hash('hash') }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.restore(ctx, params.scope, params.hash),
+});
+
+export const rollback = defineOperation({
+  access: 'user',
+  describe: 'Moves the scope back to a checkpoint of its history and discards the checkpoints after it; sends dataScopeRefreshed. Scopes of records: admin or staff.',
+  params: v.object({ scope, hash: hash('hash') }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.rollback(ctx, params.scope, params.hash),
+});
+
+export const writeFile = defineOperation({
+  access: 'user',
+  describe: 'Writes a file of a file scope (made with its first file); text, or bytes as base64.',
+  params: v.object({ scope, path: filePath, content: v.string('content must be a string'), encoding }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.writeFile(ctx, params),
+});
+
+export const readFile = defineOperation({
+  access: 'user',
+  describe: "A file of the scope as it is now, or at a checkpoint (hash).",
+  params: v.object({ scope, path: filePath, encoding, hash: v.optional(hash('hash')) }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.readFile(ctx, params),
+});
+
+export const listFiles = defineOperation({
+  access: 'user',
+  describe: "The scope's files with their sizes, as they are now or at a checkpoint (hash).",
+  params: v.object({ scope, hash: v.optional(hash('hash')) }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.listFiles(ctx, params.scope, params.hash),
+});
+
+export const deleteFile = defineOperation({
+  access: 'user',
+  describe: 'Deletes a file of a file scope.',
+  params: v.object({ scope, path: filePath }),
+  handler: ({ params, ctx, deps }) => deps.checkpointService.deleteFile(ctx, params.scope, params.path),
+});
