@@ -3,6 +3,7 @@ import {
   ACROSS_TENANTS,
   badRequest,
   conflict,
+  isUuid,
   pgArray,
   RateLimiter,
   RpcError,
@@ -126,6 +127,16 @@ export class UserService {
     const rows = await this.#deps.db.execute<{ id: string }>(
       'select id from auth_user where subscription_id = ? and is_active and partner_contact_id = any(?::text[])',
       [subscriptionId, pgArray(contactIds)],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /** The ids of a subscription's active users; with `among`, only those of these ids (anything else in it is left out). */
+  async activeUserIds(subscriptionId: string, among?: readonly string[]): Promise<string[]> {
+    const candidates = among ? pgArray(among.filter(isUuid)) : null;
+    const rows = await this.#deps.db.execute<{ id: string }>(
+      'select id from auth_user where subscription_id = ? and is_active and (?::uuid[] is null or id = any(?::uuid[])) order by id',
+      [subscriptionId, candidates, candidates],
     );
     return rows.map((row) => row.id);
   }

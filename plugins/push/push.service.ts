@@ -8,6 +8,15 @@ export interface SubscriptionObject {
   keys: { p256dh: string; auth: string };
 }
 
+/** A browser subscribed to push, as a sender needs it: whose it is, where to send and the keys to encrypt for. */
+export interface PushDevice {
+  id: string;
+  userId: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
 /**
  * The keyring's data key for the service's own values (no subscription's):
  * like every data key it is wrapped by the master key and turns over with it.
@@ -32,7 +41,7 @@ export class PushService {
   }
 
   getVapidPublicKey(): Promise<{ publicKey: string }> {
-    this.#publicKey ??= this.#vapidKeys().then((keys) => keys.publicKey);
+    this.#publicKey ??= this.vapidKeys().then((keys) => keys.publicKey);
     this.#publicKey.catch(() => (this.#publicKey = undefined));
     return this.#publicKey.then((publicKey) => ({ publicKey }));
   }
@@ -40,6 +49,7 @@ export class PushService {
   /** Subscribes the caller's browser on the channels given; the same endpoint again moves it to the caller and those channels. */
   async subscribe(ctx: AuthenticatedContext, subscription: SubscriptionObject, channels: string[]): Promise<{ success: true }> {
     this.#checkEndpoint(subscription.endpoint);
+    checkKeys(subscription.keys);
     await ctx.em.execute(
       `insert into push_subscription (id, subscription_id, user_id, endpoint, p256dh, auth, channels, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?::text[], now(), now())
@@ -56,6 +66,24 @@ export class PushService {
     return { success: true };
   }
 
+  /** The devices of these users of a subscription; with channels, only those on at least one of them. */
+  async devices(subscriptionId: string, userIds: readonly string[], channels?: readonly string[]): Promise<PushDevice[]> {
+    if (userIds.length === 0) return [];
+    const channelList = channels ? pgArray(channels) : null;
+    const rows = await this.#db.execute<{ id: string; user_id: string; endpoint: string; p256dh: string; auth: string }>(
+      `select id, user_id, endpoint, p256dh, auth from push_subscription
+       where subscription_id = ? and user_id = any(?::uuid[]) and (?::text[] is null or channels && ?::text[])
+       order by user_id, created_at, id`,
+      [subscriptionId, pgArray(userIds), channelList, channelList],
+    );
+    return rows.map((row) => ({ id: row.id, userId: row.user_id, endpoint: row.endpoint, p256dh: row.p256dh, auth: row.auth }));
+  }
+
+  /** Forgets a device whose push service answered that it is gone (404, 410). */
+  async removeDevice(subscriptionId: string, id: string): Promise<void> {
+    await this.#db.forkEm(subscriptionId).nativeDelete(PushSubscription, { id });
+  }
+
   /** A push endpoint is an https URL the outbound guard would send to (http is allowed where the operator allows private addresses). */
   #checkEndpoint(endpoint: string): void {
     try {
@@ -65,7 +93,8 @@ export class PushService {
     }
   }
 
-  async #vapidKeys(): Promise<{ publicKey: string; privateKey: string }> {
+  /** The service's VAPID key pair (made on first need), for PushSenderRpc to sign its requests with. */
+  async vapidKeys(): Promise<{ publicKey: string; privateKey: string }> {
     const read = async () => (await this.#db.execute<{ public_key: string; private_key_sealed: string }>('select public_key, private_key_sealed from push_vapid_keys where id = 1'))[0];
     let row = await read();
     if (!row) {
@@ -77,5 +106,20 @@ export class PushService {
       row = await read();
     }
     return { publicKey: row!.public_key, privateKey: await this.#keyring.open(SERVICE_KEYRING_ID, row!.private_key_sealed) };
+  }
+}
+
+/**
+ * The keys a sender encrypts for (RFC 8291): p256dh an uncompressed P-256
+ * point, auth a 16-byte secret. Anything else could never be sent to, so it
+ * is refused here rather than failing every broadcast.
+ */
+function checkKeys(keys: SubscriptionObject['keys']): void {
+  const p256dh = Buffer.from(keys.p256dh, 'base64url');
+  if (p256dh.length !== 65 || p256dh[0] !== 0x04) {
+    throw validationError([{ path: 'subscriptionObject.keys.p256dh', message: 'keys.p256dh must be an uncompressed P-256 public key (65 bytes, base64url)' }]);
+  }
+  if (Buffer.from(keys.auth, 'base64url').length !== 16) {
+    throw validationError([{ path: 'subscriptionObject.keys.auth', message: 'keys.auth must be a 16-byte secret (base64url)' }]);
   }
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SERVICE_KEYRING_ID } from '../../plugins/push/push.service.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
+import { addUser } from '../support/users.ts';
 
 /** A browser's subscription as PushManager.subscribe gives it (keys are base64url). */
 const browser = (id: string) => ({
@@ -61,6 +62,9 @@ describe('PushNotificationRpc', () => {
       [{ ...browser('c'), endpoint: 'not a url' }, 'subscriptionObject.endpoint'],
       [{ endpoint: browser('c').endpoint }, 'subscriptionObject.keys'],
       [{ ...browser('c'), keys: { p256dh: 'not base64!', auth: 'x' } }, 'subscriptionObject.keys.p256dh'],
+      // Keys no message could be encrypted for (RFC 8291): a point of another size, an auth secret that is not 16 bytes.
+      [{ ...browser('c'), keys: { ...browser('c').keys, p256dh: browser('c').keys.p256dh.slice(0, 40) } }, 'subscriptionObject.keys.p256dh'],
+      [{ ...browser('c'), keys: { ...browser('c').keys, auth: 'tBHItJI5svbpez7K' } }, 'subscriptionObject.keys.auth'],
     ] as const) {
       const response = await t.call('PushNotificationRpc.subscribe', { subscriptionObject }, as(owner));
       assert.deepEqual([response.body.data.code, response.body.data.issues[0].path], ['VALIDATION_ERROR', path], JSON.stringify(subscriptionObject));
@@ -68,5 +72,15 @@ describe('PushNotificationRpc', () => {
     assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c'), channels: [] }, as(owner))).body.data.issues[0].path, 'channels');
     assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c') })).status, 401);
     assert.ok(!(await rows()).some((row) => row.endpoint.endsWith('/c')));
+  });
+
+  it('forgets the browsers of a removed user', async () => {
+    const member = await addUser(t, owner.subscriptionId, 'user');
+    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('member') }, as(member));
+    assert.ok((await rows()).some((row) => row.user_id === member.user._id));
+    const { userService } = t.app.depsOf('auth');
+    const em = t.app.deps.db.forkEm(owner.subscriptionId);
+    await userService.remove({ em, subscriptionId: owner.subscriptionId } as never, (await userService.findById({ em }, member.user._id))!);
+    assert.ok(!(await rows()).some((row) => row.user_id === member.user._id));
   });
 });
