@@ -57,26 +57,24 @@ export class CheckpointService {
     return [...new Set([...this.#deps.dataScopes.names(), ...(await this.#fileScopes(ctx))])].sort();
   }
 
-  getStatus(ctx: AuthenticatedContext, scope: string): Promise<{ isClean: boolean; files: { path: string; change: FileChange }[] }> {
-    return this.#exclusive(ctx, scope, async () => this.#git(ctx, scope, { op: 'status', files: await this.#recordsOf(ctx, scope) }));
+  async getStatus(ctx: AuthenticatedContext, scope: string): Promise<{ isClean: boolean; files: { path: string; change: FileChange }[] }> {
+    const files = await this.#recordsOf(ctx, scope);
+    return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'status', files }));
   }
 
   listCheckpoints(ctx: AuthenticatedContext, scope: string, limit: number): Promise<Checkpoint[]> {
     return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'log', limit }));
   }
 
-  createCheckpoint(ctx: AuthenticatedContext, { scope, message, tagName }: { scope: string; message: string; tagName?: string }): Promise<{ commitHash: string }> {
-    return this.#exclusive(ctx, scope, async () => {
-      const files = await this.#recordsOf(ctx, scope);
-      const commitHash = await this.#git<string>(ctx, scope, { op: 'commit', message, author: await this.#author(ctx), tag: tagName, files });
-      return { commitHash };
-    });
+  async createCheckpoint(ctx: AuthenticatedContext, { scope, message, tagName }: { scope: string; message: string; tagName?: string }): Promise<{ commitHash: string }> {
+    const [files, author] = await Promise.all([this.#recordsOf(ctx, scope), this.#author(ctx)]);
+    const commitHash = await this.#exclusive(ctx, scope, () => this.#git<string>(ctx, scope, { op: 'commit', message, author, tag: tagName, files }));
+    return { commitHash };
   }
 
-  tagRelease(ctx: AuthenticatedContext, { scope, commitHash, tagName, message }: { scope: string; commitHash: string; tagName: string; message: string }): Promise<{ tagName: string }> {
-    return this.#exclusive(ctx, scope, async () => ({
-      tagName: await this.#git<string>(ctx, scope, { op: 'tag', hash: commitHash, name: tagName, message, author: await this.#author(ctx) }),
-    }));
+  async tagRelease(ctx: AuthenticatedContext, { scope, commitHash, tagName, message }: { scope: string; commitHash: string; tagName: string; message: string }): Promise<{ tagName: string }> {
+    const author = await this.#author(ctx);
+    return { tagName: await this.#exclusive(ctx, scope, () => this.#git<string>(ctx, scope, { op: 'tag', hash: commitHash, name: tagName, message, author })) };
   }
 
   /** Makes the scope (and its records) equal the checkpoint, as a new checkpoint on top of the history. */
@@ -110,20 +108,17 @@ export class CheckpointService {
     });
   }
 
-  readFile(ctx: AuthenticatedContext, { scope, path: filepath, encoding, hash }: { scope: string; path: string; encoding: Encoding; hash?: string }): Promise<{ path: string; content: string; encoding: Encoding }> {
-    return this.#exclusive(ctx, scope, async () => {
-      const files = hash ? undefined : await this.#recordsOf(ctx, scope);
-      if (files) return { path: filepath, content: this.#recordFile(files, filepath, encoding), encoding };
-      return this.#git(ctx, scope, { op: 'readFile', path: filepath, encoding, hash });
-    });
+  /** A file as it is now (for a scope of records, the record as it is in the database) or at a checkpoint. */
+  async readFile(ctx: AuthenticatedContext, { scope, path: filepath, encoding, hash }: { scope: string; path: string; encoding: Encoding; hash?: string }): Promise<{ path: string; content: string; encoding: Encoding }> {
+    const files = hash ? undefined : await this.#recordsOf(ctx, scope);
+    if (files) return { path: filepath, content: this.#recordFile(files, filepath, encoding), encoding };
+    return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'readFile', path: filepath, encoding, hash }));
   }
 
-  listFiles(ctx: AuthenticatedContext, scope: string, hash?: string): Promise<{ path: string; size: number }[]> {
-    return this.#exclusive(ctx, scope, async () => {
-      const files = hash ? undefined : await this.#recordsOf(ctx, scope);
-      if (files) return Object.entries(files).map(([filepath, text]) => ({ path: filepath, size: Buffer.byteLength(text) }));
-      return this.#git(ctx, scope, { op: 'listFiles', hash });
-    });
+  async listFiles(ctx: AuthenticatedContext, scope: string, hash?: string): Promise<{ path: string; size: number }[]> {
+    const files = hash ? undefined : await this.#recordsOf(ctx, scope);
+    if (files) return Object.entries(files).map(([filepath, text]) => ({ path: filepath, size: Buffer.byteLength(text) }));
+    return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'listFiles', hash }));
   }
 
   deleteFile(ctx: AuthenticatedContext, scope: string, filepath: string): Promise<{ success: true }> {
@@ -141,7 +136,6 @@ export class CheckpointService {
   ): Promise<{ message: string }> {
     const records = this.#deps.dataScopes.get(scope);
     if (records && !isManager(ctx.role)) throw forbidden(`Only an admin or staff member may ${action} scope ${scope}: it changes every member's ${scope}`);
-    // Read before the transaction: on the embedded database a read outside it would wait for it to end.
     const author = await this.#author(ctx);
     const { head, message } = await this.#exclusive(ctx, scope, (em) =>
       records
@@ -159,6 +153,10 @@ export class CheckpointService {
    * Runs work on a scope with no other writer: queued behind earlier work on
    * the scope in this process and, on PostgreSQL, inside a transaction that
    * holds the scope's advisory lock, so nodes sharing the folder take turns.
+   * Callers read what they need from the database (records, the author)
+   * before: a read on another connection while the lock's is held could wait
+   * for a pool all of whose connections hold locks, and on the embedded
+   * database for the transaction itself.
    */
   #exclusive<T>(ctx: AuthenticatedContext, scope: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
     const key = `${ctx.subscriptionId}/${scope}`;
