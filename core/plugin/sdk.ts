@@ -34,8 +34,8 @@ export {
 
 // Errors, params and lists
 export { RpcError, notFound, conflict, forbidden, badRequest, unauthenticated, validationError, type ErrorCode, type ValidationIssue } from '../rpc/errors.ts';
-export { recordId, trimmedText, stringList, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
-export { listParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, TIMESTAMP_FIELDS, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
+export { recordId, trimmedText, stringList, isoTime, currencyCode, minorUnits, MAX_MINOR_UNITS, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
+export { listParams, requiredListParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, TIMESTAMP_FIELDS, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export type { NotificationCenter, NotificationRecord, NewNotification } from '../notifications/notification-center.ts';

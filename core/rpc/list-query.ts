@@ -32,17 +32,26 @@ const MAX_YEAR = 9999;
 const positiveInteger = (label: string) =>
   v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`));
 
-/** `filter`, `sort`, `page`, `pageSize` params with the spec's defaults. */
-export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE) => {
+/** The four list params, each required. */
+const listFields = (maxPageSize: number) => {
   // Past this the row offset is no longer an exact integer (and the query builder drops it).
   const maxPage = Math.floor(Number.MAX_SAFE_INTEGER / maxPageSize);
   return {
-    filter: v.optional(v.record(v.string(), v.unknown()), {}),
-    sort: v.optional(v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])])), {}),
-    page: v.optional(v.pipe(positiveInteger('page'), v.maxValue(maxPage, `page must be at most ${maxPage}`)), 1),
-    pageSize: v.optional(v.pipe(positiveInteger('pageSize'), v.maxValue(maxPageSize, `pageSize must be at most ${maxPageSize}`)), defaultPageSize),
+    filter: v.record(v.string(), v.unknown(), 'filter must be an object'),
+    sort: v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])]), 'sort maps fields to 1, -1, asc or desc'),
+    page: v.pipe(positiveInteger('page'), v.maxValue(maxPage, `page must be at most ${maxPage}`)),
+    pageSize: v.pipe(positiveInteger('pageSize'), v.maxValue(maxPageSize, `pageSize must be at most ${maxPageSize}`)),
   };
 };
+
+/** `filter`, `sort`, `page`, `pageSize` params with the spec's defaults. */
+export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE) => {
+  const { filter, sort, page, pageSize } = listFields(maxPageSize);
+  return { filter: v.optional(filter, {}), sort: v.optional(sort, {}), page: v.optional(page, 1), pageSize: v.optional(pageSize, defaultPageSize) };
+};
+
+/** The same params where the spec requires all four (BillingPlanRpc.getData, DiscountRpc.getData). */
+export const requiredListParams = (maxPageSize = MAX_PAGE_SIZE) => listFields(maxPageSize);
 
 /** The params listParams gives a handler. */
 export interface ListQuery {

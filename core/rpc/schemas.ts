@@ -14,6 +14,38 @@ export const recordId = (label = 'id') => v.pipe(v.string(), v.uuid(`${label} mu
 export const trimmedText = (label: string, max: number) =>
   v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
 
+/** An ISO 8601 date or timestamp (`2026-11-24`, `2026-11-24T18:00:00Z`), as a Date. */
+export const isoTime = (label: string) =>
+  v.pipe(
+    v.string(`${label} must be an ISO 8601 date or timestamp`),
+    v.regex(/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i, `${label} must be an ISO 8601 date or timestamp, like 2026-11-24T18:00:00Z`),
+    v.check((text) => !Number.isNaN(Date.parse(text)) && Number(text.slice(0, 4)) >= 1, `${label} must be a real date`),
+    v.transform((text) => new Date(text)),
+  );
+
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
+
+/** An ISO 4217 currency code, upper-cased: `usd` is `USD`. */
+export const currencyCode = (label = 'currency') =>
+  v.pipe(
+    v.string(`${label} must be a string`),
+    v.trim(),
+    v.toUpperCase(),
+    v.check((code) => CURRENCIES.has(code), `${label} must be an ISO 4217 currency code, like USD or EUR`),
+  );
+
+/** The largest amount of money a record holds, in minor units: ten billion in major units of a two-digit currency. */
+export const MAX_MINOR_UNITS = 1_000_000_000_000;
+
+/** An amount of money as a whole number of the currency's minor unit (cents for USD, yen for JPY), never negative. */
+export const minorUnits = (label: string) =>
+  v.pipe(
+    v.number(`${label} must be a number`),
+    v.integer(`${label} must be a whole number of the currency's minor unit (cents)`),
+    v.minValue(0, `${label} must not be negative`),
+    v.maxValue(MAX_MINOR_UNITS, `${label} must be at most ${MAX_MINOR_UNITS}`),
+  );
+
 /** A list of short strings (tags, channels, contact ids): each trimmed and not empty, at most `maxItems`, duplicates dropped. */
 export const stringList = (label: string, { maxItems = 50, maxLength = 100 } = {}) =>
   v.pipe(

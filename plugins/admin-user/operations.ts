@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { email, listParams, password, recordId, ROLES, username } from 'rpc-service/plugin';
+import { email, isoTime, listParams, password, recordId, ROLES, username } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 
 const role = v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`);
@@ -84,9 +84,7 @@ export const createInviteCode = defineOperation({
     expiresAt: v.optional(
       v.nullable(
         v.pipe(
-          v.string(),
-          v.isoTimestamp('expiresAt must be an ISO 8601 timestamp'),
-          v.transform((text) => new Date(text)),
+          isoTime('expiresAt'),
           v.check((date) => date.getTime() > Date.now(), 'expiresAt must be in the future'),
         ),
       ),

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { recordId } from 'rpc-service/plugin';
+import { isoTime, recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { INGESTION_STATES, SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './knowledge-base.service.ts';
@@ -84,14 +84,7 @@ const pageParams = {
     20,
   ),
 };
-const isoDate = (label: string) =>
-  v.optional(
-    v.pipe(
-      v.string(`${label} must be an ISO 8601 date`),
-      v.check((value) => !Number.isNaN(Date.parse(value)), `${label} must be an ISO 8601 date`),
-      v.transform((value) => new Date(value)),
-    ),
-  );
+const isoDate = (label: string) => v.optional(isoTime(label));
 
 export const listDocuments = defineOperation({
   access: 'user',

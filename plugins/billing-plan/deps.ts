@@ -1,0 +1,9 @@
+import { operationBuilder, type Deps } from 'rpc-service/plugin';
+import type { PlanService } from './plan.service.ts';
+
+/** What BillingPlanRpc uses: the database, and the collections catalogue (getFieldValues). */
+export const DEPS = ['db', 'collections'] as const;
+
+export type BillingPlanDeps = Deps<typeof DEPS, { planService: PlanService }>;
+
+export const defineOperation = operationBuilder<BillingPlanDeps>();

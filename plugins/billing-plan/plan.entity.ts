@@ -1,0 +1,44 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+/** One feature a plan grants: a key the application checks, a display name, and a limit (null: no limit). */
+export interface PlanFeature {
+  key: string;
+  name: string | null;
+  limit: number | null;
+}
+
+/**
+ * A billing plan of a subscription's catalogue. Money is in the currency's
+ * minor unit (cents); a plan may build on a base plan, whose features it
+ * inherits unless it names them itself. Deleting archives it.
+ */
+export const BillingPlan = defineEntity({
+  name: 'BillingPlan',
+  tableName: 'billing_plan',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    /** The plan's identifier in applications and discounts; unique in the subscription, never changed. */
+    planId: p.text(),
+    name: p.text(),
+    description: p.text(),
+    /** ISO 4217, upper case. */
+    currency: p.text(),
+    oneTimeCost: p.bigint('number'),
+    recurringCost: p.bigint('number'),
+    billingCycle: p.text(),
+    trialDays: p.integer(),
+    features: p.json<PlanFeature[]>(),
+    /** The planId of the plan this one builds on. */
+    basePlanId: p.text().nullable(),
+    isPublic: p.boolean(),
+    isArchived: p.boolean(),
+    /** Order in public lists (lowest first). */
+    sortOrder: p.integer(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  }),
+  uniques: [{ properties: ['subscriptionId', 'planId'] }],
+  indexes: [{ properties: ['subscriptionId', 'isPublic', 'isArchived', 'sortOrder'] }],
+});
+export type BillingPlan = InferEntity<typeof BillingPlan>;
