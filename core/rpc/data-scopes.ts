@@ -1,6 +1,7 @@
 import type { EntitySchema } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import * as v from 'valibot';
+import { ACROSS_TENANTS } from '../db/tenant.ts';
 import { PluginLoadError } from '../plugin/errors.ts';
 import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
 import type { AuthenticatedContext } from './context.ts';
@@ -18,8 +19,8 @@ export interface DataScopeDeclaration {
   /** The scope's name: `workflows`, `agents`. */
   name: string;
   describe: string;
-  /** The caller's subscription's records as files. */
-  export(ctx: AuthenticatedContext, deps: object): Promise<ScopeFiles>;
+  /** The caller's subscription's records as files, read through `em`: the connection that holds the scope's lock. */
+  export(ctx: AuthenticatedContext, em: EntityManager, deps: object): Promise<ScopeFiles>;
   /** Makes the subscription's records equal to the files, through `em`: the transaction the restore runs in. */
   import(ctx: AuthenticatedContext, em: EntityManager, files: ScopeFiles, deps: object): Promise<void>;
 }
@@ -28,7 +29,7 @@ export const SCOPE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 export const dataScopesPoint = defineExtensionPoint<DataScopeDeclaration>({
   id: 'core.dataScopes',
-  describe: 'Records kept as files of a versioned data scope: {name, describe, export(ctx, deps), import(ctx, em, files, deps)}.',
+  describe: 'Records kept as files of a versioned data scope: {name, describe, export(ctx, em, deps), import(ctx, em, files, deps)}.',
   contribution: v.object({
     name: v.pipe(v.string(), v.regex(SCOPE_NAME, 'a scope name is lower-case letters, digits, _ and -, like "workflows"')),
     describe: v.pipe(v.string(), v.minLength(1, 'describe must not be empty')),
@@ -41,7 +42,7 @@ export const dataScopesPoint = defineExtensionPoint<DataScopeDeclaration>({
 export interface DataScope {
   readonly name: string;
   readonly describe: string;
-  export(ctx: AuthenticatedContext): Promise<ScopeFiles>;
+  export(ctx: AuthenticatedContext, em: EntityManager): Promise<ScopeFiles>;
   import(ctx: AuthenticatedContext, em: EntityManager, files: ScopeFiles): Promise<void>;
 }
 
@@ -59,7 +60,7 @@ export class DataScopeCatalogue {
       scopes.set(value.name, {
         name: value.name,
         describe: value.describe,
-        export: (ctx) => value.export(ctx, deps),
+        export: (ctx, em) => value.export(ctx, em, deps),
         import: (ctx, em, files) => value.import(ctx, em, files, deps),
       });
     }
@@ -93,9 +94,9 @@ export function entityScope({ name, describe, entity }: { name: string; describe
   return {
     name,
     describe,
-    async export(ctx) {
-      const { names } = fieldsOf(ctx.em);
-      const rows = await ctx.em.find(entityName, { subscriptionId: ctx.subscriptionId }, { orderBy: { id: 'asc' } as never });
+    async export(ctx, em) {
+      const { names } = fieldsOf(em);
+      const rows = await em.find(entityName, { subscriptionId: ctx.subscriptionId }, { orderBy: { id: 'asc' } as never });
       return Object.fromEntries(
         rows.map((row: Record<string, unknown>) => {
           const record = Object.fromEntries(names.map((field) => [field, row[field] instanceof Date ? (row[field] as Date).toISOString() : (row[field] ?? null)]));
@@ -122,6 +123,9 @@ export function entityScope({ name, describe, entity }: { name: string; describe
           subscriptionId: ctx.subscriptionId,
         };
       });
+      // Ids are the files' word: one naming another subscription's record must not take it over.
+      const foreign = records.length > 0 ? await em.count(entityName, { id: { $in: records.map((record) => record.id) }, subscriptionId: { $ne: ctx.subscriptionId } }, ACROSS_TENANTS) : 0;
+      if (foreign > 0) throw validationError([{ path: 'files', message: `${foreign} file(s) of scope ${name} name records of another subscription` }]);
       await em.nativeDelete(entityName, { subscriptionId: ctx.subscriptionId, id: { $nin: records.map((record) => record.id) } });
       if (records.length > 0) await em.upsertMany(entityName, records);
     },

@@ -14,11 +14,18 @@ export const recordId = (label = 'id') => v.pipe(v.string(), v.uuid(`${label} mu
 export const trimmedText = (label: string, max: number) =>
   v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
 
-/** An ISO 8601 date or timestamp (`2026-11-24`, `2026-11-24T18:00:00Z`), as a Date. */
+/** `2026-11-24 18:00` as `2026-11-24T18:00Z`: a time without a zone is UTC, whatever the server's time zone. */
+const inUtcUnlessZoned = (text: string) => {
+  const normal = text.replace(' ', 'T');
+  return /T[\d:.]+$/i.test(normal) ? `${normal}Z` : normal;
+};
+
+/** An ISO 8601 date or timestamp (`2026-11-24`, `2026-11-24T18:00:00Z`; UTC when no zone is given), as a Date. */
 export const isoTime = (label: string) =>
   v.pipe(
     v.string(`${label} must be an ISO 8601 date or timestamp`),
     v.regex(/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i, `${label} must be an ISO 8601 date or timestamp, like 2026-11-24T18:00:00Z`),
+    v.transform(inUtcUnlessZoned),
     v.check((text) => !Number.isNaN(Date.parse(text)) && Number(text.slice(0, 4)) >= 1, `${label} must be a real date`),
     v.transform((text) => new Date(text)),
   );

@@ -57,9 +57,8 @@ export class CheckpointService {
     return [...new Set([...this.#deps.dataScopes.names(), ...(await this.#fileScopes(ctx))])].sort();
   }
 
-  async getStatus(ctx: AuthenticatedContext, scope: string): Promise<{ isClean: boolean; files: { path: string; change: FileChange }[] }> {
-    const files = await this.#recordsOf(ctx, scope);
-    return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'status', files }));
+  getStatus(ctx: AuthenticatedContext, scope: string): Promise<{ isClean: boolean; files: { path: string; change: FileChange }[] }> {
+    return this.#exclusive(ctx, scope, async (em) => this.#git(ctx, scope, { op: 'status', files: await this.#recordsOf(ctx, em, scope) }));
   }
 
   listCheckpoints(ctx: AuthenticatedContext, scope: string, limit: number): Promise<Checkpoint[]> {
@@ -67,8 +66,11 @@ export class CheckpointService {
   }
 
   async createCheckpoint(ctx: AuthenticatedContext, { scope, message, tagName }: { scope: string; message: string; tagName?: string }): Promise<{ commitHash: string }> {
-    const [files, author] = await Promise.all([this.#recordsOf(ctx, scope), this.#author(ctx)]);
-    const commitHash = await this.#exclusive(ctx, scope, () => this.#git<string>(ctx, scope, { op: 'commit', message, author, tag: tagName, files }));
+    const author = await this.#author(ctx);
+    // Records are read under the lock, so a restore that ran meanwhile is in the checkpoint.
+    const commitHash = await this.#exclusive(ctx, scope, async (em) =>
+      this.#git<string>(ctx, scope, { op: 'commit', message, author, tag: tagName, files: await this.#recordsOf(ctx, em, scope) }),
+    );
     return { commitHash };
   }
 
@@ -110,13 +112,13 @@ export class CheckpointService {
 
   /** A file as it is now (for a scope of records, the record as it is in the database) or at a checkpoint. */
   async readFile(ctx: AuthenticatedContext, { scope, path: filepath, encoding, hash }: { scope: string; path: string; encoding: Encoding; hash?: string }): Promise<{ path: string; content: string; encoding: Encoding }> {
-    const files = hash ? undefined : await this.#recordsOf(ctx, scope);
+    const files = hash ? undefined : await this.#recordsOf(ctx, ctx.em, scope);
     if (files) return { path: filepath, content: this.#recordFile(files, filepath, encoding), encoding };
     return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'readFile', path: filepath, encoding, hash }));
   }
 
   async listFiles(ctx: AuthenticatedContext, scope: string, hash?: string): Promise<{ path: string; size: number }[]> {
-    const files = hash ? undefined : await this.#recordsOf(ctx, scope);
+    const files = hash ? undefined : await this.#recordsOf(ctx, ctx.em, scope);
     if (files) return Object.entries(files).map(([filepath, text]) => ({ path: filepath, size: Buffer.byteLength(text) }));
     return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'listFiles', hash }));
   }
@@ -153,10 +155,10 @@ export class CheckpointService {
    * Runs work on a scope with no other writer: queued behind earlier work on
    * the scope in this process and, on PostgreSQL, inside a transaction that
    * holds the scope's advisory lock, so nodes sharing the folder take turns.
-   * Callers read what they need from the database (records, the author)
-   * before: a read on another connection while the lock's is held could wait
-   * for a pool all of whose connections hold locks, and on the embedded
-   * database for the transaction itself.
+   * Work reads the database only through the `em` it is given: a read on
+   * another connection while the lock's is held could wait for a pool all of
+   * whose connections hold locks, and on the embedded database for the
+   * transaction itself.
    */
   #exclusive<T>(ctx: AuthenticatedContext, scope: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
     const key = `${ctx.subscriptionId}/${scope}`;
@@ -189,8 +191,8 @@ export class CheckpointService {
   }
 
   /** The records of a scope of records as files; undefined for a file scope. */
-  async #recordsOf(ctx: AuthenticatedContext, scope: string): Promise<Record<string, string> | undefined> {
-    return this.#deps.dataScopes.get(scope)?.export(ctx);
+  async #recordsOf(ctx: AuthenticatedContext, em: EntityManager, scope: string): Promise<Record<string, string> | undefined> {
+    return this.#deps.dataScopes.get(scope)?.export(ctx, em);
   }
 
   #recordFile(files: Record<string, string>, filepath: string, encoding: Encoding): string {

@@ -49,7 +49,7 @@ class Refusal extends Error {
   }
 }
 
-const BRANCH = 'main';
+const BRANCH = 'refs/heads/main';
 // What isomorphic-git may keep between calls of one task; never longer, since other threads and nodes change the repository.
 let cache = {};
 
@@ -73,6 +73,8 @@ async function perform(task: GitTask): Promise<unknown> {
     case 'log':
       return checkpoints(dir, task.limit);
     case 'commit': {
+      // A refused tag must leave no checkpoint behind.
+      if (task.tag) await refuseExistingTag(dir, task.tag);
       if (task.files) await syncWorkdir(dir, task.files);
       const hash = await commitAll(dir, task.message, task.author);
       if (task.tag) await tag(dir, hash, task.tag, task.message, task.author);
@@ -82,7 +84,7 @@ async function perform(task: GitTask): Promise<unknown> {
       await tag(dir, await commitOf(dir, task.hash), task.name, task.message, task.author);
       return task.name;
     case 'readTree':
-      return treeFiles(dir, await commitOf(dir, task.hash), 'utf8');
+      return treeFiles(dir, await commitOf(dir, task.hash));
     case 'restore': {
       const target = await commitOf(dir, task.hash);
       const head = await headCommit(dir);
@@ -97,7 +99,7 @@ async function perform(task: GitTask): Promise<unknown> {
       if (target !== head && !(await git.isDescendent({ fs, dir, oid: head, ancestor: target, depth: -1, cache }))) {
         throw new Refusal('NOT_FOUND', `Checkpoint ${task.hash} is not in the history of this scope`);
       }
-      await git.writeRef({ fs, dir, ref: `refs/heads/${BRANCH}`, value: target, force: true });
+      await git.writeRef({ fs, dir, ref: BRANCH, value: target, force: true });
       await checkoutHead(dir);
       return target;
     }
@@ -112,15 +114,16 @@ async function perform(task: GitTask): Promise<unknown> {
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST') throw new Refusal('CONFLICT', `${task.path} clashes with a file or folder of the scope`);
+        if (code === 'ENAMETOOLONG') throw new Refusal('VALIDATION_ERROR', `${task.path} is too long a path for the file system`);
         throw error;
       }
       return { path: task.path, size: fs.statSync(file).size };
     }
     case 'readFile': {
       if (task.hash) {
-        const files = await treeFiles(dir, await commitOf(dir, task.hash), task.encoding);
-        if (!(task.path in files)) throw new Refusal('NOT_FOUND', `File ${task.path} not found at checkpoint ${task.hash}`);
-        return { path: task.path, content: files[task.path], encoding: task.encoding };
+        const blob = await blobAt(dir, await commitOf(dir, task.hash), task.path);
+        if (!blob) throw new Refusal('NOT_FOUND', `File ${task.path} not found at checkpoint ${task.hash}`);
+        return { path: task.path, content: Buffer.from(blob).toString(task.encoding), encoding: task.encoding };
       }
       const file = inside(dir, task.path);
       if (!fs.existsSync(file) || !fs.statSync(file).isFile()) throw new Refusal('NOT_FOUND', `File ${task.path} not found`);
@@ -128,8 +131,11 @@ async function perform(task: GitTask): Promise<unknown> {
     }
     case 'listFiles': {
       if (task.hash) {
-        const files = await treeFiles(dir, await commitOf(dir, task.hash), 'base64');
-        return Object.entries(files).map(([filepath, content]) => ({ path: filepath, size: Buffer.byteLength(content, 'base64') }));
+        const commit = await commitOf(dir, task.hash);
+        // One blob in memory at a time: a scope may hold thousands of large files.
+        const files: { path: string; size: number }[] = [];
+        for (const filepath of await git.listFiles({ fs, dir, ref: commit, cache })) files.push({ path: filepath, size: (await blobAt(dir, commit, filepath))!.length });
+        return files;
       }
       return Promise.all((await workdirFiles(dir)).map(async (filepath) => ({ path: filepath, size: (await fs.promises.stat(path.join(dir, filepath))).size })));
     }
@@ -147,7 +153,7 @@ async function perform(task: GitTask): Promise<unknown> {
 async function open(dir: string): Promise<void> {
   if (fs.existsSync(path.join(dir, '.git', 'HEAD'))) return;
   await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
-  await git.init({ fs, dir, defaultBranch: BRANCH });
+  await git.init({ fs, dir, defaultBranch: 'main' });
 }
 
 /** The absolute path of a file of the scope; the service checked the path, this refuses anything that would still leave the folder. */
@@ -256,12 +262,32 @@ async function tag(dir: string, hash: string, name: string, message: string, aut
   }
 }
 
-/** The files of a checkpoint's tree, as text in the encoding asked for. */
-async function treeFiles(dir: string, hash: string, encoding: Encoding): Promise<Record<string, string>> {
+/** A file's bytes at a commit, null when the commit has no such file. */
+async function blobAt(dir: string, commit: string, filepath: string): Promise<Uint8Array | null> {
+  try {
+    return (await git.readBlob({ fs, dir, oid: commit, filepath, cache })).blob;
+  } catch (error) {
+    if (error instanceof Errors.NotFoundError || error instanceof Errors.ObjectTypeError) return null;
+    throw error;
+  }
+}
+
+async function refuseExistingTag(dir: string, name: string): Promise<void> {
+  try {
+    await git.resolveRef({ fs, dir, ref: `refs/tags/${name}` });
+  } catch (error) {
+    if (error instanceof Errors.NotFoundError) return;
+    throw error;
+  }
+  throw new Refusal('CONFLICT', `Tag ${name} already exists in this scope`);
+}
+
+/** The files of a checkpoint's tree as text (a scope of records' JSON files). */
+async function treeFiles(dir: string, hash: string): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
   for (const filepath of await git.listFiles({ fs, dir, ref: hash, cache })) {
     const { blob } = await git.readBlob({ fs, dir, oid: hash, filepath, cache });
-    files[filepath] = Buffer.from(blob).toString(encoding);
+    files[filepath] = Buffer.from(blob).toString('utf8');
   }
   return files;
 }

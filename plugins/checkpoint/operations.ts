@@ -11,15 +11,31 @@ const tagName = v.pipe(
   v.trim(),
   v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'tagName must be letters, digits, ., _ and -, at most 100 characters'),
   v.check((name) => !name.includes('..') && !name.endsWith('.') && !name.endsWith('.lock'), 'tagName must not hold .. nor end with . or .lock'),
+  // A tag git would take for the branch, HEAD or a commit makes `main` ambiguous for every git client.
+  v.check((name) => !['main', 'head'].includes(name.toLowerCase()) && !/^[0-9a-f]{40}$/i.test(name), 'tagName must not be main, HEAD or a commit hash'),
 );
-/** A file's path inside its scope: relative, with `/` between folders, never leaving the scope nor touching its `.git`. */
+/**
+ * Names git itself treats specially, refused as any part of a path: `.git`
+ * however disguised (case, trailing dots or spaces, characters some file
+ * systems ignore, an NTFS stream suffix, its 8.3 short name), and the files that would change how
+ * git reads the scope (.gitignore hiding files from checkpoints, .gitmodules,
+ * .gitattributes).
+ */
+const IGNORED_BY_FILE_SYSTEMS = /[\u200b-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+const GIT_NAMES = new Set(['.git', '.gitignore', '.gitmodules', '.gitattributes']);
+const isGitName = (part: string) => {
+  const name = part.replace(IGNORED_BY_FILE_SYSTEMS, '').split(':')[0]!.replace(/[. ]+$/, '').toLowerCase();
+  return GIT_NAMES.has(name) || /^git~\d+$/.test(name);
+};
+const isPlainPart = (part: string) => part !== '' && part !== '.' && part !== '..' && Buffer.byteLength(part) <= 255 && !isGitName(part);
+/** A file's path inside its scope: relative, with `/` between folders, never leaving the scope nor touching what git reads as its own. */
 const filePath = v.pipe(
   v.string('path must be a string'),
   v.minLength(1, 'path must not be empty'),
   v.maxLength(500, 'path must be at most 500 characters'),
   v.check(
-    (value) => !value.includes('\\') && value.split('/').every((part) => part !== '' && part !== '.' && part !== '..' && part.toLowerCase() !== '.git'),
-    'path must stay inside the scope: relative, no empty, . or .. parts, no backslashes, no .git',
+    (value) => !value.includes('\\') && value.split('/').every(isPlainPart),
+    'path must stay inside the scope: relative, no empty, . or .. parts, parts of at most 255 bytes, no backslashes, no .git, .gitignore, .gitmodules or .gitattributes',
   ),
 );
 const encoding = v.optional(v.picklist(['utf8', 'base64'], 'encoding must be utf8 or base64'), 'utf8');

@@ -216,6 +216,7 @@ export class DiscountService {
     if (discount.maxRedemptions !== null && discount.maxRedemptions !== undefined && discount.currentRedemptions >= discount.maxRedemptions) {
       return conflict(`Discount ${discount.code} has been redeemed ${discount.maxRedemptions} times, its limit`);
     }
+    if (planId === null) return validationError([{ path: 'planId', message: `discount ${discount.code} applies only to plans ${discount.planIds.join(', ')}; give the planId it is redeemed for` }]);
     return conflict(`Discount ${discount.code} does not apply to plan ${planId}`);
   }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import webpush from 'web-push';
-import { pgArray, validationError, type AuthenticatedContext, type Database, type Keyring, type Outbound } from 'rpc-service/plugin';
+import { conflict, pgArray, validationError, type AuthenticatedContext, type Database, type Keyring, type Outbound } from 'rpc-service/plugin';
 import { PushSubscription } from './push.entity.ts';
 
 export interface SubscriptionObject {
@@ -46,17 +46,25 @@ export class PushService {
     return this.#publicKey.then((publicKey) => ({ publicKey }));
   }
 
-  /** Subscribes the caller's browser on the channels given; the same endpoint again moves it to the caller and those channels. */
+  /**
+   * Subscribes the caller's browser on the channels given. The same browser
+   * again (same endpoint and auth secret) moves it to the caller and those
+   * channels; the endpoint with another secret is refused, so knowing a
+   * device's endpoint is not enough to take it over.
+   */
   async subscribe(ctx: AuthenticatedContext, subscription: SubscriptionObject, channels: string[]): Promise<{ success: true }> {
     this.#checkEndpoint(subscription.endpoint);
     checkKeys(subscription.keys);
-    await ctx.em.execute(
+    const saved = await ctx.em.execute<{ id: string }[]>(
       `insert into push_subscription (id, subscription_id, user_id, endpoint, p256dh, auth, channels, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?::text[], now(), now())
        on conflict (endpoint) do update set subscription_id = excluded.subscription_id, user_id = excluded.user_id, p256dh = excluded.p256dh,
-         auth = excluded.auth, channels = excluded.channels, updated_at = now()`,
+         channels = excluded.channels, updated_at = now()
+       where push_subscription.auth = excluded.auth
+       returning id`,
       [randomUUID(), ctx.subscriptionId, ctx.userId, subscription.endpoint, subscription.keys.p256dh, subscription.keys.auth, pgArray(channels)],
     );
+    if (saved.length === 0) throw conflict('This endpoint is subscribed with another auth secret; subscribe the browser anew to get a new endpoint');
     return { success: true };
   }
 

@@ -198,6 +198,15 @@ describe('BillingPlanRpc and DiscountRpc', () => {
     assert.match((await t.call('DiscountRpc.redeem', { code: 'LATER' }, as(member))).body.data.error, /valid from/);
     assert.match((await t.call('DiscountRpc.redeem', { code: 'OVER' }, as(member))).body.data.error, /expired/);
     assert.equal(code(await t.call('DiscountRpc.redeem', { code: 'NOSUCH' }, as(member))), 'NOT_FOUND');
+    // A time without a zone is UTC whatever the server's zone.
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/New_York';
+    try {
+      assert.equal((await t.ok('DiscountRpc.create', { code: 'NOZONE', name: 'No zone', kind: 'percent', value: 5, validFrom: '2099-01-01 10:00' }, as(admin))).validFrom, '2099-01-01T10:00:00.000Z');
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
 
     await t.ok('DiscountRpc.create', { code: 'SOLO-ONLY', name: 'Solo only', kind: 'fixed', value: 300, currency: 'USD', planIds: ['solo'], validUntil: new Date(Date.now() + hour).toISOString() }, as(admin));
     const redeemed = await t.ok('DiscountRpc.redeem', { code: 'solo-only', planId: 'solo' }, as(member));
@@ -213,6 +222,8 @@ describe('BillingPlanRpc and DiscountRpc', () => {
     });
     assert.match((await t.call('DiscountRpc.redeem', { code: 'SOLO-ONLY', planId: 'pro' }, as(member))).body.data.error, /does not apply to plan pro/);
     assert.equal(code(await t.call('DiscountRpc.redeem', { code: 'SOLO-ONLY', planId: 'unknown-plan' }, as(member))), 'VALIDATION_ERROR');
+    const withoutPlan = await t.call('DiscountRpc.redeem', { code: 'SOLO-ONLY' }, as(member));
+    assert.deepEqual([code(withoutPlan), withoutPlan.body.data.issues[0].path], ['VALIDATION_ERROR', 'planId']);
     assert.equal(code(await t.call('DiscountRpc.redeem', { code: 'SOLO-ONLY', planId: 'team' }, as(member))), 'CONFLICT', 'team is archived');
     assert.deepEqual(await t.ok('DiscountRpc.getFieldValues', { fieldName: 'discount', reference: { valueField: '_id', displayField: 'code', filter: { planIds: 'solo' } } }, as(member)), [
       { value: redeemed._id, label: 'SOLO-ONLY' },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -92,8 +92,21 @@ describe('CheckpointRpc', () => {
     assert.equal((await t.call('CheckpointRpc.tagRelease', { scope, commitHash: first, tagName: 'release-2', message: 'Again' }, as(admin))).body.data.code, 'CONFLICT');
     assert.deepEqual((await t.ok('CheckpointRpc.readFile', { scope, path: 'logo.png', encoding: 'base64' }, as(member))).content, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 255]).toString('base64'));
     assert.equal((await t.ok('CheckpointRpc.readFile', { scope, path: 'docs/guide.md', hash: first }, as(member))).content, 'Guide v1\n');
+    assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: 'logo.png', hash: first }, as(member))).body.data.code, 'NOT_FOUND');
+    assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: 'docs', hash: first }, as(member))).body.data.code, 'NOT_FOUND');
+    assert.deepEqual(await t.ok('CheckpointRpc.listFiles', { scope, hash: first }, as(member)), [
+      { path: 'docs/guide.md', size: 9 },
+      { path: 'index.md', size: 7 },
+    ]);
+    // A tag that exists already refuses the checkpoint, which is then not made; tags git would confuse with the branch are refused.
+    assert.equal((await t.call('CheckpointRpc.createCheckpoint', { scope, message: 'Again', tagName: 'v1' }, as(admin))).body.data.code, 'CONFLICT');
+    assert.deepEqual(cliHistory(dir).map((checkpoint) => checkpoint.hash), [second, first]);
+    for (const tagName of ['main', 'HEAD', first]) {
+      assert.equal((await t.call('CheckpointRpc.tagRelease', { scope, commitHash: first, tagName, message: 'x' }, as(admin))).body.data.code, 'VALIDATION_ERROR', tagName);
+    }
 
     // Restore: the files equal the first checkpoint, as a third checkpoint on top.
+    let restoreCommit = '';
     const socket = new WebSocket(`${t.url.replace('http', 'ws')}/ws?token=${admin.token}`);
     const events: { type: string; event?: string; payload?: any }[] = [];
     socket.on('message', (data) => events.push(JSON.parse(data.toString())));
@@ -102,6 +115,7 @@ describe('CheckpointRpc', () => {
       const restored = await t.ok('CheckpointRpc.restore', { scope, hash: first }, as(admin));
       assert.match(restored.message, new RegExp(`restored to checkpoint ${first.slice(0, 7)}`));
       history = await agreeWithGit(t, admin, scope, dir);
+      restoreCommit = history[0]!.hash;
       assert.deepEqual(history.slice(1).map((checkpoint) => checkpoint.hash), [second, first]);
       assert.equal(gitIn(dir, 'rev-parse', 'HEAD^{tree}'), gitIn(dir, 'rev-parse', `${first}^{tree}`), 'the new checkpoint holds the first one’s files');
       assert.deepEqual((await t.ok('CheckpointRpc.listFiles', { scope }, as(admin))).map((file: { path: string }) => file.path), ['docs/guide.md', 'index.md']);
@@ -121,21 +135,27 @@ describe('CheckpointRpc', () => {
     }
 
     // A checkpoint that is no longer in the history (the discarded restore) cannot be rolled back to.
-    const discarded = cliHistory(dir).length;
-    assert.equal(discarded, 2);
+    assert.equal(gitIn(dir, 'cat-file', '-t', restoreCommit), 'commit', 'the discarded commit is still an object of the repository');
+    assert.equal((await t.call('CheckpointRpc.rollback', { scope, hash: restoreCommit }, as(admin))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('CheckpointRpc.rollback', { scope, hash: 'abcdef0' }, as(admin))).body.data.code, 'NOT_FOUND');
+    assert.deepEqual(cliHistory(dir).map((checkpoint) => checkpoint.hash), [second, first]);
     assert.ok((await t.ok('CheckpointRpc.listScopes', {}, as(member))).includes(scope));
   });
 
   it('keeps every path inside its scope, and checks params', async () => {
     const scope = 'paths';
     await t.ok('CheckpointRpc.writeFile', { scope, path: 'a/b.txt', content: 'x' }, as(admin));
-    for (const bad of ['../escape.txt', 'a/../../x', '/etc/passwd', '.git/config', 'a/.git/hooks', 'a//b', './a', 'a\\..\\b', '']) {
+    const gitNames = ['.git.', '.GIT ', 'git~1/config', 'a/.git\u200c/x', '.git::$INDEX_ALLOCATION/x', 'a/.gitignore', '.gitmodules', '.gitattributes'];
+    for (const bad of ['../escape.txt', 'a/../../x', '/etc/passwd', '.git/config', 'a/.git/hooks', 'a//b', './a', 'a\\..\\b', '', ...gitNames, `a/${'x'.repeat(256)}`]) {
       const response = await t.call('CheckpointRpc.writeFile', { scope, path: bad, content: 'x' }, as(admin));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR', bad);
       assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: bad }, as(admin))).body.data.code, 'VALIDATION_ERROR', bad);
     }
     assert.ok(!existsSync(path.join(t.dataDir, 'checkpoints', 'escape.txt')));
+    // Names that only resemble git's own are ordinary files.
+    for (const fine of ['.github/ci.yml', 'notes:1.txt', '.gitkeep']) await t.ok('CheckpointRpc.writeFile', { scope, path: fine, content: 'x' }, as(admin));
+    await t.ok('CheckpointRpc.createCheckpoint', { scope, message: 'Look-alikes' }, as(admin));
+    gitIn(scopeDir(admin.subscriptionId, scope), 'fsck', '--strict');
     for (const params of [{ scope: '../x', path: 'f' }, { scope: 'Upper', path: 'f' }, { scope: '', path: 'f' }]) {
       assert.equal((await t.call('CheckpointRpc.writeFile', { ...params, content: 'x' }, as(admin))).body.data.code, 'VALIDATION_ERROR', params.scope);
     }
@@ -146,7 +166,7 @@ describe('CheckpointRpc', () => {
     assert.equal((await t.call('CheckpointRpc.getStatus', { scope: 'never-written' }, as(admin))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: 'missing.txt' }, as(admin))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('CheckpointRpc.writeFile', { scope, path: 'big.bin', content: 'x'.repeat(512 * 1024 + 1) }, as(admin))).body.data.code, 'VALIDATION_ERROR');
-    assert.equal((await t.call('CheckpointRpc.listCheckpoints', { scope }, as(admin))).body.data.length, 0);
+    assert.equal((await t.call('CheckpointRpc.listCheckpoints', { scope }, as(admin))).body.data.length, 1);
   });
 
   it('answers listCheckpoints with at most 50 by default, newest first', async () => {
@@ -198,6 +218,19 @@ describe('CheckpointRpc', () => {
     await agreeWithGit(t, admin, 'workflows', scopeDir(admin.subscriptionId, 'workflows'));
     // The other subscription's workflows are not part of this one's scope.
     assert.deepEqual((await t.ok('CheckpointRpc.listFiles', { scope: 'workflows' }, as(stranger))), []);
+
+    // A checkpoint whose files name another subscription's record (placed in the repository behind the service's back) is refused whole.
+    await t.ok('CheckpointRpc.createCheckpoint', { scope: 'workflows', message: 'None yet' }, as(stranger));
+    const strangerDir = scopeDir(stranger.subscriptionId, 'workflows');
+    const file = `${kept._id}.json`;
+    const record = JSON.parse((await t.ok('CheckpointRpc.readFile', { scope: 'workflows', path: file }, as(admin))).content);
+    writeFileSync(path.join(strangerDir, file), JSON.stringify({ ...record, name: 'Taken over' }));
+    gitIn(strangerDir, 'add', file);
+    gitIn(strangerDir, '-c', 'user.name=Intruder', '-c', 'user.email=intruder@example.com', 'commit', '-q', '-m', 'Foreign record');
+    const foreign = await t.call('CheckpointRpc.restore', { scope: 'workflows', hash: gitIn(strangerDir, 'rev-parse', 'HEAD') }, as(stranger));
+    assert.equal(foreign.body.data.code, 'VALIDATION_ERROR');
+    assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: kept._id }, as(admin)), keptBefore);
+    assert.equal((await t.call('WorkflowRpc.findById', { id: kept._id }, as(stranger))).body.data.code, 'NOT_FOUND');
   });
 
   it('restores the agents scope', async () => {

@@ -47,6 +47,13 @@ describe('PushNotificationRpc', () => {
     // The same browser subscribing again changes its channels, not the number of subscriptions.
     await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('a'), channels: ['alerts'] }, as(owner));
     assert.deepEqual((await rows()).map((row) => row.channels), [['alerts'], ['news', 'alerts']]);
+    // Knowing the endpoint without the browser's auth secret takes nothing over.
+    const impostor = { ...browser('a'), keys: { ...browser('a').keys, auth: 'AAAAAAAAAAAAAAAAAAAAAA' } };
+    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: impostor, channels: ['spam'] }, as(stranger))).body.data.code, 'CONFLICT');
+    assert.deepEqual((await rows()).map((row) => [row.user_id, row.channels]), [
+      [owner.user._id, ['alerts']],
+      [owner.user._id, ['news', 'alerts']],
+    ]);
 
     // Another user's unsubscribe of this endpoint changes nothing.
     assert.deepEqual(await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: browser('a') }, as(stranger)), { success: true });
