@@ -89,6 +89,7 @@ export function entityScope({ name, describe, entity }: { name: string; describe
     return {
       names: meta.props.filter((prop) => prop.persist !== false && prop.name !== 'subscriptionId').map((prop) => prop.name),
       dates: new Set(meta.props.filter((prop) => prop.runtimeType === 'Date').map((prop) => prop.name)),
+      nullable: new Set(meta.props.filter((prop) => prop.nullable).map((prop) => prop.name)),
     };
   };
   return {
@@ -105,7 +106,7 @@ export function entityScope({ name, describe, entity }: { name: string; describe
       );
     },
     async import(ctx, em, files) {
-      const { names, dates } = fieldsOf(em);
+      const { names, dates, nullable } = fieldsOf(em);
       const records = Object.entries(files).map(([path, text]) => {
         const id = /^([^/]+)\.json$/.exec(path)?.[1];
         let record: Record<string, unknown>;
@@ -115,10 +116,11 @@ export function entityScope({ name, describe, entity }: { name: string; describe
           throw validationError([{ path, message: `${path} of scope ${name} is not JSON` }]);
         }
         if (!id || !isUuid(id) || record?.id !== id) throw validationError([{ path, message: `${path} of scope ${name} is not a record file (<id>.json holding that id)` }]);
-        const missing = names.filter((field) => !(field in record));
+        // A field added since the checkpoint was made is null where it may be; any other missing field refuses the file.
+        const missing = names.filter((field) => !(field in record) && !nullable.has(field));
         if (missing.length > 0) throw validationError([{ path, message: `${path} of scope ${name} lacks ${missing.join(', ')}` }]);
         return {
-          ...Object.fromEntries(names.map((field) => [field, dates.has(field) && record[field] !== null ? new Date(record[field] as string) : record[field]])),
+          ...Object.fromEntries(names.map((field) => [field, record[field] === undefined || record[field] === null ? null : dates.has(field) ? new Date(record[field] as string) : record[field]])),
           id,
           subscriptionId: ctx.subscriptionId,
         };

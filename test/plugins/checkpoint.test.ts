@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -231,6 +232,23 @@ describe('CheckpointRpc', () => {
     assert.equal(foreign.body.data.code, 'VALIDATION_ERROR');
     assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: kept._id }, as(admin)), keptBefore);
     assert.equal((await t.call('WorkflowRpc.findById', { id: kept._id }, as(stranger))).body.data.code, 'NOT_FOUND');
+
+    // A record file made before a nullable field existed restores with the field null; one lacking a required field is refused.
+    const commitRecord = (fields: Record<string, unknown>, message: string) => {
+      rmSync(path.join(strangerDir, file), { force: true });
+      writeFileSync(path.join(strangerDir, `${fields.id}.json`), JSON.stringify(fields));
+      gitIn(strangerDir, 'add', '-A');
+      gitIn(strangerDir, '-c', 'user.name=Operator', '-c', 'user.email=operator@example.com', 'commit', '-q', '-m', message);
+      return gitIn(strangerDir, 'rev-parse', 'HEAD');
+    };
+    const { contextId: _contextId, ...older } = { ...record, id: randomUUID(), userId: stranger.user._id, name: 'Older' };
+    await t.ok('CheckpointRpc.restore', { scope: 'workflows', hash: commitRecord(older, 'Before contextId') }, as(stranger));
+    const olderBack = await t.ok('WorkflowRpc.findById', { id: older.id }, as(stranger));
+    assert.deepEqual([olderBack.name, olderBack.contextId ?? null], ['Older', null]);
+    const { name: _name, ...nameless } = { ...older, id: randomUUID() };
+    const refused = await t.call('CheckpointRpc.restore', { scope: 'workflows', hash: commitRecord(nameless, 'No name') }, as(stranger));
+    assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].message], ['VALIDATION_ERROR', `${nameless.id}.json of scope workflows lacks name`]);
+    assert.ok(await t.ok('WorkflowRpc.findById', { id: older.id }, as(stranger)), 'nothing changed by the refused restore');
   });
 
   it('restores the agents scope', async () => {
