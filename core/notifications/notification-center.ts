@@ -23,8 +23,11 @@ export const Notification = defineEntity({
     source: p.text(),
     /** What it is about, for clients that link to it (a task's id, a scheduled task's run). */
     data: p.json<Record<string, unknown>>().nullable(),
+    /** Set by a producer that may run twice (a retried job): a user gets one notification per key. */
+    dedupeKey: p.text().nullable(),
   }),
   indexes: [{ properties: ['subscriptionId', 'userId', 'timestamp'] }],
+  uniques: [{ properties: ['userId', 'dedupeKey'] }],
 });
 export type Notification = InferEntity<typeof Notification>;
 
@@ -48,6 +51,8 @@ export interface NewNotification {
   /** The plugin making it. */
   source: string;
   data?: Record<string, unknown>;
+  /** Makes notify idempotent: users who already have a notification with this key get no second one. */
+  dedupeKey?: string;
 }
 
 /** The core's own events, in the catalogue beside the plugins'. */
@@ -109,10 +114,16 @@ export class NotificationCenter {
   }
 
   async notify(input: NewNotification): Promise<NotificationRecord[]> {
-    if (input.userIds.length === 0) return [];
     const em = this.#db.forkEm(input.subscriptionId);
+    let userIds = [...new Set(input.userIds)];
+    if (input.dedupeKey !== undefined && userIds.length > 0) {
+      const notified = await em.find(Notification, { dedupeKey: input.dedupeKey, userId: { $in: userIds } }, { fields: ['userId'] });
+      const done = new Set(notified.map((notification) => notification.userId));
+      userIds = userIds.filter((userId) => !done.has(userId));
+    }
+    if (userIds.length === 0) return [];
     const timestamp = new Date();
-    const notifications = [...new Set(input.userIds)].map((userId) =>
+    const notifications = userIds.map((userId) =>
       em.create(Notification, {
         id: randomUUID(),
         subscriptionId: input.subscriptionId,
@@ -123,6 +134,7 @@ export class NotificationCenter {
         timestamp,
         source: input.source,
         data: input.data ?? null,
+        dedupeKey: input.dedupeKey ?? null,
       }),
     );
     await em.flush();

@@ -77,7 +77,8 @@ export class BroadcastService {
     const subject = this.#requireVapidSubject();
     const [vapidKeys, audience] = await Promise.all([pushService.vapidKeys(), this.#audience(subscriptionId, broadcast)]);
     const { title, body, url } = broadcast.payload;
-    await notifications.notify({ subscriptionId, userIds: audience.userIds, title, message: body, source: SOURCE, data: { url: url ?? null } });
+    // A retried job (a node stopped mid-send) notifies nobody twice.
+    await notifications.notify({ subscriptionId, userIds: audience.userIds, title, message: body, source: SOURCE, data: { url: url ?? null }, dedupeKey: `broadcast:${job.id}` });
 
     const message = pushMessage(broadcast.payload);
     const options = {

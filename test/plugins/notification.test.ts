@@ -59,6 +59,16 @@ describe('NotificationRpc', () => {
     assert.equal((await t.ok('NotificationRpc.findById', { _id: theirs!._id }, as(admin))).title, 'Theirs', "another user's notifications stay");
   });
 
+  it('notifies a user once per dedupe key, however often a producer runs', async () => {
+    const once = (userIds: string[]) =>
+      t.app.deps.notifications.notify({ subscriptionId: admin.subscriptionId, userIds, title: 'Once', message: 'Only once', source: 'test', dedupeKey: 'test:once' });
+    assert.equal((await once([member.user._id])).length, 1);
+    assert.deepEqual(await once([member.user._id]), []);
+    assert.deepEqual((await once([member.user._id, admin.user._id])).map((record) => record.userId), [admin.user._id]);
+    assert.equal((await t.ok('NotificationRpc.getData', { filter: { title: 'Once' } }, as(member))).totalCount, 1);
+    assert.equal((await t.ok('NotificationRpc.getData', { filter: { title: 'Once' } }, as(admin))).totalCount, 1);
+  });
+
   it('notifies the user a task is assigned to, over the WebSocket', async () => {
     await t.app.deps.db.execute('update auth_user set partner_contact_id = ? where id = ?', ['contact-member', member.user._id]);
     const socket = new WebSocket(`${t.url.replace('http', 'ws')}/ws?token=${member.token}`);

@@ -243,6 +243,12 @@ describe('PushSenderRpc', () => {
         );
       }
       assert.deepEqual(await notificationsOf(admin), [], 'users not listed get nothing in the app');
+      // The job run again, as after its node died mid-send: nobody gets a second notification.
+      const { broadcastService } = t.app.depsOf('push-sender');
+      const ctx = t.app.deps.operations.contextOf({ subscriptionId: admin.subscriptionId, userId: staff.user._id, role: 'staff', apiKeyId: null, sessionId: null, initialContext: null });
+      const rerun = { id: sent.jobId, name: 'push-sender.broadcast', attempt: 2, signal: new AbortController().signal };
+      await broadcastService.deliver(ctx, { targetType: 'users', targetIds: [member1.user._id, member2.user._id], payload }, rerun);
+      for (const member of [member1, member2]) assert.equal((await notificationsOf(member)).length, 1);
       const pushed = await eventually(() => events.find((event) => event.event === 'notification.created'));
       assert.deepEqual([pushed.payload.title, pushed.payload.source, pushed.payload.userId], [payload.title, 'push-sender', member2.user._id]);
     } finally {
