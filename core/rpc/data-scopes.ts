@@ -5,7 +5,7 @@ import { ACROSS_TENANTS } from '../db/tenant.ts';
 import { PluginLoadError } from '../plugin/errors.ts';
 import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
 import type { AuthenticatedContext } from './context.ts';
-import { validationError } from './errors.ts';
+import { counted, validationError } from './errors.ts';
 import { isUuid } from './schemas.ts';
 
 /** Files of a data scope: path inside the scope → text. */
@@ -125,10 +125,11 @@ export function entityScope({ name, describe, entity }: { name: string; describe
           subscriptionId: ctx.subscriptionId,
         };
       });
+      const ids = records.map((record) => record.id);
       // Ids are the files' word: one naming another subscription's record must not take it over.
-      const foreign = records.length > 0 ? await em.count(entityName, { id: { $in: records.map((record) => record.id) }, subscriptionId: { $ne: ctx.subscriptionId } }, ACROSS_TENANTS) : 0;
-      if (foreign > 0) throw validationError([{ path: 'files', message: `${foreign} file(s) of scope ${name} name records of another subscription` }]);
-      await em.nativeDelete(entityName, { subscriptionId: ctx.subscriptionId, id: { $nin: records.map((record) => record.id) } });
+      const foreign = ids.length > 0 ? await em.count(entityName, { id: { $in: ids }, subscriptionId: { $ne: ctx.subscriptionId } }, ACROSS_TENANTS) : 0;
+      if (foreign > 0) throw validationError([{ path: 'files', message: `${counted(foreign, 'file')} of scope ${name} name records of another subscription` }]);
+      await em.nativeDelete(entityName, { subscriptionId: ctx.subscriptionId, id: { $nin: ids } });
       if (records.length > 0) await em.upsertMany(entityName, records);
     },
   };

@@ -50,6 +50,9 @@ export class RpcError extends Error {
   }
 }
 
+/** `1 file`, `3 files`: a count for a message (nouns with a plain plural). */
+export const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 export const notFound = (message = 'Not found'): RpcError => new RpcError('NOT_FOUND', message);
 export const conflict = (message: string): RpcError => new RpcError('CONFLICT', message);
 export const forbidden = (message = 'Forbidden'): RpcError => new RpcError('FORBIDDEN', message);

@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import type { AuthenticatedContext } from '../rpc/context.ts';
-import { badRequest, notFound, RpcError } from '../rpc/errors.ts';
+import { badRequest, counted, notFound, RpcError } from '../rpc/errors.ts';
 import { StoredFile, UploadKey } from './entities.ts';
 import { contentMatchesType, extensionFor, SNIFF_BYTES } from './sniff.ts';
 import type { FileStorage } from './storage.ts';
@@ -296,7 +296,7 @@ function usableKey(key: UploadKey | null): UploadKey {
 }
 
 export const tooManyFiles = (maxFiles: number): RpcError =>
-  fileIssue(undefined, `This upload key takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}`);
+  fileIssue(undefined, `This upload key takes at most ${counted(maxFiles, 'file')}`);
 
 /**
  * The files of one upload request. Each is checked and stored as it streams

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   conflict,
+  counted,
   notFound,
   pageOf,
   TIMESTAMP_FIELDS,
@@ -214,7 +215,7 @@ export class DiscountService {
     if (discount.validFrom && discount.validFrom.getTime() > now) return conflict(`Discount ${discount.code} is valid from ${discount.validFrom.toISOString()}`);
     if (discount.validUntil && discount.validUntil.getTime() <= now) return conflict(`Discount ${discount.code} expired at ${discount.validUntil.toISOString()}`);
     if (discount.maxRedemptions !== null && discount.maxRedemptions !== undefined && discount.currentRedemptions >= discount.maxRedemptions) {
-      return conflict(`Discount ${discount.code} has been redeemed ${discount.maxRedemptions} ${discount.maxRedemptions === 1 ? 'time' : 'times'}, its limit`);
+      return conflict(`Discount ${discount.code} has been redeemed ${counted(discount.maxRedemptions, 'time')}, its limit`);
     }
     if (planId === null) return validationError([{ path: 'planId', message: `discount ${discount.code} applies only to plans ${discount.planIds.join(', ')}; give the planId it is redeemed for` }]);
     return conflict(`Discount ${discount.code} does not apply to plan ${planId}`);

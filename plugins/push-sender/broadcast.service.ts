@@ -1,4 +1,4 @@
-import { RpcError, validationError, type AuthenticatedContext, type JobRun, type RequestContext } from 'rpc-service/plugin';
+import { counted, RpcError, validationError, type AuthenticatedContext, type JobRun, type RequestContext } from 'rpc-service/plugin';
 import type { PushDevice, PushSenderDeps } from './deps.ts';
 import { pushMessage, type Broadcast } from './broadcast.ts';
 import { sendPush } from './push-request.ts';
@@ -21,8 +21,6 @@ interface DeliveryReport {
 /** The notification's source: this plugin. */
 const SOURCE = 'push-sender';
 const LISTED_UNKNOWN_IDS = 10;
-
-const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 /** Runs `work` on every item, at most `limit` at a time. */
 async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
@@ -60,7 +58,7 @@ export class BroadcastService {
     if (audience.userIds.length > 0) await this.#deps.jobs.enqueue('broadcast', broadcast, { ctx });
     const reached = new Set(audience.devices.map((device) => device.userId)).size;
     return {
-      message: `Broadcast initiated: ${count(reached, 'user')} reached on ${count(audience.devices.length, 'device')}, ${count(audience.userIds.length, 'user')} notified in the app`,
+      message: `Broadcast initiated: ${counted(reached, 'user')} reached on ${counted(audience.devices.length, 'device')}, ${counted(audience.userIds.length, 'user')} notified in the app`,
     };
   }
 
