@@ -95,16 +95,16 @@ describe('durable jobs', () => {
   });
   after(() => app.close());
 
+  /** The job's view once it is in this state. */
+  const inState = (job: string, id: string, state: string, timeoutMs?: number) =>
+    until(`${job} job ${state}`, async () => {
+      const view = await jobs.get(job, id);
+      return view?.state === state ? view : null;
+    }, timeoutMs);
+
   test('a failing job is retried on its backoff schedule, capped, then succeeds', async () => {
     const id = (await jobs.enqueue('flaky', { failures: 4 }))!;
-    const done = await until(
-      'the fifth attempt',
-      async () => {
-        const view = await jobs.get('flaky', id);
-        return view?.state === 'done' ? view : null;
-      },
-      30_000,
-    );
+    const done = await inState('flaky', id, 'done', 30_000);
     const runs = journal.runsOf(id);
     assert.deepEqual(runs.map((run) => run.attempt), [1, 2, 3, 4, 5]);
     // Uncapped, the waits double from 1 s with jitter: 1-2, 2-4, 4-8 and 8-16 s, at least 15 s in all. Capped at 1 s, about 4 s;
@@ -120,19 +120,9 @@ describe('durable jobs', () => {
 
   test('a job that keeps failing ends dead with its last error', async () => {
     const id = (await jobs.enqueue('flaky', { failures: 99 }))!;
-    const retrying = await until('the first failure', async () => {
-      const view = await jobs.get('flaky', id);
-      return view?.state === 'retrying' ? view : null;
-    });
+    const retrying = await inState('flaky', id, 'retrying');
     assert.equal(retrying.lastError, 'attempt 1 failed');
-    const dead = await until(
-      'the job to die',
-      async () => {
-        const view = await jobs.get('flaky', id);
-        return view?.state === 'dead' ? view : null;
-      },
-      20_000,
-    );
+    const dead = await inState('flaky', id, 'dead', 30_000);
     assert.equal(dead.attempts, 5);
     assert.equal(dead.lastError, 'attempt 5 failed');
     assert.equal(journal.runsOf(id).length, 5);
@@ -140,10 +130,7 @@ describe('durable jobs', () => {
 
   test("a failed job keeps a database error's message without the values", async () => {
     const id = (await jobs.enqueue('leaky', { secret: 'hunter2-secret' }))!;
-    const dead = await until('the job to die', async () => {
-      const view = await jobs.get('leaky', id);
-      return view?.state === 'dead' ? view : null;
-    });
+    const dead = await inState('leaky', id, 'dead');
     assert.match(dead.lastError!, /invalid input syntax for type integer/);
     assert.doesNotMatch(dead.lastError!, /hunter2/);
     assert.ok(!app.logs.some((line) => line.includes('hunter2')), 'the secret reached the log');
