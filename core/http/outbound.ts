@@ -1,54 +1,24 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { Agent, fetch, type RequestInit, type Response } from 'undici';
 
-/**
- * Addresses a request on behalf of a tenant must not reach: the machine itself,
- * private and carrier-grade NAT networks, link-local (cloud metadata at
- * 169.254.169.254), documentation, multicast and reserved ranges, and their
- * IPv6 counterparts. IPv4 written inside IPv6 (mapped, NAT64) is refused
- * whole rather than unwrapped.
- */
-// One list per family: a single BlockList also matches IPv4 addresses against
-// IPv6 rules in their mapped form, and ::ffff:0:0/96 would then take them all.
-const NOT_PUBLIC_V4 = new BlockList();
-const NOT_PUBLIC_V6 = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  NOT_PUBLIC_V4.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['::ffff:0:0', 96],
-  ['64:ff9b::', 96],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  NOT_PUBLIC_V6.addSubnet(network, prefix, 'ipv6');
-}
+/** IANA's global unicast space (RFC 4291 section 2.4): outside it, no IPv6 address is public, e.g. the IPv4-compatible ::/96 (::127.0.0.1). */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
+/**
+ * Addresses a request on behalf of a tenant must not reach: every range
+ * ipaddr.js names among IANA's special-purpose ones (the machine itself,
+ * private and carrier-grade NAT networks, link-local with cloud metadata at
+ * 169.254.169.254, documentation, benchmarking, multicast, reserved, ...).
+ * IPv6 forms that carry an IPv4 address (mapped, IPv4-compatible, 6to4, NAT64,
+ * Teredo) are refused whole rather than unwrapped.
+ */
 export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  return family === 4 ? !NOT_PUBLIC_V4.check(address, 'ipv4') : !NOT_PUBLIC_V6.check(address, 'ipv6');
+  if (isIP(address) === 0) return false;
+  const parsed = ipaddr.parse(address);
+  if (parsed.range() !== 'unicast') return false;
+  return parsed.kind() === 'ipv4' || parsed.match(GLOBAL_UNICAST_V6);
 }
 
 /** The URL's host without the brackets of an IPv6 literal. */
@@ -73,12 +43,14 @@ export interface OutboundInit extends RequestInit {
   maxRedirects?: number;
 }
 
+const notPublic = (host: string) => `${host} is not a public address`;
+
 /** Refuses, at connection time, a name that resolves to an address that is not public: DNS is asked once, and that answer is the one connected to. */
 const guardedLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
     if (error) return callback(error, '', 0);
-    const refused = addresses.find(({ address }) => !isPublicAddress(address));
-    if (refused) return callback(new OutboundRefusedError(`${hostname} resolves to ${refused.address}, which is not a public address`), '', 0);
+    // The address itself is not told: it would map the operator's network for whoever chose the name.
+    if (addresses.some(({ address }) => !isPublicAddress(address))) return callback(new OutboundRefusedError(notPublic(hostname)), '', 0);
     if (options.all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
   });
@@ -110,7 +82,7 @@ export class Outbound {
     if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new OutboundRefusedError(`${target.protocol} URLs are not requested; use http or https`);
     if (this.#allows(target)) return target;
     const host = hostOf(target);
-    if (isIP(host) && !isPublicAddress(host)) throw new OutboundRefusedError(`${host} is not a public address`);
+    if (isIP(host) && !isPublicAddress(host)) throw new OutboundRefusedError(notPublic(host));
     return target;
   }
 
