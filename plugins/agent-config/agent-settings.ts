@@ -3,7 +3,17 @@ import * as v from 'valibot';
 const text = (label: string, max = 200) => v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`));
 const optionalText = (label: string, max = 200) => v.optional(v.nullable(text(label, max)));
 const flag = (label: string) => v.optional(v.boolean(`${label} must be true or false`));
-const names = (label: string) => v.optional(v.pipe(v.array(v.pipe(text(`${label}[]`, 100), v.minLength(1, `${label} items must not be empty`)), `${label} must be an array of strings`), v.maxLength(50, `${label} takes at most 50 items`)));
+/** Lists of names (tools, connectors, communication modes) are free text: at most 50, each 1 to 100 characters once trimmed. */
+const names = (label: string) =>
+  v.optional(
+    v.pipe(
+      v.array(
+        v.pipe(v.string(`${label}[] must be a string`), v.trim(), v.minLength(1, `${label} items must not be empty`), v.maxLength(100, `${label} items must be at most 100 characters`)),
+        `${label} must be an array of strings`,
+      ),
+      v.maxLength(50, `${label} takes at most 50 items`),
+    ),
+  );
 
 const personality = v.object({
   profession: optionalText('personality.profession'),

@@ -178,12 +178,15 @@ export class AgentService {
     return toRecord(agent);
   }
 
-  /** The tools an agent may be given, as the `tools` field names them. */
+  /** The tools the server runs for an agent (the `core.tools` catalogue); an agent's `tools` may also name tools its client runs. */
   getAvailableTools() {
     return this.#tools.list().map(({ name, describe, method, access, params }) => ({ name, describe, method, access, params }));
   }
 
-  /** The model must be in the catalogue; the speech models, when given, of their kind; the tools in the tool catalogue. */
+  /**
+   * The model must be in the catalogue; the speech models, when given, of their kind. Tools are not
+   * checked: the spec's `tools` is any array of string, and clients name tools they run themselves.
+   */
   #checkReferences(input: AgentInput): void {
     const issues: ValidationIssue[] = [];
     const models = new Map(this.#catalogue.models.map((model) => [model.id, model]));
@@ -191,9 +194,6 @@ export class AgentService {
     for (const [field, type] of [['ttsModel', 'tts'], ['transcriptionModel', 'transcription']] as const) {
       const id = input[field];
       if (id != null && models.get(id)?.type !== type) issues.push({ path: field, message: `${id} is not a ${type} model of the AI catalogue` });
-    }
-    for (const [index, tool] of (input.tools ?? []).entries()) {
-      if (!this.#tools.get(tool)) issues.push({ path: `tools.${index}`, message: `${tool} is not an available tool (see getAvailableTools)` });
     }
     if (issues.length > 0) throw validationError(issues);
   }

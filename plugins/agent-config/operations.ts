@@ -70,7 +70,8 @@ export const updateAvatar = defineOperation({
 
 export const getAvailableTools = defineOperation({
   access: 'user',
-  describe: 'The tools an agent may be given: name, description, the operation it calls, its access level and params schema.',
+  describe:
+    "The tools the server runs for an agent (the core.tools catalogue): name, description, the operation it calls, its access level and params schema. An agent's tools may also name tools its client runs itself; those the server neither checks nor runs.",
   params: v.object({}),
   handler: ({ deps }) => deps.agentService.getAvailableTools(),
 });

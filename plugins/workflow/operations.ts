@@ -87,7 +87,8 @@ export const getFieldValues = defineOperation({
 
 export const getAvailableTools = defineOperation({
   access: 'user',
-  describe: 'The tools workflow tool nodes (and agents) may call: {name, description, schema}, schema the JSON Schema of its params.',
+  describe:
+    "The tools the server runs, which workflow tool nodes and agents call: {name, description, schema}, schema the JSON Schema of its params. An agent's tools may also name tools its client runs itself; those are not listed here.",
   params: v.object({}),
   handler: ({ deps }) => deps.workflowService.getAvailableTools(),
 });

@@ -45,12 +45,18 @@ describe('AgentConfigRpc', () => {
     assert.equal(agent.realtime, false);
   });
 
-  it('refuses a taken name, a model not in the catalogue, unknown tools and speech models of the wrong kind', async () => {
+  it('refuses a taken name, a model not in the catalogue, speech models of the wrong kind and lists of names out of bounds', async () => {
     const taken = await t.call('AgentConfigRpc.create', { name: 'support-bot', model: 'gpt-4o' }, as(admin.token));
     assert.equal(taken.status, 409);
     for (const [params, path] of [
       [{ name: 'x1', model: 'no-such-model' }, 'model'],
-      [{ name: 'x2', model: 'gpt-4o', tools: ['memory.recall', 'shell.exec'] }, 'tools.1'],
+      [{ name: 'x2', model: 'gpt-4o', tools: ['memory.recall', ''] }, 'tools.1'],
+      [{ name: 'x2', model: 'gpt-4o', tools: ['search', '   '] }, 'tools.1'],
+      [{ name: 'x2', model: 'gpt-4o', tools: ['search', 't'.repeat(101)] }, 'tools.1'],
+      [{ name: 'x2', model: 'gpt-4o', tools: Array.from({ length: 51 }, (_, i) => `tool${i}`) }, 'tools'],
+      [{ name: 'x2', model: 'gpt-4o', tools: 'search' }, 'tools'],
+      [{ name: 'x2', model: 'gpt-4o', tools: ['search', 7] }, 'tools.1'],
+      [{ name: 'x2', model: 'gpt-4o', capabilities: { search: { connectors: [''] } } }, 'capabilities.search.connectors.0'],
       [{ name: 'x3', model: 'gpt-4o', ttsModel: 'gpt-4o' }, 'ttsModel'],
       [{ name: '', model: 'gpt-4o' }, 'name'],
       [{ model: 'gpt-4o' }, 'name'],
@@ -60,6 +66,22 @@ describe('AgentConfigRpc', () => {
       assert.equal(response.status, 400, JSON.stringify(params));
       assert.equal(response.body.data.issues[0].path, path, JSON.stringify(response.body.data));
     }
+  });
+
+  it('keeps any tool names, those its client runs as well as the server’s, and says which the server runs', async () => {
+    const tools = ['search', 'memory.recall', 'browser.open', ' crm lookup ', 't'.repeat(100), ...Array.from({ length: 45 }, (_, i) => `client.tool${i}`)];
+    const agent = await t.ok('AgentConfigRpc.create', { name: 'client-tools-bot', model: 'gpt-4o', tools }, as(member.token));
+    const kept = ['search', 'memory.recall', 'browser.open', 'crm lookup', ...tools.slice(4)];
+    assert.deepEqual(agent.tools, kept, 'names kept in order, trimmed');
+    assert.deepEqual((await t.ok('AgentConfigRpc.findById', { _id: agent._id }, as(member.token))).tools, kept);
+    const updated = await t.ok('AgentConfigRpc.update', { _id: agent._id, tools: ['search'] }, as(member.token));
+    assert.deepEqual(updated.tools, ['search']);
+    const available = await t.ok('AgentConfigRpc.getAvailableTools', {}, as(member.token));
+    assert.equal(available.some((tool: { name: string }) => tool.name === 'search'), false, 'search is a client tool, not one the server runs');
+    const listing = await (await fetch(`${t.url}/api/rpc`)).json();
+    const description = listing.data.operations.find((operation: { method: string }) => operation.method === 'AgentConfigRpc.getAvailableTools').description;
+    assert.match(description, /tools the server runs.*client runs itself/s);
+    await t.ok('AgentConfigRpc.delete', { _id: agent._id }, as(member.token));
   });
 
   it('takes the projectId of the context when omitted, and "" as explicitly global', async () => {
