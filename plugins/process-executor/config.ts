@@ -4,7 +4,7 @@ import { env, setting } from 'rpc-service/plugin';
 export const processSettings = v.object({
   PROCESS_ALLOWED_COMMANDS: setting(
     env.list(),
-    'commands startProcess may run (absolute paths, comma-separated; no shell); empty: ProcessExecutorRpc answers FEATURE_UNAVAILABLE',
+    'commands startProcess may run (absolute paths, comma-separated; no shell); empty: startProcess answers FEATURE_UNAVAILABLE',
     '',
   ),
   PROCESS_WORK_DIR: setting(v.string(), 'where each process gets its working folder (the system temporary folder when empty)', ''),

@@ -48,15 +48,15 @@ export class ProcessExecutor {
     this.#logger = logger;
   }
 
-  /** FEATURE_UNAVAILABLE when the operator allows no command. */
-  available(): void {
+  /**
+   * Starts a command of the allow-list; FEATURE_UNAVAILABLE when the operator
+   * allows none. Only starting needs the list: the other operations act on
+   * records that may predate an emptied list (an unknown one is NOT_FOUND).
+   */
+  async start(ctx: AuthenticatedContext, command: string, args: string[]): Promise<{ instanceId: string; status: ProcessStatus; pid: number | null }> {
     if (this.#config.PROCESS_ALLOWED_COMMANDS.length === 0) {
       throw new RpcError('FEATURE_UNAVAILABLE', 'No command is allowed: the operator sets PROCESS_ALLOWED_COMMANDS to enable processes');
     }
-  }
-
-  async start(ctx: AuthenticatedContext, command: string, args: string[]): Promise<{ instanceId: string; status: ProcessStatus; pid: number | null }> {
-    this.available();
     if (!this.#config.PROCESS_ALLOWED_COMMANDS.includes(command)) {
       throw validationError([{ path: 'command', message: `${command} is not an allowed command; allowed: ${this.#config.PROCESS_ALLOWED_COMMANDS.join(', ')}` }]);
     }
@@ -86,7 +86,6 @@ export class ProcessExecutor {
   }
 
   async status(ctx: AuthenticatedContext, id: string): Promise<{ status: ProcessStatus; exitCode: number | null; signal: string | null; error: string | null; command: string; args: string[]; startedAt: string; endedAt: string | null }> {
-    this.available();
     const instance = await this.#find(ctx, id);
     return {
       status: instance.status,
@@ -101,7 +100,6 @@ export class ProcessExecutor {
   }
 
   async logs(ctx: AuthenticatedContext, id: string): Promise<{ logs: string[] }> {
-    this.available();
     const instance = await this.#find(ctx, id);
     const running = this.#running.get(id);
     if (running) return { logs: [...running.logs, ...pending(running)] };
@@ -167,7 +165,6 @@ export class ProcessExecutor {
 
   /** A process of the caller's subscription that runs on this node. */
   async #local(ctx: AuthenticatedContext, id: string): Promise<Running> {
-    this.available();
     const instance = await this.#find(ctx, id);
     const running = this.#running.get(id);
     if (running) return running;

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
 import { addUser } from '../support/users.ts';
@@ -83,23 +87,60 @@ describe('ProcessExecutorRpc', () => {
   });
 });
 
-describe('ProcessExecutorRpc without an allow-list', () => {
-  it('answers FEATURE_UNAVAILABLE to every operation', async () => {
-    const t = await startTestApp({ withNotes: false, plugins: ['auth', 'process-executor'] });
+describe('ProcessExecutorRpc once the allow-list is emptied', () => {
+  it('refuses to start with FEATURE_UNAVAILABLE, keeps earlier processes readable, and answers NOT_FOUND for unknown or foreign ones', async () => {
+    // One database kept across the two starts: PostgreSQL with TEST_DATABASE_URL, else the embedded one on disk.
+    const dir = mkdtempSync(path.join(tmpdir(), 'rpc-process-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const options = { withNotes: false, plugins: ['auth', 'process-executor'], dataDir: dir, persistent: true, databaseUrl: scratch?.url };
+    let t: TestApp | undefined;
     try {
+      t = await startTestApp({ ...options, env: { PROCESS_ALLOWED_COMMANDS: '/bin/sh' } });
       const admin = await t.signup();
-      for (const [method, params] of [
-        ['ProcessExecutorRpc.startProcess', { command: '/bin/cat' }],
-        ['ProcessExecutorRpc.getProcessStatus', { instanceId: '00000000-0000-4000-8000-000000000000' }],
-        ['ProcessExecutorRpc.getProcessLogs', { instanceId: '00000000-0000-4000-8000-000000000000' }],
-        ['ProcessExecutorRpc.sendProcessInput', { instanceId: '00000000-0000-4000-8000-000000000000', input: 'x' }],
-        ['ProcessExecutorRpc.stopProcess', { instanceId: '00000000-0000-4000-8000-000000000000' }],
-      ] as const) {
-        const response = await t.call(method, params, { token: admin.token });
-        assert.deepEqual([response.status, response.body.data.code], [503, 'FEATURE_UNAVAILABLE'], method);
-      }
-    } finally {
+      const stranger = await t.signup();
+      const { instanceId } = await t.ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'echo before'] }, { token: admin.token });
+      const ended = await eventually(async () => {
+        const status = await t!.ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, { token: admin.token });
+        return status.status === 'running' ? undefined : status;
+      });
       await t.close();
+      t = undefined;
+
+      t = await startTestApp(options);
+      const unknown = '00000000-0000-4000-8000-000000000000';
+      const answers = async (token: string, id: string) => {
+        const codes: Record<string, string> = {};
+        for (const [method, params] of [
+          ['ProcessExecutorRpc.getProcessStatus', { instanceId: id }],
+          ['ProcessExecutorRpc.getProcessLogs', { instanceId: id }],
+          ['ProcessExecutorRpc.sendProcessInput', { instanceId: id, input: 'x' }],
+          ['ProcessExecutorRpc.stopProcess', { instanceId: id }],
+        ] as const) {
+          const response = await t!.call(method, params, { token });
+          codes[method] = response.body.success ? 'OK' : response.body.data.code;
+        }
+        return codes;
+      };
+      const readable = {
+        'ProcessExecutorRpc.getProcessStatus': 'OK',
+        'ProcessExecutorRpc.getProcessLogs': 'OK',
+        'ProcessExecutorRpc.sendProcessInput': 'CONFLICT',
+        'ProcessExecutorRpc.stopProcess': 'CONFLICT',
+      };
+      assert.deepEqual(await answers(admin.token, instanceId), readable, 'a process that ran before is read; it has ended, so input and stop are CONFLICT');
+      assert.deepEqual(await t.ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, { token: admin.token }), ended);
+      assert.deepEqual(await t.ok('ProcessExecutorRpc.getProcessLogs', { instanceId }, { token: admin.token }), { logs: ['before'] });
+      const everyOne = (code: string) => Object.fromEntries(Object.keys(readable).map((method) => [method, code]));
+      assert.deepEqual(await answers(admin.token, unknown), everyOne('NOT_FOUND'), 'an unknown process');
+      assert.deepEqual(await answers(stranger.token, instanceId), everyOne('NOT_FOUND'), "another subscription's process");
+
+      const start = await t.call('ProcessExecutorRpc.startProcess', { command: '/bin/sh' }, { token: admin.token });
+      assert.deepEqual([start.status, start.body.data.code], [503, 'FEATURE_UNAVAILABLE']);
+      assert.match(start.body.data.error, /PROCESS_ALLOWED_COMMANDS/);
+    } finally {
+      await t?.close();
+      await scratch?.drop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
