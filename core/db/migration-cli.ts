@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MikroORM, type EntitySchema } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { PGliteDriver } from 'mikro-orm-pglite';
+import { PgliteDriver } from './pglite-driver.ts';
 import { loadConfig } from '../config.ts';
 import { discoverLocalPlugins, importPackagePlugins, pluginFolders } from '../plugin/loader.ts';
 import { coreEntities } from './core-entities.ts';
@@ -40,7 +40,7 @@ async function owners(): Promise<Owner[]> {
 async function withMigrator<T>(owner: Owner, run: (migrator: Migrator) => Promise<T>): Promise<T> {
   const pglite = await openPglite(undefined);
   const orm = await MikroORM.init({
-    driver: PGliteDriver,
+    driver: PgliteDriver,
     dbName: 'postgres',
     driverOptions: { connection: { pglite: () => pglite } },
     entities: [...owner.entities],

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { PGlite, QueryOptions } from '@electric-sql/pglite';
 import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
 import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
-import { PGliteDriver } from 'mikro-orm-pglite';
+import { PgliteDriver } from './pglite-driver.ts';
 import { makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { JOBS_SCHEMA } from '../jobs/job-service.ts';
@@ -110,7 +110,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const instance = pglite;
     orm = await MikroORM.init({
       ...base,
-      driver: PGliteDriver,
+      driver: PgliteDriver,
       dbName: 'postgres',
       driverOptions: { connection: { pglite: () => simpleProtocolWhenUnbound(instance) } },
     });
