@@ -40,7 +40,7 @@ export type VectorColumn = 'embedding_a' | 'embedding_b';
 
 /** A table whose rows carry an embedding of their text, in two columns so that the model can change without downtime. */
 export interface EmbeddedTable {
-  /** Its name (from the plugin's code, never from input). It has `id` (uuid), `subscription_id` and the vector columns `embedding_a` and `embedding_b`. */
+  /** Its name (from the plugin's code, never from input). It has `subscription_id`, `id` (uuid, unique within a subscription) and the vector columns `embedding_a` and `embedding_b`. */
   table: string;
   /** A column that changes whenever the embedded text does (a hash of it): a vector is written only to the row it was made from. */
   hashColumn: string;
@@ -286,13 +286,14 @@ export class EmbeddingColumns {
       const { vectors } = await this.#ai.embed(tenant, rows.map((row) => this.#table.input(row)), { model: slots.nextModel!, caller: this.#table.caller });
       const written = await em.execute<{ id: string }[]>(
         `update ${table} set ${slots.inactive} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
-         where ${table}.id = v.id and ${table}.${hashColumn} = v.hash
+         where ${table}.subscription_id = ? and ${table}.id = v.id and ${table}.${hashColumn} = v.hash
            and exists (select 1 from core_embedding_state where table_name = ? and active_slot = ? and next_model = ? and not inactive_dirty)
          returning ${table}.id`,
         [
           pgArray(rows.map((row) => row.id!)),
           pgArray(rows.map((row) => row.hash!)),
           pgArray(vectors.map((vector) => vectorLiteral(vector))),
+          first.subscription_id,
           table,
           slotOf(slots.active),
           slots.nextModel,

@@ -8,7 +8,7 @@ const EF_SEARCH = 400;
 const MAX_SCAN_TUPLES = 50_000;
 
 export interface NearestQuery {
-  /** Table and pgvector column (names from the plugin's own code, never from input), with an `id` column. */
+  /** Table and pgvector column (names from the plugin's own code, never from input); a row is identified by `subscription_id` and `id` together. */
   table: string;
   column: string;
   /** Which rows may be found: tenant, owner, metadata conditions. */
@@ -55,9 +55,11 @@ export async function nearest<T extends object = object>(em: EntityManager, quer
       // `offset 0` keeps the planner from ordering through the HNSW index; the distance is computed once, and only `limit` rows are then read whole.
       return tx.execute<NearestRow<T>[]>(
         `with best as (
-           select id, distance from (select id, ${column} <=> ?::vector as distance from ${table} where (${where.sql}) and ${column} is not null offset 0) candidates
+           select subscription_id, id, distance
+           from (select subscription_id, id, ${column} <=> ?::vector as distance from ${table} where (${where.sql}) and ${column} is not null offset 0) candidates
            order by distance, id limit ?)
-         select found.id, best.distance${extra} from best join ${table} found on found.id = best.id order by best.distance, best.id`,
+         select found.id, best.distance${extra} from best join ${table} found on found.subscription_id = best.subscription_id and found.id = best.id
+         order by best.distance, best.id`,
         [vector, ...where.params, limit],
       );
     }

@@ -29,14 +29,15 @@ const perColumn = (slot: 'a' | 'b') => [
  * `user`) or of the whole subscription (`global`, userId null). A scope and
  * owner hold one memory per content (by its SHA-256). The embedding is in
  * one of two columns (EmbeddingColumns says which), so that the embedding
- * model can change without downtime.
+ * model can change without downtime. The caller may choose the id, so it is
+ * unique within a subscription only: an id another tenant uses is free here.
  */
 export const Memory = defineEntity({
   name: 'Memory',
   tableName: 'memory_memory',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     scope: p.enum([...SCOPES]),
     userId: p.uuid().nullable(),
     content: p.text(),

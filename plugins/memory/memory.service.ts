@@ -131,7 +131,7 @@ export class MemoryService {
     });
     if (inserted === null) return { success: true, memoryId: id, message: 'Memory updated' };
     if (inserted.length === 1) return { success: true, memoryId: id, message: 'Memory saved' };
-    // Saved at the same moment by another call, or the id belongs to a memory of another subscription.
+    // Saved at the same moment by another call of this subscription, with the same id or content (ids are per subscription: see memory.entity.ts).
     const raced = await this.#sameContent(ctx, owner, contentHash);
     if (raced && memory.id === undefined) return { success: true, memoryId: raced, message: 'A memory with this content already exists; it was kept' };
     throw conflict(`Memory ${id} cannot be saved: the id or the content is taken`);

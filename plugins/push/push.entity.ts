@@ -1,6 +1,11 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
-/** A browser's push subscription, for one user of a subscription, on the channels it listens to. Endpoints are unique. */
+/**
+ * A browser's push subscription, for one user of a subscription, on the
+ * channels it listens to. An endpoint is unique within a subscription: the
+ * same browser may be subscribed in several, and one tenant's endpoints say
+ * nothing to another.
+ */
 export const PushSubscription = defineEntity({
   name: 'PushSubscription',
   tableName: 'push_subscription',
@@ -8,7 +13,7 @@ export const PushSubscription = defineEntity({
     id: p.uuid().primary(),
     subscriptionId: p.uuid(),
     userId: p.uuid(),
-    endpoint: p.text().unique(),
+    endpoint: p.text(),
     p256dh: p.text(),
     auth: p.text(),
     channels: p.array(),
@@ -16,6 +21,7 @@ export const PushSubscription = defineEntity({
     updatedAt: p.datetime(),
   }),
   indexes: [{ properties: ['subscriptionId', 'userId'] }],
+  uniques: [{ properties: ['subscriptionId', 'endpoint'] }],
 });
 export type PushSubscription = InferEntity<typeof PushSubscription>;
 

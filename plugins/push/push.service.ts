@@ -48,9 +48,11 @@ export class PushService {
 
   /**
    * Subscribes the caller's browser on the channels given. The same browser
-   * again (same endpoint and auth secret) moves it to the caller and those
-   * channels; the endpoint with another secret is refused, so knowing a
-   * device's endpoint is not enough to take it over.
+   * again in this subscription (same endpoint and auth secret) moves it to
+   * the caller and those channels; the endpoint with another secret is
+   * refused, so knowing a device's endpoint is not enough to take it over.
+   * Endpoints are unique per subscription: what another tenant subscribed
+   * neither blocks nor shows here.
    */
   async subscribe(ctx: AuthenticatedContext, subscription: SubscriptionObject, channels: string[]): Promise<{ success: true }> {
     this.#checkEndpoint(subscription.endpoint);
@@ -58,8 +60,7 @@ export class PushService {
     const saved = await ctx.em.execute<{ id: string }[]>(
       `insert into push_subscription (id, subscription_id, user_id, endpoint, p256dh, auth, channels, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?::text[], now(), now())
-       on conflict (endpoint) do update set subscription_id = excluded.subscription_id, user_id = excluded.user_id, p256dh = excluded.p256dh,
-         channels = excluded.channels, updated_at = now()
+       on conflict (subscription_id, endpoint) do update set user_id = excluded.user_id, p256dh = excluded.p256dh, channels = excluded.channels, updated_at = now()
        where push_subscription.auth = excluded.auth
        returning id`,
       [randomUUID(), ctx.subscriptionId, ctx.userId, subscription.endpoint, subscription.keys.p256dh, subscription.keys.auth, pgArray(channels)],

@@ -82,9 +82,34 @@ describe('MemoryRpc', () => {
       const response = await t.call('MemoryRpc.deleteMemory', { scope, memoryId: global.memoryId }, as(token));
       assert.equal(response.status, 404);
     }
-    const updateTheirs = await t.call('MemoryRpc.saveMemory', { scope: 'global', memory: { id: global.memoryId, content: 'hijack' } }, as(other.token));
-    assert.equal(updateTheirs.body.success, false);
-    assert.equal((await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'office' }, as(member.token))).memories[0].content, 'Office closes at 6 pm on Fridays');
+  });
+
+  it('keeps ids per subscription: an id another tenant uses is free, and each sees, changes and deletes only its own', async () => {
+    const other = await t.signup();
+    const id = randomUUID();
+    const saveAs = (token: string, content: string) => t.ok('MemoryRpc.saveMemory', { scope: 'global', memory: { id, content } }, as(token));
+    assert.equal((await saveAs(admin.token, 'Front desk closes at noon on Saturdays')).memoryId, id);
+    // Not a CONFLICT telling the other tenant the id exists: a memory of its own.
+    assert.deepEqual(await saveAs(other.token, 'Warehouse opens at 7 am'), { success: true, memoryId: id, message: 'Memory saved' });
+    const contentOf = async (token: string) => {
+      const listed = (await t.ok('MemoryRpc.listMemories', { scope: 'global', limit: 200 }, as(token))).memories.filter((memory: { id: string }) => memory.id === id);
+      const recalled = (await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'front desk warehouse opens closes', topK: 100 }, as(token))).memories;
+      return { listed: listed.map((memory: { content: string }) => memory.content), recalled: recalled.filter((memory: { id: string }) => memory.id === id).map((memory: { content: string }) => memory.content) };
+    };
+    assert.deepEqual(await contentOf(member.token), { listed: ['Front desk closes at noon on Saturdays'], recalled: ['Front desk closes at noon on Saturdays'] });
+    assert.deepEqual(await contentOf(other.token), { listed: ['Warehouse opens at 7 am'], recalled: ['Warehouse opens at 7 am'] });
+
+    // Saving under the id again updates the caller's own memory only; deleting it deletes the caller's only.
+    assert.equal((await saveAs(other.token, 'Warehouse opens at 8 am')).message, 'Memory updated');
+    assert.deepEqual((await contentOf(member.token)).listed, ['Front desk closes at noon on Saturdays']);
+    await t.ok('MemoryRpc.deleteMemory', { scope: 'global', memoryId: id }, as(other.token));
+    assert.deepEqual(await contentOf(other.token), { listed: [], recalled: [] });
+    assert.deepEqual((await contentOf(admin.token)).listed, ['Front desk closes at noon on Saturdays']);
+
+    // Inside one subscription the id stays one memory's: another scope does not reach it, and the same content under another id is a CONFLICT.
+    assert.equal((await t.call('MemoryRpc.saveMemory', { scope: 'user', memory: { id, content: 'Mine now' } }, as(member.token))).body.data.code, 'NOT_FOUND');
+    const again = await t.call('MemoryRpc.saveMemory', { scope: 'global', memory: { id: randomUUID(), content: 'Front desk closes at noon on Saturdays' } }, as(member.token));
+    assert.equal(again.body.data.code, 'CONFLICT');
   });
 
   it('lets agents and admins act for another user of the subscription with targetUserId, and no one else', async () => {

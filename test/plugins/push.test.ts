@@ -49,7 +49,8 @@ describe('PushNotificationRpc', () => {
     assert.deepEqual((await rows()).map((row) => row.channels), [['alerts'], ['news', 'alerts']]);
     // Knowing the endpoint without the browser's auth secret takes nothing over.
     const impostor = { ...browser('a'), keys: { ...browser('a').keys, auth: 'AAAAAAAAAAAAAAAAAAAAAA' } };
-    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: impostor, channels: ['spam'] }, as(stranger))).body.data.code, 'CONFLICT');
+    const colleague = await addUser(t, owner.subscriptionId, 'user');
+    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: impostor, channels: ['spam'] }, as(colleague))).body.data.code, 'CONFLICT');
     assert.deepEqual((await rows()).map((row) => [row.user_id, row.channels]), [
       [owner.user._id, ['alerts']],
       [owner.user._id, ['news', 'alerts']],
@@ -60,6 +61,28 @@ describe('PushNotificationRpc', () => {
     assert.equal((await rows()).length, 2);
     await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: { endpoint: browser('a').endpoint, keys: { p256dh: 'x', auth: 'y' } } }, as(owner));
     assert.deepEqual((await rows()).map((row) => row.endpoint), ['https://push.example.com/send/b']);
+  });
+
+  it("keeps endpoints per subscription: one another tenant subscribed is neither refused nor shown, and each sends to its own", async () => {
+    const { pushService } = t.app.depsOf('push');
+    const shared = browser('shared');
+    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: shared, channels: ['news'] }, as(owner));
+    // The same endpoint in another subscription, with other keys: its own subscription, not a CONFLICT telling that it exists.
+    const elsewhere = { ...shared, keys: { ...shared.keys, auth: 'AAAAAAAAAAAAAAAAAAAAAA' } };
+    assert.deepEqual(await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: elsewhere, channels: ['spam'] }, as(stranger)), { success: true });
+    const devices = async (session: typeof owner) =>
+      ((await pushService.devices(session.subscriptionId, [session.user._id])) as { endpoint: string; auth: string }[])
+        .filter((device) => device.endpoint === shared.endpoint)
+        .map((device) => device.auth);
+    assert.deepEqual(await devices(owner), [shared.keys.auth]);
+    assert.deepEqual(await devices(stranger), [elsewhere.keys.auth]);
+    assert.deepEqual((await pushService.devices(owner.subscriptionId, [owner.user._id], ['spam'])).length, 0, "the other tenant's channels are not the owner's");
+    // Within the owner's subscription the endpoint with another secret is still refused, and each tenant unsubscribes only its own.
+    const colleague = await addUser(t, owner.subscriptionId, 'user');
+    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: elsewhere }, as(colleague))).body.data.code, 'CONFLICT');
+    await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: shared }, as(stranger));
+    assert.deepEqual(await devices(stranger), []);
+    assert.deepEqual(await devices(owner), [shared.keys.auth]);
   });
 
   it('refuses endpoints the outbound guard would not send to, and malformed subscriptions', async () => {
