@@ -27,7 +27,7 @@ import { EventBus } from './events/bus.ts';
 import { eventsPoint, type EventDeclaration } from './events/catalogue.ts';
 import { WebSocketHub } from './events/websocket.ts';
 import { Metrics } from './http/metrics.ts';
-import { HttpHelpers, requestIdOf } from './http/request-info.ts';
+import { HttpHelpers, requestIdOf, untrustedProxyCheck } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { Outbound } from './http/outbound.ts';
@@ -343,11 +343,13 @@ function createHttpServer(parts: {
     logger,
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
   });
+  const checkProxy = untrustedProxyCheck(config.trustProxy, logger);
 
   // Idle connections are kept longer than clients and proxies keep theirs (undici 4 s, load balancers 60 s): a
   // server that closes first races a client sending its next request on that connection, which then fails with ECONNRESET.
   return createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req: IncomingMessage, res: ServerResponse) => {
     const requestId = requestIdOf(req);
+    checkProxy(req);
     if (req.method === 'POST' && (req.url === '/api/rpc' || req.url?.startsWith('/api/rpc?'))) {
       return handleRpc(req, res, requestId);
     }

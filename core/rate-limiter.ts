@@ -7,10 +7,14 @@ interface BucketRow {
   window_ends_at: Date | string;
 }
 
+/** A bucket and the number of hits that closes it until its window ends. */
+export type Limit = readonly [bucket: string, limit: number];
+
 /**
  * Fixed-window counters kept in the database, so every node counts the same
- * attempts. Only what can be brute-forced is counted (failed logins, code
- * checks, code requests): the hot path never touches it.
+ * attempts. Only what can be abused is counted (failed logins, code checks,
+ * code requests, signups, and the addresses a user logged in from): the hot
+ * path never touches it.
  */
 export class RateLimiter {
   readonly #db: Database;
@@ -25,13 +29,25 @@ export class RateLimiter {
     return `${kind}:${sha256Hex(value.toLowerCase())}`;
   }
 
-  /** Refuses with RATE_LIMITED when any bucket is already at its limit. */
-  async check(buckets: readonly string[], limit: number): Promise<void> {
+  /**
+   * Refuses with RATE_LIMITED when any bucket is already at its limit; the
+   * Retry-After is when the last of those windows ends.
+   */
+  async check(limits: readonly Limit[]): Promise<void> {
+    if (limits.length === 0) return;
     const rows = await this.#db.execute<BucketRow>(
-      `select hits, window_ends_at from core_rate_limit where bucket in (?) and window_ends_at > now() and hits >= ?`,
-      [buckets, limit],
+      `select hits, window_ends_at from core_rate_limit
+       join (values ${limits.map(() => '(?, ?::int)').join(', ')}) as given (bucket, hit_limit) using (bucket)
+       where window_ends_at > now() and hits >= hit_limit`,
+      limits.flat(),
     );
     if (rows.length > 0) throw this.#limited(rows);
+  }
+
+  /** The hits counted in the bucket's current window; 0 when it has none. */
+  async count(bucket: string): Promise<number> {
+    const [row] = await this.#db.execute<BucketRow>('select hits from core_rate_limit where bucket = ? and window_ends_at > now()', [bucket]);
+    return row?.hits ?? 0;
   }
 
   /** Counts one attempt in every bucket; ended windows are pruned at most once a minute. */

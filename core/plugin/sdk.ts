@@ -68,7 +68,7 @@ export type { DataFolders } from '../data-folders.ts';
 export { MAX_FIELD_VALUES, type CollectionCatalogue, type CollectionDeclaration, type FieldReference } from '../rpc/collections.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
-export { RateLimiter } from '../rate-limiter.ts';
+export { RateLimiter, type Limit } from '../rate-limiter.ts';
 
 // Events, uploads, messages, workers, HTTP
 export { Outbound, OutboundRefusedError, isPublicAddress, type OutboundInit, type OutboundPolicy } from '../http/outbound.ts';

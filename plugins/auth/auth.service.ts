@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, RateLimiter, unauthenticated, validationError, type AuthenticatedContext, type Database } from 'rpc-service/plugin';
+import {
+  badRequest,
+  RateLimiter,
+  unauthenticated,
+  validationError,
+  type AuthenticatedContext,
+  type Database,
+  type Limit,
+} from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import { Session, Subscription, User } from './entities.ts';
 import type { InviteCodeService } from './invite-code.service.ts';
@@ -37,6 +45,9 @@ interface LoginRow {
   password_hash: string | null;
   is_active: boolean;
 }
+
+/** How long an address a user logged in from counts as theirs (see login). */
+const KNOWN_ADDRESS_SECONDS = 90 * 86_400;
 
 interface Deps {
   db: Database;
@@ -85,6 +96,9 @@ export class AuthService {
    * verifications are consumed first; the user starts with a session.
    */
   async signup(input: SignupInput, clientIp: string): Promise<SessionGrant & { subscriptionId: string }> {
+    // An invite is an administrator letting someone in, so only signups without one are counted.
+    const byIp: Limit[] = input.inviteCode ? [] : [[RateLimiter.bucket('signup-ip', clientIp), this.#config.signupIpLimit]];
+    await this.#limiter.check(byIp);
     checkSignupRules(this.#config, input);
     await this.#requireInviteWhenNeeded(input.inviteCode);
     this.#requireVerifications(input.verifications);
@@ -119,7 +133,8 @@ export class AuthService {
       await tx.flush();
       return { user: created, joined: invite !== null };
     });
-    const grant = await this.#grant(user);
+    await this.#limiter.hit(byIp.map(([bucket]) => bucket), this.#config.signupWindowSeconds);
+    const grant = await this.#grant(user, clientIp);
     await this.#lifecycle.afterSignup({ user: grant.user, subscriptionId: user.subscriptionId, joinedExisting: joined });
     return { ...grant, subscriptionId: user.subscriptionId };
   }
@@ -161,24 +176,38 @@ export class AuthService {
   }
 
   /**
-   * Password login by e-mail or username. Failures are counted per identifier
-   * and per client address; past the limit even a right password is refused.
+   * Password login by e-mail or username. Failures are counted per account
+   * and address, per account, and per address (docs/decisions.md, "Login
+   * limits"). Past a limit every attempt it covers is refused unchecked, right
+   * password or wrong, so a locked count is no oracle. The per-account and
+   * per-address counts do not cover an account logging in from an address it
+   * logged in from before: another account's failures, or failures from
+   * elsewhere, never lock a user out of their usual address.
    */
   async login(identifier: string, password: string, clientIp: string): Promise<SessionGrant> {
-    const buckets = [RateLimiter.bucket('login-id', identifier), RateLimiter.bucket('login-ip', clientIp)];
-    const limit = this.#config.loginFailureLimit;
-    await this.#limiter.check(buckets, limit);
     const [row] = await this.#db.execute<LoginRow>(
       `select id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1`,
       [identifier, identifier],
     );
+    // One count per account whichever name it is given by; unknown names are counted alike.
+    const account = row ? accountOf(row.id) : `name:${identifier}`;
+    const { loginFailureLimit, loginAccountFailureLimit, loginIpFailureLimit, loginFailureWindowSeconds } = this.#config;
+    const fromHere = RateLimiter.bucket('login-account-ip', `${account} ${clientIp}`);
+    const byAccount = RateLimiter.bucket('login-account', account);
+    const byIp = RateLimiter.bucket('login-ip', clientIp);
+    // Looked up for unknown names too (never found), so existing accounts take no longer.
+    const known = (await this.#limiter.count(knownAddress(account, clientIp))) > 0;
+    await this.#limiter.check([
+      [fromHere, loginFailureLimit],
+      ...(known ? [] : ([[byAccount, loginAccountFailureLimit], [byIp, loginIpFailureLimit]] as const)),
+    ]);
     const valid = row?.password_hash ? await verifyPassword(password, row.password_hash) : await burnPasswordCheck(password);
     if (!row || !valid) {
-      await this.#limiter.hit(buckets, this.#config.loginFailureWindowSeconds);
+      await this.#limiter.hit([fromHere, byAccount, byIp], loginFailureWindowSeconds);
       throw unauthenticated('Invalid identifier or password');
     }
-    await this.#limiter.reset(buckets.slice(0, 1));
-    return this.#loginAs(row, 'password');
+    await this.#limiter.reset([fromHere]);
+    return this.#loginAs(row, 'password', clientIp);
   }
 
   /** Passwordless login: a consumed code sent to the e-mail address or phone of an existing user. */
@@ -191,20 +220,22 @@ export class AuthService {
       [proven.identifier],
     );
     if (rows.length !== 1) throw unauthenticated('No account matches this verified address');
-    return this.#loginAs(rows[0]!, 'code');
+    return this.#loginAs(rows[0]!, 'code', clientIp);
   }
 
-  async #loginAs(row: LoginRow, method: 'password' | 'code'): Promise<SessionGrant> {
+  async #loginAs(row: LoginRow, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {
     if (!row.is_active) throw unauthenticated('This account is deactivated');
     const user = await this.#users.findAnywhere(row.id);
     if (!user) throw unauthenticated('Invalid identifier or password');
-    const grant = await this.#grant(user);
+    const grant = await this.#grant(user, clientIp);
     await this.#lifecycle.afterLogin({ user: grant.user, method });
     return grant;
   }
 
-  async #grant(user: User): Promise<SessionGrant> {
+  /** A new session; the address it was asked from becomes one the user is known to log in from. */
+  async #grant(user: User, clientIp: string): Promise<SessionGrant> {
     const session = await this.#sessions.create(user);
+    await this.#limiter.hit([knownAddress(accountOf(user.id), clientIp)], KNOWN_ADDRESS_SECONDS);
     return { token: session.token, expiresAt: session.expiresAt.toISOString(), user: toUserView(user) };
   }
 
@@ -229,3 +260,8 @@ export class AuthService {
     };
   }
 }
+
+const accountOf = (userId: string): string => `user:${userId}`;
+
+/** Counts the sessions an account was given from an address (see login). */
+const knownAddress = (account: string, clientIp: string): string => RateLimiter.bucket('login-known', `${account} ${clientIp}`);

@@ -38,10 +38,20 @@ export const authSettings = v.pipe(
     SESSION_TTL_SECONDS: setting(env.integer('SESSION_TTL_SECONDS', 1, 365 * 24 * 3600), 'a session ends after this long without use', String(30 * 24 * 3600)),
     LOGIN_FAILURE_LIMIT: setting(
       env.integer('LOGIN_FAILURE_LIMIT', 1, 100_000),
-      'failed logins per identifier and per client address in one window; also failed changePassword attempts per user',
+      'failed logins to one account from one client address in a window; also failed changePassword attempts per user',
       '10',
     ),
-    LOGIN_FAILURE_WINDOW_SECONDS: setting(env.integer('LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400), 'that window', '900'),
+    LOGIN_ACCOUNT_FAILURE_LIMIT: setting(
+      env.integer('LOGIN_ACCOUNT_FAILURE_LIMIT', 1, 100_000),
+      'failed logins to one account from all client addresses in a window; past it the account is refused from addresses it never logged in from',
+      '100',
+    ),
+    LOGIN_IP_FAILURE_LIMIT: setting(
+      env.integer('LOGIN_IP_FAILURE_LIMIT', 1, 100_000),
+      'failed logins from one client address to all accounts in a window; past it the address is refused for accounts that never logged in from it',
+      '30',
+    ),
+    LOGIN_FAILURE_WINDOW_SECONDS: setting(env.integer('LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400), 'the window of the login limits', '900'),
     SIGNUP_MODE: setting(v.picklist(['open', 'invite'], 'SIGNUP_MODE must be open or invite'), 'open: anyone signs up; invite: an invite code is needed', 'open'),
     SIGNUP_REQUIRE_EMAIL_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_EMAIL_VERIFICATION'), 'signup needs a code sent to the e-mail address', 'false'),
     SIGNUP_REQUIRE_PHONE_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_PHONE_VERIFICATION'), 'signup needs a code sent to a phone', 'false'),
@@ -55,6 +65,12 @@ export const authSettings = v.pipe(
       '',
     ),
     SIGNUP_RESERVED_USERNAMES: setting(v.string(), 'usernames nobody may sign up with', RESERVED_USERNAMES),
+    SIGNUP_IP_LIMIT: setting(
+      env.integer('SIGNUP_IP_LIMIT', 1, 100_000),
+      'signups from one client address in a window (signups with an invite code are not counted)',
+      '20',
+    ),
+    SIGNUP_WINDOW_SECONDS: setting(env.integer('SIGNUP_WINDOW_SECONDS', 1, 7 * 86_400), 'the window of the signup limit', '3600'),
     OTP_REQUEST_LIMIT: setting(env.integer('OTP_REQUEST_LIMIT', 1, 100_000), 'one-time code requests per identifier in a window', '5'),
     OTP_REQUEST_IP_LIMIT: setting(env.integer('OTP_REQUEST_IP_LIMIT', 1, 100_000), 'one-time code requests per client address in a window', '30'),
     OTP_VERIFY_FAILURE_LIMIT: setting(
@@ -81,6 +97,8 @@ export const authSettings = v.pipe(
     return {
       sessionTtlSeconds: e.SESSION_TTL_SECONDS,
       loginFailureLimit: e.LOGIN_FAILURE_LIMIT,
+      loginAccountFailureLimit: e.LOGIN_ACCOUNT_FAILURE_LIMIT,
+      loginIpFailureLimit: e.LOGIN_IP_FAILURE_LIMIT,
       loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
       signupMode: e.SIGNUP_MODE,
       signupRequireEmailVerification: e.SIGNUP_REQUIRE_EMAIL_VERIFICATION,
@@ -90,6 +108,8 @@ export const authSettings = v.pipe(
       signupBlockedEmailPatterns: splitList(e.SIGNUP_BLOCKED_EMAIL_PATTERNS).map((pattern) => new RegExp(pattern, 'i')),
       /** Lower-case usernames nobody may sign up with. */
       signupReservedUsernames: splitList(e.SIGNUP_RESERVED_USERNAMES.toLowerCase()),
+      signupIpLimit: e.SIGNUP_IP_LIMIT,
+      signupWindowSeconds: e.SIGNUP_WINDOW_SECONDS,
       otpRequestLimit: e.OTP_REQUEST_LIMIT,
       otpRequestIpLimit: e.OTP_REQUEST_IP_LIMIT,
       otpVerifyFailureLimit: e.OTP_VERIFY_FAILURE_LIMIT,

@@ -217,8 +217,8 @@ export class UserService {
    */
   async changePassword(ctx: AuthenticatedContext, currentPassword: string, newPassword: string): Promise<void> {
     const { rateLimiter, config } = this.#deps;
-    const buckets = [RateLimiter.bucket('password-change', ctx.userId)];
-    await rateLimiter.check(buckets, config.loginFailureLimit);
+    const bucket = RateLimiter.bucket('password-change', ctx.userId);
+    await rateLimiter.check([[bucket, config.loginFailureLimit]]);
     const user = await this.self(ctx, ['passwordHash']);
     if (!user.passwordHash) {
       throw badRequest(
@@ -226,10 +226,10 @@ export class UserService {
       );
     }
     if (!(await verifyPassword(currentPassword, user.passwordHash))) {
-      await rateLimiter.hit(buckets, config.loginFailureWindowSeconds);
+      await rateLimiter.hit([bucket], config.loginFailureWindowSeconds);
       throw validationError([{ path: 'currentPassword', message: 'Current password is incorrect' }]);
     }
-    await rateLimiter.reset(buckets);
+    await rateLimiter.reset([bucket]);
     await this.setPassword(ctx, user, newPassword, ctx.sessionId ?? undefined);
   }
 

@@ -87,11 +87,13 @@ export class VerificationService {
       throw validationError([{ path: 'identifier', message: 'A phone number in international form is required, e.g. +15551234567' }]);
     }
     const { otpRequestLimit, otpRequestIpLimit, otpWindowSeconds } = this.#config;
-    const byIdentifier = [RateLimiter.bucket('otp-request-id', identifier)];
-    const byIp = [RateLimiter.bucket('otp-request-ip', clientIp)];
-    await this.#limiter.check(byIdentifier, otpRequestLimit);
-    await this.#limiter.check(byIp, otpRequestIpLimit);
-    await this.#limiter.hit([...byIdentifier, ...byIp], otpWindowSeconds);
+    const byIdentifier = RateLimiter.bucket('otp-request-id', identifier);
+    const byIp = RateLimiter.bucket('otp-request-ip', clientIp);
+    await this.#limiter.check([
+      [byIdentifier, otpRequestLimit],
+      [byIp, otpRequestIpLimit],
+    ]);
+    await this.#limiter.hit([byIdentifier, byIp], otpWindowSeconds);
 
     const id = randomUUID();
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
@@ -163,14 +165,14 @@ export class VerificationService {
   ): Promise<ProvenIdentifier> {
     const limit = this.#config.otpVerifyFailureLimit;
     const byIp = RateLimiter.bucket('otp-verify-ip', clientIp);
-    await this.#limiter.check([byIp], limit);
+    await this.#limiter.check([[byIp, limit]]);
     const [target] = isUuid(otpRequestId)
       ? await this.#db.execute<{ identifier: string }>('select identifier from auth_otp_request where id = ?', [otpRequestId])
       : [];
     if (!target) throw notFound('Unknown verification request; request a new code');
     // Wrong codes count per client address and per address or number, across all of its requests.
     const buckets = [byIp, RateLimiter.bucket('otp-verify-id', target.identifier)];
-    await this.#limiter.check(buckets, limit);
+    await this.#limiter.check(buckets.map((bucket) => [bucket, limit] as const));
     const [attempt] = await this.#db.execute<AttemptRow>(
       `update auth_otp_request set attempts = attempts + 1
        where id = ? and consumed_at is null and expires_at > now() and attempts < ?
@@ -199,8 +201,10 @@ export class VerificationService {
     const request = await this.#db.forkEm(null).findOne(OtpRequest, { id: otpRequestId });
     if (!request) return notFound('Unknown verification request; request a new code');
     if (request.consumedAt) return badRequest('This code was already used; request a new one');
-    if (request.expiresAt.getTime() <= Date.now()) return badRequest('This code has expired; request a new one');
-    return badRequest('Too many wrong codes; request a new one');
+    const secondsLeft = Math.ceil((request.expiresAt.getTime() - Date.now()) / 1000);
+    if (secondsLeft <= 0) return badRequest('This code has expired; request a new one');
+    // Locked for the rest of its life, like the other limits: Retry-After says when it is gone for good.
+    return new RpcError('RATE_LIMITED', 'Too many wrong codes; request a new one', { retryAfter: secondsLeft });
   }
 
   #hash(requestId: string, code: string): string {

@@ -113,7 +113,7 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
     assert.equal(empty.body.data.issues[0].path, 'otpRequestId');
   });
 
-  it('the sixth attempt fails even with the right code', async () => {
+  it('the sixth attempt is RATE_LIMITED even with the right code, with Retry-After', async () => {
     const { requested, code } = await mailCode(`${uniqueName('brute')}@example.com`);
     const wrongCode = code === '999999' ? '000000' : '999999';
     for (let attempt = 1; attempt <= 5; attempt++) {
@@ -121,8 +121,11 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
       assert.equal(response.status, 400, `attempt ${attempt}`);
     }
     const right = await t.call('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code });
-    assert.equal(right.status, 400);
-    assert.match(right.body.data.error, /Too many wrong codes/);
+    assert.equal(right.status, 429);
+    assert.equal(right.body.data.code, 'RATE_LIMITED');
+    assert.match(right.body.data.error, /Too many wrong codes; request a new one/);
+    const retryAfter = Number(right.headers.get('retry-after'));
+    assert.ok(retryAfter > 0 && retryAfter <= 600, `Retry-After ${retryAfter}`);
   });
 
   it('limits code requests per address with 429 and Retry-After', async () => {

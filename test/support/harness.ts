@@ -69,6 +69,8 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     DATA_DIR: dataDir,
     LOG_LEVEL: 'debug',
     WORKERS: '1',
+    // Test files sign up many users from one address; the limit's own tests set it lower.
+    SIGNUP_IP_LIMIT: '100000',
     PLUGINS: options.withNotes === false ? '' : NOTES_PLUGIN,
     ...(databaseUrl ? { DATABASE_URL: databaseUrl, MASTER_KEY: TEST_MASTER_KEY } : {}),
     ...options.env,
