@@ -26,7 +26,7 @@ import { openDatabase, type Database } from './db/orm.ts';
 import { EventBus } from './events/bus.ts';
 import { eventsPoint, type EventDeclaration } from './events/catalogue.ts';
 import { WebSocketHub } from './events/websocket.ts';
-import { Metrics } from './http/metrics.ts';
+import { beyondLoopback, Metrics } from './http/metrics.ts';
 import { HttpHelpers, requestIdOf, untrustedProxyCheck } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
@@ -229,6 +229,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         const address = server.address() as AddressInfo;
         const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
         logger.info({ url, database: db.kind, plugins: plugins.map((plugin) => plugin.id) }, 'listening');
+        if (!config.metricsToken && beyondLoopback(address.address)) {
+          logger.warn({ url }, '/metrics is open to anyone who reaches this address: set METRICS_TOKEN (or HOST to a loopback address)');
+        }
         return url;
       },
       async close() {

@@ -58,6 +58,10 @@ export const CoreSettings = v.object({
   AI_MAX_RETRIES: setting(env.integer('AI_MAX_RETRIES', 0, 10), 'retries of an AI call after 429, 5xx or no answer', '3'),
   OUTBOUND_ALLOW_PRIVATE: setting(env.boolean('OUTBOUND_ALLOW_PRIVATE'), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
   OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
+  METRICS_TOKEN: setting(
+    v.pipe(v.string(), v.regex(/^\S+$/, 'METRICS_TOKEN must not contain spaces'), v.minLength(16, 'METRICS_TOKEN must be at least 16 characters')),
+    'a secret: /metrics then requires Authorization: Bearer <it> (unset: /metrics is open)',
+  ),
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);
@@ -93,6 +97,8 @@ export interface Config {
   aiTimeoutMs: number;
   aiMaxRetries: number;
   outbound: OutboundPolicy;
+  /** Set: /metrics requires it as a bearer token. */
+  metricsToken?: string;
   messaging: MessagingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
   env: Readonly<Record<string, string | undefined>>;
@@ -124,6 +130,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     aiTimeoutMs: e.AI_TIMEOUT_MS,
     aiMaxRetries: e.AI_MAX_RETRIES,
     outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
+    metricsToken: e.METRICS_TOKEN,
     messaging: messagingConfig(e),
     env: { ...environment },
   };

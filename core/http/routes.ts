@@ -2,7 +2,10 @@ import Router from '@koa/router';
 import type { Database } from '../db/orm.ts';
 import type { EventDeclaration } from '../events/catalogue.ts';
 import type { Registry } from '../rpc/registry.ts';
-import type { Metrics } from './metrics.ts';
+import type { Config } from '../config.ts';
+import { errorBody } from '../rpc/dispatch.ts';
+import { unauthenticated } from '../rpc/errors.ts';
+import { bearerMatches, type Metrics } from './metrics.ts';
 
 /** The non-RPC routes of the core: the operation and event listing, health, readiness and metrics. */
 export function coreRoutes({
@@ -10,11 +13,13 @@ export function coreRoutes({
   events,
   db,
   metrics,
+  config,
 }: {
   registry: Registry;
   events: readonly EventDeclaration[];
   db: Database;
   metrics: Metrics;
+  config: Pick<Config, 'metricsToken'>;
 }): Router {
   const router = new Router();
   const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events } });
@@ -41,6 +46,13 @@ export function coreRoutes({
   });
 
   router.get('/metrics', async (ctx) => {
+    // Per-method counts tell which features are used and how often: with METRICS_TOKEN, only the scraper that holds it reads them.
+    if (config.metricsToken !== undefined && !bearerMatches(ctx.get('authorization'), config.metricsToken)) {
+      ctx.status = 401;
+      ctx.set('WWW-Authenticate', 'Bearer realm="metrics"');
+      ctx.body = { success: false, data: errorBody(unauthenticated('/metrics requires Authorization: Bearer <METRICS_TOKEN>')) };
+      return;
+    }
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });

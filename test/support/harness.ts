@@ -25,6 +25,8 @@ export interface StartOptions {
   withNotes?: boolean;
   /** Start only these plugins and the ones they need: a backend for the plugins under test. */
   plugins?: string[];
+  /** The address to listen on (default 127.0.0.1). */
+  host?: string;
 }
 
 export interface CallOptions {
@@ -96,7 +98,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
     throw error;
   }
-  const url = await app.listen(0, '127.0.0.1');
+  const url = await app.listen(0, options.host ?? '127.0.0.1');
 
   const call = async <T>(method: string, params: unknown = {}, callOptions: CallOptions = {}): Promise<RpcResponse<T>> => {
     const headers: Record<string, string> = { 'content-type': 'application/json', ...callOptions.headers };
