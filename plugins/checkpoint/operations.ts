@@ -89,10 +89,23 @@ export const rollback = defineOperation({
   handler: ({ params, ctx, deps }) => deps.checkpointService.rollback(ctx, params.scope, params.hash),
 });
 
+/** Base64 as RFC 4648 §4 writes it (padded, no line breaks): Node's decoder skips anything else, and would write those bytes without a word. */
+const BASE64 = v.pipe(v.string(), v.base64());
+
 export const writeFile = defineOperation({
   access: 'user',
   describe: 'Writes a file of a file scope (made with its first file); text, or bytes as base64.',
-  params: v.object({ scope, path: filePath, content: v.string('content must be a string'), encoding }),
+  params: v.pipe(
+    v.object({ scope, path: filePath, content: v.string('content must be a string'), encoding }),
+    v.forward(
+      v.partialCheck(
+        [['content'], ['encoding']],
+        ({ content, encoding }) => encoding !== 'base64' || v.is(BASE64, content),
+        'content must be base64 (A-Z, a-z, 0-9, + and /, padded with = to a multiple of 4 characters, no spaces or line breaks) when encoding is base64',
+      ),
+      ['content'],
+    ),
+  ),
   handler: ({ params, ctx, deps }) => deps.checkpointService.writeFile(ctx, params),
 });
 

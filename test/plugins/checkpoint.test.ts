@@ -170,6 +170,26 @@ describe('CheckpointRpc', () => {
     assert.equal((await t.call('CheckpointRpc.listCheckpoints', { scope }, as(admin))).body.data.length, 1);
   });
 
+  it('refuses content that is not base64 when encoding is base64, and writes nothing', async () => {
+    const scope = 'bytes';
+    await t.ok('CheckpointRpc.writeFile', { scope, path: 'kept.bin', content: Buffer.from([1, 2, 3]).toString('base64'), encoding: 'base64' }, as(admin));
+    for (const content of ['not base64!', 'AQID\n', 'AQI', 'AQ=', 'AQ==AQ==', '%%%%', 'AQID BAUG', '_-_-']) {
+      const response = await t.call('CheckpointRpc.writeFile', { scope, path: 'bad.bin', content, encoding: 'base64' }, as(admin));
+      assert.equal(response.body.data.code, 'VALIDATION_ERROR', content);
+      assert.deepEqual(response.body.data.issues.map((issue: { path: string }) => issue.path), ['content'], content);
+      assert.match(response.body.data.issues[0].message, /content must be base64/);
+      // An existing file is not overwritten with what a lenient decoder would make of it.
+      const over = await t.call('CheckpointRpc.writeFile', { scope, path: 'kept.bin', content, encoding: 'base64' }, as(admin));
+      assert.equal(over.body.data.code, 'VALIDATION_ERROR', content);
+    }
+    const files = await t.ok('CheckpointRpc.listFiles', { scope }, as(admin));
+    assert.deepEqual(files.map((file: { path: string }) => file.path), ['kept.bin']);
+    assert.equal((await t.ok('CheckpointRpc.readFile', { scope, path: 'kept.bin', encoding: 'base64' }, as(admin))).content, 'AQID');
+    // The same text is fine as utf8, and the empty file is valid base64.
+    await t.ok('CheckpointRpc.writeFile', { scope, path: 'note.txt', content: 'not base64!' }, as(admin));
+    assert.equal((await t.ok('CheckpointRpc.writeFile', { scope, path: 'empty.bin', content: '', encoding: 'base64' }, as(admin))).size, 0);
+  });
+
   it('answers listCheckpoints with at most 50 by default, newest first', async () => {
     const scope = 'many';
     for (let index = 0; index < 52; index++) {
