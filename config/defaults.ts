@@ -16,5 +16,9 @@ export const defaults = {
   uploadKeyTtlSeconds: 15 * 60,
   /** How often an idle node looks for due background jobs; enqueues on the same node are picked up at once. */
   jobsPollMs: 2000,
+  /** Heap of each worker thread, in MB: ample for parsing, embedding and git; a workflow expression gone wild meets it first. */
+  workerMaxMemoryMb: 512,
+  /** How long a worker task may run before its thread is stopped. */
+  workerTaskTimeoutMs: 120_000,
   mailFrom: 'rpc-service <no-reply@localhost>',
 } as const;

@@ -125,7 +125,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     logger,
   });
   const bus = new EventBus(logger);
-  const pool = new WorkerPool({ size: config.workers, logger });
+  const pool = new WorkerPool({ size: config.workers, memoryMb: config.workerMaxMemoryMb, taskTimeoutMs: config.workerTaskTimeoutMs, logger });
   const jobService = new JobService({ db, logger, pollMs: config.jobsPollMs });
   const outbound = new Outbound(config.outbound);
   const closeBase = async () => {

@@ -25,6 +25,16 @@ export const CoreSettings = v.object({
   PUBLIC_URL: setting(v.pipe(v.string(), v.url('PUBLIC_URL must be an absolute URL')), 'the URL users reach the service at'),
   LOG_LEVEL: setting(v.picklist(LOG_LEVELS, `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`), 'log level', defaults.logLevel),
   WORKERS: setting(env.integer('WORKERS', 1, 256), 'worker threads for CPU-heavy work (default: CPU cores)'),
+  WORKER_MAX_MEMORY_MB: setting(
+    env.integer('WORKER_MAX_MEMORY_MB', 16, 65_536),
+    'heap of each worker thread in MB: a task needing more fails and its thread is replaced, the process goes on',
+    String(defaults.workerMaxMemoryMb),
+  ),
+  WORKER_TASK_TIMEOUT_MS: setting(
+    env.integer('WORKER_TASK_TIMEOUT_MS', 100, 3_600_000),
+    'a worker task (embedding, parsing, git) still running after this long is stopped with its thread, in milliseconds',
+    String(defaults.workerTaskTimeoutMs),
+  ),
   PLUGINS: setting(v.string(), 'comma-separated npm package names (or paths) of third-party plugins', ''),
   BODY_LIMIT_BYTES: setting(env.integer('BODY_LIMIT_BYTES', 1024, 64 * 1024 * 1024), 'largest accepted request body', String(defaults.bodyLimitBytes)),
   AUTH_CACHE_TTL_SECONDS: setting(
@@ -79,6 +89,8 @@ export interface Config {
   publicUrl?: string;
   logLevel: (typeof LOG_LEVELS)[number];
   workers: number;
+  workerMaxMemoryMb: number;
+  workerTaskTimeoutMs: number;
   /** npm package names (or paths) of third-party plugins. */
   plugins: string[];
   bodyLimitBytes: number;
@@ -117,6 +129,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     workers: e.WORKERS ?? availableParallelism(),
+    workerMaxMemoryMb: e.WORKER_MAX_MEMORY_MB,
+    workerTaskTimeoutMs: e.WORKER_TASK_TIMEOUT_MS,
     plugins: splitList(e.PLUGINS),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheTtlSeconds: e.AUTH_CACHE_TTL_SECONDS,

@@ -76,6 +76,6 @@ export type { BusEvent, EventBus, PublishInput } from '../events/bus.ts';
 export type { EventDeclaration } from '../events/catalogue.ts';
 export { fileUrl, fileIdOfUrl, type UploadService, type PurposeLimits, type FileInfo, type IssuedUploadKey } from '../uploads/upload-service.ts';
 export type { MessageSender, OutgoingMessage, Channel, Delivery } from '../messaging/message-sender.ts';
-export type { WorkerPool } from '../pool/worker-pool.ts';
+export { WorkerTaskError, type WorkerFailure, type WorkerPool } from '../pool/worker-pool.ts';
 export type { HttpHelpers } from '../http/request-info.ts';
 export type { Logger } from '../logger.ts';

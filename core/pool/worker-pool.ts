@@ -2,18 +2,41 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { defaults } from '../../config/defaults.ts';
 import type { Logger } from '../logger.ts';
 
 /** Tasks that talk to the host a thread runs at once: most of their time they wait for its answers. */
 const CONVERSATIONS_PER_THREAD = 16;
 const WORKERS_DIR = fileURLToPath(new URL('../../workers/', import.meta.url));
 
+/**
+ * How a task failed: its code threw (`threw`); its caller stopped it, and
+ * the thread with it (`stopped`: a time limit); or its thread died under it
+ * (`lost`: out of memory, or stopped for another task it shared the thread with).
+ */
+export type WorkerFailure = 'threw' | 'stopped' | 'lost';
+
 /** A task that failed inside a worker thread; the dispatcher answers it as INTERNAL with an error id. */
 export class WorkerTaskError extends Error {
-  constructor(worker: string, cause: unknown) {
-    super(`Worker task "${worker}" failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  readonly failure: WorkerFailure;
+  /** What happened, without the worker's file: "the thread ran out of memory". */
+  readonly reason: string;
+
+  constructor(worker: string, failure: WorkerFailure, reason: string, cause: unknown) {
+    super(`Worker task "${worker}" ${failure === 'threw' ? 'failed' : failure === 'stopped' ? 'was stopped' : 'lost its thread'}: ${reason}`, { cause });
     this.name = 'WorkerTaskError';
+    this.failure = failure;
+    this.reason = reason;
   }
+}
+
+export interface WorkerPoolOptions {
+  size: number;
+  /** Heap of each thread: a task that needs more loses its thread (replaced), never the process. */
+  memoryMb?: number;
+  /** A task still running after this long is stopped with its thread, unless its caller passes a signal of its own. */
+  taskTimeoutMs?: number;
+  logger: Logger;
 }
 
 /**
@@ -24,15 +47,18 @@ export class WorkerTaskError extends Error {
 export class WorkerPool {
   readonly #piscina: Piscina;
   readonly #conversations: Piscina;
+  readonly #taskTimeoutMs: number;
   readonly #logger: Logger;
 
-  constructor({ size, logger }: { size: number; logger: Logger }) {
+  constructor({ size, memoryMb = defaults.workerMaxMemoryMb, taskTimeoutMs = defaults.workerTaskTimeoutMs, logger }: WorkerPoolOptions) {
     this.#logger = logger;
+    this.#taskTimeoutMs = taskTimeoutMs;
+    const resourceLimits = { maxOldGenerationSizeMb: memoryMb };
     // Threads start on first use and end when idle, so an idle service holds none.
-    this.#piscina = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000 });
+    this.#piscina = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, resourceLimits });
     // Tasks that wait for the host (a workflow asking for an effect) run on threads of their own, several at once,
     // so that they never hold a thread CPU-bound work is waiting for.
-    this.#conversations = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, concurrentTasksPerWorker: CONVERSATIONS_PER_THREAD });
+    this.#conversations = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, concurrentTasksPerWorker: CONVERSATIONS_PER_THREAD, resourceLimits });
   }
 
   get size(): number {
@@ -42,16 +68,37 @@ export class WorkerPool {
   /**
    * Runs a worker's default export on `data`. With `port`, a MessagePort
    * moved to the task, the task talks to the host while it runs and goes to
-   * the threads kept for such tasks.
+   * the threads kept for such tasks. `signal` stops the task and its thread
+   * (its caller's own time limit); without it, WORKER_TASK_TIMEOUT_MS does.
    */
-  async run<T>(worker: string, data: unknown, { port }: { port?: MessagePort } = {}): Promise<T> {
+  async run<T>(worker: string, data: unknown, { port, signal }: { port?: MessagePort; signal?: AbortSignal } = {}): Promise<T> {
     const file = path.isAbsolute(worker) ? worker : path.join(WORKERS_DIR, `${worker}.ts`);
+    const stop = signal ?? AbortSignal.timeout(this.#taskTimeoutMs);
     try {
       const filename = pathToFileURL(file).href;
-      return (await (port ? this.#conversations.run(data, { filename, transferList: [port] as never }) : this.#piscina.run(data, { filename }))) as T;
+      return (await (port
+        ? this.#conversations.run(data, { filename, transferList: [port] as never, signal: stop })
+        : this.#piscina.run(data, { filename, signal: stop }))) as T;
     } catch (error) {
-      throw new WorkerTaskError(worker, error);
+      throw this.#failure(worker, error, stop);
     }
+  }
+
+  #failure(worker: string, error: unknown, stop: AbortSignal): WorkerTaskError {
+    const { name, code, message } = (error ?? {}) as { name?: string; code?: string; message?: string };
+    if (name === 'AbortError' && stop.aborted) {
+      const reason = stop.reason instanceof Error && stop.reason.name !== 'TimeoutError' ? stop.reason.message : `ran longer than ${this.#taskTimeoutMs} ms`;
+      this.#logger.warn({ worker, reason }, 'a worker task was stopped with its thread');
+      return new WorkerTaskError(worker, 'stopped', reason, error);
+    }
+    if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      this.#logger.warn({ worker }, 'a worker thread ran out of memory and was replaced');
+      return new WorkerTaskError(worker, 'lost', 'the thread ran out of memory', error);
+    }
+    if (message === 'Terminating worker thread' || message?.startsWith('worker exited with code')) {
+      return new WorkerTaskError(worker, 'lost', 'the thread was stopped', error);
+    }
+    return new WorkerTaskError(worker, 'threw', message ?? String(error), error);
   }
 
   /** Lets running tasks finish, then stops the threads. */

@@ -71,5 +71,7 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
     cancelInstance,
   },
   jobs: { resume, recover },
+  // Runs a stopped node left are taken up as soon as a node starts, not at the next minute.
+  start: async ({ jobs }) => void (await jobs.enqueue('recover', {}, { key: 'start' })),
   stop: ({ workflowRunner, config }) => workflowRunner.drain(Math.min(config.WORKFLOW_RUN_TIMEOUT_MS, 10_000)),
 });

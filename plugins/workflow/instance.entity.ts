@@ -37,6 +37,8 @@ export const WorkflowInstance = defineEntity({
     variables: p.json<Record<string, unknown>>(),
     args: p.json<Record<string, unknown>>(),
     steps: p.integer(),
+    /** Parts of the run started since it last got further (a checkpoint, a wait, its end): a run that keeps losing its thread or node at one point fails. */
+    attempts: p.integer().default(0),
     history: p.json<Step[]>(),
     /** The event a `wait` node waits for. */
     waitingFor: p.text().nullable(),

@@ -18,8 +18,14 @@ export interface RunTask {
   state: RunState;
   /** The node at the cursor has ended with this result (a `wait` its event came for, a `delay` whose time came): go on after it. */
   resumed?: { result: unknown };
-  /** Nodes run at most, over the whole run; and the time (epoch ms) this part of it must end by. */
-  limits: { maxSteps: number; deadline: number };
+  limits: RunLimits;
+  /**
+   * One Float64 cell shared with the host: the time (epoch ms) the expression
+   * being evaluated began, 0 between expressions. The host stops the thread
+   * when it stays set too long (a builtin such as `$pad` or a regular
+   * expression can hold the thread beyond JSONata's own time check).
+   */
+  clock: SharedArrayBuffer;
   /** Where the work of other node types than start, end, set, condition, wait and delay is asked of the host. */
   port: MessagePort;
 }
@@ -46,8 +52,32 @@ export type RunOutcome =
   | { status: 'sleeping'; until: string; state: RunState; steps: Step[] }
   | { status: 'failed'; error: string; state: RunState; steps: Step[] };
 
+export interface RunLimits {
+  /** Nodes run at most, over the whole run. */
+  maxSteps: number;
+  /** The time (epoch ms) this part of the run must end by. */
+  deadline: number;
+  /** Bytes of JSON text (UTF-8) that one expression's value, the run's variables and its output may take. */
+  maxValueBytes: number;
+  maxVariablesBytes: number;
+  maxOutputBytes: number;
+}
+
 /** What one expression may take: time, nesting and the length of the sequences it builds (JSONata's guardrails). */
-const EXPRESSION_LIMITS = { timeout: 5000, stack: 500, sequence: 100_000 };
+export const EXPRESSION_LIMITS = { timeout: 5000, stack: 500, sequence: 100_000 };
+
+/** The longest text any step of an expression may build: set from the task (the same in every task of a process). */
+let maxValueBytes = Infinity;
+
+/**
+ * Called by JSONata after each step of an evaluation: text longer than a
+ * value may be stops the expression there, before doubling it again can take
+ * the thread's memory. A string's length is a floor of its UTF-8 size; the
+ * whole value is measured exactly once the expression ends.
+ */
+function checkStep(_expr: unknown, _input: unknown, _environment: unknown, result: unknown): void {
+  if (typeof result === 'string' && result.length > maxValueBytes) throw new Error(`it made a text over ${maxValueBytes} bytes, the most a value may take (WORKFLOW_MAX_VALUE_BYTES)`);
+}
 
 /** Compiled expressions, kept per thread across runs (an Expression is read-only once compiled); the oldest go first. */
 const COMPILED = new Map<string, jsonata.Expression>();
@@ -57,6 +87,7 @@ function compiled(source: string): jsonata.Expression {
   let expression = COMPILED.get(source);
   if (!expression) {
     expression = jsonata(source, EXPRESSION_LIMITS);
+    expression.assign(Symbol.for('jsonata.__evaluate_exit') as never, checkStep);
     if (COMPILED.size >= MAX_COMPILED) COMPILED.delete(COMPILED.keys().next().value!);
     COMPILED.set(source, expression);
   }
@@ -77,6 +108,7 @@ class NodeError extends Error {}
  * of the host over `port`, with its inputs evaluated here.
  */
 export default async function run(task: RunTask): Promise<RunOutcome> {
+  maxValueBytes = task.limits.maxValueBytes;
   const interpreter = new Interpreter(task);
   try {
     return await interpreter.run();
@@ -94,11 +126,13 @@ class Interpreter {
   #state: RunState;
   #result: unknown = null;
   #event: unknown = null;
+  readonly #clock: Float64Array;
 
   constructor(task: RunTask) {
     this.#task = task;
     this.#nodes = new Map(task.nodes.map((node) => [node.id, node]));
     this.#state = structuredClone(task.state);
+    this.#clock = new Float64Array(task.clock);
     task.port.on('message', (reply: EffectReply) => {
       this.#pending.get(reply.id)?.(reply);
       this.#pending.delete(reply.id);
@@ -127,6 +161,7 @@ class Interpreter {
             break;
           case 'end': {
             const output = config.output ? await this.#evaluate(node, config.output) : this.#state.variables;
+            this.#limit(node, output, this.#task.limits.maxOutputBytes, 'its output', 'WORKFLOW_MAX_OUTPUT_BYTES');
             this.#record(node, 'done');
             return { status: 'completed', output: output ?? null, state: this.#state, steps: this.#steps };
           }
@@ -154,6 +189,7 @@ class Interpreter {
             this.#result = await this.#effect(node, await this.#inputs(node));
         }
         this.#save(node, this.#result);
+        this.#limit(node, this.#state.variables, this.#task.limits.maxVariablesBytes, 'its variables', 'WORKFLOW_MAX_VARIABLES_BYTES');
         this.#record(node, 'done');
         this.#state.cursor = await this.#next(node);
         // After work the host did, it keeps where the run is and the steps of this part so far: a crash then repeats at most this node.
@@ -208,11 +244,22 @@ class Interpreter {
   }
 
   async #evaluate(node: WorkflowNode, source: string, what = 'an expression'): Promise<unknown> {
+    let value: unknown;
+    this.#clock[0] = Date.now();
     try {
-      return await compiled(source).evaluate(this.#state.variables, { args: this.#state.args, result: this.#result, event: this.#event });
+      value = await compiled(source).evaluate(this.#state.variables, { args: this.#state.args, result: this.#result, event: this.#event });
     } catch (error) {
       throw new NodeError(`node "${node.id}": ${what} failed: ${(error as { message?: string }).message ?? String(error)}`);
+    } finally {
+      this.#clock[0] = 0;
     }
+    this.#limit(node, value, this.#task.limits.maxValueBytes, `${what}'s value`, 'WORKFLOW_MAX_VALUE_BYTES');
+    return value;
+  }
+
+  /** Fails the run when `value` takes more than `max` bytes as JSON. */
+  #limit(node: WorkflowNode, value: unknown, max: number, what: string, setting: string): void {
+    if (jsonBytes(value, max) > max) throw new NodeError(`node "${node.id}": ${what} would take over ${max} bytes, the most it may (${setting})`);
   }
 
   /** A template's text with each `{{ expression }}` replaced by its value (text as it is, anything else as JSON). */
@@ -239,6 +286,33 @@ class Interpreter {
     if (!node) throw new NodeError(`the graph has no node "${id}"`);
     return node;
   }
+}
+
+/**
+ * The size of `value` as JSON text in UTF-8, counted until it passes
+ * `limit` (then any number above it): a value far too large is not walked
+ * whole, nor ever turned into text.
+ */
+export function jsonBytes(value: unknown, limit: number): number {
+  let size = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0 && size <= limit) {
+    const item = pending.pop();
+    if (typeof item === 'string') size += (item.length > limit ? item.length : Buffer.byteLength(item)) + 2;
+    else if (typeof item === 'number' || typeof item === 'boolean') size += String(item).length;
+    else if (item === null || item === undefined || typeof item === 'function') size += 4;
+    else if (Array.isArray(item)) {
+      size += 1 + item.length;
+      if (size <= limit) for (const element of item) pending.push(element);
+    } else if (typeof item === 'object') {
+      size += 1;
+      for (const [key, element] of Object.entries(item)) {
+        size += Buffer.byteLength(key) + 4;
+        pending.push(element);
+      }
+    }
+  }
+  return size;
 }
 
 /** JSONata's truth: false, null, 0, "", empty arrays and undefined are false. */

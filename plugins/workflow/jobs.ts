@@ -9,7 +9,7 @@ export const resume = defineJob({
 });
 
 export const recover = defineJob({
-  describe: 'Takes over workflow runs whose node stopped (their lease ran out), and delays whose resume job was lost; every minute.',
+  describe: 'Takes over workflow runs whose node stopped (their lease ran out), and delays whose resume job was lost; at start and every minute.',
   data: v.object({}),
   handler: ({ deps }) => deps.workflowRunner.recover(),
   schedule: '* * * * *',

@@ -7,6 +7,7 @@ import {
   forbidden,
   OutboundRefusedError,
   RpcError,
+  WorkerTaskError,
   type AiClient,
   type AuthenticatedContext,
   type Database,
@@ -25,7 +26,7 @@ import {
 import type { WorkflowConfig } from './config.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import { PendingEvent, WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
-import type { Checkpoint, EffectReply, EffectRequest, RunOutcome, RunState, RunTask } from './interpreter.worker.ts';
+import { EXPRESSION_LIMITS, type Checkpoint, type EffectReply, type EffectRequest, type RunOutcome, type RunState, type RunTask } from './interpreter.worker.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
 type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;
@@ -35,6 +36,12 @@ const INTERPRETER = fileURLToPath(new URL('./interpreter.worker.ts', import.meta
 const MAX_HTTP_BODY = 1024 * 1024;
 /** Steps of history an instance keeps (the latest). */
 const MAX_HISTORY = 1000;
+/** How often a part's time limits are looked at, and how far past them the host lets it go before stepping in. */
+const WATCH_MS = 250;
+const GRACE_MS = 1000;
+
+/** A part of a run as the host sees it: an outcome, or its thread lost under it (out of memory, or stopped for another part on it). */
+type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: boolean };
 
 export interface InstanceRecord {
   _id: string;
@@ -159,6 +166,7 @@ export class WorkflowRunner {
       variables: structuredClone(workflow.variables),
       args,
       steps: 0,
+      attempts: 0,
       history: [],
       waitingFor: null,
       wakeAt: null,
@@ -276,14 +284,33 @@ export class WorkflowRunner {
   async #drive(subscriptionId: string, instanceId: string, resumed?: { result: unknown }): Promise<RunOutcome | null> {
     const em = this.#db.forkEm(subscriptionId);
     let next = resumed;
+    let lost: string | undefined;
     for (;;) {
       const instance = await em.findOne(WorkflowInstance, { id: instanceId }, { refresh: true });
       if (!instance || instance.status !== 'running') return null;
       const principal = await this.#principal(instance);
       const state: RunState = { cursor: instance.cursor, variables: instance.variables, args: instance.args, steps: instance.steps };
-      const outcome: RunOutcome = principal
-        ? await this.#runPart(em, instance, principal, state, next)
-        : { status: 'failed', error: 'the user who started the run is no longer active', state, steps: [] };
+      const attempts = principal ? await this.#attempt(em, instanceId) : 0;
+      if (attempts === null) return null;
+      const max = this.#config.WORKFLOW_MAX_ATTEMPTS;
+      const part: PartOutcome = !principal
+        ? { status: 'failed', error: 'the user who started the run is no longer active', state, steps: [] }
+        : attempts > max
+          ? {
+              status: 'failed',
+              error: `the run was stopped ${max} ${max === 1 ? 'time' : 'times'} at node "${state.cursor}" without getting further (${lost ?? 'its node stopped'}), so it is not started again (WORKFLOW_MAX_ATTEMPTS)`,
+              state,
+              steps: [],
+            }
+          : await this.#runPart(em, instance, principal, state, next);
+      if (part.status === 'lost') {
+        // Started again at once from its last checkpoint; what it was resumed with goes again unless it got past that.
+        this.#logger.warn({ instanceId, attempt: attempts, reason: part.reason }, 'a workflow run lost its thread');
+        lost = part.reason;
+        if (part.progressed) next = undefined;
+        continue;
+      }
+      const outcome = part;
       next = undefined;
       const history = [...instance.history, ...outcome.steps];
       const kept = await em.fork().transactional(async (tx) => {
@@ -323,36 +350,84 @@ export class WorkflowRunner {
   }
 
   /** One part of a run in the worker pool, answering its requests for effects and keeping its checkpoints. */
-  async #runPart(em: EntityManager, instance: WorkflowInstance, principal: Principal, state: RunState, resumed?: { result: unknown }): Promise<RunOutcome> {
+  async #runPart(em: EntityManager, instance: WorkflowInstance, principal: Principal, state: RunState, resumed?: { result: unknown }): Promise<PartOutcome> {
     const { port1, port2 } = new MessageChannel();
     const ctx = this.#operations.contextOf(principal, `workflow:${instance.id}`) as AuthenticatedContext;
     let stopped = false;
+    let outOfTime = false;
+    // The latest checkpoint, which a part stopped by the host ends at.
+    let last: { state: RunState; steps: Checkpoint['steps'] } = { state, steps: [] };
+    const pending = new Set<number>();
+    const reply = (answer: EffectReply) => {
+      if (pending.delete(answer.id)) port1.postMessage(answer);
+    };
     // Checkpoints are written one after the other, and all of them before the part's outcome is.
     let saving: Promise<unknown> = Promise.resolve();
     port1.on('message', (message: EffectRequest | Checkpoint) => {
       if (message.kind === 'checkpoint') {
+        last = message;
         saving = saving
           .then(() => this.#keep(em, instance.id, message.state, [...instance.history, ...message.steps], { lease_until: this.#leaseEnd() }, true))
           .then((kept) => (stopped ||= !kept))
           .catch((err) => this.#logger.warn({ err, instanceId: instance.id }, 'could not keep a workflow checkpoint'));
         return;
       }
-      void this.#effect(principal, ctx, instance, message, () => stopped).then((reply) => port1.postMessage(reply));
+      pending.add(message.id);
+      if (outOfTime) return reply({ id: message.id, ok: false, error: 'the run ran out of time' });
+      void this.#effect(principal, ctx, instance, message, () => stopped).then(reply);
     });
+    const clock = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
+    const deadline = Date.now() + this.#config.WORKFLOW_RUN_TIMEOUT_MS;
+    const stop = new AbortController();
+    // An expression running too long holds its thread: the thread is stopped. A part past its time waiting for
+    // the host is answered that it ran out of time, so that it fails by itself and its thread goes on.
+    const watch = setInterval(() => {
+      const began = new Float64Array(clock)[0]!;
+      if (began > 0 && Date.now() - began > EXPRESSION_LIMITS.timeout + GRACE_MS) {
+        stop.abort(new Error(`an expression ran longer than ${EXPRESSION_LIMITS.timeout} ms`));
+      } else if (Date.now() > deadline + GRACE_MS && !outOfTime) {
+        outOfTime = true;
+        for (const id of [...pending]) reply({ id, ok: false, error: 'the run ran out of time' });
+      }
+    }, WATCH_MS);
     const task: RunTask = {
       nodes: instance.graph.nodes as WorkflowNode[],
       edges: instance.graph.edges as WorkflowEdge[],
       state,
       resumed,
-      limits: { maxSteps: this.#config.WORKFLOW_MAX_STEPS, deadline: Date.now() + this.#config.WORKFLOW_RUN_TIMEOUT_MS },
+      limits: {
+        maxSteps: this.#config.WORKFLOW_MAX_STEPS,
+        deadline,
+        maxValueBytes: this.#config.WORKFLOW_MAX_VALUE_BYTES,
+        maxVariablesBytes: this.#config.WORKFLOW_MAX_VARIABLES_BYTES,
+        maxOutputBytes: this.#config.WORKFLOW_MAX_OUTPUT_BYTES,
+      },
+      clock,
       port: port2 as unknown as MessagePort,
     };
     try {
-      return await this.#pool.run<RunOutcome>(INTERPRETER, task, { port: port2 });
+      return await this.#pool.run<RunOutcome>(INTERPRETER, task, { port: port2, signal: stop.signal });
+    } catch (error) {
+      if (!(error instanceof WorkerTaskError) || error.failure === 'threw') throw error;
+      if (error.failure === 'lost') return { status: 'lost', reason: `its thread was lost: ${error.reason}`, progressed: last.state !== state };
+      const message = `node "${last.state.cursor}": ${error.reason}, and its thread was stopped`;
+      const type = (instance.graph.nodes as WorkflowNode[]).find((node) => node.id === last.state.cursor)?.type ?? 'unknown';
+      const steps = [...last.steps, { node: last.state.cursor, type, at: new Date().toISOString(), status: 'failed' as const, error: message }];
+      return { status: 'failed', error: message, state: last.state, steps };
     } finally {
+      clearInterval(watch);
       port1.close();
       await saving;
     }
+  }
+
+  /** Counts a part of the run started, before it starts (a crash then still counts it); null when the run is no longer running. */
+  async #attempt(em: EntityManager, id: string): Promise<number | null> {
+    const [row] = await em.execute<{ attempts: number }[]>(
+      `update workflow_instance set attempts = attempts + 1, updated_at = now() where id = ? and status = 'running' returning attempts`,
+      [id],
+    );
+    return row ? row.attempts : null;
   }
 
   /** Does the work of a node for the run's user: an operation, a tool, an HTTP request, a chat completion or a contributed type. */
@@ -421,7 +496,7 @@ export class WorkflowRunner {
   async #keep(em: EntityManager, id: string, state: RunState, history: WorkflowInstance['history'], columns: Record<string, unknown>, onlyRunning = false): Promise<boolean> {
     const names = Object.keys(columns);
     const kept = await em.execute(
-      `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?, history = ?::jsonb,
+      `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?, history = ?::jsonb, attempts = 0,
          ${names.map((name) => `${name} = ?`).join(', ')}${names.length ? ',' : ''} updated_at = now()
        where id = ?${onlyRunning ? " and status = 'running'" : ''} returning id`,
       [state.cursor, JSON.stringify(state.variables), state.steps, JSON.stringify(history.slice(-MAX_HISTORY)), ...Object.values(columns), id],
