@@ -38,7 +38,10 @@ const REDACT_PATHS = [
 /**
  * pino's error serializer, except that a database error, wherever it sits
  * (the error itself, a cause, a property, one of an AggregateError's), is
- * logged without the values of its statement.
+ * logged without the values of its statement or the entity it holds, and
+ * that of an error's own properties only its plain values (a code, a status)
+ * and errors are logged: an object it carries (an entity, a statement's
+ * parameters, a request with its headers) is named by its class alone.
  */
 export function serializeError(err: unknown, seen = new WeakSet<Error>()): unknown {
   if (!(err instanceof Error)) return err;
@@ -46,10 +49,16 @@ export function serializeError(err: unknown, seen = new WeakSet<Error>()): unkno
   seen.add(err);
   if (isDatabaseError(err)) return databaseErrorRecord(err);
   const record: Record<string, unknown> = { type: err.constructor.name, message: err.message, stack: err.stack };
-  for (const [key, value] of Object.entries(err)) record[key] = serializeError(value, seen);
+  for (const [key, value] of Object.entries(err)) record[key] = propertyOf(value, seen);
   if (err.cause !== undefined) record.cause = serializeError(err.cause, seen);
   if (err instanceof AggregateError) record.aggregateErrors = err.errors.map((inner) => serializeError(inner, seen));
   return record;
+}
+
+function propertyOf(value: unknown, seen: WeakSet<Error>): unknown {
+  if (value instanceof Error) return serializeError(value, seen);
+  if (value === null || typeof value !== 'object') return typeof value === 'function' || typeof value === 'symbol' ? undefined : value;
+  return `[${Array.isArray(value) ? 'Array' : (value.constructor?.name ?? 'Object')}]`;
 }
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
