@@ -6,7 +6,7 @@ import { errorBody, type DispatchResult, type Dispatcher } from '../rpc/dispatch
 import { RpcError } from '../rpc/errors.ts';
 import { Envelope } from '../rpc/operation.ts';
 import type { Metrics } from './metrics.ts';
-import { readBody, type BodyReceiver } from './read-body.ts';
+import { answerDuringBody, readBody, type BodyReceiver } from './read-body.ts';
 import { HttpTransport, type TransportOptions } from './request-info.ts';
 
 export interface RpcEndpointOptions extends TransportOptions {
@@ -19,7 +19,8 @@ interface Reply {
   requestId: string;
   cookies?: string[];
   retryAfter?: number;
-  closeConnection?: boolean;
+  /** A body refused while it may still be arriving, and the limit it broke: the answer closes the connection once the rest is dropped. */
+  refusedBody?: { req: IncomingMessage; limit: number };
 }
 
 /** One writeHead with every header: the cheapest way out for a small JSON answer. */
@@ -32,8 +33,8 @@ function send(res: ServerResponse, status: number, body: unknown, reply: Reply):
   };
   if (reply.cookies?.length) headers['set-cookie'] = reply.cookies;
   if (reply.retryAfter !== undefined) headers['retry-after'] = String(reply.retryAfter);
-  if (reply.closeConnection) headers.connection = 'close';
-  res.writeHead(status, headers).end(text);
+  if (reply.refusedBody) answerDuringBody(reply.refusedBody.req, res, status, headers, text, reply.refusedBody.limit);
+  else res.writeHead(status, headers).end(text);
 }
 
 function sendError(res: ServerResponse, error: RpcError, reply: Reply, errorId?: string): void {
@@ -154,7 +155,8 @@ class RpcCall implements BodyReceiver {
   #refuse(error: RpcError): void {
     this.endpoint.metrics.rpcCalls.inc({ method: 'invalid', code: error.code });
     this.endpoint.logger.info({ requestId: this.requestId, code: error.code }, error.message);
-    sendError(this.res, error, { requestId: this.requestId, closeConnection: error.code === 'PAYLOAD_TOO_LARGE' });
+    const refusedBody = error.code === 'PAYLOAD_TOO_LARGE' ? { req: this.req, limit: this.endpoint.options.bodyLimitBytes } : undefined;
+    sendError(this.res, error, { requestId: this.requestId, refusedBody });
   }
 
   /** A result that cannot be sent (say, not serialisable) still gets an answer and an error id. */

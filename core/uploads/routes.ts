@@ -4,8 +4,10 @@ import { PassThrough, type Readable } from 'node:stream';
 import Router from '@koa/router';
 import busboy from 'busboy';
 import type { Context, Next } from 'koa';
+import type { Config } from '../config.ts';
 import { presentedCredentials, type Authenticator } from '../credentials/authenticator.ts';
 import type { Database } from '../db/orm.ts';
+import { answerDuringBody } from '../http/read-body.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type AuthenticatedContext } from '../rpc/context.ts';
 import { errorBody } from '../rpc/dispatch.ts';
@@ -13,6 +15,7 @@ import { badRequest, RpcError, unauthenticated } from '../rpc/errors.ts';
 import { tooManyFiles, type UploadBatch, type UploadService } from './upload-service.ts';
 
 export interface UploadRouteDeps {
+  config: Config;
   authenticator: Authenticator;
   uploadService: UploadService;
   db: Database;
@@ -27,8 +30,10 @@ const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
  * take the same credentials as RPC calls and answer errors in the RPC
  * envelope. They live on the Koa side, off the RPC hot path.
  */
-export function uploadRoutes({ authenticator, uploadService, db, logger }: UploadRouteDeps): Router {
+export function uploadRoutes({ config, authenticator, uploadService, db, logger }: UploadRouteDeps): Router {
   const router = new Router();
+  // The largest body any upload may send: what a refused one may still be sending is drained up to a multiple of it.
+  const bodyLimit = config.uploadMaxBytes + MULTIPART_OVERHEAD_BYTES;
   const contextDeps = { forkEm: (id: string | null) => db.forkEm(id), logger };
 
   const caller = async (ctx: Context): Promise<AuthenticatedContext> => {
@@ -51,13 +56,15 @@ export function uploadRoutes({ authenticator, uploadService, db, logger }: Uploa
         error = new RpcError('INTERNAL', `Internal error (error id ${errorId})`);
         logger.error({ err: thrown, errorId, requestId: requestIdOf(ctx), route: ctx.routerPath }, 'upload route failed');
       }
-      // The client may still be sending: drop the rest of the body and the connection with it.
-      if (!ctx.req.complete) {
-        ctx.set('Connection', 'close');
-        ctx.req.resume();
+      const body = { success: false, data: errorBody(error, errorId) };
+      if (ctx.req.complete) {
+        ctx.status = error.status;
+        ctx.body = body;
+        return;
       }
-      ctx.status = error.status;
-      ctx.body = { success: false, data: errorBody(error, errorId) };
+      // The client may still be sending: answer now, and close once the rest of its body is dropped.
+      ctx.respond = false;
+      answerDuringBody(ctx.req, ctx.res, error.status, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(body), bodyLimit);
     }
   };
 
