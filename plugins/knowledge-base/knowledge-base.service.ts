@@ -67,6 +67,19 @@ export interface UrlIngest extends DocumentMetadata {
   documentId?: string;
 }
 
+/** What a document is given when it is ingested: its metadata and name, and documentId for a new version of it. */
+type IngestInput = DocumentMetadata & { name: string; documentId?: string };
+/** Where an ingestion reads from: the text, the file or the URL, and its size. */
+interface IngestContent {
+  docType: string;
+  sourceType: SourceType;
+  source?: string;
+  fileId?: string;
+  fileName?: string;
+  sourceUrl?: string;
+  sizeBytes: number;
+}
+
 /** What an ingestion reads: the bytes, the parser they go to, and the name of the file they came from. */
 interface Content {
   bytes: Buffer;
@@ -247,27 +260,31 @@ export class KnowledgeBaseService {
     return this.#ingest(ctx, { ...input, name: input.name ?? url.href }, { docType, sourceType: 'url', sourceUrl: url.href, sizeBytes: 0 });
   }
 
-  /** One document per file uploaded with the key (one file only when documentId names the document to re-ingest). */
+  /**
+   * One document per file uploaded with the key (one file only when documentId names the document to re-ingest).
+   * The documents are written in the transaction that uses up the key: a refusal (no such document, the quota,
+   * a file no parser reads) changes nothing, and the key stays usable.
+   */
   async ingestFiles(ctx: AuthenticatedContext, input: FileIngest): Promise<{ documents: DocumentRecord[]; jobIds: string[] }> {
     await this.#checkUser(ctx, input);
-    const files = await this.#uploads.consume(ctx, input.uploadKey, FILE_PURPOSE, async (uploaded) => uploaded);
-    if (files.length === 0) throw badRequest('No file has been uploaded with this upload key');
-    if (input.documentId && files.length !== 1) throw badRequest('A new version of a document takes exactly one file');
-    const results = [];
-    for (const file of files) {
-      const parser = this.#parserFor(file.mimeType, file.fileName);
-      if (!parser) {
-        await this.#uploads.delete(ctx, file.fileId);
-        throw validationError([{ path: 'uploadKey', message: `${file.fileName}: no parser reads ${file.mimeType} files` }]);
+    const results = await this.#uploads.consume(ctx, input.uploadKey, FILE_PURPOSE, async (files, em) => {
+      if (files.length === 0) throw badRequest('No file has been uploaded with this upload key');
+      if (input.documentId && files.length !== 1) throw badRequest('A new version of a document takes exactly one file');
+      const written = [];
+      for (const file of files) {
+        const parser = this.#parserFor(file.mimeType, file.fileName);
+        if (!parser) throw validationError([{ path: 'uploadKey', message: `${file.fileName}: no parser reads ${file.mimeType} files` }]);
+        written.push(
+          await this.#write(
+            ctx,
+            em,
+            { ...input, name: input.name ?? file.fileName },
+            { docType: parser.name, sourceType: 'file', fileId: file.fileId, fileName: file.fileName, sizeBytes: file.size },
+          ),
+        );
       }
-      results.push(
-        await this.#ingest(
-          ctx,
-          { ...input, name: input.name ?? file.fileName },
-          { docType: parser.name, sourceType: 'file', fileId: file.fileId, fileName: file.fileName, sizeBytes: file.size },
-        ),
-      );
-    }
+      return written;
+    });
     return { documents: results.map((result) => result.document), jobIds: results.map((result) => result.jobId) };
   }
 
@@ -278,72 +295,71 @@ export class KnowledgeBaseService {
     if (holder?.subscriptionId !== ctx.subscriptionId) throw validationError([{ path: 'userId', message: `No user ${input.userId} in this subscription` }]);
   }
 
-  async #ingest(
-    ctx: AuthenticatedContext,
-    input: DocumentMetadata & { name: string; documentId?: string },
-    content: { docType: string; sourceType: SourceType; source?: string; fileId?: string; fileName?: string; sourceUrl?: string; sizeBytes: number },
-  ): Promise<{ document: DocumentRecord; jobId: string }> {
-    return ctx.em.fork().transactional(async (em) => {
-      const now = new Date();
-      let document: KnowledgeDocument;
-      const replaced = input.documentId ? await this.#live(em, input.documentId, true) : null;
-      await this.#checkQuota(em, ctx, replaced ? 0 : 1, content.sizeBytes - Number(replaced?.sizeBytes ?? 0));
-      if (replaced) {
-        document = replaced;
-        Object.assign(document, this.#metadataChanges(input), {
-          docType: content.docType,
-          sourceType: content.sourceType,
-          version: document.version + 1,
-          status: 'pending',
-          error: null,
-          sizeBytes: content.sizeBytes,
-          updatedAt: now,
-        });
-      } else {
-        document = em.create(KnowledgeDocument, {
-          id: randomUUID(),
-          subscriptionId: ctx.subscriptionId,
-          name: input.name,
-          description: input.description ?? '',
-          collection: input.collection ?? null,
-          tags: input.tags ?? [],
-          docType: content.docType,
-          sourceType: content.sourceType,
-          userId: input.userId === undefined ? ctx.userId : input.userId,
-          contactId: input.contactId ?? null,
-          projectId: input.projectId === undefined ? ctx.projectId : input.projectId,
-          status: 'pending',
-          error: null,
-          version: 1,
-          chunkCount: 0,
-          sizeBytes: content.sizeBytes,
-          createdBy: ctx.userId,
-          createdAt: now,
-          updatedAt: now,
-          searchVector: null,
-          deletedAt: null,
-        });
-      }
-      em.create(DocumentVersion, {
+  #ingest(ctx: AuthenticatedContext, input: IngestInput, content: IngestContent): Promise<{ document: DocumentRecord; jobId: string }> {
+    return ctx.em.fork().transactional((em) => this.#write(ctx, em, input, content));
+  }
+
+  /** The document (new, or a new version of documentId), its version and its ingestion job, in the caller's transaction. */
+  async #write(ctx: AuthenticatedContext, em: EntityManager, input: IngestInput, content: IngestContent): Promise<{ document: DocumentRecord; jobId: string }> {
+    const now = new Date();
+    let document: KnowledgeDocument;
+    const replaced = input.documentId ? await this.#live(em, input.documentId, true) : null;
+    await this.#checkQuota(em, ctx, replaced ? 0 : 1, content.sizeBytes - Number(replaced?.sizeBytes ?? 0));
+    if (replaced) {
+      document = replaced;
+      Object.assign(document, this.#metadataChanges(input), {
+        docType: content.docType,
+        sourceType: content.sourceType,
+        version: document.version + 1,
+        status: 'pending',
+        error: null,
+        sizeBytes: content.sizeBytes,
+        updatedAt: now,
+      });
+    } else {
+      document = em.create(KnowledgeDocument, {
         id: randomUUID(),
         subscriptionId: ctx.subscriptionId,
-        documentId: document.id,
-        version: document.version,
+        name: input.name,
+        description: input.description ?? '',
+        collection: input.collection ?? null,
+        tags: input.tags ?? [],
         docType: content.docType,
-        source: content.source ?? null,
-        fileId: content.fileId ?? null,
-        fileName: content.fileName ?? null,
-        sourceUrl: content.sourceUrl ?? null,
+        sourceType: content.sourceType,
+        userId: input.userId === undefined ? ctx.userId : input.userId,
+        contactId: input.contactId ?? null,
+        projectId: input.projectId === undefined ? ctx.projectId : input.projectId,
+        status: 'pending',
+        error: null,
+        version: 1,
+        chunkCount: 0,
         sizeBytes: content.sizeBytes,
-        markdown: null,
         createdBy: ctx.userId,
         createdAt: now,
+        updatedAt: now,
+        searchVector: null,
+        deletedAt: null,
       });
-      await em.flush();
-      await this.#refreshSearchVector(em, document.id);
-      const ingestion = await this.#queueIngestion(ctx, em, document);
-      return { document: toRecord(document), jobId: ingestion.id };
+    }
+    em.create(DocumentVersion, {
+      id: randomUUID(),
+      subscriptionId: ctx.subscriptionId,
+      documentId: document.id,
+      version: document.version,
+      docType: content.docType,
+      source: content.source ?? null,
+      fileId: content.fileId ?? null,
+      fileName: content.fileName ?? null,
+      sourceUrl: content.sourceUrl ?? null,
+      sizeBytes: content.sizeBytes,
+      markdown: null,
+      createdBy: ctx.userId,
+      createdAt: now,
     });
+    await em.flush();
+    await this.#refreshSearchVector(em, document.id);
+    const ingestion = await this.#queueIngestion(ctx, em, document);
+    return { document: toRecord(document), jobId: ingestion.id };
   }
 
   /**

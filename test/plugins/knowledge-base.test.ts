@@ -384,7 +384,7 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.ok(options.fileTypes.includes('application/pdf'));
   });
 
-  it('refuses ingestion past the quota with QUOTA_EXCEEDED, changing nothing', async () => {
+  it('refuses ingestion past the quota with QUOTA_EXCEEDED, changing nothing; a refused file ingestion keeps its upload key usable', async () => {
     const small = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { KB_MAX_DOCUMENTS: '1', KB_MAX_STORAGE_BYTES: '2000' } });
     try {
       const owner = await small.signup();
@@ -399,6 +399,14 @@ describe('KnowledgeBaseAdminRpc', () => {
       assert.deepEqual([after.totalCount, after.data[0].version], [1, 1]);
       // A new version replaces the old one's bytes.
       await small.ok('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'One', content: 'z'.repeat(1500) }, as(owner));
+
+      const { uploadKey } = await small.ok('KnowledgeBaseAdminRpc.getUploadKey', {}, as(owner));
+      assert.equal((await putUpload(small, uploadKey, Buffer.from('Parking is underground.\n'), 'text/plain', { ...as(owner), fileName: 'parking.txt' })).status, 200);
+      assert.equal((await small.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey }, as(owner))).body.data.code, 'QUOTA_EXCEEDED');
+      const unknown = await small.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, documentId: '00000000-0000-4000-8000-000000000000' }, as(owner));
+      assert.equal(unknown.body.data.code, 'NOT_FOUND');
+      const { documents } = await small.ok('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, documentId: first._id }, as(owner));
+      assert.deepEqual([documents[0]._id, documents[0].version, documents[0].sizeBytes], [first._id, 3, 24], 'the key was still usable');
     } finally {
       await small.close();
     }
