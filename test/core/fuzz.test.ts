@@ -56,6 +56,10 @@ const HOSTILE_VALUES: unknown[] = [
   'x'.repeat(100_000),
   // Valid text for most fields, so it reaches the handler: quotes, a lone surrogate, a character outside the BMP.
   "it's' or 1=1 -- \ud800 \u{1F642}",
+  // What ends, quotes or comments out a statement: the values are inlined into SQL, which a driver must not split (core/db/pglite-driver.ts).
+  'semi;colon',
+  "'; delete from core_user; --",
+  `$$;$$ select 1; -- x' || pg_sleep(1) || 'a"b;c\\`,
   nested(200, (inner) => ({ a: inner })),
   nested(200, (inner) => [inner]),
   JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "toString": 1}'),
