@@ -14,10 +14,12 @@ export const Subscription = defineEntity({
 });
 export type Subscription = InferEntity<typeof Subscription>;
 
+/** A provider account linked to a user, as the user's views show it (from auth_oauth_link). */
 export interface OAuthProfile {
   provider: string;
   id: string;
-  [key: string]: unknown;
+  /** The verified address the provider gave when the link was made. */
+  email?: string;
 }
 
 /** A user; e-mail and username are unique across the service, case-insensitively, since login takes either. */
@@ -38,7 +40,13 @@ export const User = defineEntity({
     isPhoneVerified: p.boolean().default(false),
     phoneNumber: p.text().nullable(),
     onboardingCompleted: p.boolean().default(false),
-    oauthProfiles: p.json<OAuthProfile[]>().default('[]'),
+    /** Read-only: the user's rows of auth_oauth_link, oldest first; only the OAuth login adds one (oauth.service.ts). */
+    oauthProfiles: p
+      .json<OAuthProfile[]>()
+      .formula(
+        (table) =>
+          `(select coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('provider', l.provider, 'id', l.subject, 'email', l.email)) order by l.created_at, l.provider, l.subject), '[]'::jsonb) from auth_oauth_link l where l.user_id = ${table.alias}.id)`,
+      ),
     partnerContactId: p.text().nullable(),
     profilePicture: p.text().nullable(),
     jobTitle: p.text().nullable(),
@@ -53,6 +61,26 @@ export const User = defineEntity({
   ],
 });
 export type User = InferEntity<typeof User>;
+
+/**
+ * A provider account (provider and its subject, the OIDC `sub`) linked to a
+ * user. The key makes one provider account sign in at most one user in the
+ * whole service; only the OAuth login makes a link (oauth.service.ts).
+ */
+export const OAuthLink = defineEntity({
+  name: 'OAuthLink',
+  tableName: 'auth_oauth_link',
+  properties: (p) => ({
+    provider: p.text().primary(),
+    subject: p.text().primary(),
+    userId: p.uuid().index(),
+    subscriptionId: p.uuid(),
+    /** The verified address the provider gave when the link was made. */
+    email: p.text().nullable(),
+    createdAt: p.datetime(),
+  }),
+});
+export type OAuthLink = InferEntity<typeof OAuthLink>;
 
 /** A session: only the SHA-256 of its token is stored. */
 export const Session = defineEntity({
@@ -150,4 +178,4 @@ export const ExternalLogin = defineEntity({
   }),
 });
 
-export const authEntities = [Subscription, User, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin];
+export const authEntities = [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin];

@@ -15,7 +15,7 @@ import {
   type SecretBox,
 } from 'rpc-service/plugin';
 import { OAUTH_PRESETS, oauthSettingsPrefix, type AuthConfig, type OAuthProviderConfig } from './config.ts';
-import { Subscription, User } from './entities.ts';
+import { OAuthLink, Subscription, User } from './entities.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
@@ -24,6 +24,9 @@ import { toUserView, type UserView } from './user-view.ts';
 
 /** How long a login may take at the provider, and how long an external login can be polled. */
 const LOGIN_TTL_MS = 10 * 60_000;
+
+/** The one user a provider account is linked to: (provider, subject) is the key of auth_oauth_link. */
+const LINKED_USER = 'select user_id from auth_oauth_link where provider = ? and subject = ?';
 
 export interface ExternalLoginStarted {
   sessionId: string;
@@ -56,8 +59,8 @@ interface Deps {
 
 /**
  * OpenID Connect login (openid-client): authorization code flow with state,
- * nonce and PKCE; users are found by their provider profile, linked by a
- * verified e-mail address, or created.
+ * nonce and PKCE; users are found by their provider account's link, linked by
+ * a verified e-mail address, or created. This login is the only maker of links.
  */
 export class OAuthService {
   readonly #deps: Deps;
@@ -177,26 +180,40 @@ export class OAuthService {
   }
 
   async #userFor(provider: string, claims: oidc.IDToken): Promise<User> {
-    const em = this.#deps.db.forkEm(null);
-    const profile = { provider, id: claims.sub };
-    const [linked] = await this.#deps.db.execute<{ id: string }>(
-      `select id from auth_user where oauth_profiles @> ?::jsonb`,
-      [JSON.stringify([profile])],
-    );
-    if (linked) return em.findOneOrFail(User, { id: linked.id }, ACROSS_TENANTS);
+    const userId = (await this.#linkedUserId(provider, claims.sub)) ?? (await this.#linkOrSignup(provider, claims));
+    // Read afresh, so the view shows the link this login may just have made.
+    const user = await this.#deps.userService.findAnywhere(userId);
+    if (!user) throw new RpcError('UNAUTHENTICATED', 'This account no longer exists');
+    return user;
+  }
+
+  async #linkedUserId(provider: string, subject: string): Promise<string | undefined> {
+    const [link] = await this.#deps.db.execute<{ user_id: string }>(LINKED_USER, [provider, subject]);
+    return link?.user_id;
+  }
+
+  async #linkOrSignup(provider: string, claims: oidc.IDToken): Promise<string> {
     const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
     if (!email || claims.email_verified !== true) {
       throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
     }
-    const existing = await em.findOne(User, { email }, ACROSS_TENANTS);
-    if (existing) {
-      // A verified address at the provider proves the same person: link the profile to the account.
-      existing.oauthProfiles = [...existing.oauthProfiles, { ...profile, email }];
-      existing.isVerified = true;
-      await em.flush();
-      return existing;
-    }
-    return this.#signup(provider, claims, email);
+    const existing = await this.#deps.db.forkEm(null).findOne(User, { email }, ACROSS_TENANTS);
+    if (!existing) return (await this.#signup(provider, claims, email)).id;
+    // A verified address at the provider proves the same person: link the provider account to the account.
+    return this.#deps.db.forkEm(existing.subscriptionId).transactional(async (tx) => {
+      const [linked] = await tx.execute<{ user_id: string }[]>(
+        `insert into auth_oauth_link (provider, subject, user_id, subscription_id, email, created_at) values (?, ?, ?, ?, ?, now())
+         on conflict (provider, subject) do nothing returning user_id`,
+        [provider, claims.sub, existing.id, existing.subscriptionId, email],
+      );
+      // Nothing inserted: a login of the same provider account at the same time linked it first, and its link holds.
+      if (!linked) {
+        const [held] = await tx.execute<{ user_id: string }[]>(LINKED_USER, [provider, claims.sub]);
+        return held!.user_id;
+      }
+      await tx.nativeUpdate(User, { id: existing.id }, { isVerified: true });
+      return existing.id;
+    });
   }
 
   async #signup(provider: string, claims: oidc.IDToken, email: string): Promise<User> {
@@ -221,9 +238,9 @@ export class OAuthService {
           isVerified: true,
           firstName: typeof claims.given_name === 'string' ? claims.given_name.slice(0, 100) : null,
           lastName: typeof claims.family_name === 'string' ? claims.family_name.slice(0, 100) : null,
-          oauthProfiles: [{ provider, id: claims.sub, email }],
         }),
       );
+      tx.create(OAuthLink, { provider, subject: claims.sub, userId: created.id, subscriptionId, email, createdAt: new Date() });
       await tx.flush();
       return created;
     });

@@ -1,4 +1,4 @@
-import type { User } from './entities.ts';
+import type { OAuthProfile, User } from './entities.ts';
 
 /** The fields both views of a user share. */
 interface UserBase {
@@ -55,7 +55,8 @@ export const toUserView = (user: User): UserView => ({
 
 /** A user as an administrator of the subscription sees it (the spec's administrative view). */
 export interface AdminUserRecord extends UserBase {
-  oauthProfiles: Record<string, unknown>[];
+  /** With the address the provider gave when each link was made. */
+  oauthProfiles: OAuthProfile[];
   partnerContactId: string | null;
 }
 

@@ -16,7 +16,7 @@ import {
   type UploadService,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
-import { Session, User } from './entities.ts';
+import { OAuthLink, Session, User, type OAuthProfile } from './entities.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { hashPassword, verifyPassword } from './password.ts';
 import type { SessionService } from './session.service.ts';
@@ -149,8 +149,9 @@ export class UserService {
     return row ? { subscriptionId: row.subscription_id, role: row.role, isActive: row.is_active } : null;
   }
 
-  /** A user of the caller's subscription, made by an administrator. */
-  async create(ctx: AuthenticatedContext, { password, ...fields }: Omit<NewUser, 'subscriptionId'> & { password: string }): Promise<User> {
+  /** A user of the caller's subscription, made by an administrator, with no provider account linked (see `unlinked`). */
+  async create(ctx: AuthenticatedContext, { password, oauthProfiles = [], ...fields }: Omit<NewUser, 'subscriptionId'> & { password: string }): Promise<User> {
+    unlinked([], oauthProfiles);
     await this.assertAvailable(fields);
     const user = ctx.em.create(User, this.newUser({ ...fields, subscriptionId: ctx.subscriptionId, passwordHash: await hashPassword(password) }));
     await ctx.em.flush();
@@ -173,15 +174,21 @@ export class UserService {
   /**
    * Changes fields of a user; a changed e-mail or username must be free, and
    * a changed role or active flag reaches every node's cached credentials at once.
+   * `oauthProfiles` lists the provider accounts the user keeps: the others are
+   * unlinked, and one the user has not is refused (see `unlinked`).
    */
-  async update(ctx: AuthenticatedContext, user: User, changes: Partial<User>): Promise<User> {
+  async update(ctx: AuthenticatedContext, user: User, { oauthProfiles, ...changes }: Partial<User>): Promise<User> {
+    const removed = oauthProfiles === undefined ? [] : unlinked(user.oauthProfiles, oauthProfiles);
     if (changes.email !== undefined || changes.username !== undefined) {
       await this.assertAvailable({ email: changes.email, username: changes.username }, user.id);
     }
     const credentialsChange =
       (changes.role !== undefined && changes.role !== user.role) || (changes.isActive !== undefined && changes.isActive !== user.isActive);
-    ctx.em.assign(user, changes);
-    await ctx.em.flush();
+    await ctx.em.transactional(async (tx) => {
+      tx.assign(user, changes);
+      for (const { provider, id } of removed) await tx.nativeDelete(OAuthLink, { provider, subject: id, userId: user.id });
+    });
+    if (removed.length > 0) user.oauthProfiles = user.oauthProfiles.filter((link) => !removed.includes(link));
     if (credentialsChange) await this.#deps.credentials.changed({ userId: user.id });
     return user;
   }
@@ -197,6 +204,7 @@ export class UserService {
       await lifecycle.userRemoved({ userId: user.id, subscriptionId: user.subscriptionId, em });
       await uploadService.forgetUser(em, user.id);
       await em.nativeDelete(Session, { userId: user.id });
+      await em.nativeDelete(OAuthLink, { userId: user.id });
       await em.nativeDelete(User, { id: user.id });
     });
     await credentials.changed({ userId: user.id });
@@ -237,6 +245,26 @@ export class UserService {
   findAnywhere(id: string): Promise<User | null> {
     return this.#deps.db.forkEm(null).findOne(User, { id }, ACROSS_TENANTS);
   }
+}
+
+/**
+ * The links of `current` that `kept` leaves out. Only the OAuth login links a
+ * provider account to a user (oauth.service.ts): an account named in `kept`
+ * that is not among `current` is refused, with the same answer whether or not
+ * it is linked to anyone else, so the caller learns nothing of other users.
+ */
+function unlinked(current: readonly OAuthProfile[], kept: readonly OAuthProfile[]): OAuthProfile[] {
+  const same = (a: OAuthProfile, b: OAuthProfile) => a.provider === b.provider && a.id === b.id;
+  const strangers = kept.flatMap((link, index) => (current.some((own) => same(own, link)) ? [] : [index]));
+  if (strangers.length > 0) {
+    throw validationError(
+      strangers.map((index) => ({
+        path: `oauthProfiles.${index}`,
+        message: 'A provider account is linked to a user only by signing in with it; this user has no such link to keep',
+      })),
+    );
+  }
+  return current.filter((own) => !kept.some((link) => same(own, link)));
 }
 
 export type { AdminUserRecord, UserView };

@@ -90,10 +90,11 @@ describe('text that looks like SQL, stored and read back by every group', () => 
       firstName: HOSTILE,
       lastName: HOSTILE,
       partnerContactId: HOSTILE,
-      oauthProfiles: [{ provider: HOSTILE, id: HOSTILE }],
     });
     const found = await ok('AdminUserRpc.findById', { id: created._id });
-    assert.deepEqual([found.firstName, found.lastName, found.partnerContactId, found.oauthProfiles], [HOSTILE, HOSTILE, HOSTILE, [{ provider: HOSTILE, id: HOSTILE }]]);
+    assert.deepEqual([found.firstName, found.lastName, found.partnerContactId], [HOSTILE, HOSTILE, HOSTILE]);
+    // Provider accounts are compared with the user's links, never stored from here (plugins/auth/user.service.ts).
+    assert.equal(await refused('AdminUserRpc.update', { _id: created._id, oauthProfiles: [{ provider: HOSTILE, id: HOSTILE }] }), 'VALIDATION_ERROR');
     // The owner signed up with it as a last name too.
     const filtered = await ok('AdminUserRpc.getData', { filter: { lastName: HOSTILE } });
     assert.deepEqual(filtered.docs.map((user: { username: string }) => user.username).sort(), [name, ownerName].sort());

@@ -159,12 +159,12 @@ describe('AdminUserRpc', () => {
     await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey }); // cached
     const updated = await t.ok(
       'AdminUserRpc.update',
-      { _id: member._id, firstName: 'Dee', isVerified: true, oauthProfiles: [{ provider: 'acme', id: '42', extra: 'kept' }] },
+      { _id: member._id, firstName: 'Dee', isVerified: true, oauthProfiles: [] },
       { token: admin.token },
     );
     assert.equal(updated.firstName, 'Dee');
     assert.equal(updated.isVerified, true);
-    assert.deepEqual(updated.oauthProfiles, [{ provider: 'acme', id: '42', extra: 'kept' }]);
+    assert.deepEqual(updated.oauthProfiles, []);
 
     const promoted = await t.ok('AdminUserRpc.update', { _id: member._id, role: 'staff' }, { token: admin.token });
     assert.equal(promoted.role, 'staff');
@@ -179,6 +179,26 @@ describe('AdminUserRpc', () => {
 
     await t.ok('AdminUserRpc.update', { _id: member._id, isActive: true }, { token: admin.token });
     await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
+  });
+
+  it('links no provider account: create and update refuse one the user has not, and change nothing', async () => {
+    const member = await createUser({ oauthProfiles: [] });
+    assert.deepEqual(member.oauthProfiles, []);
+    const link = [{ provider: 'acme', id: '42' }];
+    const name = uniqueName('linked');
+    const attempts: [string, Record<string, unknown>][] = [
+      ['AdminUserRpc.create', { email: `${name}@example.com`, username: name, password: 'member password', role: 'user', oauthProfiles: link }],
+      ['AdminUserRpc.update', { _id: member._id, firstName: 'Eve', oauthProfiles: link }],
+    ];
+    for (const [method, params] of attempts) {
+      const refused = await t.call(method, params, { token: admin.token });
+      assert.equal(refused.status, 400, method);
+      assert.deepEqual(refused.body.data.issues.map((issue: any) => issue.path), ['oauthProfiles.0'], method);
+      assert.match(refused.body.data.error, /only by signing in/, method);
+    }
+    assert.equal((await t.ok('AdminUserRpc.getData', { filter: { username: name } }, { token: admin.token })).totalDocs, 0);
+    const unchanged = await t.ok('AdminUserRpc.findById', { id: member._id }, { token: admin.token });
+    assert.deepEqual([unchanged.firstName, unchanged.oauthProfiles], [null, []]);
   });
 
   it('resetPassword sets the password and ends every session of the user', async () => {

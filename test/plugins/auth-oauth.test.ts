@@ -113,6 +113,118 @@ describe('OAuth login with an OpenID provider', () => {
     assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
   });
 
+  /** Signs in at the provider as `sub` in a new browser and answers the session the app gave it. */
+  const signInAs = async (sub: string, email = `${sub}@example.com`) => {
+    idp.accounts.set(sub, { email });
+    const browser = new TestBrowser();
+    await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    return t.ok<any>('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+  };
+  const refusedOn = (response: { status: number; body: any }, path: string) => {
+    assert.equal(response.status, 400, JSON.stringify(response.body));
+    assert.equal(response.body.data.code, 'VALIDATION_ERROR');
+    const issue = response.body.data.issues.find((found: { path: string }) => found.path === path);
+    assert.ok(issue, `an issue on ${path}: ${JSON.stringify(response.body.data.issues)}`);
+    return issue.message as string;
+  };
+
+  it("an admin cannot put another tenant's provider account on a user of their own; its owner still signs into their own account", async () => {
+    const sub = uniqueName('person');
+    const person = await signInAs(sub);
+    const x = await t.signup();
+    const claim = [{ provider: 'acme', id: sub }];
+    const decoy = uniqueName('decoy');
+    const created = await t.call(
+      'AdminUserRpc.create',
+      { email: `${decoy}@example.com`, username: decoy, password: 'decoy password', role: 'user', oauthProfiles: claim },
+      { token: x.token },
+    );
+    const onCreate = refusedOn(created, 'oauthProfiles.0');
+    assert.equal((await t.call('AdminUserRpc.getData', { filter: { username: decoy } }, { token: x.token })).body.data.totalDocs, 0, 'nothing was created');
+    const onUpdate = refusedOn(await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: claim }, { token: x.token }), 'oauthProfiles.0');
+    const unchanged = await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token });
+    assert.deepEqual([unchanged.oauthProfiles, unchanged.firstName], [[], null], 'nothing was changed');
+
+    // The answer is the same for a provider account nobody has: it tells tenant X nothing about other tenants.
+    const nobody = [{ provider: 'acme', id: uniqueName('nobody') }];
+    assert.equal(refusedOn(await t.call('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: nobody }, { token: x.token }), 'oauthProfiles.0'), onUpdate);
+    assert.equal(onCreate, onUpdate);
+
+    const again = await signInAs(sub);
+    assert.equal(again.user._id, person.user._id);
+    assert.equal(again.subscriptionId, person.subscriptionId);
+
+    // Whatever writes, the database holds one user per provider account.
+    await assert.rejects(
+      t.app.deps.db.execute(`insert into auth_oauth_link (provider, subject, user_id, subscription_id, created_at) values ('acme', ?, ?, ?, now())`, [
+        sub,
+        x.user._id,
+        x.subscriptionId,
+      ]),
+      /duplicate key|unique/i,
+    );
+  });
+
+  it('a provider account an admin named before its owner ever signed in signs its owner into an account of their own (external-browser flow)', async () => {
+    const sub = uniqueName('newcomer');
+    const x = await t.signup();
+    await t.call('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: [{ provider: 'acme', id: sub }] }, { token: x.token });
+    idp.accounts.set(sub, { email: `${sub}@example.com` });
+    const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    await new TestBrowser().signInAt(started.loginUrl, sub, idp.issuer);
+    const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    const owner = await t.ok<any>('AuthRpc.getSession', {}, { token: completed.token });
+    assert.notEqual(owner.user._id, x.user._id);
+    assert.notEqual(owner.subscriptionId, x.subscriptionId);
+    assert.equal(owner.user.email, `${sub}@example.com`);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).oauthProfiles, []);
+  });
+
+  it('an admin sees the links of their own users and can remove them; only signing in with the provider links again', async () => {
+    const account = await t.signup();
+    const [first, second] = [uniqueName('first'), uniqueName('second')];
+    await signInAs(first, account.user.email);
+    await signInAs(second, account.user.email);
+    const linked = await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token });
+    assert.deepEqual(linked.oauthProfiles, [
+      { provider: 'acme', id: first, email: account.user.email },
+      { provider: 'acme', id: second, email: account.user.email },
+    ]);
+
+    // Keeping a link that is not this user's is refused, and changes nothing.
+    const stranger = [{ provider: 'acme', id: first }, { provider: 'acme', id: uniqueName('stranger') }];
+    refusedOn(await t.call('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: stranger }, { token: account.token }), 'oauthProfiles.1');
+    assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token })).oauthProfiles.length, 2);
+
+    const kept = await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [{ provider: 'acme', id: first }] }, { token: account.token });
+    assert.deepEqual(kept.oauthProfiles, [{ provider: 'acme', id: first, email: account.user.email }]);
+    const self = await t.ok<any>('AuthRpc.getSession', {}, { token: account.token });
+    assert.deepEqual(self.user.oauthProfiles, [{ provider: 'acme', id: first }]);
+
+    // The removed provider account is no longer this user's: it signs in elsewhere unless its verified address is this user's.
+    const moved = await signInAs(second, `${second}@example.com`);
+    assert.notEqual(moved.user._id, account.user._id);
+    assert.deepEqual(moved.user.oauthProfiles, [{ provider: 'acme', id: second }]);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [] }, { token: account.token })).oauthProfiles, []);
+  });
+
+  it('a deleted user takes their links along: the provider account then signs its owner up anew', async () => {
+    const admin = await t.signup();
+    const name = uniqueName('leaver');
+    const member = await t.ok<any>(
+      'AdminUserRpc.create',
+      { email: `${name}@example.com`, username: name, password: 'member password', role: 'user' },
+      { token: admin.token },
+    );
+    const sub = uniqueName('leaver');
+    assert.equal((await signInAs(sub, member.email)).user._id, member._id);
+    await t.ok('AdminUserRpc.delete', { _id: member._id }, { token: admin.token });
+    const anew = await signInAs(sub, member.email);
+    assert.notEqual(anew.user._id, member._id);
+    assert.notEqual(anew.subscriptionId, admin.subscriptionId);
+    assert.deepEqual(anew.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+  });
+
   it('refuses an unverified e-mail address, a wrong state and a replayed callback', async () => {
     const sub = uniqueName('unverified');
     idp.accounts.set(sub, { email: `${sub}@example.com`, emailVerified: false });

@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123171525_initial } from './Migration20261123171525_initial.ts';
+import { Migration20261125230608_oauth_link } from './Migration20261125230608_oauth_link.ts';
 
-export const migrations = [Migration20261123171525_initial];
+export const migrations = [Migration20261123171525_initial, Migration20261125230608_oauth_link];
