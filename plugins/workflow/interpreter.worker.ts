@@ -20,10 +20,11 @@ export interface RunTask {
   resumed?: { result: unknown };
   limits: RunLimits;
   /**
-   * One Float64 cell shared with the host: the time (epoch ms) the expression
-   * being evaluated began, 0 between expressions. The host stops the thread
-   * when it stays set too long (a builtin such as `$pad` or a regular
-   * expression can hold the thread beyond JSONata's own time check).
+   * Float64 cells shared with the host (see CLOCK): when the expression being
+   * evaluated began (0 between expressions) and at which node, and when this
+   * part must end. The host stops the thread when an expression runs too
+   * long: a builtin such as `$pad` or a regular expression can hold the
+   * thread beyond JSONata's own time check.
    */
   clock: SharedArrayBuffer;
   /** Where the work of other node types than start, end, set, condition, wait and delay is asked of the host. */
@@ -55,13 +56,16 @@ export type RunOutcome =
 export interface RunLimits {
   /** Nodes run at most, over the whole run. */
   maxSteps: number;
-  /** The time (epoch ms) this part of the run must end by. */
-  deadline: number;
+  /** How long this part of the run may take from when it starts on its thread. */
+  timeoutMs: number;
   /** Bytes of JSON text (UTF-8) that one expression's value, the run's variables and its output may take. */
   maxValueBytes: number;
   maxVariablesBytes: number;
   maxOutputBytes: number;
 }
+
+/** The cells of RunTask.clock. */
+export const CLOCK = { began: 0, node: 1, deadline: 2, cells: 3 } as const;
 
 /** What one expression may take: time, nesting and the length of the sequences it builds (JSONata's guardrails). */
 export const EXPRESSION_LIMITS = { timeout: 5000, stack: 500, sequence: 100_000 };
@@ -127,12 +131,15 @@ class Interpreter {
   #result: unknown = null;
   #event: unknown = null;
   readonly #clock: Float64Array;
+  readonly #deadline: number;
 
   constructor(task: RunTask) {
     this.#task = task;
     this.#nodes = new Map(task.nodes.map((node) => [node.id, node]));
     this.#state = structuredClone(task.state);
     this.#clock = new Float64Array(task.clock);
+    this.#deadline = Date.now() + task.limits.timeoutMs;
+    this.#clock[CLOCK.deadline] = this.#deadline;
     task.port.on('message', (reply: EffectReply) => {
       this.#pending.get(reply.id)?.(reply);
       this.#pending.delete(reply.id);
@@ -140,6 +147,8 @@ class Interpreter {
   }
 
   async run(): Promise<RunOutcome> {
+    // The variables as they were before the node at the cursor: a node that fails changes none of them.
+    let before = this.#state.variables;
     try {
       if (this.#task.resumed) {
         const node = this.#node(this.#state.cursor);
@@ -150,9 +159,10 @@ class Interpreter {
         this.#state.cursor = await this.#next(node);
       }
       for (;;) {
+        before = { ...this.#state.variables };
         const node = this.#node(this.#state.cursor);
         if (this.#state.steps >= this.#task.limits.maxSteps) throw new NodeError(`the run stopped at node "${node.id}": it ran ${this.#task.limits.maxSteps} nodes, the most a run may`);
-        if (Date.now() > this.#task.limits.deadline) throw new NodeError(`the run stopped at node "${node.id}": it ran out of time`);
+        if (Date.now() > this.#deadline) throw new NodeError(`the run stopped at node "${node.id}": it ran out of time`);
         this.#state.steps += 1;
         const config = node.config as Record<string, any>;
         switch (node.type) {
@@ -199,6 +209,7 @@ class Interpreter {
       const message = error instanceof NodeError ? error.message : `node "${this.#state.cursor}": ${(error as Error).message}`;
       const node = this.#nodes.get(this.#state.cursor);
       if (node) this.#record(node, 'failed', message);
+      this.#state.variables = before;
       return { status: 'failed', error: message, state: this.#state, steps: this.#steps };
     }
   }
@@ -245,13 +256,14 @@ class Interpreter {
 
   async #evaluate(node: WorkflowNode, source: string, what = 'an expression'): Promise<unknown> {
     let value: unknown;
-    this.#clock[0] = Date.now();
+    this.#clock[CLOCK.node] = this.#task.nodes.indexOf(node);
+    this.#clock[CLOCK.began] = Date.now();
     try {
       value = await compiled(source).evaluate(this.#state.variables, { args: this.#state.args, result: this.#result, event: this.#event });
     } catch (error) {
       throw new NodeError(`node "${node.id}": ${what} failed: ${(error as { message?: string }).message ?? String(error)}`);
     } finally {
-      this.#clock[0] = 0;
+      this.#clock[CLOCK.began] = 0;
     }
     this.#limit(node, value, this.#task.limits.maxValueBytes, `${what}'s value`, 'WORKFLOW_MAX_VALUE_BYTES');
     return value;

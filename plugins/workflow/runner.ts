@@ -2,9 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import {
-  mayChangeRecordOf,
   notFound,
-  forbidden,
   OutboundRefusedError,
   RpcError,
   WorkerTaskError,
@@ -26,7 +24,7 @@ import {
 import type { WorkflowConfig } from './config.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import { PendingEvent, WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
-import { EXPRESSION_LIMITS, type Checkpoint, type EffectReply, type EffectRequest, type RunOutcome, type RunState, type RunTask } from './interpreter.worker.ts';
+import { CLOCK, EXPRESSION_LIMITS, type Checkpoint, type EffectReply, type EffectRequest, type RunOutcome, type RunState, type RunTask } from './interpreter.worker.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
 type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;
@@ -39,6 +37,8 @@ const MAX_HISTORY = 1000;
 /** How often a part's time limits are looked at, and how far past them the host lets it go before stepping in. */
 const WATCH_MS = 250;
 const GRACE_MS = 1000;
+/** How long a run is left to the node running it without word from it; renewed while a part runs. */
+const LEASE_MS = 15_000;
 
 /** A part of a run as the host sees it: an outcome, or its thread lost under it (out of memory, or stopped for another part on it). */
 type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: boolean };
@@ -215,8 +215,13 @@ export class WorkflowRunner {
     if (claimed) this.#background(this.#drive(ctx.subscriptionId, claimed, { result: eventData }));
   }
 
+  /** The runs the caller may read: an admin's, all of the subscription; anyone else's, those they started (see #visible). */
   async listInstances(ctx: AuthenticatedContext, query: { workflowId?: string; status?: InstanceStatus; page: number; pageSize: number }) {
-    const where = { ...(query.workflowId ? { workflowId: query.workflowId } : {}), ...(query.status ? { status: query.status } : {}) };
+    const where = {
+      ...(ctx.role === 'admin' ? {} : { userId: ctx.userId }),
+      ...(query.workflowId ? { workflowId: query.workflowId } : {}),
+      ...(query.status ? { status: query.status } : {}),
+    };
     const [instances, totalCount] = await ctx.em.findAndCount(WorkflowInstance, where, {
       orderBy: { createdAt: 'desc', id: 'asc' },
       limit: query.pageSize,
@@ -226,13 +231,12 @@ export class WorkflowRunner {
   }
 
   async getInstance(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
-    return toRecord(await this.#find(ctx.em, id));
+    return toRecord(await this.#visible(ctx, id));
   }
 
-  /** Cancels a run that has not ended (its starter, admins and staff): it stops before its next node. */
+  /** Cancels a run that has not ended (its starter and admins): it stops before its next node. */
   async cancel(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
-    const instance = await this.#find(ctx.em, id);
-    if (!mayChangeRecordOf(ctx, instance.userId)) throw forbidden('Only the user who started this run, admins and staff may cancel it');
+    const instance = await this.#visible(ctx, id);
     const cancelled = await ctx.em.execute(
       `update workflow_instance set status = 'cancelled', lease_until = null, waiting_for = null, wake_at = null, finished_at = now(), updated_at = now()
        where id = ? and subscription_id = ? and status in ('running', 'waiting') returning id`,
@@ -298,7 +302,7 @@ export class WorkflowRunner {
         : attempts > max
           ? {
               status: 'failed',
-              error: `the run was stopped ${max} ${max === 1 ? 'time' : 'times'} at node "${state.cursor}" without getting further (${lost ?? 'its node stopped'}), so it is not started again (WORKFLOW_MAX_ATTEMPTS)`,
+              error: `the run was stopped ${max} ${max === 1 ? 'time' : 'times'} on its way from node "${state.cursor}" (${lost ?? 'its node stopped'}), so it is not started again (WORKFLOW_MAX_ATTEMPTS)`,
               state,
               steps: [],
             }
@@ -376,18 +380,28 @@ export class WorkflowRunner {
       if (outOfTime) return reply({ id: message.id, ok: false, error: 'the run ran out of time' });
       void this.#effect(principal, ctx, instance, message, () => stopped).then(reply);
     });
-    const clock = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
-    const deadline = Date.now() + this.#config.WORKFLOW_RUN_TIMEOUT_MS;
+    const clock = new SharedArrayBuffer(CLOCK.cells * Float64Array.BYTES_PER_ELEMENT);
+    const cells = new Float64Array(clock);
     const stop = new AbortController();
+    let renewed = Date.now();
     // An expression running too long holds its thread: the thread is stopped. A part past its time waiting for
     // the host is answered that it ran out of time, so that it fails by itself and its thread goes on.
     const watch = setInterval(() => {
-      const began = new Float64Array(clock)[0]!;
-      if (began > 0 && Date.now() - began > EXPRESSION_LIMITS.timeout + GRACE_MS) {
-        stop.abort(new Error(`an expression ran longer than ${EXPRESSION_LIMITS.timeout} ms`));
-      } else if (Date.now() > deadline + GRACE_MS && !outOfTime) {
+      const now = Date.now();
+      const began = cells[CLOCK.began]!;
+      const deadline = cells[CLOCK.deadline]!;
+      if (began > 0 && now - began > EXPRESSION_LIMITS.timeout + GRACE_MS) {
+        const node = (instance.graph.nodes as WorkflowNode[])[cells[CLOCK.node]!];
+        stop.abort(Object.assign(new Error(`an expression ran longer than ${EXPRESSION_LIMITS.timeout} ms`), { node: node?.id }));
+      } else if (deadline > 0 && now > deadline + GRACE_MS && !outOfTime) {
         outOfTime = true;
         for (const id of [...pending]) reply({ id, ok: false, error: 'the run ran out of time' });
+      }
+      if (now - renewed > LEASE_MS / 3) {
+        renewed = now;
+        void em
+          .execute(`update workflow_instance set lease_until = ? where id = ? and status = 'running'`, [this.#leaseEnd(), instance.id])
+          .catch((err) => this.#logger.warn({ err, instanceId: instance.id }, 'could not renew the lease of a workflow run'));
       }
     }, WATCH_MS);
     const task: RunTask = {
@@ -397,7 +411,7 @@ export class WorkflowRunner {
       resumed,
       limits: {
         maxSteps: this.#config.WORKFLOW_MAX_STEPS,
-        deadline,
+        timeoutMs: this.#config.WORKFLOW_RUN_TIMEOUT_MS,
         maxValueBytes: this.#config.WORKFLOW_MAX_VALUE_BYTES,
         maxVariablesBytes: this.#config.WORKFLOW_MAX_VARIABLES_BYTES,
         maxOutputBytes: this.#config.WORKFLOW_MAX_OUTPUT_BYTES,
@@ -410,9 +424,10 @@ export class WorkflowRunner {
     } catch (error) {
       if (!(error instanceof WorkerTaskError) || error.failure === 'threw') throw error;
       if (error.failure === 'lost') return { status: 'lost', reason: `its thread was lost: ${error.reason}`, progressed: last.state !== state };
-      const message = `node "${last.state.cursor}": ${error.reason}, and its thread was stopped`;
-      const type = (instance.graph.nodes as WorkflowNode[]).find((node) => node.id === last.state.cursor)?.type ?? 'unknown';
-      const steps = [...last.steps, { node: last.state.cursor, type, at: new Date().toISOString(), status: 'failed' as const, error: message }];
+      const at = ((stop.signal.reason as { node?: string }).node ?? last.state.cursor) as string;
+      const message = `node "${at}": ${error.reason}, and its thread was stopped`;
+      const type = (instance.graph.nodes as WorkflowNode[]).find((node) => node.id === at)?.type ?? 'unknown';
+      const steps = [...last.steps, { node: at, type, at: new Date().toISOString(), status: 'failed' as const, error: message }];
       return { status: 'failed', error: message, state: last.state, steps };
     } finally {
       clearInterval(watch);
@@ -530,14 +545,20 @@ export class WorkflowRunner {
     };
   }
 
-  async #find(em: EntityManager, id: string): Promise<WorkflowInstance> {
-    const instance = await em.findOne(WorkflowInstance, { id }, { refresh: true });
-    if (!instance) throw notFound(`Workflow run ${id} not found`);
+  /**
+   * A run as its starter or an admin reads it; NOT_FOUND for anyone else. A
+   * run holds what its nodes did with the rights of whoever started it (an
+   * admin's run may have read a secret), so the workflow's author and other
+   * members do not see it.
+   */
+  async #visible(ctx: AuthenticatedContext, id: string): Promise<WorkflowInstance> {
+    const instance = await ctx.em.findOne(WorkflowInstance, { id }, { refresh: true });
+    if (!instance || (ctx.role !== 'admin' && instance.userId !== ctx.userId)) throw notFound(`Workflow run ${id} not found`);
     return instance;
   }
 
   #leaseEnd(): Date {
-    return new Date(Date.now() + this.#config.WORKFLOW_RUN_TIMEOUT_MS + 30_000);
+    return new Date(Date.now() + LEASE_MS);
   }
 
   #background(run: Promise<unknown>): void {

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
-import { killLeftoverProcesses, runServer } from '../support/process.ts';
+import { freePort, killLeftoverProcesses, runServer } from '../support/process.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -163,19 +162,6 @@ describe('health, readiness, metrics and request ids', () => {
     }
   });
 });
-
-/** A free TCP port on 127.0.0.1 (the server cannot report the port it picked for PORT=0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 
 describe('the server process', () => {
   const dirs: string[] = [];

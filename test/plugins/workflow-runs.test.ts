@@ -79,7 +79,7 @@ describe('WorkflowRpc: runs', () => {
     );
     t = await startTestApp({
       withNotes: false,
-      plugins: ['auth', 'workflow', 'math'],
+      plugins: ['auth', 'workflow', 'math', 'secrets'],
       extraPlugins: [mathPlugin],
       env: { JOBS_POLL_MS: '500', WORKFLOW_EXECUTE_WAIT_MS: '5000', WORKFLOW_MAX_STEPS: '200', OUTBOUND_ALLOWED_HOSTS: `127.0.0.1:${web.port}` },
     });
@@ -295,6 +295,47 @@ describe('WorkflowRpc: runs', () => {
     assert.ok(recovered >= 1);
     const done = await ended(t, member, instanceId);
     assert.deepEqual([done.status, done.output.greeting, 'approvedBy' in done.output], ['completed', 'Hello Kim', false]);
+  });
+
+  it("shows a run's variables and output only to whoever started it and to admins", async () => {
+    await t.ok('SecretsRpc.create', { zone: 'ops', key: 'token', value: 'admin-only-value' }, as(admin));
+    await save(member, 'Peek', {
+      nodes: [
+        { id: 'start', type: 'start' },
+        { id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: '{"zone": "ops", "key": "token"}', saveAs: 'secret' } },
+        { id: 'done', type: 'end', config: { output: 'secret' } },
+      ],
+      edges: [
+        { source: 'start', target: 'read' },
+        { source: 'read', target: 'done' },
+      ],
+    });
+    // The member's own run has the member's rights.
+    const own = await execute(member, 'Peek');
+    assert.equal(own.body.data.code, 'WORKFLOW_FAILED');
+    assert.match(own.body.data.error, /FORBIDDEN/);
+    // An admin's run of the member's workflow reads the secret, for the admin alone.
+    const byAdmin = await execute(admin, 'Peek');
+    assert.deepEqual(byAdmin.body.data.result.output, { value: 'admin-only-value' });
+    const { instanceId } = byAdmin.body.data.result;
+    const staff = await addUser(t, admin.subscriptionId, 'staff');
+    for (const reader of [member, staff]) {
+      for (const [method, params] of [
+        ['WorkflowRpc.getInstance', { instanceId }],
+        ['WorkflowRpc.cancelInstance', { instanceId }],
+      ] as const) {
+        assert.equal((await t.call(method, params, as(reader))).body.data.code, 'NOT_FOUND', method);
+      }
+      const listed = await t.ok('WorkflowRpc.listInstances', { pageSize: 200 }, as(reader));
+      assert.ok(listed.data.every((run: { userId: string }) => run.userId === reader.user._id), 'only their own runs');
+      assert.doesNotMatch(JSON.stringify(listed), /admin-only-value/);
+    }
+    assert.equal((await instanceOf(t, admin, instanceId)).output.value, 'admin-only-value');
+    // Admins read every run of the subscription.
+    const memberRun = own.body.data.error.match(/run ([0-9a-f-]{36})/)[1];
+    assert.equal((await instanceOf(t, admin, memberRun)).status, 'failed');
+    const all = await t.ok('WorkflowRpc.listInstances', { pageSize: 200 }, as(admin));
+    assert.ok(all.data.some((run: { _id: string }) => run._id === memberRun));
   });
 
   it('cancels a waiting run; keeps runs and events to their subscription', async () => {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,4 +69,30 @@ export function runInProject(command: string, args: string[], env: Record<string
 /** Kills what a test file started and left running (call it in `after`). */
 export function killLeftoverProcesses(): void {
   for (const child of running) child.kill('SIGKILL');
+}
+
+/** A free TCP port on 127.0.0.1 (the server cannot report the port it picked for PORT=0). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Waits until the server at `base` answers /health, failing with its output if it exits or takes longer than `timeoutMs`. */
+export async function whenHealthy(server: RunningProcess, base: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (server.child.exitCode !== null) throw new Error(`server exited early:\n${server.stdout()}\n${server.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`no /health within ${timeoutMs} ms:\n${server.stdout()}\n${server.stderr()}`);
+    const healthy = await fetch(`${base}/health`, { signal: AbortSignal.timeout(1000) })
+      .then((response) => response.status === 200)
+      .catch(() => false);
+    if (healthy) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
