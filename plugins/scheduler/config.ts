@@ -9,6 +9,11 @@ export const schedulerSettings = v.object({
     'how long a run may stay unfinished before it is fired again (its node stopped), in milliseconds',
     '300000',
   ),
+  SCHEDULER_MAX_ATTEMPTS: setting(
+    env.integer('SCHEDULER_MAX_ATTEMPTS', 1, 100),
+    'times a run is fired in all when its node keeps stopping before it finishes; then it fails',
+    '3',
+  ),
 });
 
 export type SchedulerConfig = v.InferOutput<typeof schedulerSettings>;

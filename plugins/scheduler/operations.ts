@@ -82,7 +82,7 @@ export const findById = defineOperation({
 
 export const listRuns = defineOperation({
   access: 'user',
-  describe: "Runs of the subscription's scheduled tasks, newest first: when each was due and fired (delayMs), its status, error and result; of one task (taskId) and in one status when given.",
+  describe: "Runs of scheduled tasks, newest first: when each was due and fired (delayMs), its status, error and result; of one task (taskId) and in one status when given. Admins see every run of the subscription, others the runs of tasks acting as them.",
   params: v.object({
     taskId: v.optional(recordId('taskId')),
     status: v.optional(v.picklist(RUN_STATUSES, `status must be one of ${RUN_STATUSES.join(', ')}`)),

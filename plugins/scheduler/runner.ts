@@ -15,7 +15,7 @@ import {
 import type { SchedulerConfig } from './config.ts';
 import { TaskRun, type RunStatus } from './run.entity.ts';
 import { nextRunOf, parseSchedule } from './schedule.ts';
-import type { ActionType, TaskContext } from './task.entity.ts';
+import { ScheduledTask, type ActionType, type TaskContext } from './task.entity.ts';
 
 /** Due tasks claimed per transaction. */
 const CLAIM_BATCH = 100;
@@ -126,20 +126,41 @@ export class SchedulerRunner {
     clearTimeout(timer);
   }
 
+  /**
+   * Runs as the caller may read them: an admin, every run of the subscription;
+   * anyone else, the runs of tasks acting as them. A run's result is what its
+   * action read with the rights of the user it acted as (an admin's task may
+   * have read a secret), so other members do not see it.
+   */
   async listRuns(ctx: AuthenticatedContext, query: { taskId?: string; status?: RunStatus; page: number; pageSize: number }) {
-    const where = { ...(query.taskId ? { taskId: query.taskId } : {}), ...(query.status ? { status: query.status } : {}) };
+    const own = ctx.role === 'admin' ? null : (await ctx.em.find(ScheduledTask, { userId: ctx.userId }, { fields: ['id'] })).map((task) => task.id);
+    const taskIds = own === null ? (query.taskId ? [query.taskId] : null) : query.taskId ? own.filter((id) => id === query.taskId) : own;
+    const where = { ...(taskIds ? { taskId: { $in: taskIds } } : {}), ...(query.status ? { status: query.status } : {}) };
     const [runs, totalCount] = await ctx.em.findAndCount(TaskRun, where, { orderBy: { firedAt: 'desc', id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize });
     return { data: runs.map(toRecord), totalCount };
   }
 
-  /** The recovery job: runs left unfinished past SCHEDULER_RUN_LEASE_MS (their node stopped) are fired again. */
-  async recover(): Promise<{ refired: number }> {
+  /**
+   * The recovery job: runs left unfinished past SCHEDULER_RUN_LEASE_MS (their
+   * node stopped) are fired again, up to SCHEDULER_MAX_ATTEMPTS times in all;
+   * a run whose action stopped its node that often fails instead (a task that
+   * takes its node down would otherwise do so at every start).
+   */
+  async recover(): Promise<{ refired: number; failed: number }> {
     const em = this.#db.forkEm(null);
+    const max = this.#config.SCHEDULER_MAX_ATTEMPTS;
+    const given = await em.execute<{ id: string }[]>(
+      `update scheduler_run set status = 'failed', finished_at = now(),
+         error = 'its node stopped each of the ' || attempts || ' times it was fired, so it is not fired again (SCHEDULER_MAX_ATTEMPTS)'
+       where id in (select id from scheduler_run where status = 'running' and attempts >= ? and fired_at < now() - make_interval(secs => ?) limit 100 for update skip locked)
+       returning id`,
+      [max, this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
+    );
     const stale = await em.execute<{ id: string; task_id: string }[]>(
       `update scheduler_run set attempts = attempts + 1, fired_at = now()
-       where id in (select id from scheduler_run where status = 'running' and fired_at < now() - make_interval(secs => ?) order by fired_at limit 100 for update skip locked)
+       where id in (select id from scheduler_run where status = 'running' and attempts < ? and fired_at < now() - make_interval(secs => ?) order by fired_at limit 100 for update skip locked)
        returning id, task_id`,
-      [this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
+      [max, this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
     );
     for (const run of stale) {
       const [task] = await em.execute<DueTask[]>(
@@ -149,7 +170,7 @@ export class SchedulerRunner {
       if (task) this.#launch({ runId: run.id, task });
       else await this.#finish(run.id, 'failed', 'the task was deleted', null);
     }
-    return { refired: stale.length };
+    return { refired: stale.length, failed: given.length };
   }
 
   #schedule(): void {

@@ -90,6 +90,37 @@ describe('SchedulerRpc: firing', () => {
     assert.equal((await t.ok('SchedulerRpc.listRuns', { taskId: listing }, as(stranger))).totalCount, 0);
   });
 
+  it("shows a run's result only to the user the task acts as and to admins", async () => {
+    const peek = await create(admin, { name: 'Admin peek', schedule: onceIn(300), actionType: 'rpc', actionConfig: { method: 'AuthRpc.getSession', params: {} } });
+    const [run] = await finishedRuns(t, admin, peek);
+    assert.equal(run.result.user._id, admin.user._id);
+    assert.equal((await t.ok('SchedulerRpc.listRuns', { taskId: peek }, as(member))).totalCount, 0);
+    const everything = await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(member));
+    assert.ok(everything.data.length > 0 && everything.data.every((listed: { _id: string }) => listed._id !== run._id), "the member's own runs, not the admin's");
+    // An admin reads the runs of every task of the subscription.
+    const mine = everything.data[0]._id;
+    assert.ok((await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(admin))).data.some((listed: { _id: string }) => listed._id === mine));
+  });
+
+  it('fires again a run whose node stopped, and fails it once it was fired SCHEDULER_MAX_ATTEMPTS times', async () => {
+    const taskId = await create(member, { name: 'Crashy', schedule: onceIn(200), actionType: 'event', actionConfig: { eventName: 'crashy.fired' } });
+    const [run] = await finishedRuns(t, member, taskId);
+    const { schedulerRunner } = t.app.depsOf('scheduler');
+    // As if its node had died mid-action each time it was fired: still running, long past its lease.
+    const stalled = (attempts: number) =>
+      t.app.deps.db.execute(`update scheduler_run set status = 'running', finished_at = null, attempts = ?, fired_at = now() - interval '1 day' where id = ?`, [attempts, run._id]);
+    await stalled(2);
+    assert.equal((await schedulerRunner.recover()).refired, 1);
+    const [again] = await finishedRuns(t, member, taskId);
+    assert.deepEqual([again.status, again.attempts], ['succeeded', 3]);
+    await stalled(3);
+    assert.deepEqual(await schedulerRunner.recover(), { refired: 0, failed: 1 });
+    const [given] = await runsOf(t, member, taskId);
+    assert.equal(given.status, 'failed');
+    assert.match(given.error, /its node stopped each of the 3 times it was fired.*SCHEDULER_MAX_ATTEMPTS/);
+    assert.equal(events.filter((event) => event.name === 'crashy.fired').length, 2, 'not fired a third time');
+  });
+
   it('runs a workflow, and records a failure for an aiMessage when no AI provider is configured', async () => {
     await t.ok('WorkflowRpc.create', {
       name: 'Greeter',
