@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
+import { defineJob, WorkerTaskError, type Jobs } from 'rpc-service/plugin';
 import { definePlugin } from '../../core/plugin/define.ts';
+import { WorkerPool } from '../../core/pool/worker-pool.ts';
 import { defineOperation } from '../../core/rpc/operation.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
@@ -42,17 +44,33 @@ export default function ({ shared, until, boundMs }) {
 `,
 );
 
+// Holds ever more memory until its thread's heap limit; spins without end.
+const HOG_WORKER = path.join(workDir, 'hog.mjs');
+writeFileSync(HOG_WORKER, `export default function () {\n  const kept = [];\n  for (;;) kept.push(new Array(10000).fill(kept.length));\n}\n`);
+const SPIN_WORKER = path.join(workDir, 'spin.mjs');
+writeFileSync(SPIN_WORKER, `export default function () {\n  for (;;);\n}\n`);
+const ECHO_WORKER = path.join(workDir, 'echo.mjs');
+writeFileSync(ECHO_WORKER, `export default function (data) {\n  return data;\n}\n`);
+
 const faultyWork = definePlugin({
   id: 'faulty-work',
   group: 'FaultyWorkRpc',
   coreVersion: '^2.0.0',
-  deps: ['pool'],
+  deps: ['pool', 'jobs'],
   operations: {
     explode: defineOperation({
       access: 'user',
       describe: 'Runs a worker that throws.',
       params: v.object({}),
       handler: ({ deps }) => deps.pool.run(THROWING_WORKER, {}),
+    }),
+  },
+  jobs: {
+    hog: defineJob({
+      describe: 'Runs a worker that runs out of memory.',
+      data: v.object({}),
+      retry: { limit: 1, delaySeconds: 1, backoff: false },
+      handler: ({ deps }) => deps.pool.run(HOG_WORKER, {}),
     }),
   },
 });
@@ -73,17 +91,20 @@ async function probe(t: TestApp, count: number, until: number, boundMs: number) 
 describe('worker pool', () => {
   let t: TestApp;
   let three: TestApp;
+  let hogs: TestApp;
 
   before(async () => {
     // Started together: most of a test app's start is the embedded database's.
-    [t, three] = await Promise.all([
+    [t, three, hogs] = await Promise.all([
       startTestApp({ extraPlugins: [faultyWork] }),
       startTestApp({ env: { WORKERS: '3' }, withNotes: false }),
+      startTestApp({ extraPlugins: [faultyWork], withNotes: false, env: { WORKER_MAX_MEMORY_MB: '32', JOBS_POLL_MS: '500' } }),
     ]);
   });
   after(async () => {
     await t?.close();
     await three?.close();
+    await hogs?.close();
     rmSync(workDir, { recursive: true, force: true });
   });
 
@@ -143,6 +164,41 @@ describe('worker pool', () => {
 
     // The pool survives a failed task.
     assert.deepEqual(await t.ok('NoteRpc.stats', {}, { token: user.token }), { notes: 0, words: 0, topWords: [] });
+  });
+
+  it('loses only the thread of a task that runs out of memory or is stopped at its time limit, then runs the next task', async () => {
+    const pool = new WorkerPool({ size: 1, memoryMb: 32, taskTimeoutMs: 500, logger: t.app.logger });
+    try {
+      const failure = (task: Promise<unknown>) =>
+        task.then(
+          () => assert.fail('the task ended'),
+          (error: unknown) => (assert.ok(error instanceof WorkerTaskError, String(error)), [error.failure, error.reason]),
+        );
+      assert.deepEqual(await failure(pool.run(HOG_WORKER, {})), ['lost', 'the thread ran out of memory']);
+      assert.deepEqual(await pool.run(ECHO_WORKER, { after: 'memory' }), { after: 'memory' });
+      assert.deepEqual(await failure(pool.run(SPIN_WORKER, {})), ['stopped', 'ran longer than 500 ms']);
+      const mine = new AbortController();
+      setTimeout(() => mine.abort(new Error('its caller stopped it')), 100);
+      assert.deepEqual(await failure(pool.run(SPIN_WORKER, {}, { signal: mine.signal })), ['stopped', 'its caller stopped it']);
+      assert.deepEqual(await pool.run(ECHO_WORKER, { after: 'time' }), { after: 'time' });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('counts a job whose worker runs out of memory as a failed attempt, and gives it up after its retries', async () => {
+    const jobs: Jobs = hogs.app.depsOf('faulty-work').jobs;
+    const id = (await jobs.enqueue('hog', {}))!;
+    const deadline = Date.now() + 30_000;
+    let view = await jobs.get('hog', id);
+    while (view?.state !== 'dead' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      view = await jobs.get('hog', id);
+    }
+    assert.deepEqual([view?.state, view?.attempts], ['dead', 2]);
+    assert.match(view!.lastError!, /lost its thread: the thread ran out of memory/);
+    // The process and its pool go on.
+    assert.deepEqual(await hogs.app.deps.pool.run(ECHO_WORKER, 1), 1);
   });
 
   it('has WORKERS threads (1 in the harness) and never runs two tasks at once', async () => {
