@@ -10,6 +10,10 @@ export const defaults = {
   shutdownTimeoutMs: 10_000,
   /** WebSocket ping interval; each beat also re-checks every connection's credential. */
   wsHeartbeatSeconds: 30,
+  /** WebSockets one user may hold open on one node, over all their sessions and API keys (a browser tab holds one). */
+  wsMaxPerUser: 32,
+  /** WebSockets one client address may hold open on one node; above the per-user cap, for offices behind one NAT address. */
+  wsMaxPerAddress: 256,
   /** The largest file any upload may carry; each upload purpose may set a lower limit of its own. */
   uploadMaxBytes: 10 * 1024 * 1024,
   /** How long an upload key can be used to upload and then to finalize. */

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Server as NetServer } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
@@ -205,7 +205,15 @@ export async function createApp(options: AppOptions): Promise<App> {
       return [router];
     });
     const server = createHttpServer({ config, registry, events, db, metrics, dispatcher, authenticator, uploadService, logger, pluginRoutes });
-    const hub = new WebSocketHub({ authenticator, bus, logger, metrics, heartbeatMs: config.wsHeartbeatSeconds * 1000 });
+    const hub = new WebSocketHub({
+      authenticator,
+      bus,
+      logger,
+      metrics,
+      heartbeatMs: config.wsHeartbeatSeconds * 1000,
+      limits: config.wsLimits,
+      trustProxy: config.trustProxy,
+    });
     hub.attach(server);
     uploadService.start();
 
@@ -350,7 +358,7 @@ function createHttpServer(parts: {
 
   // Idle connections are kept longer than clients and proxies keep theirs (undici 4 s, load balancers 60 s): a
   // server that closes first races a client sending its next request on that connection, which then fails with ECONNRESET.
-  return createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req: IncomingMessage, res: ServerResponse) => {
+  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req: IncomingMessage, res: ServerResponse) => {
     const requestId = requestIdOf(req);
     checkProxy(req);
     if (req.method === 'POST' && (req.url === '/api/rpc' || req.url?.startsWith('/api/rpc?'))) {
@@ -359,6 +367,12 @@ function createHttpServer(parts: {
     res.setHeader('x-request-id', requestId);
     void koaHandler(req, res);
   });
+  // Node times a request's head from its first byte: a connection that never sends one would hold its descriptor for good.
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => socket.bytesRead === 0 && socket.destroy(), server.headersTimeout).unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+  return server;
 }
 
 /** Listens on host:port; an address or port it cannot use is a setting to change (a ConfigError), not a crash. */

@@ -3,8 +3,10 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
 import { defaults } from '../config/defaults.ts';
+import type { WebSocketLimits } from './events/websocket.ts';
 import type { OutboundPolicy } from './http/outbound.ts';
 import type { MessagingConfig } from './messaging/message-sender.ts';
+import { openFileLimit } from './open-files.ts';
 import { ConfigError, env, parseSettings, setting, splitList } from './settings.ts';
 
 export { ConfigError };
@@ -51,6 +53,16 @@ export const CoreSettings = v.object({
   SMS_FROM: setting(v.string(), 'sender number for SMS'),
   WHATSAPP_FROM: setting(v.string(), 'sender number for WhatsApp'),
   WS_HEARTBEAT_SECONDS: setting(env.integer('WS_HEARTBEAT_SECONDS', 1, 3600), 'WebSocket ping interval', String(defaults.wsHeartbeatSeconds)),
+  WS_MAX_PER_USER: setting(env.integer('WS_MAX_PER_USER', 1, 1_000_000), 'WebSockets one user may hold open on this node', String(defaults.wsMaxPerUser)),
+  WS_MAX_PER_ADDRESS: setting(
+    env.integer('WS_MAX_PER_ADDRESS', 1, 1_000_000),
+    'WebSockets one client address may hold open on this node',
+    String(defaults.wsMaxPerAddress),
+  ),
+  WS_MAX_CONNECTIONS: setting(
+    env.integer('WS_MAX_CONNECTIONS', 1, 10_000_000),
+    'WebSockets open on this node in all (default: half the open-file limit, ulimit -n, read at start, at most 50000)',
+  ),
   SHUTDOWN_TIMEOUT_MS: setting(
     env.integer('SHUTDOWN_TIMEOUT_MS', 0, 600_000),
     'on SIGTERM, how long open requests may finish',
@@ -100,6 +112,7 @@ export interface Config {
   /** How long shutdown waits for open requests before cutting connections. */
   shutdownTimeoutMs: number;
   wsHeartbeatSeconds: number;
+  wsLimits: WebSocketLimits;
   /** Ceiling for every uploaded file, whatever its purpose allows. */
   uploadMaxBytes: number;
   uploadKeyTtlSeconds: number;
@@ -137,6 +150,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     trustProxy: e.TRUST_PROXY,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     wsHeartbeatSeconds: e.WS_HEARTBEAT_SECONDS,
+    wsLimits: webSocketLimits(e),
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
     jobsPollMs: e.JOBS_POLL_MS,
@@ -162,6 +176,32 @@ export function makeDataFolder(folder: string): void {
   } catch (error) {
     throw new ConfigError(`DATA_DIR cannot be used: ${(error as Error).message}; set DATA_DIR to a folder this user can write`);
   }
+}
+
+/** Open files kept from WebSockets for HTTP requests, the database, uploads and logs. */
+const RESERVED_OPEN_FILES = 256;
+/** The default total where the open-file limit is high: past it memory binds first (see docs/decisions.md). */
+const DEFAULT_MAX_WEBSOCKETS = 50_000;
+
+/**
+ * The WebSocket caps. Each socket holds a descriptor: by default they may take
+ * half of what the process may open, so RPC calls and the database always
+ * keep the other half; a total set by hand must leave RESERVED_OPEN_FILES.
+ */
+function webSocketLimits(e: v.InferOutput<typeof CoreSettings>): WebSocketLimits {
+  const openFiles = openFileLimit();
+  const limits = {
+    perUser: e.WS_MAX_PER_USER,
+    perAddress: e.WS_MAX_PER_ADDRESS,
+    total: e.WS_MAX_CONNECTIONS ?? Math.max(1, Math.min(DEFAULT_MAX_WEBSOCKETS, Math.floor(openFiles / 2))),
+  };
+  if (e.WS_MAX_CONNECTIONS !== undefined && e.WS_MAX_CONNECTIONS > openFiles - RESERVED_OPEN_FILES) {
+    throw new ConfigError(
+      `WS_MAX_CONNECTIONS ${e.WS_MAX_CONNECTIONS} leaves fewer than ${RESERVED_OPEN_FILES} of the ${openFiles} files this process may open (ulimit -n) ` +
+        'for requests and the database; lower it, or raise the limit',
+    );
+  }
+  return limits;
 }
 
 function messagingConfig(e: v.InferOutput<typeof CoreSettings>): MessagingConfig {

@@ -3,14 +3,28 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { presentedCredentials, type Authenticator, type PresentedCredentials } from '../credentials/authenticator.ts';
 import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../credentials/revocation.ts';
+import { clientIpOf } from '../http/request-info.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { Logger } from '../logger.ts';
 import type { Principal } from '../rpc/context.ts';
+import { errorBody } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { BUS_RESYNC, type BusEvent, type EventBus } from './bus.ts';
 
 export const WS_PATH = '/ws';
 export const CLOSE_CREDENTIAL_REVOKED = 4001;
+
+/** How many WebSockets may be open on this node (WS_MAX_PER_USER, WS_MAX_PER_ADDRESS, WS_MAX_CONNECTIONS). */
+export interface WebSocketLimits {
+  /** Open sockets of one user, over all their sessions and API keys. */
+  perUser: number;
+  /** Open sockets and upgrades under way from one client address. */
+  perAddress: number;
+  /** Open sockets and upgrades under way in all. */
+  total: number;
+}
+
+type Refusal = 'unauthenticated' | 'user_limit' | 'address_limit' | 'total_limit';
 
 interface Client {
   socket: WebSocket;
@@ -33,6 +47,14 @@ export class WebSocketHub {
   readonly #metrics: Metrics;
   readonly #heartbeat: NodeJS.Timeout;
   readonly #unsubscribe: (() => void)[];
+  readonly #limits: WebSocketLimits;
+  readonly #trustProxy: boolean;
+  /** Sent as Retry-After with a refusal over a limit: within two beats, dead connections are gone and their slots free. */
+  readonly #retryAfterSeconds: number;
+  /** Sockets holding a slot: open ones, and upgrades under way (each holds a descriptor while it is authenticated). */
+  #held = 0;
+  readonly #byAddress = new Map<string, number>();
+  readonly #byUser = new Map<string, number>();
 
   constructor({
     authenticator,
@@ -40,14 +62,22 @@ export class WebSocketHub {
     logger,
     metrics,
     heartbeatMs,
+    limits,
+    trustProxy,
   }: {
     authenticator: Authenticator;
     bus: EventBus;
     logger: Logger;
     metrics: Metrics;
     heartbeatMs: number;
+    limits: WebSocketLimits;
+    /** Count addresses as X-Forwarded-For gives them (TRUST_PROXY). */
+    trustProxy: boolean;
   }) {
     this.#authenticator = authenticator;
+    this.#limits = limits;
+    this.#trustProxy = trustProxy;
+    this.#retryAfterSeconds = Math.ceil(heartbeatMs / 1000);
     this.#logger = logger;
     this.#metrics = metrics;
     this.#unsubscribe = [
@@ -72,20 +102,50 @@ export class WebSocketHub {
     socket.on('error', onError);
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== WS_PATH) return refuse(socket, 404, 'Not Found');
+    if (socket.destroyed) return;
+    // The caps that need no database come first, so a flood over them costs no query.
+    const { perUser, perAddress, total } = this.#limits;
+    if (this.#held >= total) return this.#overLimit(socket, 'total_limit', 'The server holds as many WebSockets as it may; try again later');
+    const address = clientIpOf(req, this.#trustProxy);
+    if ((this.#byAddress.get(address) ?? 0) >= perAddress) {
+      return this.#overLimit(socket, 'address_limit', `Too many WebSockets from this address (at most ${perAddress}); close one and try again`);
+    }
+    // The slot is held from here until the socket closes, whichever way the upgrade ends.
+    let userId: string | undefined;
+    this.#held++;
+    count(this.#byAddress, address, 1);
+    socket.once('close', () => {
+      this.#held--;
+      count(this.#byAddress, address, -1);
+      if (userId !== undefined) count(this.#byUser, userId, -1);
+    });
     const presented = presentedCredentials(req.headers, url.searchParams);
     const generation = this.#authenticator.generation;
     const principal = await this.#authenticate(presented);
     if (socket.destroyed) return;
     if (!principal) {
-      this.#metrics.webSockets.inc({ outcome: 'refused' });
+      this.#metrics.webSockets.inc({ outcome: 'refused', reason: 'unauthenticated' });
       return refuse(socket, 401, 'Unauthorized');
     }
+    if ((this.#byUser.get(principal.userId) ?? 0) >= perUser) {
+      return this.#overLimit(socket, 'user_limit', `Too many WebSockets for this user (at most ${perUser}); close one and try again`);
+    }
+    userId = principal.userId;
+    count(this.#byUser, userId, 1);
     socket.off('error', onError);
     this.#server.handleUpgrade(req, socket, head, (ws) => {
       const client = this.#accept(ws, principal, presented);
       // A credential changed while this one was being checked: check it again.
       if (this.#authenticator.generation !== generation) void this.#verify(client);
     });
+  }
+
+  /** Refuses an upgrade over one of the caps: 429 with Retry-After and the error in the RPC envelope. */
+  #overLimit(socket: Duplex, reason: Refusal, message: string): void {
+    this.#metrics.webSockets.inc({ outcome: 'refused', reason });
+    this.#logger.debug({ reason }, 'WebSocket refused over a limit');
+    const body = JSON.stringify({ success: false, data: errorBody(new RpcError('RATE_LIMITED', message)) });
+    refuse(socket, 429, 'Too Many Requests', { 'Retry-After': String(this.#retryAfterSeconds), 'Content-Type': 'application/json; charset=utf-8' }, body);
   }
 
   async #authenticate(presented: PresentedCredentials, touch = true): Promise<Principal | null> {
@@ -99,6 +159,7 @@ export class WebSocketHub {
 
   #accept(socket: WebSocket, principal: Principal, presented: PresentedCredentials): Client {
     this.#metrics.webSockets.inc({ outcome: 'accepted' });
+    this.#metrics.webSocketsOpen.inc();
     const client: Client = { socket, principal, presented, alive: true };
     this.#clients.add(client);
     let tenantClients = this.#bySubscription.get(principal.subscriptionId);
@@ -110,6 +171,7 @@ export class WebSocketHub {
       if (data.toString() === '{"type":"ping"}') socket.send('{"type":"pong"}');
     });
     socket.on('close', () => {
+      this.#metrics.webSocketsOpen.dec();
       this.#clients.delete(client);
       tenantClients.delete(client);
       if (tenantClients.size === 0) this.#bySubscription.delete(principal.subscriptionId);
@@ -163,6 +225,21 @@ export class WebSocketHub {
   }
 }
 
-function refuse(socket: Duplex, status: number, reason: string): void {
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+/**
+ * Answers an upgrade with a plain HTTP response and closes the socket once it
+ * is sent: the server leaves sockets half open, and one whose client never
+ * closes its side would otherwise hold its descriptor for good.
+ */
+function refuse(socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}, body = ''): void {
+  const lines = Object.entries({ ...headers, Connection: 'close', 'Content-Length': String(Buffer.byteLength(body)) }).map(
+    ([name, value]) => `${name}: ${value}\r\n`,
+  );
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\n${lines.join('')}\r\n${body}`, () => socket.destroy());
+}
+
+/** Adds `by` to the count of `key`, dropping keys that reach zero. */
+function count(counts: Map<string, number>, key: string, by: number): void {
+  const value = (counts.get(key) ?? 0) + by;
+  if (value === 0) counts.delete(key);
+  else counts.set(key, value);
 }

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { digestsEqual, sha256 } from '../credentials/crypto.ts';
 
 /** Prometheus metrics of one app instance (its own registry, so several instances can share a process). */
@@ -7,7 +7,9 @@ export class Metrics {
   readonly registry = new Registry();
   readonly rpcCalls: Counter<'method' | 'code'>;
   readonly rpcDuration: Histogram<'method'>;
-  readonly webSockets: Counter<'outcome'>;
+  /** outcome `accepted`, or `refused` with the reason: `unauthenticated`, `user_limit`, `address_limit`, `total_limit`. */
+  readonly webSockets: Counter<'outcome' | 'reason'>;
+  readonly webSocketsOpen: Gauge;
   // Label-bound children, made once per method and outcome: the per-call cost is then a plain add.
   readonly #callChildren = new Map<string, { inc(): void }>();
   readonly #durationChildren = new Map<string, { observe(value: number): void }>();
@@ -29,8 +31,13 @@ export class Metrics {
     });
     this.webSockets = new Counter({
       name: 'websocket_connections_total',
-      help: 'WebSocket connection attempts by outcome',
-      labelNames: ['outcome'],
+      help: 'WebSocket connection attempts by outcome, and refusals by reason',
+      labelNames: ['outcome', 'reason'],
+      registers: [this.registry],
+    });
+    this.webSocketsOpen = new Gauge({
+      name: 'websocket_connections_open',
+      help: 'WebSockets open on this node',
       registers: [this.registry],
     });
   }
