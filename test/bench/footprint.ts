@@ -1,9 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { createScratchDatabase } from '../support/database.ts';
 import { START_ARGS } from '../support/process.ts';
 
 /**
@@ -18,6 +21,10 @@ const BARE_SERVER = `require('node:http').createServer((req, res) => res.end('ok
 const SETTLED_MS = Number(process.env.BENCH_SETTLED_MS ?? 60_000);
 const JUST_STARTED_MS = 5000;
 const NODE_ARGS = START_ARGS.slice(0, START_ARGS.indexOf('core/main.ts'));
+const LOAD_RUNS = Number(process.env.BENCH_LOAD_RUNS ?? 3);
+const LOAD_CLIENTS = Number(process.env.BENCH_LOAD_CLIENTS ?? 20);
+const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 20);
+const BASE_DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -27,6 +34,8 @@ const freePort = () =>
     });
   });
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 interface Run {
@@ -35,8 +44,14 @@ interface Run {
   settledRssMb: number;
 }
 
-/** Starts, waits for /health, then (when `watch`) reads RSS 5 s later and once settled. */
-async function measure(args: string[], env: Record<string, string>, watch = true): Promise<Run> {
+interface Started {
+  child: ChildProcess;
+  port: number;
+  startMs: number;
+}
+
+/** Starts node with `args` as `npm start` would and waits until /health answers. */
+async function start(args: string[], env: Record<string, string>): Promise<Started> {
   const port = await freePort();
   const started = performance.now();
   const child: ChildProcess = spawn(process.execPath, [...NODE_ARGS, ...args], {
@@ -48,19 +63,97 @@ async function measure(args: string[], env: Record<string, string>, watch = true
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
       const ok = await fetch(`http://127.0.0.1:${port}/health`).then((response) => response.ok, () => false);
-      if (ok) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      if (ok) return { child, port, startMs: performance.now() - started };
+      await sleep(20);
     }
-    const startMs = performance.now() - started;
+  } catch (error) {
+    await stop(child);
+    throw error;
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Starts, waits for /health, then (when `watch`) reads RSS 5 s later and once settled. */
+async function measure(args: string[], env: Record<string, string>, watch = true): Promise<Run> {
+  const { child, startMs } = await start(args, env);
+  try {
     if (!watch) return { startMs, startedRssMb: Number.NaN, settledRssMb: Number.NaN };
-    await new Promise((resolve) => setTimeout(resolve, JUST_STARTED_MS));
+    await sleep(JUST_STARTED_MS);
     const startedRssMb = rssMb(child.pid!);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, SETTLED_MS - JUST_STARTED_MS)));
+    await sleep(Math.max(0, SETTLED_MS - JUST_STARTED_MS));
     return { startMs, startedRssMb, settledRssMb: rssMb(child.pid!) };
   } finally {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
+    await stop(child);
+  }
+}
+
+interface LoadRun {
+  requestsPerSecond: number;
+  rssAfterMb: number;
+  settledRssMb: number;
+}
+
+/**
+ * One process, settled, then LOAD_RUNS load runs: each LOAD_CLIENTS clients
+ * calling in turn a session read, a list of API keys, a new secret, an audited
+ * secret read, a new memory, a recall and a list of secrets, for LOAD_SECONDS.
+ */
+async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: number; runs: LoadRun[] }> {
+  const { child, port } = await start(['core/main.ts'], env);
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: LOAD_CLIENTS });
+  const call = async (method: string, params: object, headers: Record<string, string>) => {
+    const { body } = await pool.request({ path: '/api/rpc', method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ method, params }) });
+    const reply = (await body.json()) as { success: boolean; data: any };
+    if (!reply.success) throw new Error(`${method}: ${reply.data.code} ${reply.data.error}`);
+    return reply.data;
+  };
+  try {
+    const name = `load${Date.now()}`;
+    const { token } = await call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'bench password' }, {});
+    const { fullKey } = await call('ApiKeyRpc.create', { description: 'load' }, { authorization: `Bearer ${token}` });
+    const auth = { 'x-api-key': fullKey as string };
+    await call('SecretsRpc.create', { zone: 'load', key: 'TOKEN', value: 'bench secret value' }, auth);
+    const words = ['invoice', 'meeting', 'customer', 'release', 'budget', 'travel', 'contract', 'support', 'roadmap', 'hiring'];
+    const word = (n: number) => words[n % words.length]!;
+    let sequence = 0;
+    const mix: Array<(n: number) => [string, object]> = [
+      () => ['AuthRpc.getSession', {}],
+      () => ['ApiKeyRpc.getData', {}],
+      (n) => ['SecretsRpc.create', { zone: 'load', key: `K${n}`, value: `value ${n}` }],
+      () => ['SecretsRpc.getSecretValue', { zone: 'load', key: 'TOKEN' }],
+      (n) => ['MemoryRpc.saveMemory', { scope: 'user', memory: { content: `note ${n} on the ${word(n)} and the ${word(n * 7 + 3)}`, metadata: { n } } }],
+      (n) => ['MemoryRpc.recallMemories', { scope: 'user', queryText: `${word(n)} ${word(n * 3 + 1)}`, topK: 3 }],
+      () => ['SecretsRpc.getData', { page: 1, pageSize: 25 }],
+    ];
+    await sleep(SETTLED_MS);
+    const idleRssMb = rssMb(child.pid!);
+    const runs: LoadRun[] = [];
+    for (let run = 0; run < LOAD_RUNS; run++) {
+      const until = performance.now() + LOAD_SECONDS * 1000;
+      let calls = 0;
+      await Promise.all(
+        Array.from({ length: LOAD_CLIENTS }, async (_, client) => {
+          for (let turn = client; performance.now() < until; turn++) {
+            const n = sequence++;
+            await call(...mix[turn % mix.length]!(n), auth);
+            calls++;
+          }
+        }),
+      );
+      const rssAfterMb = rssMb(child.pid!);
+      await sleep(SETTLED_MS);
+      runs.push({ requestsPerSecond: calls / LOAD_SECONDS, rssAfterMb, settledRssMb: rssMb(child.pid!) });
+    }
+    return { idleRssMb, runs };
+  } finally {
+    await pool.close();
+    await stop(child);
   }
 }
 
@@ -82,6 +175,26 @@ try {
   console.log(
     `settled RSS over the bare process: ${(existing.settledRssMb - bare.settledRssMb).toFixed(0)} MB (existing data), ${(fresh.settledRssMb - bare.settledRssMb).toFixed(0)} MB (new)`,
   );
+  await printLoad('embedded database', { DATA_DIR: dataDir });
+  if (BASE_DATABASE_URL) {
+    const scratch = await createScratchDatabase(BASE_DATABASE_URL);
+    try {
+      await printLoad('PostgreSQL', { DATA_DIR: dataDir, DATABASE_URL: scratch.url, MASTER_KEY: randomBytes(32).toString('base64') });
+    } finally {
+      await scratch.drop();
+    }
+  }
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+async function printLoad(database: string, env: Record<string, string>): Promise<void> {
+  const { idleRssMb, runs } = await underLoad(env);
+  const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
+  console.log(`\nunder load (${database}; ${LOAD_CLIENTS} clients, ${LOAD_SECONDS} s a run, settled = ${SETTLED_MS / 1000} s later)`);
+  console.log(`${'settled before the first run'.padEnd(34)} RSS ${mb(idleRssMb)}`);
+  runs.forEach((run, index) =>
+    console.log(`${`run ${index + 1}`.padEnd(34)} ${run.requestsPerSecond.toFixed(0).padStart(5)} req/s   RSS ${mb(run.rssAfterMb)} right after, ${mb(run.settledRssMb)} settled`),
+  );
+  console.log(`settled RSS, last run against the first: ${(runs.at(-1)!.settledRssMb - runs[0]!.settledRssMb).toFixed(0)} MB (a leak grows it run after run)`);
 }
