@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { linearGraph } from '../support/workflows.ts';
 
 /**
  * A member's workflow against the service as a real process: expressions
@@ -17,10 +18,7 @@ import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningPr
  */
 
 type Node = Record<string, unknown>;
-const linear = (...nodes: Node[]) => ({
-  nodes: [{ id: 'start', type: 'start' }, ...nodes, { id: 'end', type: 'end', config: {} }],
-  edges: ['start', ...nodes.map((node) => node.id as string), 'end'].slice(1).map((target, index, targets) => ({ source: index === 0 ? 'start' : targets[index - 1]!, target })),
-});
+const linear = (...nodes: Node[]) => linearGraph(nodes);
 const setNode = (id: string, values: Record<string, string>): Node => ({ id, type: 'set', config: { values } });
 
 const BOMB = '( $f := function($s, $n) { $n = 0 ? $s : $f($s & $s, $n - 1) }; $f("aaaaaaaaaa", 25) )';
@@ -137,12 +135,9 @@ describe('workflow runs within their limits, in a real process', () => {
     assert.match(variables.error, /node "b": its variables would take over 1048576 bytes.*WORKFLOW_MAX_VARIABLES_BYTES/);
     assert.equal(variables.variables.b, undefined);
 
-    const output = await runToEnd({
-      nodes: [{ id: 'start', type: 'start' }, { id: 'end', type: 'end', config: { output: '$join([1..20000].("xxxxxxxxx"))' } }],
-      edges: [{ source: 'start', target: 'end' }],
-    });
+    const output = await runToEnd(linearGraph([], '$join([1..20000].("xxxxxxxxx"))'));
     assert.equal(output.status, 'failed');
-    assert.match(output.error, /node "end": its output would take over 100000 bytes.*WORKFLOW_MAX_OUTPUT_BYTES/);
+    assert.match(output.error, /node "done": its output would take over 100000 bytes.*WORKFLOW_MAX_OUTPUT_BYTES/);
     assert.equal(output.output, null);
   });
 

@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../support/harness.ts';
 import { startModelPeer } from '../support/model-peer.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { addUser } from '../support/users.ts';
+import { linearGraph } from '../support/workflows.ts';
 
 type Session = { token: string };
 type Graph = { nodes: Record<string, unknown>[]; edges: Record<string, unknown>[] };
@@ -208,17 +209,7 @@ describe('WorkflowRpc: runs', () => {
     await save(member, 'Square', graph({ variable: 'n', saveAs: 'squared' }));
     assert.equal((await execute(member, 'Square', { n: 12 })).body.data.result.output, 144);
     // A tool node calls the tool's operation as the run's user.
-    await save(member, 'Double', {
-      nodes: [
-        { id: 'start', type: 'start' },
-        { id: 'twice', type: 'tool', config: { tool: 'math.double', params: '{"value": $args.n}', saveAs: 'twice' } },
-        { id: 'done', type: 'end', config: { output: 'twice.doubled' } },
-      ],
-      edges: [
-        { source: 'start', target: 'twice' },
-        { source: 'twice', target: 'done' },
-      ],
-    });
+    await save(member, 'Double', linearGraph([{ id: 'twice', type: 'tool', config: { tool: 'math.double', params: '{"value": $args.n}', saveAs: 'twice' } }], 'twice.doubled'));
     assert.equal((await execute(member, 'Double', { n: 21 })).body.data.result.output, 42);
     const refused = await t.call('WorkflowRpc.create', { name: 'Bad square', ...graph({ saveAs: 'squared' }) }, as(member));
     assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].path], ['VALIDATION_ERROR', 'nodes.2.config.variable']);
@@ -299,17 +290,7 @@ describe('WorkflowRpc: runs', () => {
 
   it("shows a run's variables and output only to whoever started it and to admins", async () => {
     await t.ok('SecretsRpc.create', { zone: 'ops', key: 'token', value: 'admin-only-value' }, as(admin));
-    await save(member, 'Peek', {
-      nodes: [
-        { id: 'start', type: 'start' },
-        { id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: '{"zone": "ops", "key": "token"}', saveAs: 'secret' } },
-        { id: 'done', type: 'end', config: { output: 'secret' } },
-      ],
-      edges: [
-        { source: 'start', target: 'read' },
-        { source: 'read', target: 'done' },
-      ],
-    });
+    await save(member, 'Peek', linearGraph([{ id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: '{"zone": "ops", "key": "token"}', saveAs: 'secret' } }], 'secret'));
     // The member's own run has the member's rights.
     const own = await execute(member, 'Peek');
     assert.equal(own.body.data.code, 'WORKFLOW_FAILED');

@@ -106,7 +106,8 @@ export async function startHttpReceiver(reply: (request: ReceivedRequest, index:
       requests.push(request);
       const body = answer.json === undefined ? answer.body : JSON.stringify(answer.json);
       const headers = answer.json === undefined ? answer.headers : { 'content-type': 'application/json', ...answer.headers };
-      setTimeout(() => res.writeHead(answer.status, headers).end(body), answer.delayMs ?? 0);
+      // Unref'd: a reply held back longer than a test lasts must not keep the test's process alive.
+      setTimeout(() => res.writeHead(answer.status, headers).end(body), answer.delayMs ?? 0).unref();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
