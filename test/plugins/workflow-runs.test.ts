@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
-import { defineOperation, definePlugin } from 'rpc-service/plugin';
+import { defineOperation, definePlugin, type BusEvent } from 'rpc-service/plugin';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { startModelPeer } from '../support/model-peer.ts';
@@ -296,9 +296,14 @@ describe('WorkflowRpc: runs', () => {
     assert.equal(own.body.data.code, 'WORKFLOW_FAILED');
     assert.match(own.body.data.error, /FORBIDDEN/);
     // An admin's run of the member's workflow reads the secret, for the admin alone.
+    const announced: BusEvent[] = [];
+    const unsubscribe = t.app.deps.bus.subscribe('workflow.completed', (event) => void announced.push(event));
     const byAdmin = await execute(admin, 'Peek');
     assert.deepEqual(byAdmin.body.data.result.output, { value: 'admin-only-value' });
     const { instanceId } = byAdmin.body.data.result;
+    const completed = await eventually(() => announced.find((event) => (event.payload as { instanceId: string }).instanceId === instanceId));
+    unsubscribe();
+    assert.deepEqual(completed.userIds, [admin.user._id], 'its event goes to the admin alone (WebSocket and webhooks)');
     const staff = await addUser(t, admin.subscriptionId, 'staff');
     for (const reader of [member, staff]) {
       for (const [method, params] of [
