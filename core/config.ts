@@ -3,9 +3,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
 import { defaults } from '../config/defaults.ts';
-import type { WebSocketLimits } from './events/websocket.ts';
 import type { OutboundPolicy } from './http/outbound.ts';
-import type { MessagingConfig } from './messaging/message-sender.ts';
 import { openFileLimit } from './open-files.ts';
 import { ConfigError, env, parseSettings, setting, splitList } from './settings.ts';
 
@@ -87,6 +85,31 @@ export const CoreSettings = v.object({
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);
+
+/** How many WebSockets may be open on this node (WS_MAX_PER_USER, WS_MAX_PER_ADDRESS, WS_MAX_CONNECTIONS). */
+export interface WebSocketLimits {
+  /** Open sockets of one user, over all their sessions and API keys. */
+  perUser: number;
+  /** Open sockets and upgrades under way from one client address. */
+  perAddress: number;
+  /** Open sockets and upgrades under way in all. */
+  total: number;
+}
+
+export interface SmsProviderConfig {
+  /** Base URL of a Twilio-style REST API, e.g. https://api.twilio.com */
+  apiUrl: string;
+  accountSid: string;
+  authToken: string;
+  smsFrom?: string;
+  whatsappFrom?: string;
+}
+
+export interface MessagingConfig {
+  smtpUrl?: string;
+  mailFrom: string;
+  sms?: SmsProviderConfig;
+}
 
 export interface Config {
   port: number;

@@ -22,6 +22,12 @@ export interface ToolListing extends ToolDeclaration {
   pluginId: string;
 }
 
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.tools': ToolDeclaration;
+  }
+}
+
 export const toolsPoint = defineExtensionPoint<ToolDeclaration>({
   id: 'core.tools',
   describe: "The tool catalogue: operations agents may be given as tools, each called as the agent's caller.",

@@ -34,6 +34,12 @@ export interface CredentialSchemeContribution {
   verifier(deps: any): CredentialVerifier;
 }
 
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.credentials': CredentialSchemeContribution;
+  }
+}
+
 export const credentialsPoint = defineExtensionPoint<CredentialSchemeContribution>({
   id: 'core.credentials',
   describe: 'Verifiers of the credential schemes (API keys, sessions) every request is authenticated with.',

@@ -5,11 +5,17 @@ import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
 import { PgliteDriver } from './pglite-driver.ts';
 import { makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { JOBS_SCHEMA } from '../jobs/job-service.ts';
 import { applyMigrations, MIGRATIONS_TABLE, pendingMigrations, type MigrationClass, type NamedMigration } from './migration.ts';
 import { openPglite } from './pglite.ts';
 import { withRawConnection, type KnexClient } from './raw-connection.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
+
+/**
+ * pg-boss keeps its tables in this schema, named like the core's own tables
+ * (core/jobs/job-service.ts); declared here, below the job queue, because the
+ * schema generator must leave it alone.
+ */
+export const JOBS_SCHEMA = 'core_jobs';
 
 export type DatabaseKind = 'postgresql' | 'pglite';
 

@@ -9,6 +9,12 @@ export interface EventDeclaration {
   describe: string;
 }
 
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.events': EventDeclaration;
+  }
+}
+
 export const eventsPoint = defineExtensionPoint<EventDeclaration>({
   id: 'core.events',
   describe: 'The event catalogue: every event a plugin sends to the clients of a subscription.',

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { WebSocketLimits } from '../config.ts';
 import { presentedCredentials, type Authenticator, type PresentedCredentials } from '../credentials/authenticator.ts';
 import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../credentials/revocation.ts';
 import { clientIpOf } from '../http/request-info.ts';
@@ -13,16 +14,6 @@ import { BUS_RESYNC, type BusEvent, type EventBus } from './bus.ts';
 
 export const WS_PATH = '/ws';
 export const CLOSE_CREDENTIAL_REVOKED = 4001;
-
-/** How many WebSockets may be open on this node (WS_MAX_PER_USER, WS_MAX_PER_ADDRESS, WS_MAX_CONNECTIONS). */
-export interface WebSocketLimits {
-  /** Open sockets of one user, over all their sessions and API keys. */
-  perUser: number;
-  /** Open sockets and upgrades under way from one client address. */
-  perAddress: number;
-  /** Open sockets and upgrades under way in all. */
-  total: number;
-}
 
 type Refusal = 'unauthenticated' | 'user_limit' | 'address_limit' | 'total_limit';
 

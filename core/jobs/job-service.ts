@@ -2,14 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import PgBoss from 'pg-boss';
 import * as v from 'valibot';
-import type { Database } from '../db/orm.ts';
+import { JOBS_SCHEMA, type Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
 import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
 import { sqlExecutor, type DrainableSqlExecutor } from './sql-executor.ts';
-
-/** pg-boss keeps its tables in this schema, named like the core's own tables. */
-export const JOBS_SCHEMA = 'core_jobs';
 
 export interface RetryPolicy {
   /** Retries after the first attempt before the job is dead (default 3). */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
+import type { MessagingConfig, SmsProviderConfig } from '../config.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { RpcError } from '../rpc/errors.ts';
@@ -12,21 +13,6 @@ export interface OutgoingMessage {
   to: string;
   subject: string;
   text: string;
-}
-
-export interface SmsProviderConfig {
-  /** Base URL of a Twilio-style REST API, e.g. https://api.twilio.com */
-  apiUrl: string;
-  accountSid: string;
-  authToken: string;
-  smsFrom?: string;
-  whatsappFrom?: string;
-}
-
-export interface MessagingConfig {
-  smtpUrl?: string;
-  mailFrom: string;
-  sms?: SmsProviderConfig;
 }
 
 /** Where a message went: the provider's id, or the outbox row of the embedded default. */

@@ -1,9 +1,4 @@
 import type * as v from 'valibot';
-import type { CredentialSchemeContribution } from '../credentials/authenticator.ts';
-import type { ToolDeclaration } from '../ai/tools.ts';
-import type { CollectionDeclaration } from '../rpc/collections.ts';
-import type { DataScopeDeclaration } from '../rpc/data-scopes.ts';
-import type { EventDeclaration } from '../events/catalogue.ts';
 
 /**
  * The contract of every extension point, by id. The plugin that declares a
@@ -13,14 +8,13 @@ import type { EventDeclaration } from '../events/catalogue.ts';
  *   declare module 'rpc-service/plugin' {
  *     interface ExtensionPoints { 'task.boards': BoardTemplate }
  *   }
+ *
+ * Core's own points declare themselves the same way, beside their catalogue
+ * (core/ai/tools.ts, core/credentials/authenticator.ts, core/events/catalogue.ts,
+ * core/rpc/collections.ts, core/rpc/data-scopes.ts), so this file imports none
+ * of them and stays a leaf of the import graph.
  */
-export interface ExtensionPoints {
-  'core.credentials': CredentialSchemeContribution;
-  'core.events': EventDeclaration;
-  'core.tools': ToolDeclaration;
-  'core.collections': CollectionDeclaration;
-  'core.dataScopes': DataScopeDeclaration;
-}
+export interface ExtensionPoints {}
 
 export type ExtensionPointId = keyof ExtensionPoints & string;
 

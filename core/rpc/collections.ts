@@ -19,6 +19,12 @@ export interface CollectionDeclaration {
   list(ctx: AuthenticatedContext, query: Pick<ListQuery, 'filter' | 'sort'> & { limit: number }, deps: object): Promise<object[]>;
 }
 
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.collections': CollectionDeclaration;
+  }
+}
+
 export const collectionsPoint = defineExtensionPoint<CollectionDeclaration>({
   id: 'core.collections',
   describe: 'Collections of records forms pick values from (getFieldValues): {name, describe, fields, list(ctx, {filter, sort, limit}, deps)}.',

@@ -27,6 +27,12 @@ export interface DataScopeDeclaration {
 
 export const SCOPE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.dataScopes': DataScopeDeclaration;
+  }
+}
+
 export const dataScopesPoint = defineExtensionPoint<DataScopeDeclaration>({
   id: 'core.dataScopes',
   describe: 'Records kept as files of a versioned data scope: {name, describe, export(ctx, em, deps), import(ctx, em, files, deps)}.',

@@ -1,6 +1,5 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type { GenericSchema } from 'valibot';
-import type { Plugin } from '../plugin/define.ts';
 import type { Access, Operation } from './operation.ts';
 
 export interface RegisteredOperation {
@@ -29,8 +28,18 @@ export interface Registry {
   listing(): readonly OperationListing[];
 }
 
+/**
+ * What the table is built from: the part of a plugin (core/plugin/define.ts)
+ * that declares operations, named here so that rpc/ does not import plugin/.
+ */
+export interface OperationSource {
+  id: string;
+  group: string;
+  operations: Record<string, Operation>;
+}
+
 /** The operation table, frozen at boot: nothing can add a method after the server starts. */
-export function buildRegistry(plugins: readonly Plugin[], depsOf: (plugin: Plugin) => object): Registry {
+export function buildRegistry<P extends OperationSource>(plugins: readonly P[], depsOf: (plugin: P) => object): Registry {
   const table = new Map<string, RegisteredOperation>();
   for (const plugin of plugins) {
     const deps = depsOf(plugin);
