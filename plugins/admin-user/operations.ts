@@ -92,19 +92,19 @@ export const createInviteCode = defineOperation({
       null,
     ),
   }),
-  handler: ({ params, ctx, deps }) => deps.inviteCodeService.create(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.inviteCodeService.createInviteCode(ctx, params),
 });
 
 export const listInviteCodes = defineOperation({
   access: 'admin',
   describe: 'The invite codes of the caller’s subscription (never the codes themselves).',
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.inviteCodeService.list(ctx),
+  handler: ({ ctx, deps }) => deps.inviteCodeService.listInviteCodes(ctx),
 });
 
 export const revokeInviteCode = defineOperation({
   access: 'admin',
   describe: 'Revoke an invite code; it can no longer be used.',
   params: v.object({ _id: recordId('_id') }),
-  handler: ({ params, ctx, deps }) => deps.inviteCodeService.revoke(ctx, params._id),
+  handler: ({ params, ctx, deps }) => deps.inviteCodeService.revokeInviteCode(ctx, params._id),
 });

@@ -225,7 +225,7 @@ export class ApiKeyService implements CredentialVerifier {
   }
 
   /** `{value: key id, label: description}` of the subscription's enabled keys with a verified webhook. */
-  async webhookOptions(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
+  async listApiKeysForWebhook(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
     const keys = await ctx.em.find(
       ApiKey,
       { isEnabled: true, webhookStatus: 'verified', webhookUrl: { $ne: null } },

@@ -8,7 +8,7 @@ import { create, getData, remove, update } from './operations.ts';
 
 declare module 'rpc-service/plugin' {
   interface PluginServices {
-    /** API keys; other groups use their webhooks (registerWebhook, webhookRecipients, webhookTarget, setWebhookStatus, webhookOptions). */
+    /** API keys; other groups use their webhooks (registerWebhook, webhookRecipients, webhookTarget, setWebhookStatus, listApiKeysForWebhook). */
     apiKeyService: ApiKeyService;
   }
 }

@@ -74,7 +74,7 @@ export class InviteCodeService {
     return { subscriptionId: invite.subscription_id, role: invite.role };
   }
 
-  async create(
+  async createInviteCode(
     ctx: AuthenticatedContext,
     input: { role: Role; maxUses: number; expiresAt: Date | null },
   ): Promise<InviteCodeRecord & { code: string }> {
@@ -96,13 +96,13 @@ export class InviteCodeService {
     return { ...toRecord(invite), code };
   }
 
-  async list(ctx: AuthenticatedContext): Promise<ListEnvelope<InviteCodeRecord>> {
+  async listInviteCodes(ctx: AuthenticatedContext): Promise<ListEnvelope<InviteCodeRecord>> {
     const invites = await ctx.em.find(InviteCode, {}, { orderBy: { createdAt: 'desc' } });
     return listOf(invites.map(toRecord));
   }
 
   /** Revoking is final and idempotent; a revoked code stays listed for the record. */
-  async revoke(ctx: AuthenticatedContext, id: string): Promise<InviteCodeRecord> {
+  async revokeInviteCode(ctx: AuthenticatedContext, id: string): Promise<InviteCodeRecord> {
     const invite = await ctx.em.findOne(InviteCode, { id });
     if (!invite) throw notFound(`Invite code ${id} not found`);
     invite.revokedAt ??= new Date();

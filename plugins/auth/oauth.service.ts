@@ -262,7 +262,7 @@ export class OAuthService {
   }
 
   /** Starts a login in a browser for another program, which polls for the session. */
-  async createExternalLogin(providerName: string, baseUrl: string): Promise<ExternalLoginStarted> {
+  async createExternalOAuthLoginSession(providerName: string, baseUrl: string): Promise<ExternalLoginStarted> {
     const provider = this.provider(providerName);
     const id = randomUUID();
     const pollToken = randomToken(32);
@@ -293,7 +293,7 @@ export class OAuthService {
   }
 
   /** The login's state; a completed result is handed out once, then reads as expired. */
-  async pollExternalLogin(id: string, pollToken: string): Promise<ExternalLoginStatus> {
+  async pollExternalOAuthLoginSession(id: string, pollToken: string): Promise<ExternalLoginStatus> {
     const rows = isUuid(id)
       ? await this.#deps.db.execute<{ poll_token_hash: string; completed_at: Date | null; consumed_at: Date | null; expires_at: Date; user_id: string | null }>(
           'select poll_token_hash, completed_at, consumed_at, expires_at, user_id from auth_external_login where id = ?',

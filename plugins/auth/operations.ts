@@ -58,7 +58,7 @@ export const requestVerificationCode = defineOperation({
     if (params.channelType === 'email' && !v.is(email, params.identifier)) {
       throw validationError([{ path: 'identifier', message: 'Invalid e-mail address' }]);
     }
-    return deps.verificationService.request(params.channelType, params.identifier, transport.clientIp, params.contactInfo?.firstName);
+    return deps.verificationService.requestVerificationCode(params.channelType, params.identifier, transport.clientIp, params.contactInfo?.firstName);
   },
 });
 
@@ -67,7 +67,7 @@ export const verifyCode = defineOperation({
   describe: 'Check a code; finalize consumes it. Creates no user.',
   params: v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20), finalize: v.optional(v.boolean(), false) }),
   handler: ({ params, deps, transport }) =>
-    deps.verificationService.verify(params.otpRequestId, params.code, transport.clientIp, params.finalize),
+    deps.verificationService.verifyCode(params.otpRequestId, params.code, transport.clientIp, params.finalize),
 });
 
 export const login = defineOperation({
@@ -137,12 +137,12 @@ export const createExternalOAuthLoginSession = defineOperation({
   access: 'public',
   describe: 'Start an OAuth login in an external browser; poll its result with pollExternalOAuthLoginSession.',
   params: v.object({ provider }),
-  handler: ({ params, deps, transport }) => deps.oauthService.createExternalLogin(params.provider, transport.baseUrl),
+  handler: ({ params, deps, transport }) => deps.oauthService.createExternalOAuthLoginSession(params.provider, transport.baseUrl),
 });
 
 export const pollExternalOAuthLoginSession = defineOperation({
   access: 'public',
   describe: 'The state of an external OAuth login: pending, completed (once, with the session) or expired.',
   params: v.object({ sessionId: nonEmpty('sessionId', 100), pollToken: nonEmpty('pollToken', 200) }),
-  handler: ({ params, deps }) => deps.oauthService.pollExternalLogin(params.sessionId, params.pollToken),
+  handler: ({ params, deps }) => deps.oauthService.pollExternalOAuthLoginSession(params.sessionId, params.pollToken),
 });

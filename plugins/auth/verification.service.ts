@@ -81,7 +81,7 @@ export class VerificationService {
     return normaliseIdentifier(channel, raw);
   }
 
-  async request(channel: OtpChannel, rawIdentifier: string, clientIp: string, firstName?: string): Promise<CodeRequested> {
+  async requestVerificationCode(channel: OtpChannel, rawIdentifier: string, clientIp: string, firstName?: string): Promise<CodeRequested> {
     const identifier = normaliseIdentifier(channel, rawIdentifier);
     if (channel !== 'email' && !E164.test(identifier)) {
       throw validationError([{ path: 'identifier', message: 'A phone number in international form is required, e.g. +15551234567' }]);
@@ -124,7 +124,7 @@ export class VerificationService {
   }
 
   /** Checks a code; `finalize` also consumes it, so it cannot be used again. */
-  async verify(otpRequestId: string, code: string, clientIp: string, finalize: boolean): Promise<CodeVerified> {
+  async verifyCode(otpRequestId: string, code: string, clientIp: string, finalize: boolean): Promise<CodeVerified> {
     await this.#check(otpRequestId, code, clientIp, finalize);
     return { verified: true, otpRequestId, finalized: finalize };
   }

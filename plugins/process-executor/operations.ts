@@ -11,33 +11,33 @@ export const startProcess = defineOperation({
     command: v.pipe(v.string('command must be a string'), v.minLength(1, 'command must not be empty'), v.maxLength(1000)),
     args: v.optional(v.pipe(v.array(v.pipe(v.string('args must be strings'), v.maxLength(10_000)), 'args must be an array of strings'), v.maxLength(100, 'at most 100 args')), []),
   }),
-  handler: ({ params, ctx, deps }) => deps.processExecutor.start(ctx, params.command, params.args),
+  handler: ({ params, ctx, deps }) => deps.processExecutor.startProcess(ctx, params.command, params.args),
 });
 
 export const stopProcess = defineOperation({
   access: 'admin',
   describe: 'Stop a process: SIGTERM, then SIGKILL after PROCESS_STOP_GRACE_MS; answers {message} once it has ended.',
   params: v.object(instanceId),
-  handler: ({ params, ctx, deps }) => deps.processExecutor.stop(ctx, params.instanceId),
+  handler: ({ params, ctx, deps }) => deps.processExecutor.stopProcess(ctx, params.instanceId),
 });
 
 export const getProcessStatus = defineOperation({
   access: 'admin',
   describe: 'A process: {status (running, exited, failed, stopped), exitCode, signal, error, command, args, startedAt, endedAt}.',
   params: v.object(instanceId),
-  handler: ({ params, ctx, deps }) => deps.processExecutor.status(ctx, params.instanceId),
+  handler: ({ params, ctx, deps }) => deps.processExecutor.getProcessStatus(ctx, params.instanceId),
 });
 
 export const getProcessLogs = defineOperation({
   access: 'admin',
   describe: 'The latest lines of a process output (PROCESS_LOG_LINES), stderr lines marked [stderr]: {logs}.',
   params: v.object(instanceId),
-  handler: ({ params, ctx, deps }) => deps.processExecutor.logs(ctx, params.instanceId),
+  handler: ({ params, ctx, deps }) => deps.processExecutor.getProcessLogs(ctx, params.instanceId),
 });
 
 export const sendProcessInput = defineOperation({
   access: 'admin',
   describe: "Write input to a running process's stdin (as given: end lines with \\n); answers {message}.",
   params: v.object({ ...instanceId, input: v.pipe(v.string('input must be a string'), v.minLength(1, 'input must not be empty'), v.maxLength(1_000_000)) }),
-  handler: ({ params, ctx, deps }) => deps.processExecutor.input(ctx, params.instanceId, params.input),
+  handler: ({ params, ctx, deps }) => deps.processExecutor.sendProcessInput(ctx, params.instanceId, params.input),
 });

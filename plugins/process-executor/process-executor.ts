@@ -53,7 +53,7 @@ export class ProcessExecutor {
    * allows none. Only starting needs the list: the other operations act on
    * records that may predate an emptied list (an unknown one is NOT_FOUND).
    */
-  async start(ctx: AuthenticatedContext, command: string, args: string[]): Promise<{ instanceId: string; status: ProcessStatus; pid: number | null }> {
+  async startProcess(ctx: AuthenticatedContext, command: string, args: string[]): Promise<{ instanceId: string; status: ProcessStatus; pid: number | null }> {
     if (this.#config.PROCESS_ALLOWED_COMMANDS.length === 0) {
       throw new RpcError('FEATURE_UNAVAILABLE', 'No command is allowed: the operator sets PROCESS_ALLOWED_COMMANDS to enable processes');
     }
@@ -85,7 +85,7 @@ export class ProcessExecutor {
     return { instanceId: id, status: 'running', pid: child.pid ?? null };
   }
 
-  async status(ctx: AuthenticatedContext, id: string): Promise<{ status: ProcessStatus; exitCode: number | null; signal: string | null; error: string | null; command: string; args: string[]; startedAt: string; endedAt: string | null }> {
+  async getProcessStatus(ctx: AuthenticatedContext, id: string): Promise<{ status: ProcessStatus; exitCode: number | null; signal: string | null; error: string | null; command: string; args: string[]; startedAt: string; endedAt: string | null }> {
     const instance = await this.#find(ctx, id);
     return {
       status: instance.status,
@@ -99,7 +99,7 @@ export class ProcessExecutor {
     };
   }
 
-  async logs(ctx: AuthenticatedContext, id: string): Promise<{ logs: string[] }> {
+  async getProcessLogs(ctx: AuthenticatedContext, id: string): Promise<{ logs: string[] }> {
     const instance = await this.#find(ctx, id);
     const running = this.#running.get(id);
     if (running) return { logs: [...running.logs, ...pending(running)] };
@@ -107,7 +107,7 @@ export class ProcessExecutor {
     return { logs: instance.logs };
   }
 
-  async input(ctx: AuthenticatedContext, id: string, input: string): Promise<{ message: string }> {
+  async sendProcessInput(ctx: AuthenticatedContext, id: string, input: string): Promise<{ message: string }> {
     const running = await this.#local(ctx, id);
     if (!running.child.stdin.writable) throw conflict(`Process ${id} no longer reads its input`);
     await new Promise<void>((resolve, reject) => running.child.stdin.write(input, (error) => (error ? reject(conflict(`Process ${id} did not take the input`)) : resolve())));
@@ -115,7 +115,7 @@ export class ProcessExecutor {
   }
 
   /** Stops a process of the caller's subscription running on this node; answers once it has ended. */
-  async stop(ctx: AuthenticatedContext, id: string): Promise<{ message: string }> {
+  async stopProcess(ctx: AuthenticatedContext, id: string): Promise<{ message: string }> {
     await this.#terminate(await this.#local(ctx, id));
     return { message: `Process ${id} stopped` };
   }

@@ -8,7 +8,7 @@ import { SCOPED_SECRET_CHANGED, ScopedSecretsService } from './scoped-secrets.se
 
 declare module 'rpc-service/plugin' {
   interface PluginServices {
-    /** Scope-based secrets; `readValue(ctx, id)` gives a value to another group, audited. */
+    /** Scope-based secrets; `getSecretValue(ctx, id)` gives a value to another group, audited. */
     scopedSecretsService: ScopedSecretsService;
   }
 }

@@ -94,7 +94,7 @@ const samePlace = (a: Place, b: Place): boolean =>
 
 /**
  * Scope-based secrets: metadata for every user of the subscription, values
- * sealed by the keyring and read only through `readValue` (audited), which
+ * sealed by the keyring and read only through `getSecretValue` (audited), which
  * other groups use to resolve the secrets of a project or an agent.
  */
 export class ScopedSecretsService {
@@ -189,7 +189,7 @@ export class ScopedSecretsService {
   }
 
   /** The value of one secret, returned only once its read is in the audit log. */
-  async readValue(ctx: AuthenticatedContext, id: string): Promise<{ value: string }> {
+  async getSecretValue(ctx: AuthenticatedContext, id: string): Promise<{ value: string }> {
     const secret = await this.#find(ctx.em, id);
     const value = await this.#keyring.open(ctx.subscriptionId, secret.value);
     await this.#record(ctx.em, ctx, 'read', secret);

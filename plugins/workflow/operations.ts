@@ -108,7 +108,7 @@ export const executeWorkflow = defineOperation({
   describe:
     'Run a workflow (by name or _id) as the caller with workflowArgs: {result: {status: "completed", output, instanceId}}, or {status: "waiting", instanceId} when it waits (for an event, a time, or longer than WORKFLOW_EXECUTE_WAIT_MS); WORKFLOW_FAILED when the run fails.',
   params: v.object({ workflowIdentifier: v.pipe(v.string(), v.minLength(1, 'workflowIdentifier must not be empty'), v.maxLength(200)), workflowArgs: v.optional(object('workflowArgs'), {}), context: v.optional(object('context')) }),
-  handler: ({ params, ctx, deps }) => deps.workflowRunner.execute(ctx, params.workflowIdentifier, params.workflowArgs),
+  handler: ({ params, ctx, deps }) => deps.workflowRunner.executeWorkflow(ctx, params.workflowIdentifier, params.workflowArgs),
 });
 
 export const sendEventToWorkflow = defineOperation({
@@ -122,7 +122,7 @@ export const sendEventToWorkflow = defineOperation({
     context: workflowContext,
   }),
   handler: async ({ params, ctx, deps }) => {
-    await deps.workflowRunner.deliverEvent(ctx, params.workflowName, params.eventName, params.eventData, params.context?.id);
+    await deps.workflowRunner.sendEventToWorkflow(ctx, params.workflowName, params.eventName, params.eventData, params.context?.id);
     return envelope();
   },
 });
@@ -150,5 +150,5 @@ export const cancelInstance = defineOperation({
   access: 'user',
   describe: 'Cancel a run that has not ended (its starter, admins and staff); it stops before its next node.',
   params: v.object({ instanceId: recordId('instanceId') }),
-  handler: ({ params, ctx, deps }) => deps.workflowRunner.cancel(ctx, params.instanceId),
+  handler: ({ params, ctx, deps }) => deps.workflowRunner.cancelInstance(ctx, params.instanceId),
 });

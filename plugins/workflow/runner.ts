@@ -149,7 +149,7 @@ export class WorkflowRunner {
    * its output when it completed, `{status: 'waiting', instanceId}` when it
    * waits (or still runs); WORKFLOW_FAILED when it failed.
    */
-  async execute(ctx: AuthenticatedContext, identifier: string, args: Record<string, unknown>): Promise<ExecuteResult> {
+  async executeWorkflow(ctx: AuthenticatedContext, identifier: string, args: Record<string, unknown>): Promise<ExecuteResult> {
     const workflow = await this.#workflows.findByIdentifier(ctx.em, identifier);
     const start = workflow.nodes.find((node) => node.type === 'start')!;
     const now = new Date();
@@ -189,7 +189,7 @@ export class WorkflowRunner {
    * not waiting for this event yet), else to the oldest run of the workflow
    * waiting for it. NOT_FOUND when there is no such run.
    */
-  async deliverEvent(ctx: AuthenticatedContext, workflowName: string, eventName: string, eventData: Record<string, unknown>, instanceId?: string): Promise<void> {
+  async sendEventToWorkflow(ctx: AuthenticatedContext, workflowName: string, eventName: string, eventData: Record<string, unknown>, instanceId?: string): Promise<void> {
     const workflow = await this.#workflows.findByIdentifier(ctx.em, workflowName);
     const claimed = await ctx.em.fork().transactional(async (em) => {
       const [row] = instanceId
@@ -235,7 +235,7 @@ export class WorkflowRunner {
   }
 
   /** Cancels a run that has not ended (its starter and admins): it stops before its next node. */
-  async cancel(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
+  async cancelInstance(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
     const instance = await this.#visible(ctx, id);
     const cancelled = await ctx.em.execute(
       `update workflow_instance set status = 'cancelled', lease_until = null, waiting_for = null, wake_at = null, finished_at = now(), updated_at = now()
