@@ -33,7 +33,7 @@ const capabilities = v.object({
   tasks: v.optional(access('capabilities.tasks')),
 });
 
-/** The fields of the spec from `name` through `fileContext`, the ones create and update both take. */
+/** The record's fields from `name` through `fileContext` (`plugins/agent-config/README.md`), the ones create and update both take. */
 export const agentFields = {
   model: text('model', 200),
   description: optionalText('description', 2000),

@@ -3,7 +3,7 @@ import type { AgentSettings } from './agent-settings.ts';
 
 /**
  * An AI agent's configuration. What lists filter and sort on are columns;
- * the rest of the spec's fields (prompt, personality, voice, capabilities,
+ * the rest of the record's fields (prompt, personality, voice, capabilities,
  * tools ...) are one validated JSON document.
  */
 export const Agent = defineEntity({

@@ -185,7 +185,7 @@ export class AgentService {
 
   /**
    * The model must be in the catalogue; the speech models, when given, of their kind. Tools are not
-   * checked: the spec's `tools` is any array of string, and clients name tools they run themselves.
+   * checked: `tools` is any array of string, and clients name tools they run themselves.
    */
   #checkReferences(input: AgentInput): void {
     const issues: ValidationIssue[] = [];

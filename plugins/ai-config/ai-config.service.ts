@@ -1,6 +1,6 @@
 import { notFound, validationError, type AiCatalogue, type AiClient, type AiModel, type AiProvider, type AiRecommendation, type ValidationIssue } from 'rpc-service/plugin';
 
-/** A model as the spec gives it, plus `dimensions` for the models that have it (embedding models). */
+/** A model as `plugins/ai-config/README.md` lists its fields, plus `dimensions` for the models that have it (embedding models). */
 export interface ModelRecord {
   id: string;
   name: string;

@@ -35,7 +35,7 @@ const base = (user: User): UserBase => ({
   updatedAt: user.updatedAt.toISOString(),
 });
 
-/** A user as the user themself sees it (the spec's self view): never the password hash. */
+/** A user as the user themself sees it (the profile of `plugins/user-profile/README.md`): never the password hash. */
 export interface UserView extends UserBase {
   phoneNumber: string | null;
   profilePicture: string | null;
@@ -53,7 +53,7 @@ export const toUserView = (user: User): UserView => ({
   oauthProfiles: (user.oauthProfiles ?? []).map(({ provider, id }) => ({ provider, id })),
 });
 
-/** A user as an administrator of the subscription sees it (the spec's administrative view). */
+/** A user as an administrator of the subscription sees it (AdminUserRpc's records, `plugins/admin-user/README.md`). */
 export interface AdminUserRecord extends UserBase {
   /** With the address the provider gave when each link was made. */
   oauthProfiles: OAuthProfile[];

@@ -77,7 +77,7 @@ const toRecord = (playbook: Playbook): PlaybookRecord => ({
 const containing = (text: string) => `%${text.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
 
 /**
- * Playbooks of a subscription, with the spec's list quirks kept: `tags` (or
+ * Playbooks of a subscription, with the list quirks of `plugins/playbook/README.md` kept: `tags` (or
  * `filter.tags`) narrows to playbooks with any of them, `limit` (else
  * `pageSize`) caps the answer, `page` and `sort` are accepted but not used,
  * and `totalCount` is the number of playbooks returned. Resource files
@@ -183,7 +183,7 @@ export class PlaybookService {
 
   async #find(em: EntityManager, id: string): Promise<Playbook> {
     const playbook = isUuid(id) ? await em.findOne(Playbook, { id }) : null;
-    // The spec's message, word for word.
+    // Word for word the message clients of this API already receive.
     if (!playbook) throw new RpcError('NOT_FOUND', `Playbook ${id} not found`);
     return playbook;
   }

@@ -137,7 +137,7 @@ export class BroadcastService {
   }
 }
 
-/** targetIds name at least one user or channel for those types; with all they are not used (the spec requires them only for the others). */
+/** targetIds name at least one user or channel for those types; with all they are not used, so not required. */
 function checkTargets({ targetType, targetIds = [] }: Broadcast): void {
   if (targetType !== 'all' && targetIds.length === 0) {
     throw validationError([{ path: 'targetIds', message: `targetIds must name at least one ${targetType === 'users' ? 'user id' : 'channel'} when targetType is ${targetType}` }]);

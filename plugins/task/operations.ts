@@ -17,7 +17,7 @@ const date = (label: string) =>
 const strings = (label: string) => stringList(label, { maxItems: 100, maxLength: 200 });
 const taskInstanceId = trimmedText('taskInstanceId', 200);
 
-/** The fields of a task any operation that writes one takes, with the spec's defaults applied by the service. */
+/** The fields of a task any operation that writes one takes, with the defaults of `plugins/task/README.md` applied by the service. */
 const fields = {
   description: v.optional(v.nullable(v.pipe(v.string('description must be a string'), v.maxLength(20_000, 'description must be at most 20000 characters')))),
   status: v.optional(v.picklist(STATUSES, `status must be one of ${STATUSES.join(', ')}`)),

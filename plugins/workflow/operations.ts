@@ -13,7 +13,7 @@ const name = v.pipe(
   v.check((value) => !isUuid(value), 'name must not be a UUID (workflows are run by name or by _id)'),
 );
 const tags = stringList('tags');
-/** The fields create and update take: the spec's workflow fields, without _id, subscriptionId, projectId and the timestamps. */
+/** The fields create and update take: a workflow's fields, without _id, subscriptionId, projectId and the timestamps. */
 const fields = {
   description: v.optional(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters'))),
   nodes: v.optional(graphFields.nodes),

@@ -198,7 +198,7 @@ describe('fuzzing every operation', () => {
     return undefined;
   }
 
-  /** The fields a list param names; null when the operation takes the param and ignores it (PlaybookRpc.list's sort, as the spec has it). */
+  /** The fields a list param names; null when the operation takes the param and ignores it (PlaybookRpc.list's sort, as `plugins/playbook/README.md` has it). */
   async function discoverFields(operation: OperationListing, param: 'filter' | 'sort'): Promise<string[] | null> {
     try {
       // With the operation's required params, so that the probe is what validation stops at.

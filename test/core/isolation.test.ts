@@ -131,7 +131,7 @@ const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
     'filter.threadId': nothingOfA('a filter: totals of no trace', (x) => ({ filter: { threadId: x.trace } })),
     'filter.subscriptionId': nothingOfA('a filter within the caller’s subscription: totals of no trace', (x) => ({ filter: { subscriptionId: x.subscription } })),
   },
-  'AITelemetryRpc.getThread': { threadId: nothingOfA('the spec answers an empty thread', (x) => ({ threadId: x.trace })) },
+  'AITelemetryRpc.getThread': { threadId: nothingOfA('an unknown thread answers []', (x) => ({ threadId: x.trace })) },
   'AITelemetryRpc.getTrace': { traceId: notFound((x) => ({ traceId: x.trace })) },
   'AITelemetryRpc.listThreads': {
     'filter.threadId': nothingOfA('a filter', (x) => ({ filter: { threadId: x.trace } })),
@@ -329,8 +329,8 @@ const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
     'tasks[].comments[].commentId': ownRecord('a comment id the client chooses', (x, b) => ({ taskInstanceId: b.ids.taskInstance, tasks: [{ title: 'Tree', comments: [{ content: 'Hi', commentId: x.comment }] }] })),
     'tasks[].comments[].authorContactId': ownRecord(CONTACT, (x, b) => ({ taskInstanceId: b.ids.taskInstance, tasks: [{ title: 'Tree', comments: [{ content: 'Hi', authorContactId: x.contact }] }] })),
   },
-  // The spec answers {success: false} for a task that does not exist, so NOT_FOUND is not its answer; the same as for an unknown id it must be.
-  'TaskRpc.delete': { _id: nothingOfA('the spec’s {success: false} for no such task', (x) => ({ _id: x.task })) },
+  // TaskRpc.delete answers {success: false} for a task that does not exist (plugins/task/README.md), so NOT_FOUND is not its answer; the same as for an unknown id it must be.
+  'TaskRpc.delete': { _id: nothingOfA('{success: false}, as for no such task', (x) => ({ _id: x.task })) },
   'TaskRpc.findById': { _id: notFound((x) => ({ _id: x.task })) },
   'TaskRpc.getData': { taskInstanceId: nothingOfA('a filter', (x) => ({ taskInstanceId: x.taskInstance })) },
   'TaskRpc.update': { _id: notFound((x) => ({ _id: x.task, title: 'Changed by another tenant' })) },
@@ -369,7 +369,7 @@ const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   },
 };
 
-/** The spec gives every SchedulerRpc operation a context; only create and update read it (into the task), the others ignore it. */
+/** Every SchedulerRpc operation takes a context (plugins/scheduler/README.md); only create and update read it (into the task), the others ignore it. */
 function ignoredContext(build: Build): Record<string, Expectation> {
   const idOf = { userId: 'member', subscriptionId: 'subscription', projectId: 'project' } as const;
   return Object.fromEntries(

@@ -24,7 +24,7 @@ describe('AgentConfigRpc', () => {
   });
   after(() => t.close());
 
-  it('creates an agent with every field of the spec, defaults for those not given', async () => {
+  it('creates an agent with every field of its record, defaults for those not given', async () => {
     const agent = await t.ok('AgentConfigRpc.create', { name: 'support-bot', model: 'gpt-4o-mini', personality: { style: 'friendly', adaptMood: true } }, as(member.token));
     assert.deepEqual(Object.keys(agent).sort(), RECORD_FIELDS);
     assert.equal(agent.agentClass, 'AIAgent');

@@ -14,7 +14,7 @@ const SECRET = 'whsec-test-0123456789abcdef';
 const PLUGINS = ['auth', 'api-key', 'api-management', 'secrets'];
 const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', WEBHOOK_TEST_TIMEOUT_MS: '500', JOBS_POLL_MS: '500' };
 
-/** Checks a request as a receiver would, with the standardwebhooks package: signature, id and timestamp, and the spec's header. */
+/** Checks a request as a receiver would, with the standardwebhooks package: signature, id and timestamp, and the X-Webhook-Secret header. */
 function verified(request: ReceivedRequest, secret = SECRET): { id: string; type: string; timestamp: string; subscriptionId: string; data: any } {
   const payload = new Webhook(secret, { format: 'raw' }).verify(request.body, request.headers) as any;
   assert.equal(request.headers['x-webhook-secret'], secret);

@@ -81,7 +81,7 @@ describe('DocumentRpc', () => {
     assert.equal(missing.body.data.code, 'NOT_FOUND');
   });
 
-  it('finds the passage that answers a question as soon as create has answered, shaped as the spec says', async () => {
+  it('finds the passage that answers a question as soon as create has answered, shaped as plugins/documents/README.md says', async () => {
     const documentInstanceId = instance();
     const guide = await t.ok('DocumentRpc.create', { title: 'Orbit handbook', documentInstanceId, content: GUIDE }, as(owner));
     await t.ok('DocumentRpc.create', { title: 'Office', documentInstanceId, content: 'The office kitchen has coffee, tea and fruit on Fridays.' }, as(owner));

@@ -29,7 +29,7 @@ describe('SchedulerRpc: tasks', () => {
   });
   after(() => t.close());
 
-  it('creates a task answering its id, with nextRun from the cron pattern in its time zone, and the spec’s fields', async () => {
+  it('creates a task answering its id, with nextRun from the cron pattern in its time zone, and a task’s fields', async () => {
     const id = await create(member, eventTask({ timeZone: 'America/New_York', tags: ['digest'], description: 'Weekday mornings' }));
     assert.match(id, /^[0-9a-f-]{36}$/);
     const task = await find(member, id);

@@ -22,7 +22,7 @@ describe('TaskRpc', () => {
   });
   after(() => t.close());
 
-  it('creates a task with exactly the spec’s defaults, and finds it', async () => {
+  it('creates a task with exactly the documented defaults, and finds it', async () => {
     const task = await create(member, { title: 'Write the launch post' });
     assert.deepEqual(Object.keys(task).sort(), [
       '_id', 'assignees', 'comments', 'completedAt', 'createdAt', 'description', 'dueDate', 'isArchived', 'parentId', 'priority', 'status', 'tags', 'taskInstanceId', 'title', 'updatedAt',

@@ -40,7 +40,7 @@ describe('WorkflowRpc: records', () => {
   });
   after(() => t.close());
 
-  it('creates, finds, updates and deletes a workflow with the spec’s fields', async () => {
+  it('creates, finds, updates and deletes a workflow with all its fields', async () => {
     const created = await create(admin, { name: 'Onboarding', description: 'Greets big spenders', variables: { greeting: null }, tags: ['sales', 'sales', 'welcome'], contextId: 'campaign-7' });
     assert.deepEqual(Object.keys(created).sort(), [
       '_id', 'contextId', 'createdAt', 'description', 'edges', 'name', 'nodes', 'projectId', 'subscriptionId', 'tags', 'updatedAt', 'userId', 'variables',
