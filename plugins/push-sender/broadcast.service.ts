@@ -1,7 +1,11 @@
-import { counted, RpcError, validationError, type AuthenticatedContext, type JobRun, type RequestContext } from 'rpc-service/plugin';
-import type { PushDevice, PushSenderDeps } from './deps.ts';
+import { counted, RpcError, validationError, type AuthenticatedContext, type Deps, type JobRun, type RequestContext } from 'rpc-service/plugin';
 import { pushMessage, type Broadcast } from './broadcast.ts';
-import { sendPush } from './push-request.ts';
+import type { PushSenderConfig } from './config.ts';
+import { sendPush, type PushDevice } from './push-request.ts';
+
+/** The services a broadcast uses: the plugin's DEPS (deps.ts), which are checked to be these. */
+export type BroadcastNeeds = readonly ['jobs', 'notifications', 'outbound', 'pushService', 'userService'];
+type BroadcastDeps = Deps<BroadcastNeeds, {}, PushSenderConfig>;
 
 /** Who a broadcast is for: the users notified in the app, and the devices pushed to (theirs). */
 interface Audience {
@@ -37,9 +41,9 @@ async function forEachConcurrently<T>(items: readonly T[], limit: number, work: 
  * job, which notifies the users in the app and pushes to their devices.
  */
 export class BroadcastService {
-  readonly #deps: PushSenderDeps;
+  readonly #deps: BroadcastDeps;
 
-  constructor(deps: PushSenderDeps) {
+  constructor(deps: BroadcastDeps) {
     this.#deps = deps;
   }
 

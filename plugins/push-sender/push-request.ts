@@ -1,6 +1,8 @@
 import webpush, { type RequestDetails } from 'web-push';
-import type { Outbound } from 'rpc-service/plugin';
-import type { PushDevice } from './deps.ts';
+import type { Outbound, PluginServices } from 'rpc-service/plugin';
+
+/** A browser subscribed to push, as the push plugin gives it. */
+export type PushDevice = Awaited<ReturnType<PluginServices['pushService']['devices']>>[number];
 
 export interface VapidDetails {
   subject: string;
