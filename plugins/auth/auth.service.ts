@@ -9,12 +9,14 @@ import {
   type Limit,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
-import { Session, Subscription, User } from './entities.ts';
 import type { InviteCodeService } from './invite-code.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from './password.ts';
+import { Session } from './session.entity.ts';
 import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
+import { Subscription } from './subscription.entity.ts';
+import { User } from './user.entity.ts';
 import type { UserService } from './user.service.ts';
 import { toUserView, type UserView } from './user-view.ts';
 import type { VerificationService } from './verification.service.ts';

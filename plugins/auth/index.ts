@@ -3,14 +3,21 @@ import { definePlugin } from 'rpc-service/plugin';
 import { AuthService } from './auth.service.ts';
 import { authSettings } from './config.ts';
 import { DEPS, type AuthDeps } from './deps.ts';
-import { authEntities } from './entities.ts';
+import { ExternalLogin } from './external-login.entity.ts';
+import { InviteCode } from './invite-code.entity.ts';
 import { InviteCodeService } from './invite-code.service.ts';
 import { Lifecycle, lifecyclePoint, type LifecycleHooks } from './lifecycle.ts';
 import { migrations } from './migrations/index.ts';
+import { OAuthLink } from './oauth-link.entity.ts';
+import { OAuthState } from './oauth-state.entity.ts';
 import { oauthRoutes } from './oauth.routes.ts';
 import { OAuthService } from './oauth.service.ts';
 import * as operations from './operations.ts';
+import { OtpRequest } from './otp-request.entity.ts';
+import { Session } from './session.entity.ts';
 import { SessionService } from './session.service.ts';
+import { Subscription } from './subscription.entity.ts';
+import { User } from './user.entity.ts';
 import { UserService } from './user.service.ts';
 import { VerificationService } from './verification.service.ts';
 
@@ -37,7 +44,7 @@ export const authPlugin = definePlugin<AuthDeps>({
   coreVersion: '^2.0.0',
   config: authSettings,
   deps: DEPS,
-  entities: authEntities,
+  entities: [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin],
   migrations,
   services: {
     authService: asClass(AuthService).singleton(),

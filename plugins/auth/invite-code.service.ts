@@ -11,7 +11,7 @@ import {
   type ListEnvelope,
   type Role,
 } from 'rpc-service/plugin';
-import { InviteCode } from './entities.ts';
+import { InviteCode } from './invite-code.entity.ts';
 
 export interface InviteCodeRecord {
   _id: string;

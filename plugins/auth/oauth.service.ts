@@ -15,10 +15,12 @@ import {
   type SecretBox,
 } from 'rpc-service/plugin';
 import { OAUTH_PRESETS, oauthSettingsPrefix, type AuthConfig, type OAuthProviderConfig } from './config.ts';
-import { OAuthLink, Subscription, User } from './entities.ts';
 import type { Lifecycle } from './lifecycle.ts';
+import { OAuthLink } from './oauth-link.entity.ts';
 import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
+import { Subscription } from './subscription.entity.ts';
+import { User } from './user.entity.ts';
 import type { UserService } from './user.service.ts';
 import { toUserView, type UserView } from './user-view.ts';
 

@@ -12,7 +12,8 @@ import {
   type Role,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
-import { Session, type User } from './entities.ts';
+import { Session } from './session.entity.ts';
+import type { User } from './user.entity.ts';
 
 export interface IssuedSession {
   token: string;

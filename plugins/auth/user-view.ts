@@ -1,4 +1,4 @@
-import type { OAuthProfile, User } from './entities.ts';
+import type { OAuthProfile, User } from './user.entity.ts';
 
 /** The fields both views of a user share. */
 interface UserBase {

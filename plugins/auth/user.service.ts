@@ -16,10 +16,12 @@ import {
   type UploadService,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
-import { OAuthLink, Session, User, type OAuthProfile } from './entities.ts';
 import type { Lifecycle } from './lifecycle.ts';
+import { OAuthLink } from './oauth-link.entity.ts';
 import { hashPassword, verifyPassword } from './password.ts';
+import { Session } from './session.entity.ts';
 import type { SessionService } from './session.service.ts';
+import { User, type OAuthProfile } from './user.entity.ts';
 import { toAdminUserRecord, toUserView, type AdminUserRecord, type UserView } from './user-view.ts';
 
 export type NewUser = Pick<User, 'subscriptionId' | 'email' | 'username' | 'role'> & Partial<User>;

@@ -11,7 +11,7 @@ import {
   type SecretBox,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
-import { OtpRequest, type OtpChannel } from './entities.ts';
+import { OtpRequest, type OtpChannel } from './otp-request.entity.ts';
 
 export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_ATTEMPTS = 5;
