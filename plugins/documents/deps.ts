@@ -1,8 +1,8 @@
 import { operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { PageService } from './page.service.ts';
 
-/** What DocumentRpc uses: the database, and the knowledge base's search index (chunks, embeddings, search). */
-export const DEPS = ['db', 'knowledgeIndex'] as const;
+/** What DocumentRpc uses: the knowledge base's search index (chunks, embeddings, search). */
+export const DEPS = ['knowledgeIndex'] as const;
 
 export type DocumentsDeps = Deps<typeof DEPS, { pageService: PageService }>;
 

@@ -5,9 +5,9 @@ import type { SchedulerService } from './scheduler.service.ts';
 
 /**
  * What SchedulerRpc uses: the database, the bus (event actions), the in-process operation caller (rpc, workflow
- * and aiMessage actions, as the task's user), the AI client and notifications (aiMessage), jobs (recovery) and the auth plugin's users.
+ * and aiMessage actions, as the task's user), the AI client and notifications (aiMessage) and the auth plugin's users.
  */
-export const DEPS = ['db', 'bus', 'operations', 'ai', 'notifications', 'jobs', 'userService'] as const;
+export const DEPS = ['db', 'bus', 'operations', 'ai', 'notifications', 'userService'] as const;
 
 export type SchedulerDeps = Deps<typeof DEPS, { schedulerService: SchedulerService; schedulerRunner: SchedulerRunner }, SchedulerConfig>;
 
