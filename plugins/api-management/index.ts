@@ -1,8 +1,9 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { apiManagementSettings } from './config.ts';
-import { EndpointLease, WebhookDelivery } from './delivery.entity.ts';
+import { WebhookDelivery } from './delivery.entity.ts';
 import { DEPS, type ApiManagementDeps } from './deps.ts';
+import { EndpointLease } from './endpoint-lease.entity.ts';
 import { migrations } from './migrations/index.ts';
 import { deliver, getDeliveries, listApiKeysForWebhook, registerWebhook, resendDeliveries, sweep } from './operations.ts';
 import { WEBHOOK_TEST, WebhookService } from './webhook.service.ts';

@@ -3,8 +3,9 @@ import { definePlugin } from 'rpc-service/plugin';
 import { DEPS, type DocumentsDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { create, getAllDocuments, getById, getByTitle, getVersions, remove, search, update } from './operations.ts';
-import { Page, PageVersion } from './page.entity.ts';
+import { Page } from './page.entity.ts';
 import { PageService } from './page.service.ts';
+import { PageVersion } from './page-version.entity.ts';
 
 /** DocumentRpc: trees of Markdown pages per documentation instance, versioned, searched by meaning through the knowledge base's index. */
 export const documentsPlugin = definePlugin<DocumentsDeps>({

@@ -8,7 +8,8 @@ import {
   type ListEnvelope,
   type PluginServices,
 } from 'rpc-service/plugin';
-import { Page, PageVersion } from './page.entity.ts';
+import { Page } from './page.entity.ts';
+import { PageVersion } from './page-version.entity.ts';
 
 /** The pages' name in the knowledge base's search index. */
 const SOURCE = 'documents';

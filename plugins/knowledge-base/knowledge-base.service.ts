@@ -20,17 +20,9 @@ import {
   type WorkerPool,
 } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
-import {
-  DocumentVersion,
-  Ingestion,
-  INGESTION_STATES,
-  KnowledgeDocument,
-  SOURCE_TYPES,
-  STATUSES,
-  type DocumentStatus,
-  type IngestionState,
-  type SourceType,
-} from './document.entity.ts';
+import { DocumentVersion } from './document-version.entity.ts';
+import { KnowledgeDocument, SOURCE_TYPES, STATUSES, type DocumentStatus, type SourceType } from './document.entity.ts';
+import { Ingestion, INGESTION_STATES, type IngestionState } from './ingestion.entity.ts';
 import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex } from './knowledge-index.ts';
 import type { ParsedText, ParseTask } from './parse.worker.ts';
 import { builtInParsers, type ParserContribution } from './parsers.ts';

@@ -1,7 +1,8 @@
 import * as v from 'valibot';
 import { isoTime, recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { INGESTION_STATES, SOURCE_TYPES, STATUSES } from './document.entity.ts';
+import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
+import { INGESTION_STATES } from './ingestion.entity.ts';
 import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './knowledge-base.service.ts';
 
 const MAX_TEXT = 2_000_000;

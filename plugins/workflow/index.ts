@@ -2,7 +2,7 @@ import { asClass } from 'awilix';
 import { definePlugin, entityScope } from 'rpc-service/plugin';
 import { workflowSettings } from './config.ts';
 import { DEPS, type WorkflowDeps } from './deps.ts';
-import { PendingEvent, WorkflowInstance } from './instance.entity.ts';
+import { WorkflowInstance } from './instance.entity.ts';
 import { recover, resume } from './jobs.ts';
 import { leadSourcesPoint } from './leads.ts';
 import { migrations } from './migrations/index.ts';
@@ -23,6 +23,7 @@ import {
   sendEventToWorkflow,
   update,
 } from './operations.ts';
+import { PendingEvent } from './pending-event.entity.ts';
 import { WorkflowRunner } from './runner.ts';
 import { Workflow } from './workflow.entity.ts';
 import { WorkflowService } from './workflow.service.ts';

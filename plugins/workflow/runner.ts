@@ -23,8 +23,9 @@ import {
 } from 'rpc-service/plugin';
 import type { WorkflowConfig } from './config.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
-import { PendingEvent, WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
+import { WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
 import { CLOCK, EXPRESSION_LIMITS, type Checkpoint, type EffectReply, type EffectRequest, type RunOutcome, type RunState, type RunTask } from './interpreter.worker.ts';
+import { PendingEvent } from './pending-event.entity.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
 type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;

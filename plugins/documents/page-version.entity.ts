@@ -1,0 +1,23 @@
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+
+/** Every version of a page as it was written, the current one included. */
+export const PageVersion = defineEntity({
+  name: 'PageVersion',
+  tableName: 'documents_page_version',
+  properties: (p) => ({
+    id: p.uuid().primary(),
+    subscriptionId: p.uuid(),
+    pageId: p.uuid(),
+    version: p.integer(),
+    parentId: p.uuid().nullable(),
+    title: p.text(),
+    content: p.text(),
+    tags: p.json<string[]>(),
+    isArchived: p.boolean(),
+    modifiedBy: p.uuid(),
+    modifiedAt: p.datetime(),
+  }),
+  uniques: [{ properties: ['pageId', 'version'] }],
+  indexes: [{ properties: ['subscriptionId', 'pageId'] }],
+});
+export type PageVersion = InferEntity<typeof PageVersion>;
