@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { addUser } from '../support/users.ts';
+import { signupTeam, type Team } from '../support/users.ts';
 
 type Session = { token: string };
 const as = (session: Session) => ({ token: session.token });
@@ -9,18 +9,15 @@ const list = { filter: {}, sort: {}, page: 1, pageSize: 25 };
 
 describe('BillingPlanRpc', () => {
   let t: TestApp;
-  let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let staff: Awaited<ReturnType<typeof addUser>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
-  let stranger: Awaited<ReturnType<TestApp['signup']>>;
+  let admin: Team['admin'];
+  let staff: Team['staff'];
+  let member: Team['member'];
+  let stranger: Team['stranger'];
   const code = (response: { body: { data: { code?: string } } }) => response.body.data.code;
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'billing-plan'] });
-    admin = await t.signup();
-    staff = await addUser(t, admin.subscriptionId, 'staff');
-    member = await addUser(t, admin.subscriptionId, 'user');
-    stranger = await t.signup();
+    ({ admin, staff, member, stranger } = await signupTeam(t));
   });
   after(() => t.close());
 

@@ -14,3 +14,13 @@ export async function addUser(t: TestApp, subscriptionId: string, role: Role, pa
   const session = await t.ok('AuthRpc.login', { identifier: name, password });
   return { ...session, username: name, password };
 }
+
+/** A subscription's admin (by signup), a staff member and a member of it, and the admin of another subscription. */
+export async function signupTeam(t: TestApp) {
+  const admin = await t.signup();
+  const staff = await addUser(t, admin.subscriptionId, 'staff');
+  const member = await addUser(t, admin.subscriptionId, 'user');
+  const stranger = await t.signup();
+  return { admin, staff, member, stranger };
+}
+export type Team = Awaited<ReturnType<typeof signupTeam>>;
