@@ -147,7 +147,7 @@ class Interpreter {
   }
 
   async run(): Promise<RunOutcome> {
-    // The variables as they were before the node at the cursor: a node that fails changes none of them.
+    // The variables as they were before the node at the cursor: nodes change a copy, so one that fails changes none of them.
     let before = this.#state.variables;
     try {
       if (this.#task.resumed) {
@@ -159,7 +159,7 @@ class Interpreter {
         this.#state.cursor = await this.#next(node);
       }
       for (;;) {
-        before = { ...this.#state.variables };
+        before = this.#state.variables;
         const node = this.#node(this.#state.cursor);
         if (this.#state.steps >= this.#task.limits.maxSteps) throw new NodeError(`the run stopped at node "${node.id}": it ran ${this.#task.limits.maxSteps} nodes, the most a run may`);
         if (Date.now() > this.#deadline) throw new NodeError(`the run stopped at node "${node.id}": it ran out of time`);
@@ -176,6 +176,7 @@ class Interpreter {
             return { status: 'completed', output: output ?? null, state: this.#state, steps: this.#steps };
           }
           case 'set':
+            this.#state.variables = { ...before };
             for (const [name, source] of Object.entries(config.values as Record<string, string>)) this.#state.variables[name] = (await this.#evaluate(node, source)) ?? null;
             this.#result = null;
             break;
@@ -286,7 +287,7 @@ class Interpreter {
 
   #save(node: WorkflowNode, result: unknown): void {
     const saveAs = (node.config as { saveAs?: string }).saveAs;
-    if (saveAs) this.#state.variables[saveAs] = result ?? null;
+    if (saveAs) this.#state.variables = { ...this.#state.variables, [saveAs]: result ?? null };
   }
 
   #record(node: WorkflowNode, status: Step['status'], error?: string): void {
