@@ -13,7 +13,7 @@ import { SecretBox } from './credentials/crypto.ts';
 import { Keyring } from './credentials/keyring.ts';
 import { resolveMasterKeys } from './credentials/master-key.ts';
 import { AuditLog } from './audit/audit-log.ts';
-import { AiClient } from './ai/ai-client.ts';
+import { AiClient, aiCallsPoint, type AiCallRecorder } from './ai/ai-client.ts';
 import { loadCatalogue } from './ai/catalogue.ts';
 import { ToolCatalogue, toolsPoint, type ToolDeclaration } from './ai/tools.ts';
 import { CollectionCatalogue, collectionsPoint, type CollectionDeclaration } from './rpc/collections.ts';
@@ -53,7 +53,7 @@ import { UploadService } from './uploads/upload-service.ts';
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
 
 /** The extension points of the core: plugins contribute to them like to any plugin's. */
-export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint, dataScopesPoint];
+export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint, dataScopesPoint, aiCallsPoint];
 
 export interface AppOptions {
   config: Config;
@@ -156,7 +156,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       dataFolders: new DataFolders(config.dataDir),
       operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger }),
       notifications: new NotificationCenter({ db, bus }),
-      ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, db, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
+      ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
       messageSender: new MessageSender({ config: config.messaging, db, logger }),
@@ -186,6 +186,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.tools.load(extensions.all<ToolDeclaration>(toolsPoint.id), registry);
     core.collections.load(extensions.all<CollectionDeclaration>(collectionsPoint.id));
     core.dataScopes.load(extensions.all<DataScopeDeclaration>(dataScopesPoint.id));
+    core.ai.load(extensions.all<AiCallRecorder>(aiCallsPoint.id));
     const dispatcher = new Dispatcher(registry, authenticator, { db, logger });
     core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
 

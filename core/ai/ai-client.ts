@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Database } from '../db/orm.ts';
+import * as v from 'valibot';
 import { OutboundRefusedError, type Outbound } from '../http/outbound.ts';
 import type { Logger } from '../logger.ts';
+import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { RequestContext } from '../rpc/context.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
-import { AiTrace } from './trace.ts';
 import embedInThisThread, { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
 
 /** Token counts of one call. `inputTokens` includes `cachedTokens` (the cached part of the input); never add the two. */
@@ -53,6 +53,56 @@ export interface EmbedResult {
   traceId: string;
 }
 
+/**
+ * One call the client made, as it reports it to `core.aiCalls`: who asked
+ * (caller type and name, subscription, user), what (provider, model,
+ * operation), how it went (status, duration, attempts, error) and the tokens
+ * counted. `inputTokens` includes the cached ones; `totalTokens` is input plus
+ * output. Prompts and answers are not reported.
+ */
+export interface AiCall {
+  traceId: string;
+  subscriptionId: string | null;
+  userId: string | null;
+  threadId: string | null;
+  requestTimestamp: Date;
+  durationMs: number;
+  status: 'success' | 'error';
+  provider: string;
+  model: string;
+  operation: 'embedding' | 'chat';
+  callerType: string;
+  callerName: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  totalTokens: number;
+  attempts: number;
+  error: string | null;
+}
+
+/**
+ * A plugin's contribution to `core.aiCalls`: what records each call, made
+ * from its deps. The client awaits it after the call, whether the call
+ * succeeded or not; it writes on a connection of its own, never in the
+ * caller's transaction, and a failure of it is logged, not passed on.
+ */
+export interface AiCallRecorder {
+  recorder(deps: any): (call: AiCall) => Promise<void>;
+}
+
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.aiCalls': AiCallRecorder;
+  }
+}
+
+export const aiCallsPoint = defineExtensionPoint<AiCallRecorder>({
+  id: 'core.aiCalls',
+  describe: 'Recorders of the AI calls the service makes (telemetry), each told of every call, failed ones included.',
+  contribution: v.object({ recorder: v.function() }) as never,
+});
+
 /** Where embeddings come from: the local embedder, or an HTTP API. Implement it to add a provider type. */
 export interface EmbeddingProvider {
   embed(texts: string[], model: AiModel, provider: AiProvider, signal: AbortSignal): Promise<{ vectors: number[][]; usage: Usage; attempts: number }>;
@@ -62,7 +112,6 @@ export interface AiClientOptions {
   catalogue: AiCatalogue;
   pool: WorkerPool;
   outbound: Outbound;
-  db: Database;
   /** The environment keys are read from, by the variable names the catalogue gives. */
   env: Readonly<Record<string, string | undefined>>;
   logger: Logger;
@@ -92,19 +141,24 @@ class RetryableError extends Error {
 
 /**
  * The one way the service calls AI models: embeddings and chat completions,
- * by model id from the catalogue, each call recorded as a telemetry trace
- * (core_ai_trace) whether it succeeds or not. Call it outside transactions:
- * the trace is written on a connection of its own.
+ * by model id from the catalogue, each call reported to the recorders of
+ * `core.aiCalls` whether it succeeds or not (none without a telemetry plugin).
  */
 export class AiClient {
   readonly #options: AiClientOptions;
   readonly #local: EmbeddingProvider;
   readonly #remote: OpenAiCompatible;
+  #recorders: readonly ((call: AiCall) => Promise<void>)[] = [];
 
   constructor(options: AiClientOptions) {
     this.#options = options;
     this.#local = new LocalEmbedder(options.pool);
     this.#remote = new OpenAiCompatible(options);
+  }
+
+  /** The `core.aiCalls` contributions, once the plugins' deps exist. */
+  load(contributions: readonly Contribution<AiCallRecorder>[]): void {
+    this.#recorders = contributions.map(({ value, deps }) => value.recorder(deps));
   }
 
   /** Whether calls to the provider can be made: it needs no key, or the variable the catalogue names holds one. */
@@ -189,11 +243,13 @@ export class AiClient {
   }
 
   /** Telemetry never fails the call it describes. */
-  async #record(trace: AiTrace): Promise<void> {
-    try {
-      await this.#options.db.forkEm(null).insert(AiTrace, trace);
-    } catch (err) {
-      this.#options.logger.warn({ err, traceId: trace.traceId }, 'could not record an AI trace');
+  async #record(call: AiCall): Promise<void> {
+    for (const record of this.#recorders) {
+      try {
+        await record(call);
+      } catch (err) {
+        this.#options.logger.warn({ err, traceId: call.traceId }, 'could not record an AI call');
+      }
     }
   }
 }

@@ -1,7 +1,6 @@
 import { defineEntity } from '@mikro-orm/core';
 import { EmbeddingState } from '../ai/embedding-columns.ts';
 import { Notification } from '../notifications/notification-center.ts';
-import { AiTrace } from '../ai/trace.ts';
 import { AuditEntry } from '../audit/audit-log.ts';
 import { StoredFile, UploadKey } from '../uploads/entities.ts';
 
@@ -64,4 +63,4 @@ export const DataKey = defineEntity({
   }),
 });
 
-export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, AiTrace, EmbeddingState, Notification];
+export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState, Notification];

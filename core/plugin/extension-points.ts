@@ -10,7 +10,7 @@ import type * as v from 'valibot';
  *   }
  *
  * Core's own points declare themselves the same way, beside their catalogue
- * (core/ai/tools.ts, core/credentials/authenticator.ts, core/events/catalogue.ts,
+ * (core/ai/ai-client.ts, core/ai/tools.ts, core/credentials/authenticator.ts, core/events/catalogue.ts,
  * core/rpc/collections.ts, core/rpc/data-scopes.ts), so this file imports none
  * of them and stays a leaf of the import graph.
  */

@@ -59,8 +59,7 @@ export type { CredentialCache, CachedCredential } from '../credentials/credentia
 export type { CredentialsChanged } from '../credentials/revocation.ts';
 export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '../credentials/crypto.ts';
 export type { Keyring } from '../credentials/keyring.ts';
-export type { AiClient, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatResult, EmbedResult, EmbeddingProvider, Usage } from '../ai/ai-client.ts';
-export { AiTrace } from '../ai/trace.ts';
+export type { AiClient, AiCall, AiCallRecorder, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatResult, EmbedResult, EmbeddingProvider, Usage } from '../ai/ai-client.ts';
 export { EmbeddingColumns, switchModelJob, type EmbeddedTable, type EmbeddingSlots, type EmbeddingProgress, type SwitchOutcome, type VectorColumn } from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
 export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../rpc/data-scopes.ts';

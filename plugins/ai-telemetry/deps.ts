@@ -1,8 +1,8 @@
 import { operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { TelemetryService } from './telemetry.service.ts';
 
-/** What AITelemetryRpc uses: no service; it reads the core AI client's traces (core_ai_trace) through the request's own `ctx.em`. */
-export const DEPS = [] as const;
+/** What AITelemetryRpc uses: the database, to record each AI call on a connection of its own (reads go through the request's `ctx.em`). */
+export const DEPS = ['db'] as const;
 
 export type TelemetryDeps = Deps<typeof DEPS, { telemetryService: TelemetryService }>;
 

@@ -1,15 +1,22 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { DEPS, type TelemetryDeps } from './deps.ts';
+import { migrations } from './migrations/index.ts';
 import { getStats, getThread, getTrace, listThreads } from './operations.ts';
 import { TelemetryService } from './telemetry.service.ts';
+import { AiTrace } from './trace.entity.ts';
 
-/** AITelemetryRpc: read-only views of the traces of every AI call the service makes. */
+/** AITelemetryRpc: records every AI call the service makes as a trace, and read-only views of them. */
 export const aiTelemetryPlugin = definePlugin<TelemetryDeps>({
   id: 'ai-telemetry',
   group: 'AITelemetryRpc',
   coreVersion: '^2.0.0',
   deps: DEPS,
+  entities: [AiTrace],
+  migrations,
   services: { telemetryService: asClass(TelemetryService).singleton() },
+  extends: {
+    'core.aiCalls': [{ recorder: ({ telemetryService }: TelemetryDeps) => (call) => telemetryService.record(call) }],
+  },
   operations: { listThreads, getThread, getTrace, getStats },
 });

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { notFound, type AuthenticatedContext } from 'rpc-service/plugin';
+import { notFound, type AiCall, type AuthenticatedContext, type Database } from 'rpc-service/plugin';
+import { AiTrace } from './trace.entity.ts';
 
 export interface TraceFilter {
   callerType?: string;
@@ -90,17 +91,28 @@ const toTrace = (row: Row): TraceRecord => ({
 });
 
 /**
- * Read-only views of the AI traces the core's client records. An admin sees
- * every trace of the subscription; any other role the traces of calls made
- * for them.
+ * The traces of the AI calls the core's client reports, and read-only views
+ * of them. An admin sees every trace of the subscription; any other role the
+ * traces of calls made for them.
  */
 export class TelemetryService {
+  readonly #db: Database;
+
+  constructor({ db }: { db: Database }) {
+    this.#db = db;
+  }
+
+  /** A trace of one call, written on a connection of its own: never in the transaction of the request that made the call. */
+  async record(call: AiCall): Promise<void> {
+    await this.#db.forkEm(null).insert(AiTrace, call);
+  }
+
   async listThreads(
     ctx: AuthenticatedContext,
     query: { filter: TraceFilter; direction: 'asc' | 'desc'; page: number; pageSize: number },
   ): Promise<{ data: ThreadSummary[]; totalCount: number }> {
     const where = this.#where(ctx, query.filter);
-    const [{ count }] = (await ctx.em.execute(`select count(distinct ${GROUP}) as count from core_ai_trace where ${where.sql}`, where.params)) as [Row];
+    const [{ count }] = (await ctx.em.execute(`select count(distinct ${GROUP}) as count from ai_telemetry_trace where ${where.sql}`, where.params)) as [Row];
     // The group's caller is that of its latest trace.
     const rows: Row[] = await ctx.em.execute(
       `select ${GROUP} as thread_id, max(request_timestamp) as latest, min(request_timestamp) as earliest, count(*) as turns,
@@ -108,7 +120,7 @@ export class TelemetryService {
               (array_agg(caller_type order by request_timestamp desc))[1] as caller_type,
               (array_agg(caller_name order by request_timestamp desc))[1] as caller_name,
               (array_agg(subscription_id order by request_timestamp desc))[1] as subscription_id
-       from core_ai_trace where ${where.sql}
+       from ai_telemetry_trace where ${where.sql}
        group by ${GROUP}
        order by latest ${query.direction}, ${GROUP}
        limit ? offset ?`,
@@ -135,7 +147,7 @@ export class TelemetryService {
   async getThread(ctx: AuthenticatedContext, threadId: string): Promise<TraceRecord[]> {
     const where = this.#where(ctx, {});
     const rows: Row[] = await ctx.em.execute(
-      `select ${TRACE_COLUMNS} from core_ai_trace
+      `select ${TRACE_COLUMNS} from ai_telemetry_trace
        where ${where.sql} and (thread_id = ? or (thread_id is null and trace_id::text = ?))
        order by request_timestamp, trace_id`,
       [...where.params, threadId, threadId],
@@ -145,7 +157,7 @@ export class TelemetryService {
 
   async getTrace(ctx: AuthenticatedContext, traceId: string): Promise<TraceRecord> {
     const where = this.#where(ctx, {});
-    const [row] = (await ctx.em.execute(`select ${TRACE_COLUMNS} from core_ai_trace where ${where.sql} and trace_id = ?`, [
+    const [row] = (await ctx.em.execute(`select ${TRACE_COLUMNS} from ai_telemetry_trace where ${where.sql} and trace_id = ?`, [
       ...where.params,
       traceId,
     ])) as Row[];
@@ -159,7 +171,7 @@ export class TelemetryService {
       `select count(*) as traces, coalesce(sum(total_tokens), 0) as tokens, coalesce(sum(cached_tokens), 0) as cached,
               coalesce(sum(input_tokens), 0) as input, count(*) filter (where status = 'error') as errors,
               coalesce(avg(duration_ms), 0) as duration, count(distinct ${GROUP}) as threads
-       from core_ai_trace where ${where.sql}`,
+       from ai_telemetry_trace where ${where.sql}`,
       where.params,
     )) as Row[];
     const input = int(row!.input);

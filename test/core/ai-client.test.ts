@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { RequestContext } from 'rpc-service/plugin';
+import { definePlugin, type AiCall, type RequestContext } from 'rpc-service/plugin';
 import { DEFAULT_CATALOGUE_FILE } from '../../core/ai/catalogue.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { startHttpReceiver, type ReceivedRequest, type Reply } from '../support/peers.ts';
@@ -13,14 +13,15 @@ const ctxOf = (t: TestApp, subscriptionId: string | null = null): RequestContext
   ({ requestId: 'test', subscriptionId, userId: null, role: null, apiKeyId: null, sessionId: null, projectId: null, serviceCode: null, extra: {}, em: t.app.deps.db.forkEm(subscriptionId), log: t.app.logger }) as unknown as RequestContext;
 const caller = { type: 'test', name: 'ai-client.test' };
 
+// The traces are those the ai-telemetry plugin records through `core.aiCalls`.
 async function traceOf(t: TestApp, traceId: string) {
-  const [row] = await t.app.deps.db.execute<Record<string, unknown>>('select * from core_ai_trace where trace_id = ?', [traceId]);
+  const [row] = await t.app.deps.db.execute<Record<string, unknown>>('select * from ai_telemetry_trace where trace_id = ?', [traceId]);
   return row!;
 }
 
 describe('AI client: the local embedder', () => {
   let t: TestApp;
-  before(async () => (t = await startTestApp({ withNotes: false, plugins: ['auth'] })));
+  before(async () => (t = await startTestApp({ withNotes: false, plugins: ['auth', 'ai-telemetry'] })));
   after(() => t.close());
 
   it('embeds texts into normalised 384-dimension vectors, lexically close texts closest, in the worker pool, traced', async () => {
@@ -80,7 +81,7 @@ describe('AI client: an OpenAI-compatible provider', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rpc-ai-'));
     t = await startTestApp({
       withNotes: false,
-      plugins: ['auth'],
+      plugins: ['auth', 'ai-telemetry'],
       env: { AI_CATALOGUE_FILE: writeCatalogue(`${server.url}/v1`), LOOPBACK_AI_KEY: 'sk-loopback-secret', OUTBOUND_ALLOW_PRIVATE: 'true', AI_MAX_RETRIES: '2' },
     });
   });
@@ -142,10 +143,10 @@ describe('AI client: an OpenAI-compatible provider', () => {
     reply = () => ({ status: 400, json: { error: { message: 'bad input' } } });
     await assert.rejects(t.app.deps.ai.embed(ctxOf(t), ['x'], { model: 'loop-embed', caller }), /answered 400/);
     assert.equal(server.requests.length - first, 1);
-    const [trace] = await t.app.deps.db.execute<Record<string, unknown>>(`select * from core_ai_trace where status = 'error' order by request_timestamp desc limit 1`);
+    const [trace] = await t.app.deps.db.execute<Record<string, unknown>>(`select * from ai_telemetry_trace where status = 'error' order by request_timestamp desc limit 1`);
     assert.equal(trace!.attempts, 1);
     assert.match(String(trace!.error), /answered 400/);
-    assert.ok(!JSON.stringify(await t.app.deps.db.execute('select * from core_ai_trace')).includes('sk-loopback-secret'));
+    assert.ok(!JSON.stringify(await t.app.deps.db.execute('select * from ai_telemetry_trace')).includes('sk-loopback-secret'));
     assert.ok(!t.logs.join('\n').includes('sk-loopback-secret'));
   });
 
@@ -167,6 +168,69 @@ describe('AI client: an OpenAI-compatible provider', () => {
       assert.equal(server.requests.length, first);
     } finally {
       await refused.close();
+    }
+  });
+});
+
+describe('AI client: reporting calls through core.aiCalls', () => {
+  const reported: AiCall[] = [];
+  const recorders = (fail: boolean) =>
+    definePlugin({
+      id: 'ai-call-probe',
+      group: 'AiCallProbeRpc',
+      coreVersion: '^2.0.0',
+      operations: {},
+      extends: {
+        'core.aiCalls': [
+          {
+            recorder: () => async (call: AiCall) => {
+              if (fail) throw new Error('the recorder is down');
+              reported.push(call);
+            },
+          },
+        ],
+      },
+    });
+
+  it('works with no recorder loaded: nothing records the call', async () => {
+    const t = await startTestApp({ withNotes: false, plugins: ['auth'] });
+    try {
+      const { vectors, traceId } = await t.app.deps.ai.embed(ctxOf(t), ['no telemetry here'], { caller });
+      assert.equal(vectors.length, 1);
+      assert.match(traceId, /^[0-9a-f-]{36}$/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('reports each call, failed ones too, with its fields', async () => {
+    const t = await startTestApp({ withNotes: false, plugins: ['auth', 'ai-call-probe'], extraPlugins: [recorders(false)] });
+    try {
+      const { traceId } = await t.app.deps.ai.embed(ctxOf(t), ['one text'], { caller, threadId: 'thread-9' });
+      await assert.rejects(t.app.deps.ai.chat(ctxOf(t), [{ role: 'user', content: 'Hi' }], { caller }), /not configured/);
+      const [call] = reported.filter((candidate) => candidate.traceId === traceId);
+      assert.deepEqual(
+        [call!.status, call!.operation, call!.provider, call!.threadId, call!.callerType, call!.callerName, call!.attempts, call!.error],
+        ['success', 'embedding', 'local', 'thread-9', 'test', 'ai-client.test', 1, null],
+      );
+      assert.equal(call!.totalTokens, call!.inputTokens + call!.outputTokens);
+      assert.ok(call!.requestTimestamp instanceof Date);
+      const failed = reported.find((candidate) => candidate.operation === 'chat');
+      assert.deepEqual([failed?.status, failed?.provider], ['error', 'openai']);
+      assert.match(String(failed?.error), /not configured/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('logs a recorder that fails and still answers the call', async () => {
+    const t = await startTestApp({ withNotes: false, plugins: ['auth', 'ai-call-probe'], extraPlugins: [recorders(true)] });
+    try {
+      const { vectors } = await t.app.deps.ai.embed(ctxOf(t), ['still embedded'], { caller });
+      assert.equal(vectors.length, 1);
+      assert.ok(t.logs.some((line) => line.includes('could not record an AI call') && line.includes('the recorder is down')));
+    } finally {
+      await t.close();
     }
   });
 });

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
 
@@ -18,7 +22,7 @@ describe('AITelemetryRpc', () => {
     const input = fields.input ?? 100;
     const output = fields.output ?? 20;
     await t.app.deps.db.execute(
-      `insert into core_ai_trace (trace_id, subscription_id, user_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation,
+      `insert into ai_telemetry_trace (trace_id, subscription_id, user_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation,
         caller_type, caller_name, input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error)
        values (?, ?, ?, ?, ?, ?, ?, 'openai', 'gpt-4o-mini', 'chat', ?, ?, ?, ?, ?, ?, 1, ?)`,
       [
@@ -151,6 +155,36 @@ describe('AITelemetryRpc', () => {
       assert.equal(trace.provider, 'local');
       assert.equal(trace.userId, fresh.user._id);
       assert.ok(trace.inputTokens >= 1);
+    }
+  });
+});
+
+describe('AITelemetryRpc: the traces of the core table', () => {
+  it('keeps the rows of core_ai_trace when the plugin takes the table over', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-ai-trace-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const traceId = randomUUID();
+    try {
+      // Before this plugin is loaded the core's own migrations have made core_ai_trace, as they did when the core wrote it.
+      const before = await startTestApp({ withNotes: false, plugins: ['auth'], dataDir, persistent: true, databaseUrl: scratch?.url });
+      const admin = await before.signup();
+      await before.app.deps.db.execute(
+        `insert into core_ai_trace (trace_id, subscription_id, user_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation,
+          caller_type, caller_name, input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error)
+         values (?, ?, ?, 'kept', now(), 12, 'success', 'local', 'local-lexical-384', 'embedding', 'plugin', 'memory', 7, 0, 0, 7, 1, null)`,
+        [traceId, admin.subscriptionId, admin.user._id],
+      );
+      await before.close();
+      const after = await startTestApp({ withNotes: false, plugins: ['auth', 'ai-telemetry'], dataDir, persistent: true, databaseUrl: scratch?.url });
+      try {
+        const trace = await after.ok('AITelemetryRpc.getTrace', { traceId }, { token: admin.token });
+        assert.deepEqual([trace.threadId, trace.callerName, trace.inputTokens], ['kept', 'memory', 7]);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

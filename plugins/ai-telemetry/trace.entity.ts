@@ -1,15 +1,13 @@
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /**
- * One call the service made to an AI model: who asked (caller type and name,
- * subscription, user), what (provider, model, operation), how it went
- * (status, duration, attempts, error) and the tokens counted. Input tokens
- * include the cached ones; `totalTokens` is input plus output. Prompts and
- * answers are not kept.
+ * One AI call the core's client reported through `core.aiCalls` (the fields
+ * of its `AiCall`). The table was the core's `core_ai_trace` until this plugin
+ * took it over (migrations/Migration20261126011446_trace_from_core.ts).
  */
 export const AiTrace = defineEntity({
   name: 'AiTrace',
-  tableName: 'core_ai_trace',
+  tableName: 'ai_telemetry_trace',
   properties: (p) => ({
     traceId: p.uuid().primary(),
     subscriptionId: p.uuid().nullable(),
