@@ -8,19 +8,19 @@ const perColumn = (slot: 'a' | 'b') => [
   {
     // An owner's embeddings side by side, so a recall that compares every candidate reads a few index pages
     // instead of one heap page per memory (an index-only scan); it costs a second copy of each embedding.
-    name: `memory_memory_exact_search_${slot}_index`,
-    expression: `create index "memory_memory_exact_search_${slot}_index" on "memory_memory" ("subscription_id", "scope", "user_id") include ("id", "embedding_${slot}") where "embedding_${slot}" is not null`,
+    name: `memory_exact_search_${slot}_index`,
+    expression: `create index "memory_exact_search_${slot}_index" on "memory" ("subscription_id", "scope", "user_id") include ("id", "embedding_${slot}") where "embedding_${slot}" is not null`,
   },
   {
     // Cosine distance, the operator recall orders by; tenant and owner conditions go inside the same query (iterative scans).
     // A denser graph than pgvector's default (m 16, ef_construction 64): test/bench/ai.ts measures recall@10 0.97 at 100,000 memories with it.
-    name: `memory_memory_embedding_${slot}_index`,
-    expression: `create index "memory_memory_embedding_${slot}_index" on "memory_memory" using hnsw ("embedding_${slot}" vector_cosine_ops) with (m = 24, ef_construction = 128)`,
+    name: `memory_embedding_${slot}_index`,
+    expression: `create index "memory_embedding_${slot}_index" on "memory" using hnsw ("embedding_${slot}" vector_cosine_ops) with (m = 24, ef_construction = 128)`,
   },
   {
     // Memories still without a vector in this column, found at once by a change of model.
-    name: `memory_memory_pending_${slot}_index`,
-    expression: `create index "memory_memory_pending_${slot}_index" on "memory_memory" ("subscription_id") where "embedding_${slot}" is null`,
+    name: `memory_pending_${slot}_index`,
+    expression: `create index "memory_pending_${slot}_index" on "memory" ("subscription_id") where "embedding_${slot}" is null`,
   },
 ];
 
@@ -34,7 +34,7 @@ const perColumn = (slot: 'a' | 'b') => [
  */
 export const Memory = defineEntity({
   name: 'Memory',
-  tableName: 'memory_memory',
+  tableName: 'memory',
   properties: (p) => ({
     subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
@@ -51,9 +51,9 @@ export const Memory = defineEntity({
   indexes: [{ properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] }, ...perColumn('a'), ...perColumn('b')],
   uniques: [
     {
-      name: 'memory_memory_content_unique',
+      name: 'memory_content_unique',
       expression:
-        'create unique index "memory_memory_content_unique" on "memory_memory" ' +
+        'create unique index "memory_content_unique" on "memory" ' +
         `("subscription_id", "scope", coalesce("user_id", '00000000-0000-0000-0000-000000000000'), "content_hash")`,
     },
   ],

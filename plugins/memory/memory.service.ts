@@ -92,7 +92,7 @@ export class MemoryService {
     this.#exactSearchLimit = config.MEMORY_EXACT_SEARCH_LIMIT;
     this.embeddings = new EmbeddingColumns(
       { db, ai, aiCatalogue, jobs },
-      { table: 'memory_memory', hashColumn: 'content_hash', inputColumns: ['content'], input: (row) => row.content!, job: 'switchModel', caller: CALLER },
+      { table: 'memory', hashColumn: 'content_hash', inputColumns: ['content'], input: (row) => row.content!, job: 'switchModel', caller: CALLER },
     );
   }
 
@@ -116,14 +116,14 @@ export class MemoryService {
     const inserted = await this.embeddings.embedAndWrite(ctx, [memory.content], async (tx, { active, inactive }, [embedding]) => {
       if (existing) {
         await tx.execute(
-          `update memory_memory set content = ?, content_hash = ?, metadata = ?::jsonb, ${active} = ?::vector, ${inactive} = null, updated_at = now()
+          `update memory set content = ?, content_hash = ?, metadata = ?::jsonb, ${active} = ?::vector, ${inactive} = null, updated_at = now()
            where id = ? and subscription_id = ?`,
           [memory.content, contentHash, JSON.stringify(memory.metadata ?? metadataOf(existing)), vectorLiteral(embedding!), id, ctx.subscriptionId],
         );
         return null;
       }
       return tx.execute<Row[]>(
-        `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, ${active}, created_at, updated_at)
+        `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, ${active}, created_at, updated_at)
          values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
          on conflict do nothing returning id`,
         [id, ctx.subscriptionId, owner.scope, owner.userId, memory.content, contentHash, JSON.stringify(memory.metadata ?? {}), vectorLiteral(embedding!)],
@@ -148,7 +148,7 @@ export class MemoryService {
     const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
     const owned = ownerCondition(ctx.subscriptionId, owner);
     const rows = await nearest<Row>(ctx.em, {
-      table: 'memory_memory',
+      table: 'memory',
       column: slots.active,
       where: { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] },
       vector: embedding!,
@@ -162,7 +162,7 @@ export class MemoryService {
   async deleteMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<{ success: true; message: string }> {
     const owner = await this.#owner(ctx, whose);
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const deleted = await ctx.em.execute<Row[]>(`delete from memory_memory where id = ? and ${owned.sql} returning id`, [memoryId, ...owned.params]);
+    const deleted = await ctx.em.execute<Row[]>(`delete from memory where id = ? and ${owned.sql} returning id`, [memoryId, ...owned.params]);
     if (deleted.length === 0) throw notFound(`Memory ${memoryId} not found in this scope`);
     return { success: true, message: 'Memory deleted' };
   }
@@ -191,7 +191,7 @@ export class MemoryService {
     }
     const skip = typeof page.offset === 'number' ? page.offset : 0;
     const rows = await ctx.em.execute<Row[]>(
-      `select id, content, metadata from memory_memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`,
+      `select id, content, metadata from memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`,
       [...params, page.limit + 1, skip],
     );
     const more = rows.length > page.limit;
@@ -212,20 +212,20 @@ export class MemoryService {
 
   async #sameContent(ctx: AuthenticatedContext, owner: Owner, contentHash: string): Promise<string | undefined> {
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const [row] = await ctx.em.execute<Row[]>(`select id from memory_memory where ${owned.sql} and content_hash = ?`, [...owned.params, contentHash]);
+    const [row] = await ctx.em.execute<Row[]>(`select id from memory where ${owned.sql} and content_hash = ?`, [...owned.params, contentHash]);
     return row?.id;
   }
 
   async #find(ctx: AuthenticatedContext, id: string): Promise<(Row & { scope: Scope; user_id: string | null }) | undefined> {
     const [row] = await ctx.em.execute<(Row & { scope: Scope; user_id: string | null })[]>(
-      'select id, scope, user_id, content, metadata, created_at from memory_memory where id = ? and subscription_id = ?',
+      'select id, scope, user_id, content, metadata, created_at from memory where id = ? and subscription_id = ?',
       [id, ctx.subscriptionId],
     );
     return row;
   }
 
   async #setMetadata(ctx: AuthenticatedContext, id: string, metadata: Record<string, unknown>): Promise<void> {
-    await ctx.em.execute('update memory_memory set metadata = ?::jsonb, updated_at = now() where id = ? and subscription_id = ?', [
+    await ctx.em.execute('update memory set metadata = ?::jsonb, updated_at = now() where id = ? and subscription_id = ?', [
       JSON.stringify(metadata),
       id,
       ctx.subscriptionId,

@@ -15,7 +15,7 @@ export interface Resource {
  */
 export const Playbook = defineEntity({
   name: 'Playbook',
-  tableName: 'playbook_playbook',
+  tableName: 'playbook',
   properties: (p) => ({
     id: p.uuid().primary(),
     subscriptionId: p.uuid(),

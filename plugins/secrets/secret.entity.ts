@@ -3,7 +3,7 @@ import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 /** A zone-based secret: its definition, and its value sealed by the keyring. `_id` is `<zone>:<key>`. */
 export const Secret = defineEntity({
   name: 'Secret',
-  tableName: 'secrets_secret',
+  tableName: 'secrets',
   properties: (p) => ({
     id: p.uuid().primary(),
     subscriptionId: p.uuid(),

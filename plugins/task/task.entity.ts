@@ -20,7 +20,7 @@ export interface Comment {
  */
 export const Task = defineEntity({
   name: 'Task',
-  tableName: 'task_task',
+  tableName: 'task',
   properties: (p) => ({
     id: p.uuid().primary(),
     subscriptionId: p.uuid(),

@@ -162,10 +162,10 @@ export class TaskService {
   async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
     const deleted = await ctx.em.execute<{ id: string }[]>(
       `with recursive subtree as (
-         select id from task_task where id = ? and subscription_id = ?
+         select id from task where id = ? and subscription_id = ?
          union all
-         select child.id from task_task child join subtree on child.parent_id = subtree.id where child.subscription_id = ?)
-       delete from task_task where id in (select id from subtree) returning id`,
+         select child.id from task child join subtree on child.parent_id = subtree.id where child.subscription_id = ?)
+       delete from task where id in (select id from subtree) returning id`,
       [id, ctx.subscriptionId, ctx.subscriptionId],
     );
     return { success: deleted.length > 0 };
@@ -179,7 +179,7 @@ export class TaskService {
   async addComment(ctx: AuthenticatedContext, taskId: string, content: string): Promise<Omit<Comment, 'updatedAt'>> {
     const comment: Comment = { commentId: randomUUID(), authorContactId: await this.#author(ctx), content, createdAt: new Date().toISOString(), updatedAt: null };
     const updated = await ctx.em.execute<{ id: string }[]>(
-      'update task_task set comments = comments || ?::jsonb, updated_at = now() where id = ? and subscription_id = ? returning id',
+      'update task set comments = comments || ?::jsonb, updated_at = now() where id = ? and subscription_id = ? returning id',
       [JSON.stringify([comment]), taskId, ctx.subscriptionId],
     );
     if (updated.length === 0) throw notFound(`Task ${taskId} not found`);

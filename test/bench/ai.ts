@@ -61,7 +61,7 @@ const percentile = (values: number[], p: number) => [...values].sort((a, b) => a
 
 /**
  * The service (auth and memory plugins) on a scratch database: memories
- * written straight into memory_memory (with their embeddings), recalls made
+ * written straight into memory (with their embeddings), recalls made
  * through MemoryRpc.recallMemories in the process, exact answers by comparing
  * every candidate in SQL.
  */
@@ -86,16 +86,16 @@ async function recallQuality(baseUrl: string): Promise<void> {
     const vectors = await embedAll(texts);
     const tenants = Array.from({ length: TENANTS }, () => randomUUID());
     const single = randomUUID();
-    const [index] = await db().execute<{ indexdef: string }>(`select indexdef from pg_indexes where indexname = 'memory_memory_embedding_a_index'`);
+    const [index] = await db().execute<{ indexdef: string }>(`select indexdef from pg_indexes where indexname = 'memory_embedding_a_index'`);
 
     /** Loads the memories with the index dropped, then builds it as the migration defines it (a bulk build, as after a restore). */
     const load = async (tenantOf: (row: number) => string) => {
-      await db().execute('drop index memory_memory_embedding_a_index');
-      await db().execute('truncate memory_memory');
+      await db().execute('drop index memory_embedding_a_index');
+      await db().execute('truncate memory');
       for (let first = 0; first < vectors.length; first += 1000) {
         const rows = Array.from({ length: Math.min(1000, vectors.length - first) }, (_, offset) => first + offset);
         await db().execute(
-          `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at)
+          `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at)
            select gen_random_uuid(), s, 'global', null, c, 'bench-' || n, '{}', e, now(), now()
            from unnest(?::uuid[], ?::text[], ?::vector[], ?::int[]) as t(s, c, e, n)`,
           // PostgreSQL array literals (the made-up words hold no quotes or commas): the driver would spread a JS array into a list.
@@ -106,7 +106,7 @@ async function recallQuality(baseUrl: string): Promise<void> {
       await db().execute(`set maintenance_work_mem = '512MB'`);
       await db().execute(index!.indexdef);
       // As autovacuum leaves a table after a bulk load: statistics, and the visibility map that lets counts read the index alone.
-      await db().execute('vacuum analyze memory_memory');
+      await db().execute('vacuum analyze memory');
       // The load's pages written out now, not by the checkpointer while recalls are timed.
       await db().execute('checkpoint');
       return (performance.now() - started) / 1000;
@@ -117,7 +117,7 @@ async function recallQuality(baseUrl: string): Promise<void> {
     const queryVectors = await embedAll(queryTexts);
     const exactTenth = async (subscriptionId: string, vector: number[]) => {
       const rows = await db().execute<{ distance: number }>(
-        `with candidates as materialized (select embedding_a as embedding from memory_memory where subscription_id = ?)
+        `with candidates as materialized (select embedding_a as embedding from memory where subscription_id = ?)
          select embedding <=> ?::vector as distance from candidates order by 1 limit 10`,
         [subscriptionId, vectorLiteral(vector)],
       );

@@ -220,7 +220,7 @@ async function sweepWithOneOldNote(app: TestApp, daysOld: number) {
   const user = await app.signup();
   const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
   const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
-  await app.app.deps.db.execute(`update notes_note set created_at = now() - make_interval(days => ?) where id = ?`, [daysOld, old._id]);
+  await app.app.deps.db.execute(`update notes set created_at = now() - make_interval(days => ?) where id = ?`, [daysOld, old._id]);
   const notes: Jobs = app.app.depsOf('notes').jobs;
   const id = (await notes.enqueue('sweep', {}))!;
   const view = await until('the sweep', async () => {

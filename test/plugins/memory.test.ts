@@ -166,7 +166,7 @@ describe('MemoryRpc', () => {
       [{ kind: { $where: 'x' } }, 'filter.kind.$where'],
       [{ priority: { $gt: {} } }, 'filter.priority.$gt'],
       [{ kind: { $regex: '(' } }, 'filter.kind.$regex'],
-      [{ "kind'; drop table memory_memory; --": 1 }, "filter.kind'; drop table memory_memory; --"],
+      [{ "kind'; drop table memory; --": 1 }, "filter.kind'; drop table memory; --"],
       ['not an object', 'filter'],
     ] as const) {
       const response = await t.call('MemoryRpc.recallMemories', { scope: 'user', queryText: 'login', filter }, as(filtered.token));
@@ -225,7 +225,7 @@ describe('MemoryRpc', () => {
         return [randomUUID(), bulk.subscriptionId, 'user', bulk.user._id, text, `hash-${index}`, JSON.stringify({ bucket: index % 100 }), `[${vectors[index]!.join(',')}]`];
       });
       await t.app.deps.db.execute(
-        `insert into memory_memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at) values ${rows
+        `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at) values ${rows
           .map(() => '(?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, now(), now())')
           .join(', ')}`,
         rows.flat(),
@@ -243,11 +243,11 @@ describe('MemoryRpc: switching the embedding model', () => {
   it('re-embeds every memory with the new model while recalls answer from the old one, then cuts over', async () => {
     const rows = (app: TestApp) =>
       app.app.deps.db.execute<{ id: string; content: string; a: string | null; b: string | null }>(
-        'select id, content, embedding_a::text as a, embedding_b::text as b from memory_memory order by content',
+        'select id, content, embedding_a::text as a, embedding_b::text as b from memory order by content',
       );
     const state = async (app: TestApp) =>
       (await app.app.deps.db.execute<{ active_slot: string; active_model: string; next_model: string | null }>(
-        `select active_slot, active_model, next_model from core_embedding_state where table_name = 'memory_memory'`,
+        `select active_slot, active_model, next_model from core_embedding_state where table_name = 'memory'`,
       ))[0]!;
     await withModelChange(['auth', 'memory'], async ({ peer, start }) => {
       const first = await start();

@@ -32,7 +32,7 @@ describe('SecretsRpc', () => {
     assert.equal(noDescription.description, '');
 
     const [row] = await t.app.deps.db.execute<{ value: string }>(
-      `select value from secrets_secret where zone = 'production' and key = 'STRIPE_KEY'`,
+      `select value from secrets where zone = 'production' and key = 'STRIPE_KEY'`,
     );
     assert.ok(row!.value.startsWith('k1.'));
     assert.ok(!row!.value.includes(VALUE));
@@ -136,7 +136,7 @@ describe('SecretsRpc', () => {
   it('deletes the definition and the value', async () => {
     await create({ zone: 'staging', key: 'TEMP', value: 'temporary value' });
     assert.deepEqual(await t.ok('SecretsRpc.delete', { _id: 'staging:TEMP' }, as(member.token)), { success: true });
-    const [{ count }] = await t.app.deps.db.execute<{ count: string }>(`select count(*) from secrets_secret where zone = 'staging'`);
+    const [{ count }] = await t.app.deps.db.execute<{ count: string }>(`select count(*) from secrets where zone = 'staging'`);
     assert.equal(Number(count), 0);
     assert.equal((await t.call('SecretsRpc.getSecretValue', { zone: 'staging', key: 'TEMP' }, as(admin.token))).status, 404);
     assert.equal((await t.call('SecretsRpc.delete', { _id: 'staging:TEMP' }, as(member.token))).status, 404);
@@ -198,7 +198,7 @@ describe('SecretsRpc', () => {
     await t.ok('SecretsRpc.create', { zone: 'production', key: 'STRIPE_KEY', value: 'their own' }, as(other.token));
     const { db } = t.app.deps;
     await db.execute(
-      `update secrets_secret set value = (select value from secrets_secret where subscription_id = ? and zone = 'production' and key = 'STRIPE_KEY')
+      `update secrets set value = (select value from secrets where subscription_id = ? and zone = 'production' and key = 'STRIPE_KEY')
        where subscription_id = ? and zone = 'production' and key = 'STRIPE_KEY'`,
       [admin.subscriptionId, other.subscriptionId],
     );

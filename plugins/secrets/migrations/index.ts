@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123220123_initial } from './Migration20261123220123_initial.ts';
+import { Migration20261126011525_rename_table } from './Migration20261126011525_rename_table.ts';
 
-export const migrations = [Migration20261123220123_initial];
+export const migrations = [Migration20261123220123_initial, Migration20261126011525_rename_table];
