@@ -1,6 +1,8 @@
 import { jobBuilder, operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
-import type { KnowledgeBaseService } from './knowledge-base.service.ts';
+import type { DocumentsService } from './documents.service.ts';
+import type { IngestionJobsService } from './ingestion-jobs.service.ts';
+import type { IngestionService } from './ingestion.service.ts';
 import type { KnowledgeIndex } from './knowledge-index.ts';
 
 /**
@@ -9,7 +11,12 @@ import type { KnowledgeIndex } from './knowledge-index.ts';
  */
 export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService', 'outbound', 'userService'] as const;
 
-export type KnowledgeBaseDeps = Deps<typeof DEPS, { knowledgeIndex: KnowledgeIndex; knowledgeBaseService: KnowledgeBaseService }, KnowledgeBaseConfig>;
+export type KnowledgeBaseDeps = Deps<typeof DEPS, {
+  knowledgeIndex: KnowledgeIndex;
+  ingestionService: IngestionService;
+  ingestionJobsService: IngestionJobsService;
+  documentsService: DocumentsService;
+}, KnowledgeBaseConfig>;
 
 export const defineOperation = operationBuilder<KnowledgeBaseDeps>();
 export const defineJob = jobBuilder<KnowledgeBaseDeps>();

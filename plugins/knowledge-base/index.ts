@@ -6,9 +6,11 @@ import { IndexSection } from './index.entity.ts';
 import { IndexChunk } from './index-chunk.entity.ts';
 import { KnowledgeDocument } from './document.entity.ts';
 import { DocumentVersion } from './document-version.entity.ts';
+import { DocumentsService, FILE_PURPOSE } from './documents.service.ts';
 import { Ingestion } from './ingestion.entity.ts';
+import { IngestionJobsService } from './ingestion-jobs.service.ts';
+import { IngestionService } from './ingestion.service.ts';
 import { cleanUp, embed, ingest, switchModel } from './jobs.ts';
-import { FILE_PURPOSE, KnowledgeBaseService } from './knowledge-base.service.ts';
 import { KnowledgeIndex } from './knowledge-index.ts';
 import { migrations } from './migrations/index.ts';
 import {
@@ -41,6 +43,10 @@ declare module 'rpc-service/plugin' {
     /** The search index of texts: prepare (chunk), write, withdraw, remove, embedPending, search. */
     knowledgeIndex: KnowledgeIndex;
   }
+  interface PluginErrorCodes {
+    /** An ingest past the subscription's document or storage quota. */
+    QUOTA_EXCEEDED: 403;
+  }
 }
 
 /**
@@ -53,11 +59,17 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
   group: 'KnowledgeBaseAdminRpc',
   coreVersion: '^2.0.0',
   config: knowledgeBaseSettings,
+  errors: { QUOTA_EXCEEDED: 403 },
   deps: DEPS,
   entities: [IndexSection, IndexChunk, KnowledgeDocument, DocumentVersion, Ingestion],
   extensionPoints: [parsersPoint],
   migrations,
-  services: { knowledgeIndex: asClass(KnowledgeIndex).singleton(), knowledgeBaseService: asClass(KnowledgeBaseService).singleton() },
+  services: {
+    knowledgeIndex: asClass(KnowledgeIndex).singleton(),
+    ingestionService: asClass(IngestionService).singleton(),
+    ingestionJobsService: asClass(IngestionJobsService).singleton(),
+    documentsService: asClass(DocumentsService).singleton(),
+  },
   exports: ['knowledgeIndex'],
   operations: {
     getUploadKey,
@@ -83,8 +95,8 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
     getOptions,
   },
   jobs: { embed, cleanUp, ingest, switchModel },
-  start: async ({ knowledgeIndex, knowledgeBaseService, uploadService }) => {
+  start: async ({ knowledgeIndex, ingestionService, uploadService }) => {
     await knowledgeIndex.embeddings.open();
-    uploadService.definePurpose(FILE_PURPOSE, knowledgeBaseService.uploadLimits());
+    uploadService.definePurpose(FILE_PURPOSE, ingestionService.uploadLimits());
   },
 });

@@ -25,7 +25,7 @@ export const cleanUp = defineJob({
 export const ingest = defineJob({
   describe: 'Reads, parses, chunks and embeds one version of a knowledge-base document.',
   data: v.object({ ingestionId: v.pipe(v.string(), v.uuid()) }),
-  handler: ({ data, ctx, deps, job }) => deps.knowledgeBaseService.runIngestion(ctx, data.ingestionId, job),
+  handler: ({ data, ctx, deps, job }) => deps.ingestionService.runIngestion(ctx, data.ingestionId, job),
   concurrency: 2,
   timeoutSeconds: 1800,
 });

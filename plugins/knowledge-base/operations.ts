@@ -3,7 +3,7 @@ import { isoTime, recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
-import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './knowledge-base.service.ts';
+import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './documents.service.ts';
 
 const MAX_TEXT = 2_000_000;
 const MAX_TOP_K = 100;
@@ -50,7 +50,7 @@ export const ingestText = defineOperation({
     documentId: v.optional(recordId('documentId')),
     ...metadata,
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestText(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.ingestionService.ingestText(ctx, params),
 });
 
 export const ingestFiles = defineOperation({
@@ -62,7 +62,7 @@ export const ingestFiles = defineOperation({
     documentId: v.optional(recordId('documentId')),
     ...metadata,
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestFiles(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.ingestionService.ingestFiles(ctx, params),
 });
 
 export const ingestUrl = defineOperation({
@@ -75,7 +75,7 @@ export const ingestUrl = defineOperation({
     documentId: v.optional(recordId('documentId')),
     ...metadata,
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.ingestUrl(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.ingestionService.ingestUrl(ctx, params),
 });
 
 const pageParams = {
@@ -106,14 +106,14 @@ export const listDocuments = defineOperation({
     endTime: isoDate('endTime'),
     projectId: v.optional(text('projectId', 200)),
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.listDocuments(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.documentsService.listDocuments(ctx, params),
 });
 
 export const getDocument = defineOperation({
   access: 'user',
   describe: 'A document, with content: the Markdown its latest ingested version was read as.',
   params: v.object(docId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getDocument(ctx, params.docId),
+  handler: ({ params, ctx, deps }) => deps.documentsService.getDocument(ctx, params.docId),
 });
 
 export const updateDocument = defineOperation({
@@ -123,49 +123,49 @@ export const updateDocument = defineOperation({
     ...docId,
     updates: v.object({ name: v.optional(name), description: metadata.description, collection: metadata.collection, tags: metadata.tags }, 'updates must be an object'),
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.updateDocument(ctx, params.docId, params.updates),
+  handler: ({ params, ctx, deps }) => deps.documentsService.updateDocument(ctx, params.docId, params.updates),
 });
 
 export const deleteDocument = defineOperation({
   access: 'staff',
   describe: 'Soft-delete a document: status deleted, out of search at once; a job removes its chunks and vectors.',
   params: v.object(docId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.deleteDocument(ctx, params.docId),
+  handler: ({ params, ctx, deps }) => deps.documentsService.deleteDocument(ctx, params.docId),
 });
 
 export const getDocumentVersions = defineOperation({
   access: 'user',
   describe: 'Every version of a document (one per ingestion), newest first.',
   params: v.object(docId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getDocumentVersions(ctx, params.docId),
+  handler: ({ params, ctx, deps }) => deps.documentsService.getDocumentVersions(ctx, params.docId),
 });
 
 export const reindexDocument = defineOperation({
   access: 'staff',
   describe: "Embed every chunk of a ready document again with the current embedding model (a job; searches use the old embeddings until then).",
   params: v.object(docId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.reindexDocument(ctx, params.docId),
+  handler: ({ params, ctx, deps }) => deps.documentsService.reindexDocument(ctx, params.docId),
 });
 
 export const getChunks = defineOperation({
   access: 'user',
   describe: 'The chunks of a document in order: chunkId, ordinal, sectionId, heading, text, embedded.',
   params: v.object(docId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getChunks(ctx, params.docId),
+  handler: ({ params, ctx, deps }) => deps.documentsService.getChunks(ctx, params.docId),
 });
 
 export const updateChunk = defineOperation({
   access: 'staff',
   describe: "Replace a chunk's text (at least 1 character); it is embedded again at once.",
   params: v.object({ ...docId, chunkId: recordId('chunkId'), text: v.pipe(v.string('text must be a string'), v.minLength(1, 'text must be at least 1 character'), v.maxLength(20_000)) }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.updateChunk(ctx, params.docId, params.chunkId, params.text),
+  handler: ({ params, ctx, deps }) => deps.documentsService.updateChunk(ctx, params.docId, params.chunkId, params.text),
 });
 
 export const deleteChunk = defineOperation({
   access: 'staff',
   describe: 'Delete one chunk of a document.',
   params: v.object({ ...docId, chunkId: recordId('chunkId') }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.deleteChunk(ctx, params.docId, params.chunkId),
+  handler: ({ params, ctx, deps }) => deps.documentsService.deleteChunk(ctx, params.docId, params.chunkId),
 });
 
 export const search = defineOperation({
@@ -181,7 +181,7 @@ export const search = defineOperation({
     collection: v.optional(v.nullable(text('collection', 200))),
     mode: v.optional(v.picklist(['hybrid', 'semantic'], 'mode must be hybrid or semantic'), 'hybrid'),
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.search(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.documentsService.search(ctx, params),
 });
 
 const jobId = { jobId: recordId('jobId') };
@@ -194,47 +194,47 @@ export const listJobs = defineOperation({
     state: v.optional(v.picklist(INGESTION_STATES, `state must be one of ${INGESTION_STATES.join(', ')}`)),
     ...pageParams,
   }),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.listJobs(ctx, params),
+  handler: ({ params, ctx, deps }) => deps.ingestionJobsService.listJobs(ctx, params),
 });
 
 export const getJob = defineOperation({
   access: 'user',
   describe: 'One ingestion job: its document and version, state, error, times.',
   params: v.object(jobId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.getJob(ctx, params.jobId),
+  handler: ({ params, ctx, deps }) => deps.ingestionJobsService.getJob(ctx, params.jobId),
 });
 
 export const retryJob = defineOperation({
   access: 'staff',
   describe: "Run a failed or cancelled ingestion again (a new job), if its version is still the document's latest.",
   params: v.object(jobId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.retryJob(ctx, params.jobId),
+  handler: ({ params, ctx, deps }) => deps.ingestionJobsService.retryJob(ctx, params.jobId),
 });
 
 export const cancelJob = defineOperation({
   access: 'staff',
   describe: 'Stop a queued or running ingestion; the document keeps what the index holds (an earlier version), else fails as cancelled.',
   params: v.object(jobId),
-  handler: ({ params, ctx, deps }) => deps.knowledgeBaseService.cancelJob(ctx, params.jobId),
+  handler: ({ params, ctx, deps }) => deps.ingestionJobsService.cancelJob(ctx, params.jobId),
 });
 
 export const getQuota = defineOperation({
   access: 'user',
   describe: "The subscription's documents and stored bytes against its limits (KB_MAX_DOCUMENTS, KB_MAX_STORAGE_BYTES), and the largest file accepted.",
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.knowledgeBaseService.getQuota(ctx),
+  handler: ({ ctx, deps }) => deps.documentsService.getQuota(ctx),
 });
 
 export const getStats = defineOperation({
   access: 'user',
   describe: 'Documents by status, stored bytes, chunks embedded and waiting, ingestion jobs by state, and the embedding model with the progress of a model switch.',
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.knowledgeBaseService.getStats(ctx),
+  handler: ({ ctx, deps }) => deps.documentsService.getStats(ctx),
 });
 
 export const getOptions = defineOperation({
   access: 'user',
   describe: 'The values list filters take: docTypes, sourceTypes, statuses, sortBy fields, accepted file types, and the collections and tags in use.',
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.knowledgeBaseService.getOptions(ctx),
+  handler: ({ ctx, deps }) => deps.documentsService.getOptions(ctx),
 });

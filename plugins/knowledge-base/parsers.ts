@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
-import { defineExtensionPoint } from 'rpc-service/plugin';
+import { defineExtensionPoint, type Extensions } from 'rpc-service/plugin';
 
 /**
  * A parser: turns files of some types into Markdown in the worker pool.
@@ -42,4 +42,10 @@ export const builtInParsers: ParserContribution[] = [
   { name: 'markdown', types: ['text/markdown', 'text/x-markdown'], extensions: ['.md', '.markdown'], worker: BUILT_IN },
   { name: 'html', types: ['text/html', 'application/xhtml+xml'], extensions: ['.html', '.htm'], worker: BUILT_IN },
   { name: 'pdf', types: ['application/pdf'], extensions: ['.pdf'], worker: BUILT_IN },
+];
+
+/** Built-in parsers first; a contributed parser adds types, it does not replace a built-in one. */
+export const loadedParsers = (extensions: Extensions): ParserContribution[] => [
+  ...builtInParsers,
+  ...extensions.get('knowledge-base.parsers').map((contribution) => contribution.value),
 ];
