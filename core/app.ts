@@ -19,7 +19,6 @@ import { ToolCatalogue, toolsPoint, type ToolDeclaration } from './ai/tools.ts';
 import { CollectionCatalogue, collectionsPoint, type CollectionDeclaration } from './rpc/collections.ts';
 import { DataScopeCatalogue, dataScopesPoint, type DataScopeDeclaration } from './rpc/data-scopes.ts';
 import { DataFolders } from './data-folders.ts';
-import { NOTIFICATION_EVENTS, NotificationCenter } from './notifications/notification-center.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
@@ -155,7 +154,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       dataScopes: new DataScopeCatalogue(),
       dataFolders: new DataFolders(config.dataDir),
       operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger }),
-      notifications: new NotificationCenter({ db, bus }),
       ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
@@ -304,15 +302,15 @@ function pluginJobs(plugins: readonly Plugin[], scopes: Map<string, AwilixContai
   );
 }
 
-/** The core's own events and those of `core.events`; each name is declared once. */
+/** The events of `core.events`; each name is declared once. */
 function eventCatalogue(extensions: ExtensionRegistry): EventDeclaration[] {
-  const owners = new Map<string, string>(NOTIFICATION_EVENTS.map((event) => [event.name, 'core']));
-  return [...NOTIFICATION_EVENTS, ...extensions.all<EventDeclaration>(eventsPoint.id).map(({ pluginId, value }) => {
+  const owners = new Map<string, string>();
+  return extensions.all<EventDeclaration>(eventsPoint.id).map(({ pluginId, value }) => {
     const owner = owners.get(value.name);
     if (owner) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": event "${value.name}" is already declared by plugin "${owner}"`);
     owners.set(value.name, pluginId);
     return value;
-  })];
+  });
 }
 
 /** The verifier of each credential scheme, from the plugins that contributed one. */

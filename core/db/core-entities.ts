@@ -1,6 +1,5 @@
 import { defineEntity } from '@mikro-orm/core';
 import { EmbeddingState } from '../ai/embedding-columns.ts';
-import { Notification } from '../notifications/notification-center.ts';
 import { AuditEntry } from '../audit/audit-log.ts';
 import { StoredFile, UploadKey } from '../uploads/entities.ts';
 
@@ -63,4 +62,4 @@ export const DataKey = defineEntity({
   }),
 });
 
-export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState, Notification];
+export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState];

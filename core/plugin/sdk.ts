@@ -38,7 +38,6 @@ export { recordId, trimmedText, stringList, isoTime, currencyCode, minorUnits, M
 export { listParams, requiredListParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, TIMESTAMP_FIELDS, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
-export type { NotificationCenter, NotificationRecord, NewNotification } from '../notifications/notification-center.ts';
 export { ROLES, isManager, mayChangeRecordOf, type Role } from '../../config/roles.ts';
 
 // Data

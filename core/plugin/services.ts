@@ -2,7 +2,6 @@ import type { Credentials } from '../credentials/credentials.ts';
 import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
 import type { ToolCatalogue } from '../ai/tools.ts';
-import type { NotificationCenter } from '../notifications/notification-center.ts';
 import type { OperationCaller } from '../rpc/caller.ts';
 import type { CollectionCatalogue } from '../rpc/collections.ts';
 import type { DataScopeCatalogue } from '../rpc/data-scopes.ts';
@@ -46,8 +45,6 @@ export interface CoreServices {
   dataFolders: DataFolders;
   /** Calls operations in the process as a given principal (what a user's workflow or scheduled task does for them), with the endpoint's checks. */
   operations: OperationCaller;
-  /** Notifications for users (a task assigned, an agent's answer), pushed as `notification.created` and read through NotificationRpc. */
-  notifications: NotificationCenter;
   /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
   ai: AiClient;
   rateLimiter: RateLimiter;
@@ -74,7 +71,6 @@ export const CORE_SERVICE_NAMES = [
   'dataScopes',
   'dataFolders',
   'operations',
-  'notifications',
   'ai',
   'rateLimiter',
   'messageSender',

@@ -4,7 +4,7 @@ import type { PushSenderConfig } from './config.ts';
 import { sendPush, type PushDevice } from './push-request.ts';
 
 /** The services a broadcast uses: the plugin's DEPS (deps.ts), which are checked to be these. */
-export type BroadcastNeeds = readonly ['jobs', 'notifications', 'outbound', 'pushService', 'userService'];
+export type BroadcastNeeds = readonly ['jobs', 'notificationService', 'outbound', 'pushService', 'userService'];
 type BroadcastDeps = Deps<BroadcastNeeds, {}, PushSenderConfig>;
 
 /** Who a broadcast is for: the users notified in the app, and the devices pushed to (theirs). */
@@ -73,14 +73,14 @@ export class BroadcastService {
    * throw (and the job be retried); a device's failure is counted and logged.
    */
   async deliver(ctx: RequestContext, broadcast: Broadcast, job: JobRun): Promise<DeliveryReport> {
-    const { config, notifications, outbound, pushService } = this.#deps;
+    const { config, notificationService, outbound, pushService } = this.#deps;
     const subscriptionId = ctx.subscriptionId;
     if (!subscriptionId) throw new Error('a broadcast runs for the caller who sent it, and this job has none');
     const subject = this.#requireVapidSubject();
     const [vapidKeys, audience] = await Promise.all([pushService.vapidKeys(), this.#audience(subscriptionId, broadcast)]);
     const { title, body, url } = broadcast.payload;
     // A retried job (a node stopped mid-send) notifies nobody twice.
-    await notifications.notify({ subscriptionId, userIds: audience.userIds, title, message: body, source: SOURCE, data: { url: url ?? null }, dedupeKey: `broadcast:${job.id}` });
+    await notificationService.notify({ subscriptionId, userIds: audience.userIds, title, message: body, source: SOURCE, data: { url: url ?? null }, dedupeKey: `broadcast:${job.id}` });
 
     const message = pushMessage(broadcast.payload);
     const options = {

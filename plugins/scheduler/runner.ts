@@ -7,7 +7,6 @@ import {
   type Database,
   type EventBus,
   type Logger,
-  type NotificationCenter,
   type OperationCaller,
   type PluginServices,
   type Principal,
@@ -84,7 +83,7 @@ export class SchedulerRunner {
   readonly #bus: EventBus;
   readonly #operations: OperationCaller;
   readonly #ai: AiClient;
-  readonly #notifications: NotificationCenter;
+  readonly #notifications: PluginServices['notificationService'];
   readonly #users: PluginServices['userService'];
   readonly #config: SchedulerConfig;
   readonly #logger: Logger;
@@ -97,7 +96,7 @@ export class SchedulerRunner {
     bus: EventBus;
     operations: OperationCaller;
     ai: AiClient;
-    notifications: NotificationCenter;
+    notificationService: PluginServices['notificationService'];
     userService: PluginServices['userService'];
     config: SchedulerConfig;
     logger: Logger;
@@ -106,7 +105,7 @@ export class SchedulerRunner {
     this.#bus = deps.bus;
     this.#operations = deps.operations;
     this.#ai = deps.ai;
-    this.#notifications = deps.notifications;
+    this.#notifications = deps.notificationService;
     this.#users = deps.userService;
     this.#config = deps.config;
     this.#logger = deps.logger;

@@ -11,7 +11,6 @@ import {
   type FieldMap,
   type ListEnvelope,
   type ListQuery,
-  type NotificationCenter,
   type PluginServices,
 } from 'rpc-service/plugin';
 import { Task, type Comment, type Priority, type Status } from './task.entity.ts';
@@ -113,12 +112,12 @@ const toRecord = (task: Task): TaskRecord => ({
 export class TaskService {
   readonly #bus: EventBus;
   readonly #users: PluginServices['userService'];
-  readonly #notifications: NotificationCenter;
+  readonly #notifications: PluginServices['notificationService'];
 
-  constructor({ bus, userService, notifications }: { bus: EventBus; userService: PluginServices['userService']; notifications: NotificationCenter }) {
+  constructor({ bus, userService, notificationService }: { bus: EventBus; userService: PluginServices['userService']; notificationService: PluginServices['notificationService'] }) {
     this.#bus = bus;
     this.#users = userService;
-    this.#notifications = notifications;
+    this.#notifications = notificationService;
   }
 
   async getData(ctx: AuthenticatedContext, taskInstanceId: string, query: ListQuery): Promise<ListEnvelope<TaskRecord>> {

@@ -345,9 +345,9 @@ describe('plugin deps, settings and extension points', () => {
     try {
       const listing = await (await fetch(`${t.url}/api/rpc`)).json();
       assert.deepEqual(listing.data.events.map((event: { name: string }) => event.name), [
-        'notification.created',
         'webhook.test',
         'dataScopeRefreshed',
+        'notification.created',
         'secret.changed',
         'scopedSecret.changed',
         'task.created',

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
+import type { PluginServices } from 'rpc-service/plugin';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
 import { addUser } from '../support/users.ts';
@@ -11,8 +17,9 @@ describe('NotificationRpc', () => {
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const as = (session: { token: string }) => ({ token: session.token });
+  const notificationService = (): PluginServices['notificationService'] => t.app.depsOf('notification').notificationService;
   const notify = (subscriptionId: string, userIds: string[], title: string) =>
-    t.app.deps.notifications.notify({ subscriptionId, userIds, title, message: `${title} happened`, source: 'test' });
+    notificationService().notify({ subscriptionId, userIds, title, message: `${title} happened`, source: 'test' });
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'notification', 'task'] });
@@ -61,7 +68,7 @@ describe('NotificationRpc', () => {
 
   it('notifies a user once per dedupe key, however often a producer runs', async () => {
     const once = (userIds: string[]) =>
-      t.app.deps.notifications.notify({ subscriptionId: admin.subscriptionId, userIds, title: 'Once', message: 'Only once', source: 'test', dedupeKey: 'test:once' });
+      notificationService().notify({ subscriptionId: admin.subscriptionId, userIds, title: 'Once', message: 'Only once', source: 'test', dedupeKey: 'test:once' });
     assert.equal((await once([member.user._id])).length, 1);
     assert.deepEqual(await once([member.user._id]), []);
     assert.deepEqual((await once([member.user._id, admin.user._id])).map((record) => record.userId), [admin.user._id]);
@@ -89,6 +96,38 @@ describe('NotificationRpc', () => {
       assert.equal((await t.ok('NotificationRpc.getData', {}, as(admin))).data.filter((n: { source: string }) => n.source === 'task').length, 0, 'the assigner is not notified');
     } finally {
       socket.close();
+    }
+  });
+
+  it('keeps the notifications of a database made while they were the core’s (core_notification)', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-notification-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const options = { dataDir, persistent: true, databaseUrl: scratch?.url, withNotes: false };
+    try {
+      // Without the plugin its migration does not run: the core's migrations leave the table as the core made it.
+      const old = await startTestApp({ ...options, plugins: ['auth'] });
+      const account = await old.signup();
+      const id = randomUUID();
+      await old.app.deps.db.execute(
+        `insert into core_notification (id, subscription_id, user_id, title, message, read, timestamp, source, data, dedupe_key)
+         values (?, ?, ?, 'Kept', 'Made before the move', true, '2026-11-20T10:00:00Z', 'task', '{"taskId":"t1"}', 'test:kept')`,
+        [id, account.subscriptionId, account.user._id],
+      );
+      await old.close();
+      const moved = await startTestApp({ ...options, plugins: ['auth', 'notification'] });
+      try {
+        assert.deepEqual((await moved.ok('NotificationRpc.getData', {}, as(account))).data, [
+          { _id: id, title: 'Kept', message: 'Made before the move', read: true, timestamp: '2026-11-20T10:00:00.000Z', userId: account.user._id, source: 'task', data: { taskId: 't1' } },
+        ]);
+        const service: PluginServices['notificationService'] = moved.app.depsOf('notification').notificationService;
+        const again = { subscriptionId: account.subscriptionId, userIds: [account.user._id], title: 'Kept', message: 'Again', source: 'test', dedupeKey: 'test:kept' };
+        assert.deepEqual(await service.notify(again), [], 'the dedupe keys count as before');
+      } finally {
+        await moved.close();
+      }
+    } finally {
+      await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

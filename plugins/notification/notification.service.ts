@@ -1,35 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
-import type { Database } from '../db/orm.ts';
-import type { EventBus } from '../events/bus.ts';
-import type { EventDeclaration } from '../events/catalogue.ts';
-import type { AuthenticatedContext } from '../rpc/context.ts';
-import { notFound } from '../rpc/errors.ts';
-import { toOrderBy, toWhere, type FieldMap, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
-
-/** A notification for one user: what the platform tells them (an assignment, an agent's answer, a broadcast). */
-export const Notification = defineEntity({
-  name: 'Notification',
-  tableName: 'core_notification',
-  properties: (p) => ({
-    id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
-    userId: p.uuid(),
-    title: p.text(),
-    message: p.text(),
-    read: p.boolean(),
-    timestamp: p.datetime(),
-    /** Who made it: a plugin's id. */
-    source: p.text(),
-    /** What it is about, for clients that link to it (a task's id, a scheduled task's run). */
-    data: p.json<Record<string, unknown>>().nullable(),
-    /** Set by a producer that may run twice (a retried job): a user gets one notification per key. */
-    dedupeKey: p.text().nullable(),
-  }),
-  indexes: [{ properties: ['subscriptionId', 'userId', 'timestamp'] }],
-  uniques: [{ properties: ['userId', 'dedupeKey'] }],
-});
-export type Notification = InferEntity<typeof Notification>;
+import {
+  notFound,
+  toOrderBy,
+  toWhere,
+  type AuthenticatedContext,
+  type Database,
+  type EventBus,
+  type FieldMap,
+  type ListEnvelope,
+  type ListQuery,
+} from 'rpc-service/plugin';
+import { Notification } from './notification.entity.ts';
 
 export interface NotificationRecord {
   _id: string;
@@ -55,10 +36,8 @@ export interface NewNotification {
   dedupeKey?: string;
 }
 
-/** The core's own events, in the catalogue beside the plugins'. */
-export const NOTIFICATION_EVENTS: EventDeclaration[] = [
-  { name: 'notification.created', describe: 'A notification for you: the notification record {_id, title, message, read, timestamp, userId, source, data}.' },
-];
+/** The event each notification is pushed to its user as (declared in index.ts). */
+export const NOTIFICATION_CREATED = 'notification.created';
 
 const FIELDS: FieldMap = {
   _id: { property: 'id', type: 'uuid' },
@@ -100,11 +79,12 @@ const toRecord = (notification: Notification): NotificationRecord => ({
 });
 
 /**
- * Notifications: made by plugins for users of a subscription (`notify`),
- * pushed to each user over the WebSocket as `notification.created`, and
- * read, marked and deleted by their user only (NotificationRpc).
+ * Notifications: made by other plugins for users of a subscription
+ * (`notify`), pushed to each user over the WebSocket as
+ * `notification.created`, and read, marked and deleted by their user only
+ * (NotificationRpc, one method per operation).
  */
-export class NotificationCenter {
+export class NotificationService {
   readonly #db: Database;
   readonly #bus: EventBus;
 
@@ -140,17 +120,17 @@ export class NotificationCenter {
     await em.flush();
     const records = notifications.map(toRecord);
     for (const record of records) {
-      await this.#bus.publish({ name: 'notification.created', payload: record, subscriptionId: input.subscriptionId, userIds: [record.userId] });
+      await this.#bus.publish({ name: NOTIFICATION_CREATED, payload: record, subscriptionId: input.subscriptionId, userIds: [record.userId] });
     }
     return records;
   }
 
-  schema(): typeof SCHEMA {
+  getSchema(): typeof SCHEMA {
     return SCHEMA;
   }
 
   /** The caller's notifications, newest first unless sorted. */
-  async list(ctx: AuthenticatedContext, query: ListQuery): Promise<ListEnvelope<NotificationRecord>> {
+  async getData(ctx: AuthenticatedContext, query: ListQuery): Promise<ListEnvelope<NotificationRecord>> {
     const sort = toOrderBy(query.sort, FIELDS);
     const [notifications, totalCount] = await ctx.em.findAndCount(
       Notification,
@@ -160,7 +140,7 @@ export class NotificationCenter {
     return { data: notifications.map(toRecord), totalCount };
   }
 
-  async find(ctx: AuthenticatedContext, id: string): Promise<NotificationRecord> {
+  async findById(ctx: AuthenticatedContext, id: string): Promise<NotificationRecord> {
     const notification = await ctx.em.findOne(Notification, { id, userId: ctx.userId });
     if (!notification) throw notFound(`Notification ${id} not found`);
     return toRecord(notification);
