@@ -24,5 +24,4 @@ export const defaults = {
   workerMaxMemoryMb: 512,
   /** How long a worker task may run before its thread is stopped. */
   workerTaskTimeoutMs: 120_000,
-  mailFrom: 'rpc-service <no-reply@localhost>',
 } as const;

@@ -32,7 +32,6 @@ import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { Outbound } from './http/outbound.ts';
 import { JobService, type RegisteredJob } from './jobs/job-service.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { MessageSender } from './messaging/message-sender.ts';
 import type { Plugin } from './plugin/define.ts';
 import { PluginLoadError } from './plugin/errors.ts';
 import { ExtensionRegistry } from './plugin/extension-points.ts';
@@ -157,7 +156,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
       audit: new AuditLog(),
       rateLimiter: new RateLimiter(db),
-      messageSender: new MessageSender({ config: config.messaging, db, logger }),
       credentials: new Credentials({ bus, cacheTtlSeconds: config.authCacheTtlSeconds }),
       http: new HttpHelpers({ trustProxy: config.trustProxy, publicUrl: config.publicUrl }),
       outbound,

@@ -43,13 +43,6 @@ export const CoreSettings = v.object({
     String(defaults.authCacheTtlSeconds),
   ),
   TRUST_PROXY: setting(env.boolean('TRUST_PROXY'), 'take client address and scheme from X-Forwarded-*', 'false'),
-  SMTP_URL: setting(v.pipe(v.string(), v.regex(/^smtps?:\/\//, 'SMTP_URL must start with smtp:// or smtps://')), 'e-mail delivery'),
-  MAIL_FROM: setting(v.pipe(v.string(), v.minLength(3)), 'sender of e-mails', defaults.mailFrom),
-  SMS_API_URL: setting(v.pipe(v.string(), v.url('SMS_API_URL must be an absolute URL')), 'a Twilio-style messaging API for SMS and WhatsApp'),
-  SMS_ACCOUNT_SID: setting(v.string(), 'account of the messaging API'),
-  SMS_AUTH_TOKEN: setting(v.string(), 'token of the messaging API'),
-  SMS_FROM: setting(v.string(), 'sender number for SMS'),
-  WHATSAPP_FROM: setting(v.string(), 'sender number for WhatsApp'),
   WS_HEARTBEAT_SECONDS: setting(env.integer('WS_HEARTBEAT_SECONDS', 1, 3600), 'WebSocket ping interval', String(defaults.wsHeartbeatSeconds)),
   WS_MAX_PER_USER: setting(env.integer('WS_MAX_PER_USER', 1, 1_000_000), 'WebSockets one user may hold open on this node', String(defaults.wsMaxPerUser)),
   WS_MAX_PER_ADDRESS: setting(
@@ -96,21 +89,6 @@ export interface WebSocketLimits {
   total: number;
 }
 
-export interface SmsProviderConfig {
-  /** Base URL of a Twilio-style REST API, e.g. https://api.twilio.com */
-  apiUrl: string;
-  accountSid: string;
-  authToken: string;
-  smsFrom?: string;
-  whatsappFrom?: string;
-}
-
-export interface MessagingConfig {
-  smtpUrl?: string;
-  mailFrom: string;
-  sms?: SmsProviderConfig;
-}
-
 export interface Config {
   port: number;
   host: string;
@@ -147,7 +125,6 @@ export interface Config {
   outbound: OutboundPolicy;
   /** Set: /metrics requires it as a bearer token. */
   metricsToken?: string;
-  messaging: MessagingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -182,7 +159,6 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     aiMaxRetries: e.AI_MAX_RETRIES,
     outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
     metricsToken: e.METRICS_TOKEN,
-    messaging: messagingConfig(e),
     env: { ...environment },
   };
 }
@@ -225,15 +201,4 @@ function webSocketLimits(e: v.InferOutput<typeof CoreSettings>): WebSocketLimits
     );
   }
   return limits;
-}
-
-function messagingConfig(e: v.InferOutput<typeof CoreSettings>): MessagingConfig {
-  const sms =
-    e.SMS_API_URL && e.SMS_ACCOUNT_SID && e.SMS_AUTH_TOKEN
-      ? { apiUrl: e.SMS_API_URL, accountSid: e.SMS_ACCOUNT_SID, authToken: e.SMS_AUTH_TOKEN, smsFrom: e.SMS_FROM, whatsappFrom: e.WHATSAPP_FROM }
-      : undefined;
-  if (!sms && (e.SMS_API_URL || e.SMS_ACCOUNT_SID || e.SMS_AUTH_TOKEN)) {
-    throw new ConfigError('Invalid configuration: SMS_API_URL, SMS_ACCOUNT_SID and SMS_AUTH_TOKEN go together');
-  }
-  return { smtpUrl: e.SMTP_URL, mailFrom: e.MAIL_FROM, sms };
 }

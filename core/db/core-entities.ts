@@ -31,7 +31,7 @@ export const EventPayload = defineEntity({
   }),
 });
 
-/** A message for a channel with no delivery configured, for the operator to read (core/messaging). */
+/** A message for a channel with no delivery configured, for the operator to read (written by plugins/auth/message-sender.ts). */
 export const OutboxMessage = defineEntity({
   name: 'OutboxMessage',
   tableName: 'core_outbox',

@@ -68,12 +68,11 @@ export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, 
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
 export { RateLimiter, type Limit } from '../rate-limiter.ts';
 
-// Events, uploads, messages, workers, HTTP
+// Events, uploads, workers, HTTP
 export { Outbound, OutboundRefusedError, isPublicAddress, type OutboundInit, type OutboundPolicy } from '../http/outbound.ts';
 export type { BusEvent, EventBus, PublishInput } from '../events/bus.ts';
 export type { EventDeclaration } from '../events/catalogue.ts';
 export { fileUrl, fileIdOfUrl, type UploadService, type PurposeLimits, type FileInfo, type IssuedUploadKey } from '../uploads/upload-service.ts';
-export type { MessageSender, OutgoingMessage, Channel, Delivery } from '../messaging/message-sender.ts';
 export { WorkerTaskError, type WorkerFailure, type WorkerPool } from '../pool/worker-pool.ts';
 export type { HttpHelpers } from '../http/request-info.ts';
 export type { Logger } from '../logger.ts';

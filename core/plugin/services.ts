@@ -15,7 +15,6 @@ import type { Outbound } from '../http/outbound.ts';
 import type { HttpHelpers } from '../http/request-info.ts';
 import type { Jobs } from '../jobs/job-service.ts';
 import type { Logger } from '../logger.ts';
-import type { MessageSender } from '../messaging/message-sender.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { RateLimiter } from '../rate-limiter.ts';
 import type { UploadService } from '../uploads/upload-service.ts';
@@ -48,7 +47,6 @@ export interface CoreServices {
   /** Embeddings and chat completions by catalogue model id, each call a telemetry trace. */
   ai: AiClient;
   rateLimiter: RateLimiter;
-  messageSender: MessageSender;
   credentials: Credentials;
   http: HttpHelpers;
   /** HTTP requests made for tenants, to public addresses only (unless the operator allows more). */
@@ -73,7 +71,6 @@ export const CORE_SERVICE_NAMES = [
   'operations',
   'ai',
   'rateLimiter',
-  'messageSender',
   'credentials',
   'http',
   'outbound',

@@ -26,6 +26,23 @@ export const OAUTH_PRESETS: Readonly<Record<string, string>> = {
   apple: 'https://appleid.apple.com',
 };
 
+/** A Twilio-style messaging API for SMS and WhatsApp (SMS_API_URL and the settings beside it). */
+export interface SmsProviderConfig {
+  /** Base URL of a Twilio-style REST API, e.g. https://api.twilio.com */
+  apiUrl: string;
+  accountSid: string;
+  authToken: string;
+  smsFrom?: string;
+  whatsappFrom?: string;
+}
+
+/** Where one-time codes go (message-sender.ts); a channel with nothing configured writes to the outbox. */
+export interface MessagingConfig {
+  smtpUrl?: string;
+  mailFrom: string;
+  sms?: SmsProviderConfig;
+}
+
 const RESERVED_USERNAMES = 'admin,administrator,root,system,support,help,security,api,www,mail,postmaster,abuse,noreply,no-reply';
 
 /**
@@ -85,6 +102,13 @@ export const authSettings = v.pipe(
       '',
     ),
     OAUTH_ALLOW_HTTP: setting(env.boolean('OAUTH_ALLOW_HTTP'), 'allow http:// issuers (a local test provider only)', 'false'),
+    SMTP_URL: setting(v.pipe(v.string(), v.regex(/^smtps?:\/\//, 'SMTP_URL must start with smtp:// or smtps://')), 'e-mail delivery'),
+    MAIL_FROM: setting(v.pipe(v.string(), v.minLength(3)), 'sender of e-mails', 'rpc-service <no-reply@localhost>'),
+    SMS_API_URL: setting(v.pipe(v.string(), v.url('SMS_API_URL must be an absolute URL')), 'a Twilio-style messaging API for SMS and WhatsApp'),
+    SMS_ACCOUNT_SID: setting(v.string(), 'account of the messaging API'),
+    SMS_AUTH_TOKEN: setting(v.string(), 'token of the messaging API'),
+    SMS_FROM: setting(v.string(), 'sender number for SMS'),
+    WHATSAPP_FROM: setting(v.string(), 'sender number for WhatsApp'),
   }),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
     const e = dataset.value;
@@ -93,7 +117,13 @@ export const authSettings = v.pipe(
       const problem = oauthProvider(name, e as Record<string, unknown>, providers);
       if (problem) addIssue({ message: problem });
     }
-    if (providers.length !== splitList(e.OAUTH_PROVIDERS).length) return NEVER;
+    const sms =
+      e.SMS_API_URL && e.SMS_ACCOUNT_SID && e.SMS_AUTH_TOKEN
+        ? { apiUrl: e.SMS_API_URL, accountSid: e.SMS_ACCOUNT_SID, authToken: e.SMS_AUTH_TOKEN, smsFrom: e.SMS_FROM, whatsappFrom: e.WHATSAPP_FROM }
+        : undefined;
+    const smsIncomplete = !sms && Boolean(e.SMS_API_URL || e.SMS_ACCOUNT_SID || e.SMS_AUTH_TOKEN);
+    if (smsIncomplete) addIssue({ message: 'SMS_API_URL, SMS_ACCOUNT_SID and SMS_AUTH_TOKEN go together' });
+    if (providers.length !== splitList(e.OAUTH_PROVIDERS).length || smsIncomplete) return NEVER;
     return {
       sessionTtlSeconds: e.SESSION_TTL_SECONDS,
       loginFailureLimit: e.LOGIN_FAILURE_LIMIT,
@@ -117,6 +147,7 @@ export const authSettings = v.pipe(
       oauthProviders: providers,
       /** Allow http:// issuers (a local test provider); never in production. */
       oauthAllowHttp: e.OAUTH_ALLOW_HTTP,
+      messaging: { smtpUrl: e.SMTP_URL, mailFrom: e.MAIL_FROM, sms } satisfies MessagingConfig,
     };
   }),
 );

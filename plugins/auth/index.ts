@@ -7,6 +7,7 @@ import { ExternalLogin } from './external-login.entity.ts';
 import { InviteCode } from './invite-code.entity.ts';
 import { InviteCodeService } from './invite-code.service.ts';
 import { Lifecycle, lifecyclePoint, type LifecycleHooks } from './lifecycle.ts';
+import { MessageSender } from './message-sender.ts';
 import { migrations } from './migrations/index.ts';
 import { OAuthLink } from './oauth-link.entity.ts';
 import { OAuthState } from './oauth-state.entity.ts';
@@ -54,6 +55,7 @@ export const authPlugin = definePlugin<AuthDeps>({
     inviteCodeService: asClass(InviteCodeService).singleton(),
     oauthService: asClass(OAuthService).singleton(),
     lifecycle: asClass(Lifecycle).singleton(),
+    messageSender: asClass(MessageSender).singleton(),
   },
   exports: ['userService', 'sessionService', 'verificationService', 'inviteCodeService'],
   extensionPoints: [lifecyclePoint],

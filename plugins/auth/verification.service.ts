@@ -7,10 +7,10 @@ import {
   RpcError,
   validationError,
   type Database,
-  type MessageSender,
   type SecretBox,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
+import type { MessageSender } from './message-sender.ts';
 import { OtpRequest, type OtpChannel } from './otp-request.entity.ts';
 
 export const CODE_TTL_MS = 10 * 60_000;

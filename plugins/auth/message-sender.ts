@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
-import type { MessagingConfig, SmsProviderConfig } from '../config.ts';
-import type { Database } from '../db/orm.ts';
-import type { Logger } from '../logger.ts';
-import { RpcError } from '../rpc/errors.ts';
+import { RpcError, type Database, type Logger } from 'rpc-service/plugin';
+import type { AuthConfig, MessagingConfig, SmsProviderConfig } from './config.ts';
 
 export type Channel = 'email' | 'sms' | 'whatsapp';
 
@@ -27,7 +25,8 @@ const mask = (to: string) => (to.includes('@') ? to.replace(/^(.).*(@.*)$/, '$1*
  * Sends e-mail over SMTP (nodemailer) and SMS or WhatsApp messages through a
  * Twilio-style HTTP API. A channel with nothing configured writes to the
  * `core_outbox` table instead, and the log says so without the message text,
- * which may hold a code.
+ * which may hold a code. Only the auth plugin sends messages (one-time codes),
+ * so the sender and its settings are the plugin's own.
  */
 export class MessageSender {
   readonly #config: MessagingConfig;
@@ -35,12 +34,12 @@ export class MessageSender {
   readonly #logger: Logger;
   readonly #mail?: Promise<Transporter>;
 
-  constructor({ config, db, logger }: { config: MessagingConfig; db: Database; logger: Logger }) {
-    this.#config = config;
+  constructor({ config, db, logger }: { config: AuthConfig; db: Database; logger: Logger }) {
+    this.#config = config.messaging;
     this.#db = db;
     this.#logger = logger;
     // nodemailer is loaded only where SMTP is configured: about 60 ms of every start otherwise.
-    const { smtpUrl } = config;
+    const { smtpUrl } = this.#config;
     if (smtpUrl) {
       this.#mail = import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl));
       // A failure surfaces at the first send, as that send's error.
