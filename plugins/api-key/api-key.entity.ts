@@ -16,11 +16,6 @@ export const ApiKey = defineEntity({
     description: p.text(),
     isEnabled: p.boolean().default(true),
     initialContext: p.json<Record<string, unknown>>().nullable(),
-    webhookUrl: p.text().nullable(),
-    /** Sealed with the master key. */
-    webhookSecret: p.text().nullable(),
-    webhookStatus: p.text().nullable(),
-    lastTestedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
   }),

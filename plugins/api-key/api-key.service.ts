@@ -15,6 +15,7 @@ import {
   type Credentials,
   type CredentialVerifier,
   type Database,
+  type Extensions,
   type Keyring,
   type ListEnvelope,
   type PluginServices,
@@ -22,11 +23,12 @@ import {
   type SecretBox,
 } from 'rpc-service/plugin';
 import { ApiKey } from './api-key.entity.ts';
+import type { ContributedFields } from './record-fields.ts';
 
 /** Keys look like `ak3f9c1e0b7d24a6_<43 base64url characters>`: a lookup prefix and a 32-byte secret. */
 const KEY_FORMAT = /^(ak[0-9a-f]{14})_([A-Za-z0-9_-]{43,})$/;
-const WEBHOOK_SECRET_MASK = '********';
 
+/** A key as ApiKeyRpc returns it; the webhook fields are ApiManagementRpc's (`api-key.recordFields`), null without it. */
 export interface ApiKeyRecord {
   _id: string;
   subscriptionId: string;
@@ -49,17 +51,13 @@ export interface CreatedApiKey extends ApiKeyRecord {
   fullKey: string;
 }
 
-/** Where a key's webhook goes: the current URL and secret (opened), read at each delivery. */
-export interface WebhookTarget {
-  apiKeyId: string;
+/** A key as other plugins see it: which keys a subscription has, whose, and whether they work. */
+export interface KeySummary {
+  id: string;
   userId: string;
-  url: string;
-  secret: string | null;
-  status: WebhookStatus;
+  description: string;
+  isEnabled: boolean;
 }
-
-/** `verified`: events are delivered; `unreachable`: its test or a whole retry schedule failed; `disabled`: it answered 410 Gone. */
-export type WebhookStatus = 'verified' | 'unreachable' | 'disabled';
 
 export interface ApiKeyChanges {
   description?: string;
@@ -74,6 +72,7 @@ interface Deps {
   keyring: Keyring;
   secretBox: SecretBox;
   userService: PluginServices['userService'];
+  extensions: Extensions;
 }
 
 /**
@@ -81,8 +80,7 @@ interface Deps {
  * timestamps come as PostgreSQL's text from the ORM's PostgreSQL connection
  * (it keeps them as text) and as Dates from PGlite.
  */
-type RecordSource = Omit<ApiKey, 'keyHash' | 'encryptedKey' | 'lastTestedAt' | 'createdAt' | 'updatedAt'> & {
-  lastTestedAt?: Date | string | null;
+type RecordSource = Omit<ApiKey, 'keyHash' | 'encryptedKey' | 'createdAt' | 'updatedAt'> & {
   createdAt: Date | string;
   updatedAt: Date | string;
 };
@@ -91,7 +89,8 @@ type RecordSource = Omit<ApiKey, 'keyHash' | 'encryptedKey' | 'lastTestedAt' | '
 const parseTimestamp = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => Date;
 const isoText = (value: Date | string): string => (typeof value === 'string' ? parseTimestamp(value) : value).toISOString();
 
-export function toApiKeyRecord(key: RecordSource): ApiKeyRecord {
+export function toApiKeyRecord(key: RecordSource, contributed: ContributedFields = {}): ApiKeyRecord {
+  const updatedAt = isoText(key.updatedAt);
   return {
     _id: key.id,
     subscriptionId: key.subscriptionId,
@@ -100,13 +99,13 @@ export function toApiKeyRecord(key: RecordSource): ApiKeyRecord {
     description: key.description,
     isEnabled: key.isEnabled,
     initialContext: key.initialContext ?? null,
-    webhookUrl: key.webhookUrl ?? null,
-    // The registered secret is the caller's own, but it never leaves the service again.
-    webhookSecret: key.webhookSecret ? WEBHOOK_SECRET_MASK : null,
-    webhookStatus: key.webhookStatus ?? null,
-    lastTestedAt: key.lastTestedAt ? isoText(key.lastTestedAt) : null,
+    webhookUrl: contributed.webhookUrl ?? null,
+    webhookSecret: contributed.webhookSecret ?? null,
+    webhookStatus: contributed.webhookStatus ?? null,
+    lastTestedAt: contributed.lastTestedAt ?? null,
     createdAt: isoText(key.createdAt),
-    updatedAt: isoText(key.updatedAt),
+    // ISO 8601 texts in UTC compare as their times do.
+    updatedAt: contributed.updatedAt && contributed.updatedAt > updatedAt ? contributed.updatedAt : updatedAt,
   };
 }
 
@@ -121,8 +120,7 @@ export function toApiKeyRecord(key: RecordSource): ApiKeyRecord {
 export const LIST_KEYS = preparedRead(
   'api_key_list',
   'select id, subscription_id as "subscriptionId", user_id as "userId", prefix, description, is_enabled as "isEnabled", ' +
-    'initial_context as "initialContext", webhook_url as "webhookUrl", webhook_secret as "webhookSecret", ' +
-    'webhook_status as "webhookStatus", last_tested_at as "lastTestedAt", created_at as "createdAt", updated_at as "updatedAt" ' +
+    'initial_context as "initialContext", created_at as "createdAt", updated_at as "updatedAt" ' +
     'from api_key where subscription_id = $1 and user_id = $2 order by created_at desc',
 );
 
@@ -133,6 +131,7 @@ export class ApiKeyService implements CredentialVerifier {
   readonly #keyring: Keyring;
   readonly #secretBox: SecretBox;
   readonly #users: Deps['userService'];
+  readonly #extensions: Extensions;
   readonly #cache: CredentialCache;
   /**
    * Prefixes that matched no key, remembered briefly so a flood of made-up
@@ -141,18 +140,36 @@ export class ApiKeyService implements CredentialVerifier {
    */
   readonly #unknownPrefixes = new Map<string, number>();
 
-  constructor({ db, credentials, keyring, secretBox, userService }: Deps) {
+  constructor({ db, credentials, keyring, secretBox, userService, extensions }: Deps) {
     this.#db = db;
     this.#credentials = credentials;
     this.#keyring = keyring;
     this.#secretBox = secretBox;
     this.#users = userService;
+    this.#extensions = extensions;
     this.#cache = credentials.createCache();
   }
 
   async getData(ctx: AuthenticatedContext): Promise<ListEnvelope<ApiKeyRecord>> {
     const rows = await this.#db.read<RecordSource>(LIST_KEYS, [ctx.subscriptionId, ctx.userId]);
-    return listOf(rows.map(toApiKeyRecord));
+    return listOf(await this.#records(ctx.subscriptionId, rows));
+  }
+
+  /** The records of some keys of a subscription, with the fields other plugins keep for them. */
+  async #records(subscriptionId: string, keys: readonly RecordSource[]): Promise<ApiKeyRecord[]> {
+    const contributions = keys.length === 0 ? [] : this.#extensions.get('api-key.recordFields');
+    const ids = keys.map((key) => key.id);
+    const contributed = await Promise.all(contributions.map(({ value, deps }) => value.fields(deps)(subscriptionId, ids)));
+    return keys.map((key) => toApiKeyRecord(key, Object.assign({}, ...contributed.map((fields) => fields.get(key.id)))));
+  }
+
+  /** The subscription's keys among these ids, oldest first. */
+  async keysById(subscriptionId: string, ids: readonly string[]): Promise<KeySummary[]> {
+    if (ids.length === 0) return [];
+    const keys = await this.#db
+      .forkEm(subscriptionId)
+      .find(ApiKey, { id: { $in: [...ids] } }, { fields: ['id', 'userId', 'description', 'isEnabled'], orderBy: { createdAt: 'asc', id: 'asc' } });
+    return keys.map((key) => ({ id: key.id, userId: key.userId, description: key.description, isEnabled: key.isEnabled }));
   }
 
   async create(
@@ -171,67 +188,11 @@ export class ApiKeyService implements CredentialVerifier {
       description: input.description,
       isEnabled: true,
       initialContext: input.initialContext,
-      webhookUrl: null,
-      webhookSecret: null,
-      webhookStatus: null,
-      lastTestedAt: null,
       createdAt: new Date(),
       updatedAt: new Date(),
     });
     await ctx.em.flush();
     return { ...toApiKeyRecord(key), keyHash: key.keyHash, encryptedKey: key.encryptedKey, fullKey };
-  }
-
-  /** Stores the webhook of an API key of the caller's subscription (URL, secret sealed, the outcome of its test). */
-  async registerWebhook(
-    ctx: AuthenticatedContext,
-    apiKeyId: string,
-    webhook: { url: string; secret: string | null; status: WebhookStatus },
-  ): Promise<void> {
-    const secret = webhook.secret === null ? null : await this.#keyring.seal(ctx.subscriptionId, webhook.secret);
-    const updated = await ctx.em.nativeUpdate(
-      ApiKey,
-      { id: apiKeyId },
-      { webhookUrl: webhook.url, webhookSecret: secret, webhookStatus: webhook.status, lastTestedAt: new Date(), updatedAt: new Date() },
-    );
-    if (updated === 0) throw notFound('The API key of this call no longer exists');
-  }
-
-  /** Enabled keys of a subscription with a verified webhook: who receives its events (no secret is opened). */
-  async webhookRecipients(subscriptionId: string): Promise<{ apiKeyId: string; userId: string }[]> {
-    const keys = await this.#db
-      .forkEm(subscriptionId)
-      .find(ApiKey, { isEnabled: true, webhookStatus: 'verified', webhookUrl: { $ne: null } }, { fields: ['id', 'userId'], orderBy: { id: 'asc' } });
-    return keys.map((key) => ({ apiKeyId: key.id, userId: key.userId }));
-  }
-
-  /** Where an enabled key's webhook goes now, whatever its status, with its secret opened; null without one. */
-  async webhookTarget(subscriptionId: string, apiKeyId: string): Promise<WebhookTarget | null> {
-    const key = await this.#db
-      .forkEm(subscriptionId)
-      .findOne(ApiKey, { id: apiKeyId, isEnabled: true, webhookUrl: { $ne: null } }, { fields: ['id', 'userId', 'webhookUrl', 'webhookSecret', 'webhookStatus'] });
-    if (!key) return null;
-    return {
-      apiKeyId: key.id,
-      userId: key.userId,
-      url: key.webhookUrl!,
-      secret: key.webhookSecret ? await this.#keyring.open(subscriptionId, key.webhookSecret) : null,
-      status: key.webhookStatus as WebhookStatus,
-    };
-  }
-
-  async setWebhookStatus(subscriptionId: string, apiKeyId: string, status: WebhookStatus): Promise<void> {
-    await this.#db.forkEm(subscriptionId).nativeUpdate(ApiKey, { id: apiKeyId, webhookUrl: { $ne: null } }, { webhookStatus: status });
-  }
-
-  /** `{value: key id, label: description}` of the subscription's enabled keys with a verified webhook. */
-  async listApiKeysForWebhook(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
-    const keys = await ctx.em.find(
-      ApiKey,
-      { isEnabled: true, webhookStatus: 'verified', webhookUrl: { $ne: null } },
-      { fields: ['id', 'description'], orderBy: { createdAt: 'asc' } },
-    );
-    return keys.map((key) => ({ value: key.id, label: key.description }));
   }
 
   /**
@@ -240,23 +201,15 @@ export class ApiKeyService implements CredentialVerifier {
    * their subscription's data key. Each row changes only if it is as read.
    */
   async resealLegacy(): Promise<number> {
-    const rows = await this.#db.execute<{ id: string; subscription_id: string; encrypted_key: string; webhook_secret: string | null }>(
-      `select id, subscription_id, encrypted_key, webhook_secret from api_key
-       where encrypted_key not like 'k1.%' or webhook_secret not like 'k1.%'`,
+    const rows = await this.#db.execute<{ id: string; subscription_id: string; encrypted_key: string }>(
+      `select id, subscription_id, encrypted_key from api_key where encrypted_key not like 'k1.%'`,
     );
-    const reseal = (subscriptionId: string, sealed: string | null) =>
-      sealed === null || sealed.startsWith('k1.') ? sealed : this.#keyring.seal(subscriptionId, this.#secretBox.decrypt(sealed));
     for (const row of rows) {
-      await this.#db.execute(
-        'update api_key set encrypted_key = ?, webhook_secret = ? where id = ? and encrypted_key = ? and webhook_secret is not distinct from ?',
-        [
-          await reseal(row.subscription_id, row.encrypted_key),
-          await reseal(row.subscription_id, row.webhook_secret),
-          row.id,
-          row.encrypted_key,
-          row.webhook_secret,
-        ],
-      );
+      await this.#db.execute('update api_key set encrypted_key = ? where id = ? and encrypted_key = ?', [
+        await this.#keyring.seal(row.subscription_id, this.#secretBox.decrypt(row.encrypted_key)),
+        row.id,
+        row.encrypted_key,
+      ]);
     }
     return rows.length;
   }
@@ -268,7 +221,8 @@ export class ApiKeyService implements CredentialVerifier {
     if (changes.isEnabled !== undefined) key.isEnabled = changes.isEnabled;
     await ctx.em.flush();
     await this.#credentials.changed({ apiKeyId: key.id });
-    return toApiKeyRecord(key);
+    const [record] = await this.#records(ctx.subscriptionId, [key]);
+    return record!;
   }
 
   async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {

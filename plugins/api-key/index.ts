@@ -5,11 +5,15 @@ import { ApiKeyService } from './api-key.service.ts';
 import { DEPS, type ApiKeyDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { create, getData, remove, update } from './operations.ts';
+import { recordFieldsPoint, type RecordFieldsContribution } from './record-fields.ts';
 
 declare module 'rpc-service/plugin' {
   interface PluginServices {
-    /** API keys; other groups use their webhooks (registerWebhook, webhookRecipients, webhookTarget, setWebhookStatus, listApiKeysForWebhook). */
+    /** API keys; other groups read which keys a subscription has (keysById). */
     apiKeyService: ApiKeyService;
+  }
+  interface ExtensionPoints {
+    'api-key.recordFields': RecordFieldsContribution;
   }
 }
 
@@ -23,6 +27,7 @@ export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
   migrations,
   services: { apiKeyService: asClass(ApiKeyService).singleton() },
   exports: ['apiKeyService'],
+  extensionPoints: [recordFieldsPoint],
   extends: {
     'core.credentials': [{ scheme: 'apiKey', verifier: (deps: ApiKeyDeps) => deps.apiKeyService }],
     // A removed user's keys go in the same transaction.

@@ -6,6 +6,8 @@ import { DEPS, type ApiManagementDeps } from './deps.ts';
 import { EndpointLease } from './endpoint-lease.entity.ts';
 import { migrations } from './migrations/index.ts';
 import { deliver, getDeliveries, listApiKeysForWebhook, registerWebhook, resendDeliveries, sweep } from './operations.ts';
+import { ApiKeyWebhook } from './webhook.entity.ts';
+import { WebhookStore } from './webhook-store.ts';
 import { WEBHOOK_TEST, WebhookService } from './webhook.service.ts';
 
 /** ApiManagementRpc: webhooks of API keys, and signed, durable, ordered delivery of the subscription's events to them. */
@@ -15,13 +17,16 @@ export const apiManagementPlugin = definePlugin<ApiManagementDeps>({
   coreVersion: '^2.0.0',
   config: apiManagementSettings,
   deps: DEPS,
-  entities: [WebhookDelivery, EndpointLease],
+  entities: [ApiKeyWebhook, WebhookDelivery, EndpointLease],
   migrations,
-  services: { webhookService: asClass(WebhookService).singleton() },
+  services: { webhookService: asClass(WebhookService).singleton(), webhookStore: asClass(WebhookStore).singleton() },
   extends: {
     'core.events': [{ name: WEBHOOK_TEST, describe: 'Sent by registerWebhook to the webhook being registered only: {apiKeyId, message}.' }],
+    // ApiKeyRpc's records show a key's webhook (the spec places those fields on the API key).
+    'api-key.recordFields': [{ fields: ({ webhookStore }: ApiManagementDeps) => (subscriptionId, apiKeyIds) => webhookStore.recordFields(subscriptionId, apiKeyIds) }],
   },
   subscribers: { '*': (event, { webhookService }) => webhookService.onEvent(event) },
   operations: { registerWebhook, listApiKeysForWebhook, getDeliveries, resendDeliveries },
   jobs: { deliver, sweep },
+  start: async ({ webhookStore }) => void (await webhookStore.resealLegacy()),
 });

@@ -19,7 +19,7 @@ export const listApiKeysForWebhook = defineOperation({
   access: 'admin',
   describe: "The subscription's API keys with a verified webhook, as {value: key id, label: description}.",
   params: v.object({}),
-  handler: ({ ctx, deps }) => deps.apiKeyService.listApiKeysForWebhook(ctx),
+  handler: ({ ctx, deps }) => deps.webhookStore.listApiKeysForWebhook(ctx),
 });
 
 const { page, pageSize } = listParams(25);

@@ -12,11 +12,11 @@ import {
   type ListEnvelope,
   type Logger,
   type Outbound,
-  type PluginServices,
 } from 'rpc-service/plugin';
 import type { ApiManagementConfig } from './config.ts';
 import { WebhookDelivery, type AttemptRecord, type DeliveryState } from './delivery.entity.ts';
 import { sendWebhook, type AttemptOutcome, type WebhookEvent } from './webhook-sender.ts';
+import type { WebhookStore } from './webhook-store.ts';
 
 export const WEBHOOK_TEST = 'webhook.test';
 export const DELIVER_JOB = 'deliver';
@@ -50,7 +50,7 @@ interface Deps {
   bus: EventBus;
   jobs: Jobs;
   outbound: Outbound;
-  apiKeyService: PluginServices['apiKeyService'];
+  webhookStore: WebhookStore;
   config: ApiManagementConfig;
   logger: Logger;
 }
@@ -112,7 +112,8 @@ export class WebhookService {
     const target = { url: url.href, secret: input.webhookSecret };
     const outcome = await sendWebhook(this.#deps.outbound, target, { id: event.id, body: JSON.stringify(event) }, this.#deps.config.WEBHOOK_TEST_TIMEOUT_MS);
     const verified = outcome.kind === 'delivered';
-    await this.#deps.apiKeyService.registerWebhook(ctx, apiKeyId, { ...target, status: verified ? 'verified' : 'unreachable' });
+    const stored = await this.#deps.webhookStore.registerWebhook(ctx, apiKeyId, { ...target, status: verified ? 'verified' : 'unreachable' });
+    if (!stored) throw notFound('The API key of this call no longer exists');
     return verified ? { success: true, status: 'verified' } : { success: true, status: 'unreachable', error: outcome.error };
   }
 
@@ -129,7 +130,7 @@ export class WebhookService {
   }
 
   async #recordDeliveries(event: BusEvent, subscriptionId: string): Promise<void> {
-    const recipients = (await this.#deps.apiKeyService.webhookRecipients(subscriptionId)).filter(
+    const recipients = (await this.#deps.webhookStore.recipients(subscriptionId)).filter(
       (recipient) => !event.userIds || event.userIds.includes(recipient.userId),
     );
     if (recipients.length === 0) return;
@@ -219,7 +220,7 @@ export class WebhookService {
 
   /** Failed deliveries of a webhook (all, or those named) go again, in their order, with a fresh schedule. */
   async resendDeliveries(ctx: AuthenticatedContext, input: { apiKeyId: string; _ids?: string[] }): Promise<{ resent: number }> {
-    const target = await this.#deps.apiKeyService.webhookTarget(ctx.subscriptionId, input.apiKeyId);
+    const target = await this.#deps.webhookStore.target(ctx.subscriptionId, input.apiKeyId);
     if (!target) throw notFound(`No enabled API key ${input.apiKeyId} with a webhook`);
     if (target.status === 'disabled') throw badRequest('This webhook answered 410 Gone and is disabled: register it again first');
     const resent = await ctx.em.nativeUpdate(
@@ -244,7 +245,7 @@ export class WebhookService {
   }
 
   async #sendDue(subscriptionId: string, apiKeyId: string, holder: string, started: number): Promise<void> {
-    const { db, apiKeyService, config } = this.#deps;
+    const { db, webhookStore, config } = this.#deps;
     while (Date.now() - started <= DRAIN_BUDGET_MS) {
       const em = db.forkEm(subscriptionId);
       const head = await em.findOne(WebhookDelivery, { apiKeyId, state: 'pending' }, { orderBy: { seq: 'asc' } });
@@ -253,7 +254,7 @@ export class WebhookService {
         await this.#wake(subscriptionId, apiKeyId, head.nextAttemptAt);
         return;
       }
-      const target = await apiKeyService.webhookTarget(subscriptionId, apiKeyId);
+      const target = await webhookStore.target(subscriptionId, apiKeyId);
       if (!target || target.status === 'disabled') {
         await this.#failPending(em, apiKeyId, target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key was disabled or removed, or its webhook');
         return;
@@ -265,11 +266,11 @@ export class WebhookService {
         head.state = 'delivered';
         head.deliveredAt = new Date();
         await em.flush();
-        if (target.status !== 'verified') await apiKeyService.setWebhookStatus(subscriptionId, apiKeyId, 'verified');
+        if (target.status !== 'verified') await webhookStore.setStatus(subscriptionId, apiKeyId, 'verified');
       } else if (outcome.kind === 'gone') {
         head.state = 'failed';
         await em.flush();
-        await apiKeyService.setWebhookStatus(subscriptionId, apiKeyId, 'disabled');
+        await webhookStore.setStatus(subscriptionId, apiKeyId, 'disabled');
         await this.#failPending(em, apiKeyId, 'the webhook is disabled (it answered 410 Gone)');
         return;
       } else {
@@ -277,7 +278,7 @@ export class WebhookService {
         if (wait === undefined) {
           head.state = 'failed';
           await em.flush();
-          await apiKeyService.setWebhookStatus(subscriptionId, apiKeyId, 'unreachable');
+          await webhookStore.setStatus(subscriptionId, apiKeyId, 'unreachable');
           await this.#failPending(em, apiKeyId, 'the webhook failed for its whole retry schedule and is marked unreachable');
           return;
         }

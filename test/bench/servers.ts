@@ -66,7 +66,7 @@ async function bareNode(): Promise<string> {
 async function directReader(query: (sql: string, params: string[]) => Promise<Row[]>, subscriptionId: string, userId: string): Promise<string> {
   const server = createServer(async (req, res) => {
     JSON.parse(await readAll(req));
-    const data = (await query(API_KEYS_SQL, [subscriptionId, userId])).map(toApiKeyRecord);
+    const data = (await query(API_KEYS_SQL, [subscriptionId, userId])).map((row) => toApiKeyRecord(row));
     const text = JSON.stringify({ success: true, data: { data, totalCount: data.length } });
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
     res.end(text);

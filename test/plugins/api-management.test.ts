@@ -317,4 +317,44 @@ describe('ApiManagementRpc: the outbound guard and restarts', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it('takes over the webhooks stored on api_key, secrets sealed by the master key included, and ignores a deleted key', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-webhook-move-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const options = { dataDir, persistent: true, withNotes: false, env: ENV, ...(scratch ? { databaseUrl: scratch.url } : {}) };
+    const r = await startHttpReceiver();
+    try {
+      // Without api-management the webhook columns of api_key are still there, as before the move.
+      let t = await startTestApp({ ...options, plugins: ['auth', 'api-key', 'secrets'] });
+      const admin = await t.signup();
+      const key = await t.ok('ApiKeyRpc.create', { description: 'moved' }, { token: admin.token });
+      const gone = await t.ok('ApiKeyRpc.create', { description: 'deleted later' }, { token: admin.token });
+      for (const { _id } of [key, gone]) {
+        await t.app.deps.db.execute(
+          `update api_key set webhook_url = ?, webhook_secret = ?, webhook_status = 'verified', last_tested_at = '2026-11-20T10:00:00Z' where id = ?`,
+          [r.url, t.app.deps.secretBox.encrypt(SECRET), _id],
+        );
+      }
+      await t.close();
+      t = await startTestApp({ ...options, plugins: PLUGINS });
+      try {
+        const record = (await t.ok('ApiKeyRpc.getData', {}, { token: admin.token })).data.find((candidate: { _id: string }) => candidate._id === key._id);
+        assert.deepEqual([record.webhookUrl, record.webhookSecret, record.webhookStatus, record.lastTestedAt], [r.url, '********', 'verified', '2026-11-20T10:00:00.000Z']);
+        await t.ok('ApiKeyRpc.delete', { _id: gone._id }, { token: admin.token });
+        const options = await t.ok('ApiManagementRpc.listApiKeysForWebhook', {}, { token: admin.token });
+        assert.deepEqual(options, [{ value: key._id, label: 'moved' }]);
+        await t.ok('SecretsRpc.create', { zone: 'hooks', key: 'MOVED', value: 'x' }, { token: admin.token });
+        await eventually(() => (r.requests.length === 1 ? true : undefined), 5000);
+        assert.equal(verified(r.requests[0]!).data.key, 'MOVED');
+        const columns = await t.app.deps.db.execute(`select column_name from information_schema.columns where table_name = 'api_key' and column_name like 'webhook%'`);
+        assert.deepEqual(columns, []);
+      } finally {
+        await t.close();
+      }
+    } finally {
+      await r.close();
+      await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123220921_initial } from './Migration20261123220921_initial.ts';
+import { Migration20261126013122_webhook_from_api_key } from './Migration20261126013122_webhook_from_api_key.ts';
 
-export const migrations = [Migration20261123220921_initial];
+export const migrations = [Migration20261123220921_initial, Migration20261126013122_webhook_from_api_key];

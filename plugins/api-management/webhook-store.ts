@@ -1,0 +1,110 @@
+import type { AuthenticatedContext, Database, Keyring, PluginServices, SecretBox } from 'rpc-service/plugin';
+import { ApiKeyWebhook, type WebhookStatus } from './webhook.entity.ts';
+
+const SECRET_MASK = '********';
+
+/** Where a key's webhook goes: the current URL and secret (opened), read at each delivery. */
+export interface WebhookTarget {
+  apiKeyId: string;
+  userId: string;
+  url: string;
+  secret: string | null;
+  status: WebhookStatus;
+}
+
+interface Deps {
+  db: Database;
+  keyring: Keyring;
+  secretBox: SecretBox;
+  apiKeyService: PluginServices['apiKeyService'];
+}
+
+/**
+ * The webhooks of API keys, in this plugin's table. Which keys exist, whose
+ * they are and whether they are enabled is the api-key plugin's
+ * (`apiKeyService.keysById`), read at each use, so a removed or disabled
+ * key's webhook receives nothing.
+ */
+export class WebhookStore {
+  readonly #deps: Deps;
+
+  constructor(deps: Deps) {
+    this.#deps = deps;
+  }
+
+  /** Stores the webhook of the caller's API key (URL, secret sealed, the outcome of its test). */
+  async registerWebhook(ctx: AuthenticatedContext, apiKeyId: string, webhook: { url: string; secret: string | null; status: WebhookStatus }): Promise<boolean> {
+    if ((await this.#deps.apiKeyService.keysById(ctx.subscriptionId, [apiKeyId])).length === 0) return false;
+    const secret = webhook.secret === null ? null : await this.#deps.keyring.seal(ctx.subscriptionId, webhook.secret);
+    await ctx.em.upsert(ApiKeyWebhook, { apiKeyId, subscriptionId: ctx.subscriptionId, url: webhook.url, secret, status: webhook.status, lastTestedAt: new Date() });
+    return true;
+  }
+
+  /** Enabled keys of a subscription with a verified webhook, by key id: who receives its events (no secret is opened). */
+  async recipients(subscriptionId: string): Promise<{ apiKeyId: string; userId: string }[]> {
+    const keys = await this.#enabledKeysWithVerifiedWebhooks(subscriptionId);
+    return keys.map((key) => ({ apiKeyId: key.id, userId: key.userId })).sort((a, b) => (a.apiKeyId < b.apiKeyId ? -1 : a.apiKeyId > b.apiKeyId ? 1 : 0));
+  }
+
+  /** Where an enabled key's webhook goes now, whatever its status, with its secret opened; null without one. */
+  async target(subscriptionId: string, apiKeyId: string): Promise<WebhookTarget | null> {
+    const webhook = await this.#deps.db.forkEm(subscriptionId).findOne(ApiKeyWebhook, { apiKeyId });
+    if (!webhook) return null;
+    const [key] = await this.#deps.apiKeyService.keysById(subscriptionId, [apiKeyId]);
+    if (!key?.isEnabled) return null;
+    return {
+      apiKeyId,
+      userId: key.userId,
+      url: webhook.url,
+      secret: webhook.secret ? await this.#deps.keyring.open(subscriptionId, webhook.secret) : null,
+      status: webhook.status,
+    };
+  }
+
+  async setStatus(subscriptionId: string, apiKeyId: string, status: WebhookStatus): Promise<void> {
+    await this.#deps.db.forkEm(subscriptionId).nativeUpdate(ApiKeyWebhook, { apiKeyId }, { status });
+  }
+
+  /** `{value: key id, label: description}` of the subscription's enabled keys with a verified webhook, oldest key first. */
+  async listApiKeysForWebhook(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
+    const keys = await this.#enabledKeysWithVerifiedWebhooks(ctx.subscriptionId);
+    return keys.map((key) => ({ value: key.id, label: key.description }));
+  }
+
+  /** The webhook fields of ApiKeyRpc's records (`api-key.recordFields`); the secret is the caller's own, but never leaves the service again. */
+  async recordFields(subscriptionId: string, apiKeyIds: readonly string[]) {
+    const webhooks = await this.#deps.db.forkEm(subscriptionId).find(ApiKeyWebhook, { apiKeyId: { $in: [...apiKeyIds] } });
+    return new Map(
+      webhooks.map((webhook) => {
+        const testedAt = webhook.lastTestedAt.toISOString();
+        return [webhook.apiKeyId, { webhookUrl: webhook.url, webhookSecret: webhook.secret ? SECRET_MASK : null, webhookStatus: webhook.status, lastTestedAt: testedAt, updatedAt: testedAt }];
+      }),
+    );
+  }
+
+  /**
+   * Secrets sealed before the keyring were sealed by the master key itself,
+   * which a master-key rotation would leave unreadable: seal them again under
+   * their subscription's data key. Each row changes only if it is as read.
+   */
+  async resealLegacy(): Promise<number> {
+    const { db, keyring, secretBox } = this.#deps;
+    const rows = await db.execute<{ api_key_id: string; subscription_id: string; secret: string }>(
+      `select api_key_id, subscription_id, secret from api_management_webhook where secret not like 'k1.%'`,
+    );
+    for (const row of rows) {
+      await db.execute('update api_management_webhook set secret = ? where api_key_id = ? and secret = ?', [
+        await keyring.seal(row.subscription_id, secretBox.decrypt(row.secret)),
+        row.api_key_id,
+        row.secret,
+      ]);
+    }
+    return rows.length;
+  }
+
+  async #enabledKeysWithVerifiedWebhooks(subscriptionId: string) {
+    const webhooks = await this.#deps.db.forkEm(subscriptionId).find(ApiKeyWebhook, { status: 'verified' }, { fields: ['apiKeyId'] });
+    const keys = await this.#deps.apiKeyService.keysById(subscriptionId, webhooks.map((webhook) => webhook.apiKeyId));
+    return keys.filter((key) => key.isEnabled);
+  }
+}
