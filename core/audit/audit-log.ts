@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { defineEntity, type InferEntity } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthenticatedContext } from '../rpc/context.ts';
-import { toOrderBy, toWhere, type FieldMap, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
+import { toOrderBy, toWhere, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
+import { defineRecord, type InferRecord } from '../rpc/records.ts';
 
 /** One audited action: who did what to which record, when, and with which credential. */
 export const AuditEntry = defineEntity({
@@ -39,46 +40,9 @@ export interface AuditAction {
   target: string;
 }
 
-export interface AuditRecord {
-  _id: string;
-  at: string;
-  kind: string;
-  group: string;
-  action: string;
-  targetId: string;
-  target: string;
-  userId: string | null;
-  role: string | null;
-  apiKeyId: string | null;
-  sessionId: string | null;
-  requestId: string;
-}
-
-export const AUDIT_FIELDS: FieldMap = {
-  at: { property: 'at', type: 'date' },
-  group: { property: 'group', type: 'string' },
-  action: { property: 'action', type: 'string' },
-  targetId: { property: 'targetId', type: 'string' },
-  target: { property: 'target', type: 'string' },
-  userId: { property: 'userId', type: 'uuid' },
-  apiKeyId: { property: 'apiKeyId', type: 'uuid' },
-  sessionId: { property: 'sessionId', type: 'uuid' },
-};
-
-const toRecord = (entry: AuditEntry): AuditRecord => ({
-  _id: entry.id,
-  at: entry.at.toISOString(),
-  kind: entry.kind,
-  group: entry.group,
-  action: entry.action,
-  targetId: entry.targetId,
-  target: entry.target,
-  userId: entry.userId ?? null,
-  role: entry.role ?? null,
-  apiKeyId: entry.apiKeyId ?? null,
-  sessionId: entry.sessionId ?? null,
-  requestId: entry.requestId,
-});
+const AUDIT = defineRecord(AuditEntry, { hide: ['subscriptionId'] });
+export const AUDIT_FIELDS = AUDIT.fields;
+export type AuditRecord = InferRecord<typeof AUDIT>;
 
 /** The audit trail of a subscription: appended to in the transaction of what it records, listed by kind. */
 export class AuditLog {
@@ -110,6 +74,6 @@ export class AuditLog {
       limit: query.pageSize,
       offset: (query.page - 1) * query.pageSize,
     });
-    return { data: entries.map(toRecord), totalCount };
+    return { data: entries.map(AUDIT.toRecord), totalCount };
   }
 }

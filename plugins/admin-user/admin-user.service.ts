@@ -5,11 +5,9 @@ import {
   notFound,
   pageOf,
   ROLES,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   type AuthenticatedContext,
-  type FieldMap,
   type ListQuery,
   type Page,
   type PluginServices,
@@ -37,22 +35,6 @@ export interface UserFields {
 
 export type NewUserInput = UserFields & { email: string; username: string; role: Role; password: string };
 
-/** What getData may filter and sort on. */
-export const USER_FIELDS: FieldMap = {
-  _id: { property: 'id', type: 'uuid' },
-  email: { property: 'email', type: 'string' },
-  username: { property: 'username', type: 'string' },
-  firstName: { property: 'firstName', type: 'string' },
-  lastName: { property: 'lastName', type: 'string' },
-  role: { property: 'role', type: 'string' },
-  isActive: { property: 'isActive', type: 'boolean' },
-  isVerified: { property: 'isVerified', type: 'boolean' },
-  isPhoneVerified: { property: 'isPhoneVerified', type: 'boolean' },
-  onboardingCompleted: { property: 'onboardingCompleted', type: 'boolean' },
-  partnerContactId: { property: 'partnerContactId', type: 'string' },
-  ...TIMESTAMP_FIELDS,
-};
-
 /**
  * The users of the caller's subscription, as its administrators manage them.
  * The records belong to the auth plugin; the rules of administration are here.
@@ -79,8 +61,8 @@ export class AdminUserService {
   }
 
   async getData(ctx: AuthenticatedContext, query: ListQuery): Promise<Page<AdminUserRecord>> {
-    const where = toWhere(query.filter, USER_FIELDS);
-    const sorted = toOrderBy(query.sort, USER_FIELDS);
+    const where = toWhere(query.filter, this.#users.adminFields);
+    const sorted = toOrderBy(query.sort, this.#users.adminFields);
     // Sorted by the requested fields, then by id, so pages never overlap.
     const orderBy: Record<string, 'asc' | 'desc'> = Object.keys(sorted).length > 0 ? { ...sorted, id: 'asc' } : { createdAt: 'asc', id: 'asc' };
     const [users, total] = await this.#users.page(ctx, { where, orderBy, limit: query.pageSize, offset: (query.page - 1) * query.pageSize });

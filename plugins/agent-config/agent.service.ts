@@ -1,20 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import {
   badRequest,
+  defineRecord,
   conflict,
   fileIdOfUrl,
   fileUrl,
   forbidden,
   mayChangeRecordOf,
   notFound,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
   type AiCatalogue,
   type AuthenticatedContext,
   type EntityManager,
-  type FieldMap,
+  type InferRecord,
   type IssuedUploadKey,
   type ListEnvelope,
   type ListQuery,
@@ -41,50 +41,13 @@ export interface CreateInput extends AgentInput {
 
 export type UpdateInput = AgentInput & { name?: string };
 
-export type AgentRecord = {
-  _id: string;
-  name: string;
-  model: string;
-  agentClass: string;
-  role: string | null;
-  messagingContactId: string | null;
-  avatarUrl: string | null;
-  realtime: boolean;
-  projectId: string | null;
-  userId: string;
-  subscriptionId: string;
-  createdAt: string;
-  updatedAt: string;
-} & AgentSettings;
+const VIEW = defineRecord(Agent, { hide: ['settings'] });
+export const AGENT_FIELDS = VIEW.fields;
 
-export const AGENT_FIELDS: FieldMap = {
-  name: { property: 'name', type: 'string' },
-  model: { property: 'model', type: 'string' },
-  agentClass: { property: 'agentClass', type: 'string' },
-  role: { property: 'role', type: 'string' },
-  projectId: { property: 'projectId', type: 'string' },
-  realtime: { property: 'realtime', type: 'boolean' },
-  userId: { property: 'userId', type: 'uuid' },
-  ...TIMESTAMP_FIELDS,
-};
+/** An agent's settings are spread into its record, beside its columns. */
+export type AgentRecord = InferRecord<typeof VIEW> & AgentSettings;
 
-
-const toRecord = (agent: Agent): AgentRecord => ({
-  _id: agent.id,
-  name: agent.name,
-  model: agent.model,
-  ...agent.settings,
-  agentClass: agent.agentClass,
-  role: agent.role ?? null,
-  messagingContactId: agent.messagingContactId ?? null,
-  avatarUrl: agent.avatarUrl ?? null,
-  realtime: agent.realtime,
-  projectId: agent.projectId ?? null,
-  userId: agent.userId,
-  subscriptionId: agent.subscriptionId,
-  createdAt: agent.createdAt.toISOString(),
-  updatedAt: agent.updatedAt.toISOString(),
-});
+const toRecord = (agent: Agent): AgentRecord => ({ ...agent.settings, ...VIEW.toRecord(agent) });
 
 /** AI agent configurations of a subscription: everyone reads them; their creator, admins and staff change them. */
 export class AgentService {

@@ -20,7 +20,7 @@ export const agentConfigPlugin = definePlugin<AgentConfigDeps>({
       {
         name: 'agentConfigs',
         describe: "The subscription's agent configurations (fields as getData returns them).",
-        fields: ['_id', ...Object.keys(AGENT_FIELDS)],
+        fields: Object.keys(AGENT_FIELDS),
         list: async (ctx, query, deps) => (await (deps as AgentConfigDeps).agentService.getData(ctx, { ...query, page: 1, pageSize: query.limit })).data,
       },
     ],

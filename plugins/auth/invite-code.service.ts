@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  defineRecord,
   listOf,
   notFound,
   randomToken,
@@ -8,24 +9,16 @@ import {
   type AuthenticatedContext,
   type Database,
   type EntityManager,
+  type InferRecord,
   type ListEnvelope,
   type Role,
 } from 'rpc-service/plugin';
 import { InviteCode } from './invite-code.entity.ts';
 
-export interface InviteCodeRecord {
-  _id: string;
-  hint: string;
-  role: string;
-  maxUses: number;
-  uses: number;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  /** active, used up, expired or revoked */
-  status: 'active' | 'exhausted' | 'expired' | 'revoked';
-  createdBy: string;
-  createdAt: string;
-}
+const INVITE_CODE = defineRecord(InviteCode, { hide: ['subscriptionId', 'codeHash'] });
+
+/** An invite code as its administrators see it: never the code, with its state spelled out. */
+export type InviteCodeRecord = InferRecord<typeof INVITE_CODE> & { status: 'active' | 'exhausted' | 'expired' | 'revoked' };
 
 function statusOf(invite: InviteCode, now = Date.now()): InviteCodeRecord['status'] {
   if (invite.revokedAt) return 'revoked';
@@ -33,18 +26,7 @@ function statusOf(invite: InviteCode, now = Date.now()): InviteCodeRecord['statu
   return invite.uses >= invite.maxUses ? 'exhausted' : 'active';
 }
 
-const toRecord = (invite: InviteCode): InviteCodeRecord => ({
-  _id: invite.id,
-  hint: invite.hint,
-  role: invite.role,
-  maxUses: invite.maxUses,
-  uses: invite.uses,
-  expiresAt: invite.expiresAt?.toISOString() ?? null,
-  revokedAt: invite.revokedAt?.toISOString() ?? null,
-  status: statusOf(invite),
-  createdBy: invite.createdBy,
-  createdAt: invite.createdAt.toISOString(),
-});
+const toRecord = (invite: InviteCode): InviteCodeRecord => ({ ...INVITE_CODE.toRecord(invite), status: statusOf(invite) });
 
 const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now()) and uses < max_uses';
 const invalidCode = () =>

@@ -22,7 +22,7 @@ import { hashPassword, verifyPassword } from './password.ts';
 import { Session } from './session.entity.ts';
 import type { SessionService } from './session.service.ts';
 import { User, type OAuthProfile } from './user.entity.ts';
-import { toAdminUserRecord, toUserView, type AdminUserRecord, type UserView } from './user-view.ts';
+import { ADMIN_USER_FIELDS, toAdminUserRecord, toUserView, type AdminUserRecord, type UserView } from './user-view.ts';
 
 export type NewUser = Pick<User, 'subscriptionId' | 'email' | 'username' | 'role'> & Partial<User>;
 
@@ -88,6 +88,8 @@ export class UserService {
 
   view = toUserView;
   adminRecord = toAdminUserRecord;
+  /** What AdminUserRpc's lists filter and sort by: the columns of the administrators' record. */
+  adminFields = ADMIN_USER_FIELDS;
 
   /**
    * E-mail addresses and usernames are unique across the whole service,

@@ -28,7 +28,7 @@ export const billingPlanPlugin = definePlugin<BillingPlanDeps>({
       {
         name: 'billingPlans',
         describe: "The subscription's billing plans (fields as getData returns them).",
-        fields: ['_id', ...Object.keys(PLAN_FIELDS)],
+        fields: Object.keys(PLAN_FIELDS),
         list: (ctx, query, deps) => (deps as BillingPlanDeps).planService.listForCollection(ctx, query),
       },
     ],

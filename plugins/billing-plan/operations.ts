@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { currencyCode, minorUnits, recordId, requiredListParams, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { BILLING_CYCLES } from './plan.service.ts';
+import { BILLING_CYCLES } from './plan.entity.ts';
 
 const planId = v.pipe(
   v.string('planId must be a string'),

@@ -1,5 +1,8 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
+export const BILLING_CYCLES = ['one_time', 'weekly', 'monthly', 'quarterly', 'yearly'] as const;
+export type BillingCycle = (typeof BILLING_CYCLES)[number];
+
 /** One feature a plan grants: a key the application checks, a display name, and a limit (null: no limit). */
 export interface PlanFeature {
   key: string;
@@ -26,7 +29,7 @@ export const BillingPlan = defineEntity({
     currency: p.text(),
     oneTimeCost: p.bigint('number'),
     recurringCost: p.bigint('number'),
-    billingCycle: p.text(),
+    billingCycle: p.text().$type<BillingCycle>(),
     trialDays: p.integer(),
     features: p.json<PlanFeature[]>(),
     /** The planId of the plan this one builds on. */

@@ -1,69 +1,45 @@
 import { randomUUID } from 'node:crypto';
 import {
+  defineRecord,
+  fieldsOf,
   notFound,
   pageOf,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
   type AuthenticatedContext,
   type CollectionCatalogue,
   type EntityManager,
-  type FieldMap,
   type FieldReference,
+  type FieldsOf,
+  type InferRecord,
   type ListQuery,
   type Page,
   type ValidationIssue,
 } from 'rpc-service/plugin';
 import { BillingPlan, type PlanFeature } from './plan.entity.ts';
 
-export const BILLING_CYCLES = ['one_time', 'weekly', 'monthly', 'quarterly', 'yearly'] as const;
-export type BillingCycle = (typeof BILLING_CYCLES)[number];
-
 /** How many plans a chain of base plans may hold, the plan itself included. */
 export const MAX_PLAN_CHAIN = 5;
 
-export interface PlanFields {
-  planId: string;
-  name: string;
-  description: string;
-  currency: string;
-  oneTimeCost: number;
-  recurringCost: number;
-  billingCycle: BillingCycle;
-  trialDays: number;
-  features: PlanFeature[];
-  basePlanId: string | null;
-  isPublic: boolean;
-  isArchived: boolean;
-  sortOrder: number;
-}
+/** What a caller sets; the service keeps the rest (id, subscription, timestamps). */
+const EDITABLE = ['planId', 'name', 'description', 'currency', 'oneTimeCost', 'recurringCost', 'billingCycle', 'trialDays', 'features', 'basePlanId', 'isPublic', 'isArchived', 'sortOrder'] as const;
+
+export type PlanFields = FieldsOf<BillingPlan, (typeof EDITABLE)[number]>;
 
 export type PlanInput = Partial<PlanFields>;
 
 /** A feature as findById and getData give it with resolveFeatures: with the plan it comes from. */
 export type ResolvedFeature = PlanFeature & { fromPlanId: string };
 
-export type PlanRecord = Omit<PlanFields, 'features'> & { _id: string; features: PlanFeature[] | ResolvedFeature[]; createdAt: string; updatedAt: string };
+const PLAN = defineRecord(BillingPlan, { hide: ['subscriptionId'] });
+export const PLAN_FIELDS = PLAN.fields;
+
+/** With resolveFeatures, a plan's features include those of its base plans. */
+export type PlanRecord = Omit<InferRecord<typeof PLAN>, 'features'> & { features: PlanFeature[] | ResolvedFeature[] };
 
 /** What listPublicPlans shows anyone of the subscription. */
 export type PublicPlan = Pick<PlanFields, 'planId' | 'name' | 'description' | 'currency' | 'oneTimeCost' | 'recurringCost' | 'billingCycle'>;
-
-export const PLAN_FIELDS: FieldMap = {
-  planId: { property: 'planId', type: 'string' },
-  name: { property: 'name', type: 'string' },
-  description: { property: 'description', type: 'string' },
-  currency: { property: 'currency', type: 'string' },
-  oneTimeCost: { property: 'oneTimeCost', type: 'number' },
-  recurringCost: { property: 'recurringCost', type: 'number' },
-  billingCycle: { property: 'billingCycle', type: 'string' },
-  trialDays: { property: 'trialDays', type: 'number' },
-  basePlanId: { property: 'basePlanId', type: 'string' },
-  isPublic: { property: 'isPublic', type: 'boolean' },
-  isArchived: { property: 'isArchived', type: 'boolean' },
-  sortOrder: { property: 'sortOrder', type: 'number' },
-  ...TIMESTAMP_FIELDS,
-};
 
 const DEFAULTS: Omit<PlanFields, 'planId' | 'name' | 'currency'> = {
   description: '',
@@ -78,24 +54,7 @@ const DEFAULTS: Omit<PlanFields, 'planId' | 'name' | 'currency'> = {
   sortOrder: 0,
 };
 
-const toRecord = (plan: BillingPlan, features: PlanFeature[] | ResolvedFeature[] = plan.features): PlanRecord => ({
-  _id: plan.id,
-  planId: plan.planId,
-  name: plan.name,
-  description: plan.description,
-  currency: plan.currency,
-  oneTimeCost: plan.oneTimeCost,
-  recurringCost: plan.recurringCost,
-  billingCycle: plan.billingCycle as BillingCycle,
-  trialDays: plan.trialDays,
-  features,
-  basePlanId: plan.basePlanId ?? null,
-  isPublic: plan.isPublic,
-  isArchived: plan.isArchived,
-  sortOrder: plan.sortOrder,
-  createdAt: plan.createdAt.toISOString(),
-  updatedAt: plan.updatedAt.toISOString(),
-});
+const toRecord = (plan: BillingPlan, features: PlanFeature[] | ResolvedFeature[] = plan.features): PlanRecord => ({ ...PLAN.toRecord(plan), features });
 
 export const toPublicPlan = (plan: BillingPlan | PlanRecord): PublicPlan => ({
   planId: plan.planId,
@@ -104,7 +63,7 @@ export const toPublicPlan = (plan: BillingPlan | PlanRecord): PublicPlan => ({
   currency: plan.currency,
   oneTimeCost: plan.oneTimeCost,
   recurringCost: plan.recurringCost,
-  billingCycle: plan.billingCycle as BillingCycle,
+  billingCycle: plan.billingCycle,
 });
 
 /**
@@ -133,7 +92,7 @@ export class PlanService {
     if (input.planId !== undefined && input.planId !== plan.planId) {
       throw validationError([{ path: 'planId', message: 'planId cannot change: discounts, base plans and applications refer to it' }]);
     }
-    const fields: PlanFields = { ...toFields(plan), ...input };
+    const fields: PlanFields = { ...fieldsOf(plan, EDITABLE), ...input };
     await this.#check(ctx.em, fields);
     ctx.em.assign(plan, { ...input, updatedAt: new Date() });
     await ctx.em.flush();
@@ -238,8 +197,3 @@ export class PlanService {
     return [...resolved.values()];
   }
 }
-
-const toFields = (plan: BillingPlan): PlanFields => {
-  const { _id, createdAt, updatedAt, ...fields } = toRecord(plan);
-  return { ...fields, features: plan.features };
-};

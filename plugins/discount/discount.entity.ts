@@ -1,5 +1,7 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
+export const DISCOUNT_KINDS = ['percent', 'fixed'] as const;
+
 /**
  * A discount of a subscription: a code customers give, a percentage or a
  * fixed amount off, valid in a window, for some plans or all, redeemed at
@@ -16,7 +18,7 @@ export const Discount = defineEntity({
     name: p.text(),
     description: p.text(),
     /** `percent` (value 1 to 100) or `fixed` (value in the currency's minor unit). */
-    kind: p.text(),
+    kind: p.text().$type<(typeof DISCOUNT_KINDS)[number]>(),
     value: p.bigint('number'),
     /** Only for `fixed`. */
     currency: p.text().nullable(),

@@ -2,16 +2,18 @@ import { randomUUID } from 'node:crypto';
 import {
   conflict,
   counted,
+  defineRecord,
+  fieldsOf,
   notFound,
   pageOf,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
   type AuthenticatedContext,
   type CollectionCatalogue,
-  type FieldMap,
   type FieldReference,
+  type FieldsOf,
+  type InferRecord,
   type ListQuery,
   type Page,
   type PluginServices,
@@ -19,37 +21,21 @@ import {
 } from 'rpc-service/plugin';
 import { Discount } from './discount.entity.ts';
 
-export const DISCOUNT_KINDS = ['percent', 'fixed'] as const;
 
-export interface DiscountFields {
-  code: string;
-  name: string;
-  description: string;
-  kind: (typeof DISCOUNT_KINDS)[number];
-  value: number;
-  currency: string | null;
-  validFrom: Date | null;
-  validUntil: Date | null;
-  maxRedemptions: number | null;
-  planIds: string[];
-  isActive: boolean;
-}
+/** What a caller sets; the service keeps the rest (id, subscription, redemptions, timestamps). */
+const EDITABLE = ['code', 'name', 'description', 'kind', 'value', 'currency', 'validFrom', 'validUntil', 'maxRedemptions', 'planIds', 'isActive'] as const;
+
+export type DiscountFields = FieldsOf<Discount, (typeof EDITABLE)[number]>;
 
 export type DiscountInput = Partial<DiscountFields>;
 
-export type DiscountRecord = Omit<DiscountFields, 'validFrom' | 'validUntil'> & {
-  _id: string;
-  validFrom: string | null;
-  validUntil: string | null;
-  currentRedemptions: number;
-  createdAt: string;
-  updatedAt: string;
-};
+export const DISCOUNT = defineRecord(Discount, { hide: ['subscriptionId'] });
+export type DiscountRecord = InferRecord<typeof DISCOUNT>;
 
 export interface Redemption {
   _id: string;
   code: string;
-  kind: DiscountFields['kind'];
+  kind: Discount['kind'];
   value: number;
   currency: string | null;
   planId: string | null;
@@ -57,54 +43,6 @@ export interface Redemption {
   /** null: no limit. */
   remainingRedemptions: number | null;
 }
-
-export const DISCOUNT_FIELDS: FieldMap = {
-  code: { property: 'code', type: 'string' },
-  name: { property: 'name', type: 'string' },
-  description: { property: 'description', type: 'string' },
-  kind: { property: 'kind', type: 'string' },
-  value: { property: 'value', type: 'number' },
-  currency: { property: 'currency', type: 'string' },
-  validFrom: { property: 'validFrom', type: 'date' },
-  validUntil: { property: 'validUntil', type: 'date' },
-  maxRedemptions: { property: 'maxRedemptions', type: 'number' },
-  currentRedemptions: { property: 'currentRedemptions', type: 'number' },
-  planIds: { property: 'planIds', type: 'tags' },
-  isActive: { property: 'isActive', type: 'boolean' },
-  ...TIMESTAMP_FIELDS,
-};
-
-const toRecord = (discount: Discount): DiscountRecord => ({
-  _id: discount.id,
-  code: discount.code,
-  name: discount.name,
-  description: discount.description,
-  kind: discount.kind as DiscountFields['kind'],
-  value: discount.value,
-  currency: discount.currency ?? null,
-  validFrom: discount.validFrom?.toISOString() ?? null,
-  validUntil: discount.validUntil?.toISOString() ?? null,
-  maxRedemptions: discount.maxRedemptions ?? null,
-  currentRedemptions: discount.currentRedemptions,
-  planIds: discount.planIds,
-  isActive: discount.isActive,
-  createdAt: discount.createdAt.toISOString(),
-  updatedAt: discount.updatedAt.toISOString(),
-});
-
-const fieldsOf = (discount: Discount): DiscountFields => ({
-  code: discount.code,
-  name: discount.name,
-  description: discount.description,
-  kind: discount.kind as DiscountFields['kind'],
-  value: discount.value,
-  currency: discount.currency ?? null,
-  validFrom: discount.validFrom ?? null,
-  validUntil: discount.validUntil ?? null,
-  maxRedemptions: discount.maxRedemptions ?? null,
-  planIds: discount.planIds,
-  isActive: discount.isActive,
-});
 
 /**
  * A subscription's discounts. Deleting deactivates (the record and its
@@ -126,18 +64,18 @@ export class DiscountService {
     const now = new Date();
     const discount = ctx.em.create(Discount, { id: randomUUID(), subscriptionId: ctx.subscriptionId, ...fields, currentRedemptions: 0, createdAt: now, updatedAt: now });
     await ctx.em.flush();
-    return toRecord(discount);
+    return DISCOUNT.toRecord(discount);
   }
 
   async update(ctx: AuthenticatedContext, id: string, input: DiscountInput): Promise<DiscountRecord> {
     const discount = await this.#find(ctx, id);
     // A change of kind decides the currency: a percentage has none.
     const changes: DiscountInput = input.kind === 'percent' && input.currency === undefined ? { ...input, currency: null } : input;
-    const fields: DiscountFields = { ...fieldsOf(discount), ...changes };
+    const fields: DiscountFields = { ...fieldsOf(discount, EDITABLE), ...changes };
     await this.#check(ctx, fields, id);
     ctx.em.assign(discount, { ...changes, updatedAt: new Date() });
     await ctx.em.flush();
-    return toRecord(discount);
+    return DISCOUNT.toRecord(discount);
   }
 
   /** Deactivates the discount: it can no longer be redeemed, and stays readable. */
@@ -151,17 +89,17 @@ export class DiscountService {
   }
 
   async findById(ctx: AuthenticatedContext, id: string): Promise<DiscountRecord> {
-    return toRecord(await this.#find(ctx, id));
+    return DISCOUNT.toRecord(await this.#find(ctx, id));
   }
 
   async getData(ctx: AuthenticatedContext, query: ListQuery): Promise<Page<DiscountRecord>> {
-    const sort = toOrderBy(query.sort, DISCOUNT_FIELDS);
-    const [discounts, total] = await ctx.em.findAndCount(Discount, toWhere(query.filter, DISCOUNT_FIELDS), {
+    const sort = toOrderBy(query.sort, DISCOUNT.fields);
+    const [discounts, total] = await ctx.em.findAndCount(Discount, toWhere(query.filter, DISCOUNT.fields), {
       orderBy: { ...sort, createdAt: sort.createdAt ?? 'desc', id: 'asc' },
       limit: query.pageSize,
       offset: (query.page - 1) * query.pageSize,
     });
-    return pageOf(discounts.map(toRecord), total, query);
+    return pageOf(discounts.map(DISCOUNT.toRecord), total, query);
   }
 
   getFieldValues(ctx: AuthenticatedContext, reference: Omit<FieldReference, 'collection'>): Promise<{ value: unknown; label: string }[]> {
@@ -170,9 +108,9 @@ export class DiscountService {
 
   /** Discounts of the `discounts` collection (getFieldValues), filtered and sorted as getData does. */
   async listForCollection(ctx: AuthenticatedContext, query: Pick<ListQuery, 'filter' | 'sort'> & { limit: number }): Promise<DiscountRecord[]> {
-    const sort = toOrderBy(query.sort, DISCOUNT_FIELDS);
-    const discounts = await ctx.em.find(Discount, toWhere(query.filter, DISCOUNT_FIELDS), { orderBy: { ...sort, code: sort.code ?? 'asc', id: 'asc' }, limit: query.limit });
-    return discounts.map(toRecord);
+    const sort = toOrderBy(query.sort, DISCOUNT.fields);
+    const discounts = await ctx.em.find(Discount, toWhere(query.filter, DISCOUNT.fields), { orderBy: { ...sort, code: sort.code ?? 'asc', id: 'asc' }, limit: query.limit });
+    return discounts.map(DISCOUNT.toRecord);
   }
 
   /**
@@ -197,7 +135,7 @@ export class DiscountService {
     return {
       _id: discount.id,
       code: discount.code,
-      kind: discount.kind as DiscountFields['kind'],
+      kind: discount.kind,
       value: discount.value,
       currency: discount.currency ?? null,
       planId,

@@ -2,7 +2,7 @@ import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { DEPS, type DiscountDeps } from './deps.ts';
 import { Discount } from './discount.entity.ts';
-import { DISCOUNT_FIELDS, DiscountService } from './discount.service.ts';
+import { DISCOUNT, DiscountService } from './discount.service.ts';
 import { migrations } from './migrations/index.ts';
 import { create, findById, getData, getFieldValues, redeem, remove, update } from './operations.ts';
 
@@ -20,7 +20,7 @@ export const discountPlugin = definePlugin<DiscountDeps>({
       {
         name: 'discounts',
         describe: "The subscription's discounts (fields as getData returns them).",
-        fields: ['_id', ...Object.keys(DISCOUNT_FIELDS)],
+        fields: Object.keys(DISCOUNT.fields),
         list: (ctx, query, deps) => (deps as DiscountDeps).discountService.listForCollection(ctx, query),
       },
     ],

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { currencyCode, isoTime, minorUnits, recordId, requiredListParams, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { DISCOUNT_KINDS } from './discount.service.ts';
+import { DISCOUNT_KINDS } from './discount.entity.ts';
 
 const code = v.pipe(v.string('code must be a string'), v.trim(), v.regex(/^[A-Za-z0-9_-]{3,40}$/, 'code must be 3 to 40 letters, digits, _ and -'));
 const planId = v.pipe(v.string('planId must be a string'), v.trim(), v.minLength(1, 'planId must not be empty'), v.maxLength(64, 'planId must be at most 64 characters'));

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import {
   conflict,
+  defineRecord,
   notFound,
   validationError,
   type AuthenticatedContext,
   type EntityManager,
+  type InferRecord,
   type ListEnvelope,
   type PluginServices,
 } from 'rpc-service/plugin';
@@ -14,33 +16,12 @@ import { PageVersion } from './page-version.entity.ts';
 /** The pages' name in the knowledge base's search index. */
 const SOURCE = 'documents';
 
-export interface DocumentRecord {
-  _id: string;
-  /** The page's UUID, the same as `_id`; search hits name the page by it (`metadata.recordId`). */
-  uuid: string;
-  documentInstanceId: string;
-  title: string;
-  content: string;
-  parentId: string | null;
-  tags: string[];
-  version: number;
-  isArchived: boolean;
-  createdAt: string;
-  updatedAt: string;
-  createdBy: string;
-  lastModifiedBy: string;
-}
+const PAGE = defineRecord(Page, { hide: ['subscriptionId', 'instanceId'] });
+const VERSION = defineRecord(PageVersion, { hide: ['id', 'subscriptionId', 'pageId'] });
 
-export interface VersionRecord {
-  version: number;
-  title: string;
-  content: string;
-  parentId: string | null;
-  tags: string[];
-  isArchived: boolean;
-  modifiedBy: string;
-  modifiedAt: string;
-}
+/** A page names its instance `documentInstanceId`, and repeats its id as `uuid` (search hits name the page by it, `metadata.recordId`). */
+export type DocumentRecord = InferRecord<typeof PAGE> & { uuid: string; documentInstanceId: string };
+export type VersionRecord = InferRecord<typeof VERSION>;
 
 export interface DocumentSearchHit {
   /** The matching chunk of the page. */
@@ -66,21 +47,7 @@ export interface UpdateInput {
   isArchived?: boolean;
 }
 
-const toRecord = (page: Page): DocumentRecord => ({
-  _id: page.id,
-  uuid: page.id,
-  documentInstanceId: page.instanceId,
-  title: page.title,
-  content: page.content,
-  parentId: page.parentId ?? null,
-  tags: page.tags,
-  version: page.version,
-  isArchived: page.isArchived,
-  createdAt: page.createdAt.toISOString(),
-  updatedAt: page.updatedAt.toISOString(),
-  createdBy: page.createdBy,
-  lastModifiedBy: page.lastModifiedBy,
-});
+const toRecord = (page: Page): DocumentRecord => ({ ...PAGE.toRecord(page), uuid: page.id, documentInstanceId: page.instanceId });
 
 /** What a search may filter on (list operators on these keys), as the index keeps it with each chunk. */
 const searchMetadata = (page: Page) => ({
@@ -216,16 +183,8 @@ export class PageService {
   async getVersions(ctx: AuthenticatedContext, id: string): Promise<VersionRecord[]> {
     await this.#find(ctx.em, id);
     const versions = await ctx.em.find(PageVersion, { pageId: id }, { orderBy: { version: 'desc' } });
-    return versions.map(({ version, title, content, parentId, tags, isArchived, modifiedBy, modifiedAt }) => ({
-      version,
-      title,
-      content,
-      parentId: parentId ?? null,
-      tags,
-      isArchived,
-      modifiedBy,
-      modifiedAt: modifiedAt.toISOString(),
-    }));
+    return versions.map(VERSION.toRecord);
+
   }
 
   /** The passages of the instance's pages closest in meaning to the question; archived pages are left out. */

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
+  defineRecord,
   isUuid,
   RpcError,
   type AuthenticatedContext,
   type EntityManager,
+  type InferRecord,
   type IssuedUploadKey,
   type PurposeLimits,
   type UploadService,
@@ -41,37 +43,8 @@ export interface PlaybookFields {
   isActive?: boolean;
 }
 
-export interface PlaybookRecord {
-  _id: string;
-  subscriptionId: string;
-  source: string;
-  name: string;
-  description: string;
-  content: string;
-  category: string | null;
-  tags: string[];
-  isActive: boolean;
-  resources: Resource[];
-  createdBy: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-const toRecord = (playbook: Playbook): PlaybookRecord => ({
-  _id: playbook.id,
-  subscriptionId: playbook.subscriptionId,
-  source: playbook.source,
-  name: playbook.name,
-  description: playbook.description,
-  content: playbook.content,
-  category: playbook.category ?? null,
-  tags: playbook.tags,
-  isActive: playbook.isActive,
-  resources: playbook.resources,
-  createdBy: playbook.createdBy,
-  createdAt: playbook.createdAt.toISOString(),
-  updatedAt: playbook.updatedAt.toISOString(),
-});
+const PLAYBOOK = defineRecord(Playbook);
+export type PlaybookRecord = InferRecord<typeof PLAYBOOK>;
 
 /** A LIKE pattern matching the text anywhere (its % _ and \ escaped). */
 const containing = (text: string) => `%${text.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
@@ -92,7 +65,7 @@ export class PlaybookService {
 
   async list(ctx: AuthenticatedContext, query: { tags?: string[]; limit: number }): Promise<{ data: PlaybookRecord[]; totalCount: number }> {
     const playbooks = await ctx.em.find(Playbook, query.tags?.length ? { tags: { $overlap: query.tags } } : {}, { orderBy: { updatedAt: 'desc', id: 'asc' }, limit: query.limit });
-    return { data: playbooks.map(toRecord), totalCount: playbooks.length };
+    return { data: playbooks.map(PLAYBOOK.toRecord), totalCount: playbooks.length };
   }
 
   /** Playbooks whose name, description, content or tags hold the query (any case), with any of the tags; name matches first. */
@@ -116,11 +89,11 @@ export class PlaybookService {
       const lower = text.toLowerCase();
       playbooks.sort((a, b) => Number(b.name.toLowerCase().includes(lower)) - Number(a.name.toLowerCase().includes(lower)));
     }
-    return { data: playbooks.map(toRecord), totalCount: playbooks.length };
+    return { data: playbooks.map(PLAYBOOK.toRecord), totalCount: playbooks.length };
   }
 
   async findById(ctx: AuthenticatedContext, id: string): Promise<PlaybookRecord> {
-    return toRecord(await this.#find(ctx.em, id));
+    return PLAYBOOK.toRecord(await this.#find(ctx.em, id));
   }
 
   async create(ctx: AuthenticatedContext, input: PlaybookFields & { name: string }): Promise<PlaybookRecord> {
@@ -141,14 +114,14 @@ export class PlaybookService {
       updatedAt: now,
     });
     await ctx.em.flush();
-    return toRecord(playbook);
+    return PLAYBOOK.toRecord(playbook);
   }
 
   async update(ctx: AuthenticatedContext, id: string, changes: PlaybookFields): Promise<PlaybookRecord> {
     const playbook = await this.#find(ctx.em, id);
     Object.assign(playbook, Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)), { updatedAt: new Date() });
     await ctx.em.flush();
-    return toRecord(playbook);
+    return PLAYBOOK.toRecord(playbook);
   }
 
   /** Deletes a playbook and its resource files. */

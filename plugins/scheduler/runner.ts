@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import {
+  defineRecord,
   pgArray,
   RpcError,
   type AiClient,
   type AuthenticatedContext,
   type Database,
   type EventBus,
+  type InferRecord,
   type Logger,
   type OperationCaller,
   type PluginServices,
@@ -36,38 +38,14 @@ interface Claimed {
   task: DueTask;
 }
 
-export interface RunRecord {
-  _id: string;
-  taskId: string;
-  taskName: string;
-  actionType: ActionType;
-  scheduledFor: string;
-  firedAt: string;
-  finishedAt: string | null;
-  /** Milliseconds between when the run was due and when it fired. */
-  delayMs: number;
-  status: RunStatus;
-  error: string | null;
-  result: unknown;
-  attempts: number;
-}
+const RUN = defineRecord(TaskRun, { hide: ['subscriptionId'] });
+
+/** A run also says how late it fired. */
+export type RunRecord = InferRecord<typeof RUN> & { delayMs: number };
 
 const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
 
-const toRecord = (run: TaskRun): RunRecord => ({
-  _id: run.id,
-  taskId: run.taskId,
-  taskName: run.taskName,
-  actionType: run.actionType,
-  scheduledFor: run.scheduledFor.toISOString(),
-  firedAt: run.firedAt.toISOString(),
-  finishedAt: run.finishedAt?.toISOString() ?? null,
-  delayMs: run.firedAt.getTime() - run.scheduledFor.getTime(),
-  status: run.status,
-  error: run.error ?? null,
-  result: run.result ?? null,
-  attempts: run.attempts,
-});
+const toRecord = (run: TaskRun): RunRecord => ({ ...RUN.toRecord(run), delayMs: run.firedAt.getTime() - run.scheduledFor.getTime() });
 
 /**
  * Fires due tasks. Every node looks for them every SCHEDULER_POLL_MS and

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import {
+  defineRecord,
   forbidden,
   mayChangeRecordOf,
   notFound,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
   type AuthenticatedContext,
   type EntityManager,
   type EventBus,
-  type FieldMap,
+  type InferRecord,
   type ListEnvelope,
   type ListQuery,
   type PluginServices,
@@ -42,60 +42,12 @@ export interface TaskConfig {
   timeZone?: string | null;
 }
 
-export interface TaskRecord {
-  _id: string;
-  name: string;
-  description: string | null;
-  schedule: string;
-  timeZone: string | null;
-  actionType: ActionType;
-  actionConfig: Record<string, unknown>;
-  context: TaskContext & { userId: string; subscriptionId: string };
-  category: Category;
-  tags: string[];
-  enabled: boolean;
-  nextRun: string | null;
-  lastRun: string | null;
-  createdBy: string;
-  createdAt: string;
-  updatedAt: string;
-}
+const VIEW = defineRecord(ScheduledTask, { hide: ['subscriptionId', 'context'], filterOnly: ['userId'] });
 
-export const TASK_FIELDS: FieldMap = {
-  _id: { property: 'id', type: 'uuid' },
-  name: { property: 'name', type: 'string' },
-  description: { property: 'description', type: 'string' },
-  schedule: { property: 'schedule', type: 'string' },
-  timeZone: { property: 'timeZone', type: 'string' },
-  actionType: { property: 'actionType', type: 'string' },
-  category: { property: 'category', type: 'string' },
-  tags: { property: 'tags', type: 'tags' },
-  enabled: { property: 'enabled', type: 'boolean' },
-  userId: { property: 'userId', type: 'uuid' },
-  createdBy: { property: 'createdBy', type: 'uuid' },
-  nextRun: { property: 'nextRun', type: 'date' },
-  lastRun: { property: 'lastRun', type: 'date' },
-  ...TIMESTAMP_FIELDS,
-};
+/** The task's context holds the user it acts as and its subscription, kept as columns of their own. */
+export type TaskRecord = InferRecord<typeof VIEW> & { context: TaskContext & { userId: string; subscriptionId: string } };
 
-const toRecord = (task: ScheduledTask): TaskRecord => ({
-  _id: task.id,
-  name: task.name,
-  description: task.description ?? null,
-  schedule: task.schedule,
-  timeZone: task.timeZone ?? null,
-  actionType: task.actionType,
-  actionConfig: task.actionConfig,
-  context: { ...task.context, userId: task.userId, subscriptionId: task.subscriptionId },
-  category: task.category,
-  tags: task.tags,
-  enabled: task.enabled,
-  nextRun: task.nextRun?.toISOString() ?? null,
-  lastRun: task.lastRun?.toISOString() ?? null,
-  createdBy: task.createdBy,
-  createdAt: task.createdAt.toISOString(),
-  updatedAt: task.updatedAt.toISOString(),
-});
+const toRecord = (task: ScheduledTask): TaskRecord => ({ ...VIEW.toRecord(task), context: { ...task.context, userId: task.userId, subscriptionId: task.subscriptionId } });
 
 /**
  * Scheduled tasks of a subscription: their schedule (cron with a time zone,
@@ -197,8 +149,8 @@ export class SchedulerService {
   }
 
   async getData(ctx: AuthenticatedContext, query: ListQuery): Promise<ListEnvelope<TaskRecord>> {
-    const sort = toOrderBy(query.sort, TASK_FIELDS);
-    const [tasks, totalCount] = await ctx.em.findAndCount(ScheduledTask, toWhere(query.filter, TASK_FIELDS), {
+    const sort = toOrderBy(query.sort, VIEW.fields);
+    const [tasks, totalCount] = await ctx.em.findAndCount(ScheduledTask, toWhere(query.filter, VIEW.fields), {
       orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { createdAt: 'desc' } : {}), id: 'asc' },
       limit: query.pageSize,
       offset: (query.page - 1) * query.pageSize,

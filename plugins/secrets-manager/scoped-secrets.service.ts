@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import {
   conflict,
+  defineRecord,
   notFound,
   validationError,
   type AuditLog,
   type AuthenticatedContext,
   type EntityManager,
   type EventBus,
+  type InferRecord,
   type Keyring,
   type ListEnvelope,
 } from 'rpc-service/plugin';
@@ -20,13 +22,8 @@ export interface Place {
   key: string;
 }
 
-export interface ScopedSecretRecord extends Place {
-  _id: string;
-  label: string | null;
-  description: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+const SCOPED_SECRET = defineRecord(ScopedSecret, { hide: ['subscriptionId', 'value'] });
+export type ScopedSecretRecord = InferRecord<typeof SCOPED_SECRET>;
 
 export interface CreateInput extends Place {
   value: string;
@@ -59,17 +56,7 @@ export const SCOPE_OPTIONS = [
   { value: 'agent', label: 'Agent' },
 ] as const;
 
-const toRecord = (secret: ScopedSecret): ScopedSecretRecord => ({
-  _id: secret.id,
-  scope: secret.scope,
-  projectId: secret.projectId ?? null,
-  agentName: secret.agentName ?? null,
-  key: secret.key,
-  label: secret.label ?? null,
-  description: secret.description ?? null,
-  createdAt: secret.createdAt.toISOString(),
-  updatedAt: secret.updatedAt.toISOString(),
-});
+const toRecord = SCOPED_SECRET.toRecord;
 
 /** `subscription/KEY`, `project:<id>/KEY`, `agent:<name>/KEY`, `project:<id>/agent:<name>/KEY`: for the audit log. */
 function placeName(place: Place): string {

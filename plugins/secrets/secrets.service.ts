@@ -13,6 +13,7 @@ import {
 } from 'rpc-service/plugin';
 import { Secret } from './secret.entity.ts';
 
+/** Written by hand: a secret's `_id` is `zone:key`, as SecretsRpc addresses it, not its row's id. */
 export interface SecretRecord {
   _id: string;
   zone: string;

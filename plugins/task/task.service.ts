@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import {
+  defineRecord,
   notFound,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
   type AuthenticatedContext,
   type EntityManager,
   type EventBus,
-  type FieldMap,
+  type InferRecord,
   type ListEnvelope,
   type ListQuery,
   type PluginServices,
@@ -46,62 +46,14 @@ export interface TreeInput extends TaskInput {
   subtasks?: TreeInput[];
 }
 
-export interface TaskRecord {
-  _id: string;
-  taskInstanceId: string;
-  title: string;
-  description: string | null;
-  status: Status;
-  priority: Priority;
-  assignees: string[];
-  parentId: string | null;
-  dueDate: string | null;
-  completedAt: string | null;
-  tags: string[];
-  comments: Comment[];
-  isArchived: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
+export const TASK = defineRecord(Task, { hide: ['subscriptionId', 'createdBy'] });
+export type TaskRecord = InferRecord<typeof TASK>;
 
 export type TreeRecord = TaskRecord & { subtasks: TreeRecord[] };
-
-export const TASK_FIELDS: FieldMap = {
-  _id: { property: 'id', type: 'uuid' },
-  title: { property: 'title', type: 'string' },
-  description: { property: 'description', type: 'string' },
-  status: { property: 'status', type: 'string' },
-  priority: { property: 'priority', type: 'string' },
-  assignees: { property: 'assignees', type: 'tags' },
-  parentId: { property: 'parentId', type: 'uuid' },
-  dueDate: { property: 'dueDate', type: 'date' },
-  completedAt: { property: 'completedAt', type: 'date' },
-  tags: { property: 'tags', type: 'tags' },
-  isArchived: { property: 'isArchived', type: 'boolean' },
-  ...TIMESTAMP_FIELDS,
-};
 
 /** How deep a createTaskTree hierarchy may go, and how many tasks it may hold in all. */
 export const MAX_TREE_DEPTH = 5;
 export const MAX_TREE_TASKS = 500;
-
-const toRecord = (task: Task): TaskRecord => ({
-  _id: task.id,
-  taskInstanceId: task.taskInstanceId,
-  title: task.title,
-  description: task.description ?? null,
-  status: task.status,
-  priority: task.priority,
-  assignees: task.assignees,
-  parentId: task.parentId ?? null,
-  dueDate: task.dueDate?.toISOString() ?? null,
-  completedAt: task.completedAt?.toISOString() ?? null,
-  tags: task.tags,
-  comments: task.comments,
-  isArchived: task.isArchived,
-  createdAt: task.createdAt.toISOString(),
-  updatedAt: task.updatedAt.toISOString(),
-});
 
 /**
  * Task boards: tasks per task instance, subtasks within the same instance,
@@ -121,13 +73,13 @@ export class TaskService {
   }
 
   async getData(ctx: AuthenticatedContext, taskInstanceId: string, query: ListQuery): Promise<ListEnvelope<TaskRecord>> {
-    const sort = toOrderBy(query.sort, TASK_FIELDS);
+    const sort = toOrderBy(query.sort, TASK.fields);
     const [tasks, totalCount] = await ctx.em.findAndCount(
       Task,
-      { $and: [{ taskInstanceId }, toWhere(query.filter, TASK_FIELDS)] },
+      { $and: [{ taskInstanceId }, toWhere(query.filter, TASK.fields)] },
       { orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { createdAt: 'asc' } : {}), id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize },
     );
-    return { data: tasks.map(toRecord), totalCount };
+    return { data: tasks.map(TASK.toRecord), totalCount };
   }
 
   async create(ctx: AuthenticatedContext, taskInstanceId: string, input: TaskInput): Promise<TaskRecord> {
@@ -138,7 +90,7 @@ export class TaskService {
     });
     await this.#announce(ctx, 'task.created', task);
     await this.#assigned(ctx, task, task.assignees);
-    return toRecord(task);
+    return TASK.toRecord(task);
   }
 
   async update(ctx: AuthenticatedContext, id: string, changes: TaskFields): Promise<TaskRecord> {
@@ -154,7 +106,7 @@ export class TaskService {
     });
     await this.#announce(ctx, 'task.updated', task);
     await this.#assigned(ctx, task, added);
-    return toRecord(task);
+    return TASK.toRecord(task);
   }
 
   /** Deletes a task and every task below it; `success: false` when there is no such task. */
@@ -171,7 +123,7 @@ export class TaskService {
   }
 
   async findById(ctx: AuthenticatedContext, id: string): Promise<TaskRecord> {
-    return toRecord(await this.#find(ctx.em, id));
+    return TASK.toRecord(await this.#find(ctx.em, id));
   }
 
   /** Appends a comment by the caller (their messaging contact, else their user id). */
@@ -197,7 +149,7 @@ export class TaskService {
         for (const input of inputs) {
           const task = await this.#insert(ctx, em, taskInstanceId, input, parentId, author);
           created.push(task);
-          records.push({ ...toRecord(task), subtasks: await insert(input.subtasks ?? [], task.id) });
+          records.push({ ...TASK.toRecord(task), subtasks: await insert(input.subtasks ?? [], task.id) });
         }
         return records;
       };
@@ -273,7 +225,7 @@ export class TaskService {
   }
 
   async #announce(ctx: AuthenticatedContext, name: string, task: Task, extra: Record<string, unknown> = {}): Promise<void> {
-    await this.#bus.publish({ name, payload: { task: toRecord(task), ...extra }, subscriptionId: ctx.subscriptionId });
+    await this.#bus.publish({ name, payload: { task: TASK.toRecord(task), ...extra }, subscriptionId: ctx.subscriptionId });
   }
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import {
+  defineRecord,
   notFound,
   OutboundRefusedError,
   RpcError,
@@ -12,6 +13,7 @@ import {
   type EntityManager,
   type EventBus,
   type Extensions,
+  type InferRecord,
   type Jobs,
   type Logger,
   type OperationCaller,
@@ -44,45 +46,8 @@ const LEASE_MS = 15_000;
 /** A part of a run as the host sees it: an outcome, or its thread lost under it (out of memory, or stopped for another part on it). */
 type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: boolean };
 
-export interface InstanceRecord {
-  _id: string;
-  workflowId: string;
-  workflowName: string;
-  status: InstanceStatus;
-  cursor: string;
-  variables: Record<string, unknown>;
-  args: Record<string, unknown>;
-  output: unknown;
-  error: string | null;
-  waitingFor: string | null;
-  wakeAt: string | null;
-  steps: number;
-  history: WorkflowInstance['history'];
-  userId: string;
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-}
-
-const toRecord = (instance: WorkflowInstance): InstanceRecord => ({
-  _id: instance.id,
-  workflowId: instance.workflowId,
-  workflowName: instance.workflowName,
-  status: instance.status,
-  cursor: instance.cursor,
-  variables: instance.variables,
-  args: instance.args,
-  output: instance.output ?? null,
-  error: instance.error ?? null,
-  waitingFor: instance.waitingFor ?? null,
-  wakeAt: instance.wakeAt?.toISOString() ?? null,
-  steps: instance.steps,
-  history: instance.history,
-  userId: instance.userId,
-  createdAt: instance.createdAt.toISOString(),
-  updatedAt: instance.updatedAt.toISOString(),
-  finishedAt: instance.finishedAt?.toISOString() ?? null,
-});
+const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil'] });
+export type InstanceRecord = InferRecord<typeof INSTANCE>;
 
 export type ExecuteResult = { result: { status: 'completed'; output: unknown; instanceId: string } } | { status: 'waiting'; instanceId: string };
 
@@ -228,11 +193,11 @@ export class WorkflowRunner {
       limit: query.pageSize,
       offset: (query.page - 1) * query.pageSize,
     });
-    return { data: instances.map(toRecord), totalCount };
+    return { data: instances.map(INSTANCE.toRecord), totalCount };
   }
 
   async getInstance(ctx: AuthenticatedContext, id: string): Promise<InstanceRecord> {
-    return toRecord(await this.#visible(ctx, id));
+    return INSTANCE.toRecord(await this.#visible(ctx, id));
   }
 
   /** Cancels a run that has not ended (its starter and admins): it stops before its next node. */

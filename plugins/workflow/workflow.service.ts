@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import {
   conflict,
+  defineRecord,
   forbidden,
   isUuid,
   mayChangeRecordOf,
   notFound,
-  TIMESTAMP_FIELDS,
   toOrderBy,
   toWhere,
   validationError,
@@ -15,7 +15,7 @@ import {
   type CollectionCatalogue,
   type EntityManager,
   type Extensions,
-  type FieldMap,
+  type InferRecord,
   type FieldReference,
   type ListEnvelope,
   type ListQuery,
@@ -36,49 +36,8 @@ export interface WorkflowInput {
   contextId?: string | null;
 }
 
-export interface WorkflowRecord {
-  _id: string;
-  name: string;
-  description: string;
-  nodes: WorkflowNode[];
-  edges: WorkflowEdge[];
-  variables: Record<string, unknown>;
-  tags: string[];
-  subscriptionId: string;
-  contextId: string | null;
-  projectId: string | null;
-  userId: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export const WORKFLOW_FIELDS: FieldMap = {
-  _id: { property: 'id', type: 'uuid' },
-  name: { property: 'name', type: 'string' },
-  description: { property: 'description', type: 'string' },
-  tags: { property: 'tags', type: 'tags' },
-  contextId: { property: 'contextId', type: 'string' },
-  projectId: { property: 'projectId', type: 'string' },
-  userId: { property: 'userId', type: 'uuid' },
-  ...TIMESTAMP_FIELDS,
-};
-
-
-const toRecord = (workflow: Workflow): WorkflowRecord => ({
-  _id: workflow.id,
-  name: workflow.name,
-  description: workflow.description,
-  nodes: workflow.nodes,
-  edges: workflow.edges,
-  variables: workflow.variables,
-  tags: workflow.tags,
-  subscriptionId: workflow.subscriptionId,
-  contextId: workflow.contextId ?? null,
-  projectId: workflow.projectId ?? null,
-  userId: workflow.userId,
-  createdAt: workflow.createdAt.toISOString(),
-  updatedAt: workflow.updatedAt.toISOString(),
-});
+export const WORKFLOW = defineRecord(Workflow);
+export type WorkflowRecord = InferRecord<typeof WORKFLOW>;
 
 /**
  * Workflows of a subscription: graphs checked when saved (node types and
@@ -130,7 +89,7 @@ export class WorkflowService {
         updatedAt: now,
       });
       await em.flush();
-      return toRecord(workflow);
+      return WORKFLOW.toRecord(workflow);
     });
   }
 
@@ -150,7 +109,7 @@ export class WorkflowService {
       if (input.contextId !== undefined) workflow.contextId = input.contextId;
       workflow.updatedAt = new Date();
       await em.flush();
-      return toRecord(workflow);
+      return WORKFLOW.toRecord(workflow);
     });
   }
 
@@ -161,7 +120,7 @@ export class WorkflowService {
   }
 
   async findById(ctx: AuthenticatedContext, id: string): Promise<WorkflowRecord> {
-    return toRecord(await this.#find(ctx.em, id));
+    return WORKFLOW.toRecord(await this.#find(ctx.em, id));
   }
 
   /** A workflow by `_id`, else by name (any case); NOT_FOUND when neither names one of the subscription. */
@@ -173,14 +132,14 @@ export class WorkflowService {
   }
 
   async getData(ctx: AuthenticatedContext, query: ListQuery): Promise<ListEnvelope<WorkflowRecord>> {
-    const sort = toOrderBy(query.sort, WORKFLOW_FIELDS);
-    const [workflows, totalCount] = await ctx.em.findAndCount(Workflow, toWhere(query.filter, WORKFLOW_FIELDS), {
+    const sort = toOrderBy(query.sort, WORKFLOW.fields);
+    const [workflows, totalCount] = await ctx.em.findAndCount(Workflow, toWhere(query.filter, WORKFLOW.fields), {
       // The caller's sort first; the most recently changed first by default, then id, settle ties.
       orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { updatedAt: 'desc' } : {}), id: 'asc' },
       limit: query.pageSize,
       offset: (query.page - 1) * query.pageSize,
     });
-    return { data: workflows.map(toRecord), totalCount };
+    return { data: workflows.map(WORKFLOW.toRecord), totalCount };
   }
 
   /** The workflows' distinct tags, in alphabetical order. */
