@@ -30,6 +30,13 @@ export interface PluginDefinition<D = any> {
   dependsOn?: readonly string[];
   /** The plugin's own environment settings, validated at start; handlers and services get them as `deps.config`. */
   config?: ConfigSchema;
+  /**
+   * Error codes of its own with their HTTP status, e.g. `{ WORKFLOW_FAILED: 422 }`:
+   * UPPER_SNAKE_CASE, 400 to 599, neither a core code nor another plugin's
+   * (refused at load). Declared in `PluginErrorCodes` too, so
+   * `new RpcError('WORKFLOW_FAILED', ...)` type-checks; answered like a core code.
+   */
+  errors?: Readonly<Record<string, number>>;
   /** Core services and services exported by other plugins that this plugin uses; it receives exactly these. */
   deps?: readonly ServiceName[];
   /** awilix registrations, e.g. `{ taskService: asClass(TaskService).singleton() }`; private unless exported. */

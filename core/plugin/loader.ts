@@ -6,6 +6,7 @@ import * as v from 'valibot';
 import { CORE_SETTING_NAMES } from '../config.ts';
 import { settingsEntries } from '../settings.ts';
 import { JOB_MARKER } from '../jobs/job-service.ts';
+import { CORE_ERROR_STATUS, errorStatus, registerErrorCodes } from '../rpc/errors.ts';
 import { ACCESS_LEVELS, OPERATION_MARKER } from '../rpc/operation.ts';
 import { CORE_VERSION } from '../version.ts';
 import { isPlugin, type Plugin } from './define.ts';
@@ -85,12 +86,14 @@ const tableBaseOf = (pluginId: string) => pluginId.replace(/-/g, '_');
 const ownsTable = (pluginId: string, table: string) => table === tableBaseOf(pluginId) || table.startsWith(`${tableBaseOf(pluginId)}_`);
 
 const SETTING_NAME = /^[A-Z][A-Z0-9_]*$/;
+const ERROR_CODE = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
 /**
  * Checks every plugin against the contract and returns them in load order:
  * a plugin comes after those it names in `dependsOn`, whose services it uses
  * and whose extension points it contributes to. Each failure is a coded
- * PluginLoadError naming the plugin and what to fix.
+ * PluginLoadError naming the plugin and what to fix. Once all pass, their
+ * error codes are registered, so RpcError answers each with its status.
  */
 export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly ExtensionPoint<any>[] = []): Plugin[] {
   const byId = new Map<string, Plugin>();
@@ -98,6 +101,7 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
   const services = new Map<string, string>(CORE_SERVICE_NAMES.map((name) => [name, 'the core']));
   for (const name of SCOPE_NAMES) services.set(name, 'the core (every plugin gets its own)');
   const settings = new Map<string, string>(CORE_SETTING_NAMES.map((name) => [name, 'the core']));
+  const errorCodes = new Map<string, string>(Object.keys(CORE_ERROR_STATUS).map((code) => [code, 'the core']));
   const points = new Map<string, { owner: string; point: ExtensionPoint<any> }>(corePoints.map((point) => [point.id, { owner: 'core', point }]));
 
   for (const plugin of plugins) {
@@ -126,6 +130,7 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
       }
     }
     checkConfig(plugin, settings);
+    checkErrorCodes(plugin, errorCodes);
     checkMigrations(plugin);
     checkJobs(plugin);
     for (const point of plugin.extensionPoints ?? []) {
@@ -172,7 +177,9 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
     after.set(plugin.id, needs);
   }
   checkTablePrefixes([...byId.values()]);
-  return orderByDependencies(byId, after);
+  const ordered = orderByDependencies(byId, after);
+  for (const plugin of ordered) registerErrorCodes(plugin.errors ?? {});
+  return ordered;
 }
 
 /** The plugins asked for and every plugin they need, in the order given: a backend with only the plugins under test. */
@@ -222,6 +229,22 @@ function checkConfig(plugin: Plugin, settings: Map<string, string>): void {
     const owner = settings.get(name);
     if (owner) throw new PluginLoadError('PLUGIN_DUPLICATE_SETTING', `${label}: setting ${name} already belongs to ${owner}`);
     settings.set(name, `plugin "${plugin.id}"`);
+  }
+}
+
+function checkErrorCodes(plugin: Plugin, codes: Map<string, string>): void {
+  const label = `Plugin "${plugin.id}"`;
+  for (const [code, status] of Object.entries(plugin.errors ?? {})) {
+    if (!ERROR_CODE.test(code) || !Number.isInteger(status) || status < 400 || status > 599) {
+      throw new PluginLoadError('PLUGIN_INVALID_ERROR_CODE', `${label}: error code "${code}" must be UPPER_SNAKE_CASE, with an HTTP status from 400 to 599`);
+    }
+    const owner = codes.get(code);
+    if (owner) throw new PluginLoadError('PLUGIN_DUPLICATE_ERROR_CODE', `${label}: error code ${code} already belongs to ${owner}`);
+    const registered = errorStatus(code);
+    if (registered !== undefined && registered !== status) {
+      throw new PluginLoadError('PLUGIN_DUPLICATE_ERROR_CODE', `${label}: error code ${code} was registered in this process with HTTP status ${registered}`);
+    }
+    codes.set(code, `plugin "${plugin.id}"`);
   }
 }
 

@@ -33,7 +33,7 @@ export {
 } from '../jobs/job-service.ts';
 
 // Errors, params and lists
-export { RpcError, counted, notFound, conflict, forbidden, badRequest, unauthenticated, validationError, type ErrorCode, type ValidationIssue } from '../rpc/errors.ts';
+export { RpcError, counted, notFound, conflict, forbidden, badRequest, unauthenticated, validationError, type ErrorCode, type PluginErrorCodes, type ValidationIssue } from '../rpc/errors.ts';
 export { recordId, trimmedText, stringList, isoTime, currencyCode, minorUnits, MAX_MINOR_UNITS, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
 export { listParams, requiredListParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, TIMESTAMP_FIELDS, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
 export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf, type RecordView } from '../rpc/records.ts';

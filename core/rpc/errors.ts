@@ -1,5 +1,5 @@
-/** Every error code the RPC endpoint can answer with, and its HTTP status. */
-export const ERROR_STATUS = {
+/** The core's error codes and their HTTP status; plugins declare their own (`errors` in definePlugin). */
+export const CORE_ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   BAD_REQUEST: 400,
   UNAUTHENTICATED: 401,
@@ -8,15 +8,36 @@ export const ERROR_STATUS = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
-  QUOTA_EXCEEDED: 403,
-  WORKFLOW_FAILED: 422,
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UPSTREAM_ERROR: 502,
   FEATURE_UNAVAILABLE: 503,
 } as const;
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+/**
+ * The error codes plugins declare, each with its HTTP status. A plugin adds
+ * its own by declaration merging, so RpcError takes them, beside `errors` in
+ * its definition, which the loader registers:
+ *
+ *   declare module 'rpc-service/plugin' {
+ *     interface PluginErrorCodes { WORKFLOW_FAILED: 422 }
+ *   }
+ */
+export interface PluginErrorCodes {}
+
+export type ErrorCode = keyof typeof CORE_ERROR_STATUS | keyof PluginErrorCodes;
+
+/** The plugins' codes the loader accepted: one status per code in the process, as RpcError reads it without knowing its app. */
+const pluginErrorStatus = new Map<string, number>();
+
+/** The HTTP status of a core code or of a registered plugin code; undefined for any other. */
+export const errorStatus = (code: string): number | undefined =>
+  Object.hasOwn(CORE_ERROR_STATUS, code) ? CORE_ERROR_STATUS[code as keyof typeof CORE_ERROR_STATUS] : pluginErrorStatus.get(code);
+
+/** Called by the loader once it has checked a plugin's codes against the core's and the other plugins'. */
+export function registerErrorCodes(codes: Readonly<Record<string, number>>): void {
+  for (const [code, status] of Object.entries(codes)) pluginErrorStatus.set(code, status);
+}
 
 export interface ValidationIssue {
   path: string;
@@ -44,7 +65,8 @@ export class RpcError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RpcError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    // A code no loaded plugin declared is a fault of the code that threw it: a server error.
+    this.status = errorStatus(code) ?? CORE_ERROR_STATUS.INTERNAL;
     this.issues = options.issues;
     this.retryAfter = options.retryAfter;
   }

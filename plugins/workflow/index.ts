@@ -28,12 +28,20 @@ import { WorkflowRunner } from './runner.ts';
 import { Workflow } from './workflow.entity.ts';
 import { WorkflowService } from './workflow.service.ts';
 
+declare module 'rpc-service/plugin' {
+  interface PluginErrorCodes {
+    /** executeWorkflow: the run ended failed; the message names the run and the node. */
+    WORKFLOW_FAILED: 422;
+  }
+}
+
 /** WorkflowRpc: workflow graphs of a subscription, checked when saved and run durably; the values forms pick from; lead-generating tools. */
 export const workflowPlugin = definePlugin<WorkflowDeps>({
   id: 'workflow',
   group: 'WorkflowRpc',
   coreVersion: '^2.0.0',
   config: workflowSettings,
+  errors: { WORKFLOW_FAILED: 422 },
   deps: DEPS,
   entities: [Workflow, WorkflowInstance, PendingEvent],
   migrations,

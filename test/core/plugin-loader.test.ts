@@ -13,6 +13,7 @@ import { definePlugin, type Plugin, type PluginDefinition } from '../../core/plu
 import type { PluginErrorCode } from '../../core/plugin/errors.ts';
 import { importPackagePlugins, PluginLoadError, selectPlugins, validatePlugins } from '../../core/plugin/loader.ts';
 import { defineOperation, type Operation } from '../../core/rpc/operation.ts';
+import { RpcError, type ErrorCode } from '../../core/rpc/errors.ts';
 import { defineJob } from '../../core/jobs/job-service.ts';
 import { ConfigError } from '../../core/config.ts';
 import { CORE_VERSION } from '../../core/version.ts';
@@ -238,6 +239,39 @@ describe('createApp and plugins', () => {
     refuses([plugin({ jobs: { plain: { describe: 'x', data: v.object({}), handler: () => undefined } as never } })], 'PLUGIN_INVALID_JOB', 'defineJob');
     refuses([plugin({ jobs: { nightly: { ...job, schedule: 'every night' } } })], 'PLUGIN_INVALID_JOB', 'five-field cron');
     assert.doesNotThrow(() => validatePlugins([plugin({ jobs: { nightly: { ...job, schedule: '0 3 * * *' } } })], CORE_EXTENSION_POINTS));
+  });
+
+  it('refuses an error code of the core or of another plugin, and one that is not UPPER_SNAKE_CASE with a 4xx or 5xx status', async () => {
+    refuses([plugin({ errors: { NOT_FOUND: 404 } })], 'PLUGIN_DUPLICATE_ERROR_CODE', 'the core');
+    const twins = [plugin({ id: 'first', group: 'FirstRpc', errors: { MINE_FAILED: 422 } }), plugin({ id: 'second', group: 'SecondRpc', errors: { MINE_FAILED: 422 } })];
+    refuses(twins, 'PLUGIN_DUPLICATE_ERROR_CODE', 'plugin "first"');
+    await refusesToStart([plugin({ errors: { WORKFLOW_FAILED: 422 } })], 'PLUGIN_DUPLICATE_ERROR_CODE', 'plugin "workflow"');
+    refuses([plugin({ errors: { 'mine-failed': 422 } })], 'PLUGIN_INVALID_ERROR_CODE', 'mine-failed');
+    refuses([plugin({ errors: { MINE_FAILED: 200 } })], 'PLUGIN_INVALID_ERROR_CODE', 'MINE_FAILED');
+  });
+
+  it("answers a plugin's own error code with the status it declared, in the usual envelope", async () => {
+    // The cast stands for the PluginErrorCodes declaration a plugin makes (plugins/workflow/index.ts).
+    const teapot = defineOperation({
+      access: 'user',
+      describe: 'Always refuses.',
+      params: v.object({}),
+      handler: () => {
+        throw new RpcError('LOADER_TEST_TEAPOT' as ErrorCode, 'I am a teapot');
+      },
+    });
+    const teapotPlugin = plugin({ id: 'teapot', group: 'TeapotRpc', errors: { LOADER_TEST_TEAPOT: 418 }, operations: { brew: teapot } });
+    const t = await startTestApp({ plugins: ['auth', 'teapot'], extraPlugins: [teapotPlugin] });
+    try {
+      const { token } = await t.signup();
+      const answer = await t.call('TeapotRpc.brew', {}, { token });
+      assert.equal(answer.status, 418);
+      assert.deepEqual(answer.body, { success: false, data: { error: 'I am a teapot', code: 'LOADER_TEST_TEAPOT' } });
+    } finally {
+      await t.close();
+    }
+    // RpcError reads a code's status without knowing the app: the same code may not mean another status in this process.
+    refuses([plugin({ errors: { LOADER_TEST_TEAPOT: 409 } })], 'PLUGIN_DUPLICATE_ERROR_CODE', 'HTTP status 418');
   });
 });
 
