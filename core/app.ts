@@ -45,6 +45,7 @@ import { Dispatcher } from './rpc/dispatch.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
 import { describeSettings, parseSettings, type SettingInfo } from './settings.ts';
 import { uploadRoutes } from './uploads/routes.ts';
+import { RequestPipeline } from './rpc/pipeline.ts';
 import { DiskStorage } from './uploads/storage.ts';
 import { UploadService } from './uploads/upload-service.ts';
 
@@ -183,7 +184,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.collections.load(extensions.all<CollectionDeclaration>(collectionsPoint.id));
     core.dataScopes.load(extensions.all<DataScopeDeclaration>(dataScopesPoint.id));
     core.ai.load(extensions.all<AiCallRecorder>(aiCallsPoint.id));
-    const dispatcher = new Dispatcher(registry, authenticator, { db, logger });
+    const pipeline = new RequestPipeline(authenticator, { db, logger });
+    const dispatcher = new Dispatcher(registry, pipeline);
+    core.http.bind(pipeline, logger);
     core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
 
     for (const plugin of plugins) {
@@ -201,7 +204,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       plugin.routes(router, scopes.get(plugin.id)!.cradle);
       return [router];
     });
-    const server = createHttpServer({ config, registry, events, db, metrics, dispatcher, authenticator, uploadService, logger, pluginRoutes });
+    const server = createHttpServer({ config, registry, events, db, metrics, dispatcher, pipeline, uploadService, logger, pluginRoutes });
     const hub = new WebSocketHub({
       authenticator,
       bus,
@@ -330,7 +333,7 @@ function createHttpServer(parts: {
   db: Database;
   metrics: Metrics;
   dispatcher: Dispatcher;
-  authenticator: Authenticator;
+  pipeline: RequestPipeline;
   uploadService: UploadService;
   logger: Logger;
   pluginRoutes: Router[];

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import ipaddr from 'ipaddr.js';
+import type { Middleware } from 'koa';
 import type { Logger } from '../logger.ts';
-import type { CookieOptions, Transport } from '../rpc/operation.ts';
+import type { Access, CookieOptions, Transport } from '../rpc/operation.ts';
+import type { RequestPipeline } from '../rpc/pipeline.ts';
+import { pipelineRoute, type RouteHandler, type RouteOptions } from './route.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -93,9 +96,28 @@ export class HttpTransport implements Transport {
   }
 }
 
-/** What plugin routes need to answer a browser the way the RPC endpoint would. */
+/** What plugin routes need: the request pipeline operations run through, and answering a browser the way the RPC endpoint would. */
 export class HttpHelpers {
+  #pipeline?: { pipeline: RequestPipeline; logger: Logger };
+
   constructor(private readonly options: TransportOptions) {}
+
+  /** Called once the request pipeline exists (core/app.ts), before plugins make their routes. */
+  bind(pipeline: RequestPipeline, logger: Logger): void {
+    this.#pipeline = { pipeline, logger };
+  }
+
+  /**
+   * A route handler that runs as operations run (core/http/route.ts): the
+   * caller authenticated and admitted by `access`, a request context, errors
+   * answered with the codes RPC calls get.
+   *
+   *   router.get('/notes/:id/export', http.route({ access: 'user' }, async ({ ctx, http }) => { ... }));
+   */
+  route<A extends Access>(options: RouteOptions<A>, handler: RouteHandler<A>): Middleware {
+    if (!this.#pipeline) throw new Error('Routes are made once the request pipeline exists (in a plugin\'s routes hook)');
+    return pipelineRoute(this.#pipeline, options, handler);
+  }
 
   /** PUBLIC_URL without a trailing slash, when set. */
   get publicUrl(): string | undefined {

@@ -1,21 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import * as v from 'valibot';
-import type { Authenticator, PresentedCredentials } from '../credentials/authenticator.ts';
-import type { Database } from '../db/orm.ts';
-import type { Logger } from '../logger.ts';
-import { createContext, type Principal } from './context.ts';
+import type { PresentedCredentials } from '../credentials/authenticator.ts';
+import type { Principal } from './context.ts';
 import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
 import { unsafeInputIssues } from './input-guard.ts';
-import { refusedRegexError } from './list-query.ts';
-import type { Access, Transport } from './operation.ts';
+import type { Transport } from './operation.ts';
+import type { RequestPipeline } from './pipeline.ts';
 import type { RegisteredOperation, Registry } from './registry.ts';
-
-const ROLE_ALLOWED: Record<Exclude<Access, 'public'>, (role: string) => boolean> = {
-  user: () => true,
-  staff: (role) => role === 'admin' || role === 'staff',
-  admin: (role) => role === 'admin',
-};
 
 const REPORT_ALL_ISSUES = { abortEarly: false } as const;
 
@@ -51,22 +41,18 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
 }
 
 /**
- * The one path every call takes, whatever carried it: look the method up in
- * the frozen registry, authenticate, check access, validate params (first
- * what no operation accepts, then the operation's schema), run the handler,
- * and map what it threw.
+ * The path every operation call takes, whatever carried it: look the method
+ * up in the frozen registry, then the request pipeline's steps (the caller,
+ * their access) around validating params (first what no operation accepts,
+ * then the operation's schema) and running the handler.
  */
 export class Dispatcher {
   readonly #registry: Registry;
-  readonly #authenticator: Authenticator;
-  readonly #contextDeps: { forkEm: Database['forkEm']; logger: Logger };
-  readonly #logger: Logger;
+  readonly #pipeline: RequestPipeline;
 
-  constructor(registry: Registry, authenticator: Authenticator, { db, logger }: { db: Database; logger: Logger }) {
+  constructor(registry: Registry, pipeline: RequestPipeline) {
     this.#registry = registry;
-    this.#authenticator = authenticator;
-    this.#logger = logger;
-    this.#contextDeps = { forkEm: (id) => db.forkEm(id), logger };
+    this.#pipeline = pipeline;
   }
 
   /**
@@ -81,7 +67,7 @@ export class Dispatcher {
     if (request.principal !== undefined) return this.#run(operation, request, request.principal);
     let found: Principal | null | Promise<Principal | null>;
     try {
-      found = this.#principalFor(request.credentials ?? {}, operation.access === 'public');
+      found = this.#pipeline.principalFor(request.credentials ?? {}, operation.access);
     } catch (thrown) {
       return this.#failure(thrown, operation, request, null);
     }
@@ -99,17 +85,12 @@ export class Dispatcher {
     principal: Principal | null,
   ): DispatchResult | Promise<DispatchResult> {
     try {
-      if (operation.access !== 'public') {
-        if (!principal) throw new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token');
-        if (!ROLE_ALLOWED[operation.access](principal.role)) {
-          throw new RpcError('FORBIDDEN', `${operation.method} requires the ${operation.access} role`);
-        }
-      }
+      this.#pipeline.admit(operation.access, principal, operation.method);
       const unsafe = unsafeInputIssues(request.params);
       if (unsafe.length > 0) throw validationError(unsafe);
       const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
-      const ctx = createContext(this.#contextDeps, request.requestId, principal);
+      const ctx = this.#pipeline.context(request.requestId, principal);
       const result = operation.handler({ params: parsed.output, ctx: ctx as never, deps: operation.deps, transport: request.transport });
       const userId = principal?.userId ?? null;
       return result instanceof Promise
@@ -124,35 +105,7 @@ export class Dispatcher {
   }
 
   #failure(thrown: unknown, operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult {
-    const { error, errorId } = this.#map(thrown, operation.method, request.requestId);
+    const { error, errorId } = this.#pipeline.failure(thrown, { requestId: request.requestId, method: operation.method });
     return { ok: false, error, errorId, method: operation.method, userId: principal?.userId ?? null };
-  }
-
-  /**
-   * Cached credentials answer synchronously, so the hot path awaits nothing
-   * here. Public operations run anonymously when the credential is not valid.
-   */
-  #principalFor(presented: PresentedCredentials, lenient: boolean): Principal | null | Promise<Principal | null> {
-    try {
-      const cached = this.#authenticator.cached(presented);
-      if (cached !== undefined) return cached;
-    } catch (error) {
-      if (lenient) return null;
-      throw error;
-    }
-    const pending = this.#authenticator.authenticate(presented);
-    return lenient ? pending.catch(() => null) : pending;
-  }
-
-  #map(thrown: unknown, method: string, requestId: string): { error: RpcError; errorId?: string } {
-    if (thrown instanceof RpcError) return { error: thrown };
-    if (thrown instanceof UniqueConstraintViolationException) {
-      return { error: new RpcError('CONFLICT', 'A record with the same unique values already exists') };
-    }
-    const refused = refusedRegexError(thrown);
-    if (refused) return { error: refused };
-    const errorId = randomUUID();
-    this.#logger.error({ err: thrown, errorId, requestId, method }, 'operation failed');
-    return { error: new RpcError('INTERNAL', `Internal error (error id ${errorId})`), errorId };
   }
 }

@@ -1,24 +1,20 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import Router from '@koa/router';
 import busboy from 'busboy';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Config } from '../config.ts';
-import { presentedCredentials, type Authenticator } from '../credentials/authenticator.ts';
-import type { Database } from '../db/orm.ts';
-import { answerDuringBody } from '../http/read-body.ts';
+import { pipelineRoute, type RouteHandler, type RouteOptions } from '../http/route.ts';
 import type { Logger } from '../logger.ts';
-import { createContext, type AuthenticatedContext } from '../rpc/context.ts';
-import { errorBody } from '../rpc/dispatch.ts';
-import { badRequest, RpcError, unauthenticated } from '../rpc/errors.ts';
+import { badRequest, RpcError } from '../rpc/errors.ts';
+import type { Access } from '../rpc/operation.ts';
+import type { RequestPipeline } from '../rpc/pipeline.ts';
 import { tooManyFiles, type UploadBatch, type UploadService } from './upload-service.ts';
 
 export interface UploadRouteDeps {
   config: Config;
-  authenticator: Authenticator;
+  pipeline: RequestPipeline;
   uploadService: UploadService;
-  db: Database;
   logger: Logger;
 }
 
@@ -26,99 +22,74 @@ export interface UploadRouteDeps {
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 /**
- * `PUT|POST /api/uploads/<uploadKey>` and `GET /api/files/<fileId>`. Both
- * take the same credentials as RPC calls and answer errors in the RPC
- * envelope. They live on the Koa side, off the RPC hot path.
+ * `PUT|POST /api/uploads/<uploadKey>` and `GET /api/files/<fileId>`, through
+ * the request pipeline: the same credentials as RPC calls, errors in the RPC
+ * envelope with the same codes. They live on the Koa side, off the RPC hot path.
  */
-export function uploadRoutes({ config, authenticator, uploadService, db, logger }: UploadRouteDeps): Router {
+export function uploadRoutes({ config, pipeline, uploadService, logger }: UploadRouteDeps): Router {
   const router = new Router();
+  const route = <A extends Access>(options: RouteOptions<A>, handler: RouteHandler<A>) => pipelineRoute({ pipeline, logger }, options, handler);
   // The largest body any upload may send: what a refused one may still be sending is drained up to a multiple of it.
-  const bodyLimit = config.uploadMaxBytes + MULTIPART_OVERHEAD_BYTES;
-  const contextDeps = { forkEm: (id: string | null) => db.forkEm(id), logger };
+  const upload = { access: 'user', drainLimitBytes: config.uploadMaxBytes + MULTIPART_OVERHEAD_BYTES } as const;
 
-  const caller = async (ctx: Context): Promise<AuthenticatedContext> => {
-    const principal = await authenticator.authenticate(presentedCredentials(ctx.req.headers));
-    if (!principal) throw unauthenticated('Authentication required: send X-API-Key or a session token');
-    return createContext(contextDeps, requestIdOf(ctx), principal) as AuthenticatedContext;
+  const answer = (http: Context, files: unknown): void => {
+    http.body = { success: true, data: { files } };
   };
 
-  const envelopeErrors = async (ctx: Context, next: Next): Promise<void> => {
-    try {
-      await next();
-    } catch (thrown) {
-      let error: RpcError;
-      let errorId: string | undefined;
-      if (thrown instanceof RpcError) {
-        error = thrown;
-        logger.info({ requestId: requestIdOf(ctx), code: error.code, route: ctx.routerPath }, error.message);
-      } else {
-        errorId = randomUUID();
-        error = new RpcError('INTERNAL', `Internal error (error id ${errorId})`);
-        logger.error({ err: thrown, errorId, requestId: requestIdOf(ctx), route: ctx.routerPath }, 'upload route failed');
+  router.put(
+    '/api/uploads/:uploadKey',
+    route(upload, async ({ ctx, http }) => {
+      const batch = await uploadService.begin(ctx, http.params.uploadKey!);
+      refuseDeclaredOverLimit(http, batch.limits.maxBytes);
+      // A failed check destroys the stream it reads; a pass-through keeps that from destroying the request (and the answer).
+      const body = new PassThrough();
+      onAbort(http.req, (error) => body.destroy(error));
+      http.req.pipe(body);
+      try {
+        await batch.add({ content: body, mimeType: http.get('content-type'), fileName: headerFileName(http.get('x-file-name')) });
+        answer(http, await batch.commit());
+      } catch (error) {
+        http.req.unpipe(body);
+        await batch.abort();
+        throw error;
       }
-      const body = { success: false, data: errorBody(error, errorId) };
-      if (ctx.req.complete) {
-        ctx.status = error.status;
-        ctx.body = body;
-        return;
+    }),
+  );
+
+  router.post(
+    '/api/uploads/:uploadKey',
+    route(upload, async ({ ctx, http }) => {
+      const batch = await uploadService.begin(ctx, http.params.uploadKey!);
+      refuseDeclaredOverLimit(http, batch.limits.maxBytes * batch.remainingFiles + MULTIPART_OVERHEAD_BYTES);
+      const pending: Promise<void>[] = [];
+      try {
+        await receiveMultipart(http, batch, pending);
+        answer(http, await batch.commit());
+      } catch (error) {
+        await Promise.allSettled(pending);
+        await batch.abort();
+        throw error;
       }
-      // The client may still be sending: answer now, and close once the rest of its body is dropped.
-      ctx.respond = false;
-      answerDuringBody(ctx.req, ctx.res, error.status, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(body), bodyLimit);
-    }
-  };
+    }),
+  );
 
-  const answer = (ctx: Context, files: unknown): void => {
-    ctx.body = { success: true, data: { files } };
-  };
-
-  router.put('/api/uploads/:uploadKey', envelopeErrors, async (ctx) => {
-    const batch = await uploadService.begin(await caller(ctx), ctx.params.uploadKey!);
-    refuseDeclaredOverLimit(ctx, batch.limits.maxBytes);
-    // A failed check destroys the stream it reads; a pass-through keeps that from destroying the request (and the answer).
-    const body = new PassThrough();
-    onAbort(ctx.req, (error) => body.destroy(error));
-    ctx.req.pipe(body);
-    try {
-      await batch.add({ content: body, mimeType: ctx.get('content-type'), fileName: headerFileName(ctx.get('x-file-name')) });
-      answer(ctx, await batch.commit());
-    } catch (error) {
-      ctx.req.unpipe(body);
-      await batch.abort();
-      throw error;
-    }
-  });
-
-  router.post('/api/uploads/:uploadKey', envelopeErrors, async (ctx) => {
-    const batch = await uploadService.begin(await caller(ctx), ctx.params.uploadKey!);
-    refuseDeclaredOverLimit(ctx, batch.limits.maxBytes * batch.remainingFiles + MULTIPART_OVERHEAD_BYTES);
-    const pending: Promise<void>[] = [];
-    try {
-      await receiveMultipart(ctx, batch, pending);
-      answer(ctx, await batch.commit());
-    } catch (error) {
-      await Promise.allSettled(pending);
-      await batch.abort();
-      throw error;
-    }
-  });
-
-  router.get('/api/files/:fileId', envelopeErrors, async (ctx) => {
-    const { file, content } = await uploadService.open(await caller(ctx), ctx.params.fileId!);
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    // Even a file a browser would render (say, a future HTML upload) runs nothing when opened from here.
-    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
-    ctx.set('Cache-Control', 'private');
-    ctx.attachment(file.fileName, { type: file.mimeType.startsWith('image/') ? 'inline' : 'attachment' });
-    ctx.set('Content-Type', file.mimeType);
-    ctx.length = file.size;
-    ctx.body = content;
-  });
+  router.get(
+    '/api/files/:fileId',
+    route({ access: 'user' }, async ({ ctx, http }) => {
+      const { file, content } = await uploadService.open(ctx, http.params.fileId!);
+      http.set('X-Content-Type-Options', 'nosniff');
+      // Even a file a browser would render (say, a future HTML upload) runs nothing when opened from here.
+      http.set('Content-Security-Policy', "default-src 'none'; sandbox");
+      http.set('Cache-Control', 'private');
+      http.attachment(file.fileName, { type: file.mimeType.startsWith('image/') ? 'inline' : 'attachment' });
+      http.set('Content-Type', file.mimeType);
+      http.length = file.size;
+      http.body = content;
+    }),
+  );
 
   return router;
 }
-
-const requestIdOf = (ctx: Context): string => String(ctx.response.get('x-request-id'));
 
 /** Calls back when the client goes away before the body is complete, so nothing waits for bytes that never come. */
 function onAbort(req: IncomingMessage, callback: (error: Error) => void): void {
