@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   badRequest,
+  defineRecord,
   notFound,
   OutboundRefusedError,
   validationError,
@@ -8,13 +9,14 @@ import {
   type BusEvent,
   type Database,
   type EventBus,
+  type InferRecord,
   type Jobs,
   type ListEnvelope,
   type Logger,
   type Outbound,
 } from 'rpc-service/plugin';
 import type { ApiManagementConfig } from './config.ts';
-import { WebhookDelivery, type AttemptRecord, type DeliveryState } from './delivery.entity.ts';
+import { WebhookDelivery, type DeliveryState } from './delivery.entity.ts';
 import { sendWebhook, type AttemptOutcome, type WebhookEvent } from './webhook-sender.ts';
 import type { WebhookStore } from './webhook-store.ts';
 
@@ -29,21 +31,10 @@ const DRAIN_BUDGET_MS = 4 * 60_000;
 
 export type RegisterResult = { success: true; status: 'verified' } | { success: true; status: 'unreachable'; error: string };
 
-export interface DeliveryRecord {
-  _id: string;
-  apiKeyId: string;
-  eventId: string;
-  eventType: string;
-  state: DeliveryState;
-  attempts: number;
-  nextAttemptAt: string | null;
-  lastAttemptAt: string | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  attemptLog: AttemptRecord[];
-  deliveredAt: string | null;
-  createdAt: string;
-}
+const DELIVERY = defineRecord(WebhookDelivery, { hide: ['subscriptionId', 'seq', 'body'] });
+
+/** `nextAttemptAt` only while a delivery is pending: afterwards no attempt is coming. */
+export type DeliveryRecord = Omit<InferRecord<typeof DELIVERY>, 'nextAttemptAt'> & { nextAttemptAt: string | null };
 
 interface Deps {
   db: Database;
@@ -55,23 +46,10 @@ interface Deps {
   logger: Logger;
 }
 
-const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
-
-const toRecord = (delivery: WebhookDelivery): DeliveryRecord => ({
-  _id: delivery.id,
-  apiKeyId: delivery.apiKeyId,
-  eventId: delivery.eventId,
-  eventType: delivery.eventType,
-  state: delivery.state,
-  attempts: delivery.attempts,
-  nextAttemptAt: delivery.state === 'pending' ? iso(delivery.nextAttemptAt) : null,
-  lastAttemptAt: iso(delivery.lastAttemptAt),
-  lastStatusCode: delivery.lastStatusCode ?? null,
-  lastError: delivery.lastError ?? null,
-  attemptLog: delivery.attemptLog,
-  deliveredAt: iso(delivery.deliveredAt),
-  createdAt: delivery.createdAt.toISOString(),
-});
+const toRecord = (delivery: WebhookDelivery): DeliveryRecord => {
+  const record = DELIVERY.toRecord(delivery);
+  return delivery.state === 'pending' ? record : { ...record, nextAttemptAt: null };
+};
 
 /**
  * Webhooks of API keys: registration with a test event, and durable, signed,

@@ -1,27 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import {
+  defineRecord,
   notFound,
   toOrderBy,
   toWhere,
   type AuthenticatedContext,
   type Database,
   type EventBus,
-  type FieldMap,
+  type InferRecord,
   type ListEnvelope,
   type ListQuery,
 } from 'rpc-service/plugin';
 import { Notification } from './notification.entity.ts';
 
-export interface NotificationRecord {
-  _id: string;
-  title: string;
-  message: string;
-  read: boolean;
-  timestamp: string;
-  userId: string;
-  source: string;
-  data: Record<string, unknown> | null;
-}
+const NOTIFICATION = defineRecord(Notification, { hide: ['subscriptionId', 'dedupeKey'] });
+export type NotificationRecord = InferRecord<typeof NOTIFICATION>;
 
 export interface NewNotification {
   subscriptionId: string;
@@ -38,15 +31,6 @@ export interface NewNotification {
 
 /** The event each notification is pushed to its user as (declared in index.ts). */
 export const NOTIFICATION_CREATED = 'notification.created';
-
-const FIELDS: FieldMap = {
-  _id: { property: 'id', type: 'uuid' },
-  title: { property: 'title', type: 'string' },
-  message: { property: 'message', type: 'string' },
-  read: { property: 'read', type: 'boolean' },
-  timestamp: { property: 'timestamp', type: 'date' },
-  source: { property: 'source', type: 'string' },
-};
 
 /** The JSON Schema of a notification record (NotificationRpc.getSchema). */
 const SCHEMA = {
@@ -66,17 +50,6 @@ const SCHEMA = {
   },
   additionalProperties: false,
 } as const;
-
-const toRecord = (notification: Notification): NotificationRecord => ({
-  _id: notification.id,
-  title: notification.title,
-  message: notification.message,
-  read: notification.read,
-  timestamp: notification.timestamp.toISOString(),
-  userId: notification.userId,
-  source: notification.source,
-  data: notification.data ?? null,
-});
 
 /**
  * Notifications: made by other plugins for users of a subscription
@@ -118,7 +91,7 @@ export class NotificationService {
       }),
     );
     await em.flush();
-    const records = notifications.map(toRecord);
+    const records = notifications.map(NOTIFICATION.toRecord);
     for (const record of records) {
       await this.#bus.publish({ name: NOTIFICATION_CREATED, payload: record, subscriptionId: input.subscriptionId, userIds: [record.userId] });
     }
@@ -131,19 +104,19 @@ export class NotificationService {
 
   /** The caller's notifications, newest first unless sorted. */
   async getData(ctx: AuthenticatedContext, query: ListQuery): Promise<ListEnvelope<NotificationRecord>> {
-    const sort = toOrderBy(query.sort, FIELDS);
+    const sort = toOrderBy(query.sort, NOTIFICATION.fields);
     const [notifications, totalCount] = await ctx.em.findAndCount(
       Notification,
-      { $and: [{ userId: ctx.userId }, toWhere(query.filter, FIELDS)] },
+      { $and: [{ userId: ctx.userId }, toWhere(query.filter, NOTIFICATION.fields)] },
       { orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { timestamp: 'desc' } : {}), id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize },
     );
-    return { data: notifications.map(toRecord), totalCount };
+    return { data: notifications.map(NOTIFICATION.toRecord), totalCount };
   }
 
   async findById(ctx: AuthenticatedContext, id: string): Promise<NotificationRecord> {
     const notification = await ctx.em.findOne(Notification, { id, userId: ctx.userId });
     if (!notification) throw notFound(`Notification ${id} not found`);
-    return toRecord(notification);
+    return NOTIFICATION.toRecord(notification);
   }
 
   async delete(ctx: AuthenticatedContext, id: string): Promise<true> {
