@@ -4,9 +4,9 @@ import { AuditEntry } from '../audit/audit-log.ts';
 import { StoredFile, UploadKey } from '../uploads/entities.ts';
 
 /**
- * The core's own tables. The services that use the first three speak SQL to
- * them (counters, notifications, an append-only outbox); the entities exist
- * so that the schema has one definition and its migrations are generated.
+ * The core's own tables. The services that use the first two speak SQL to
+ * them (counters, large event payloads); the entities exist so that the
+ * schema has one definition and its migrations are generated.
  */
 
 /** A fixed-window counter of failed attempts (core/rate-limiter.ts); the bucket name holds only a hash. */
@@ -31,20 +31,6 @@ export const EventPayload = defineEntity({
   }),
 });
 
-/** A message for a channel with no delivery configured, for the operator to read (written by plugins/auth/message-sender.ts). */
-export const OutboxMessage = defineEntity({
-  name: 'OutboxMessage',
-  tableName: 'core_outbox',
-  properties: (p) => ({
-    id: p.uuid().primary(),
-    channel: p.text(),
-    recipient: p.text(),
-    subject: p.text(),
-    body: p.text(),
-    createdAt: p.datetime().index(),
-  }),
-});
-
 /**
  * A subscription's data key, wrapped by master keys (core/credentials/keyring.ts):
  * `wraps` maps a master key id to the data key sealed under it. Read and
@@ -62,4 +48,4 @@ export const DataKey = defineEntity({
   }),
 });
 
-export const coreEntities = [RateLimitBucket, EventPayload, OutboxMessage, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState];
+export const coreEntities = [RateLimitBucket, EventPayload, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState];

@@ -15,6 +15,7 @@ import { oauthRoutes } from './oauth.routes.ts';
 import { OAuthService } from './oauth.service.ts';
 import * as operations from './operations.ts';
 import { OtpRequest } from './otp-request.entity.ts';
+import { OutboxMessage } from './outbox.entity.ts';
 import { Session } from './session.entity.ts';
 import { SessionService } from './session.service.ts';
 import { Subscription } from './subscription.entity.ts';
@@ -45,7 +46,7 @@ export const authPlugin = definePlugin<AuthDeps>({
   coreVersion: '^2.0.0',
   config: authSettings,
   deps: DEPS,
-  entities: [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin],
+  entities: [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin, OutboxMessage],
   migrations,
   services: {
     authService: asClass(AuthService).singleton(),

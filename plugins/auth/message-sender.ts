@@ -24,7 +24,7 @@ const mask = (to: string) => (to.includes('@') ? to.replace(/^(.).*(@.*)$/, '$1*
 /**
  * Sends e-mail over SMTP (nodemailer) and SMS or WhatsApp messages through a
  * Twilio-style HTTP API. A channel with nothing configured writes to the
- * `core_outbox` table instead, and the log says so without the message text,
+ * `auth_outbox` table instead, and the log says so without the message text,
  * which may hold a code. Only the auth plugin sends messages (one-time codes),
  * so the sender and its settings are the plugin's own.
  */
@@ -90,7 +90,7 @@ export class MessageSender {
   async #toOutbox(message: OutgoingMessage): Promise<Delivery> {
     const id = randomUUID();
     await this.#db.execute(
-      'insert into core_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())',
+      'insert into auth_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())',
       [id, message.channel, message.to, message.subject, message.text],
     );
     this.#logger.info({ outboxId: id, channel: message.channel, to: mask(message.to) }, 'message written to the outbox (no delivery configured for this channel)');

@@ -37,7 +37,7 @@ describe('database schema', () => {
     );
     const owned = (prefix: string) => tables.map((row) => row.table_name).filter((name) => name === prefix || name.startsWith(`${prefix}_`));
     assert.deepEqual(owned('api_key'), ['api_key']);
-    assert.deepEqual(owned('auth'), ['auth_external_login', 'auth_invite_code', 'auth_oauth_link', 'auth_oauth_state', 'auth_otp_request', 'auth_session', 'auth_subscription', 'auth_user']);
+    assert.deepEqual(owned('auth'), ['auth_external_login', 'auth_invite_code', 'auth_oauth_link', 'auth_oauth_state', 'auth_otp_request', 'auth_outbox', 'auth_session', 'auth_subscription', 'auth_user']);
     assert.deepEqual(owned('notes'), ['notes']);
   });
 

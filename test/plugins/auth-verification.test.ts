@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { defineOperation, definePlugin } from 'rpc-service/plugin';
 import type { AfterLogin, AfterSignup } from '../../plugins/auth/lifecycle.ts';
+import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 import { codeIn, eventually, startSmtpServer, startTextProvider } from '../support/peers.ts';
 
@@ -285,7 +290,7 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
     const address = `${uniqueName('outbox')}@example.com`;
     const requested = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
     const [row] = await t.app.deps.db.execute<{ recipient: string; body: string }>(
-      'select recipient, body from core_outbox where recipient = ?',
+      'select recipient, body from auth_outbox where recipient = ?',
       [address],
     );
     assert.ok(row, 'the message is in the outbox');
@@ -295,6 +300,28 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
     assert.deepEqual(await t.ok('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code }), {
       verified: true, otpRequestId: requested.otpRequestId, finalized: false,
     });
+  });
+
+  it('keeps the messages of a database made while the outbox was the core’s (core_outbox)', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-outbox-'));
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    const options = { dataDir, persistent: true, databaseUrl: scratch?.url, withNotes: false };
+    try {
+      // Without the plugin its migration does not run: the core's migrations leave the table as the core made it.
+      const old = await startTestApp({ ...options, plugins: [] });
+      const message = { id: randomUUID(), channel: 'sms', recipient: '+15550001111', subject: 'Your code', body: 'Your code is 123456' };
+      await old.app.deps.db.execute('insert into core_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())', Object.values(message));
+      await old.close();
+      const moved = await startTestApp({ ...options, plugins: ['auth'] });
+      try {
+        assert.deepEqual(await moved.app.deps.db.execute('select id, channel, recipient, subject, body from auth_outbox'), [message]);
+      } finally {
+        await moved.close();
+      }
+    } finally {
+      await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('limits wrong codes per client address across requests with 429 and Retry-After', async () => {

@@ -264,7 +264,7 @@ describe('UserProfileRpc.verifyUserChannel', () => {
   /** Requests a code and reads it from the outbox, as an operator of the embedded default would. */
   const outboxCode = async (channelType: 'email' | 'sms', identifier: string) => {
     const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType, identifier });
-    const rows = await t.app.deps.db.execute<{ body: string }>('select body from core_outbox order by created_at desc limit 1');
+    const rows = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox order by created_at desc limit 1');
     return { otpRequestId, code: /code is (\d{6})/.exec(rows[0]!.body)![1]! };
   };
 

@@ -1,5 +1,6 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261123171525_initial } from './Migration20261123171525_initial.ts';
 import { Migration20261125230608_oauth_link } from './Migration20261125230608_oauth_link.ts';
+import { Migration20261126014417_outbox_from_core } from './Migration20261126014417_outbox_from_core.ts';
 
-export const migrations = [Migration20261123171525_initial, Migration20261125230608_oauth_link];
+export const migrations = [Migration20261123171525_initial, Migration20261125230608_oauth_link, Migration20261126014417_outbox_from_core];
