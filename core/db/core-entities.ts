@@ -48,4 +48,11 @@ export const DataKey = defineEntity({
   }),
 });
 
+/**
+ * The core tables a plugin's SQL may name (test/core/plugin-boundary.test.ts
+ * holds plugins to it): none, since plugins reach the core's data through its
+ * services. A table added here is part of the SDK's contract.
+ */
+export const SHARED_TABLES: readonly string[] = [];
+
 export const coreEntities = [RateLimitBucket, EventPayload, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState];

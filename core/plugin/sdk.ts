@@ -42,8 +42,10 @@ export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export { ROLES, isManager, mayChangeRecordOf, type Role } from '../../config/roles.ts';
 
 // Data
-export { defineEntity, type InferEntity } from '@mikro-orm/core';
+export { defineEntity, LockMode, type InferEntity } from '@mikro-orm/core';
 export type { EntityManager } from '@mikro-orm/postgresql';
+export { SHARED_TABLES } from '../db/core-entities.ts';
+export { rowTimestamp } from '../db/row-timestamp.ts';
 export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
 export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
@@ -76,4 +78,6 @@ export type { EventDeclaration } from '../events/catalogue.ts';
 export { fileUrl, fileIdOfUrl, type UploadService, type PurposeLimits, type FileInfo, type IssuedUploadKey } from '../uploads/upload-service.ts';
 export { WorkerTaskError, type WorkerFailure, type WorkerPool } from '../pool/worker-pool.ts';
 export type { HttpHelpers } from '../http/request-info.ts';
+export type { default as Router } from '@koa/router';
+export type { Context as RouteContext } from 'koa';
 export type { Logger } from '../logger.ts';

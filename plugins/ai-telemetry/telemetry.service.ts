@@ -1,5 +1,4 @@
-import pg from 'pg';
-import { notFound, type AiCall, type AuthenticatedContext, type Database } from 'rpc-service/plugin';
+import { notFound, rowTimestamp, type AiCall, type AuthenticatedContext, type Database } from 'rpc-service/plugin';
 import { AiTrace } from './trace.entity.ts';
 
 export interface TraceFilter {
@@ -64,9 +63,7 @@ const TRACE_COLUMNS =
   'trace_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation, caller_type, caller_name, subscription_id, user_id, ' +
   'input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error';
 
-// Raw rows carry timestamps as PostgreSQL's text on PostgreSQL and as Dates on PGlite; pg's own parser reads the text.
-const parseTimestamp = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => Date;
-const iso = (value: unknown): string => (typeof value === 'string' ? parseTimestamp(value) : (value as Date)).toISOString();
+const iso = (value: unknown): string => rowTimestamp(value as Date | string).toISOString();
 const int = (value: unknown): number => Number(value ?? 0);
 
 const toTrace = (row: Row): TraceRecord => ({

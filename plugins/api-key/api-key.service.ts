@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
 import {
   ACROSS_TENANTS,
   digestsEqual,
@@ -7,6 +6,7 @@ import {
   notFound,
   preparedRead,
   randomToken,
+  rowTimestamp,
   sha256,
   sha256Hex,
   unauthenticated,
@@ -85,9 +85,7 @@ type RecordSource = Omit<ApiKey, 'keyHash' | 'encryptedKey' | 'createdAt' | 'upd
   updatedAt: Date | string;
 };
 
-// The parser pg and the ORM read timestamptz text with; formatting in SQL instead (to_char) costs the database more.
-const parseTimestamp = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => Date;
-const isoText = (value: Date | string): string => (typeof value === 'string' ? parseTimestamp(value) : value).toISOString();
+const isoText = (value: Date | string): string => rowTimestamp(value).toISOString();
 
 export function toApiKeyRecord(key: RecordSource, contributed: ContributedFields = {}): ApiKeyRecord {
   const updatedAt = isoText(key.updatedAt);

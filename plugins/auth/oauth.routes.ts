@@ -1,12 +1,10 @@
-import type Router from '@koa/router';
-import type { Context } from 'koa';
-import { RpcError, SESSION_COOKIE } from 'rpc-service/plugin';
+import { RpcError, SESSION_COOKIE, type RouteContext, type Router } from 'rpc-service/plugin';
 import type { AuthDeps } from './deps.ts';
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
-function page(ctx: Context, status: number, title: string, text: string): void {
+function page(ctx: RouteContext, status: number, title: string, text: string): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.set('Content-Security-Policy', "default-src 'none'");
@@ -16,9 +14,9 @@ function page(ctx: Context, status: number, title: string, text: string): void {
 
 /** `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login. */
 export function oauthRoutes(router: Router, { oauthService, http, logger }: AuthDeps): void {
-  const baseUrl = (ctx: Context) => http.baseUrl(ctx.req);
+  const baseUrl = (ctx: RouteContext) => http.baseUrl(ctx.req);
 
-  const failed = (ctx: Context, error: unknown) => {
+  const failed = (ctx: RouteContext, error: unknown) => {
     if (error instanceof RpcError) return page(ctx, error.status, 'Login failed', error.message);
     logger.error({ err: error }, 'OAuth login failed');
     page(ctx, 500, 'Login failed', 'Something went wrong; try again later');

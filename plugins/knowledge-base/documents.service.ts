@@ -1,5 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
-import { conflict, notFound, type AuthenticatedContext, type EntityManager, type Extensions, type UploadService } from 'rpc-service/plugin';
+import { conflict, LockMode, notFound, type AuthenticatedContext, type EntityManager, type Extensions, type UploadService } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { KnowledgeDocument, SOURCE_TYPES, STATUSES, type DocumentStatus, type SourceType } from './document.entity.ts';

@@ -1,5 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
-import { conflict, notFound, type AuthenticatedContext, type EntityManager, type Jobs } from 'rpc-service/plugin';
+import { conflict, LockMode, notFound, type AuthenticatedContext, type EntityManager, type Jobs } from 'rpc-service/plugin';
 import { KnowledgeDocument } from './document.entity.ts';
 import { liveDocument } from './documents.service.ts';
 import { Ingestion, type IngestionState } from './ingestion.entity.ts';

@@ -1,7 +1,7 @@
-import { LockMode } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import {
   badRequest,
+  LockMode,
   OutboundRefusedError,
   RpcError,
   validationError,

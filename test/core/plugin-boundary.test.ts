@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { SHARED_TABLES } from 'rpc-service/plugin';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
@@ -15,9 +16,13 @@ const BUILTINS = new Set(builtinModules);
 /** The package a bare specifier names: `@scope/name/sub` → `@scope/name`, `name/sub` → `name`. */
 const packageOf = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
 
+/** The database drivers, the ORM and the web framework: what plugins need of them, the SDK re-exports (EntityManager, LockMode, Router, RouteContext). */
+const CORE_PACKAGES = /^(pg|@electric-sql\/pglite|koa|@koa\/router|@mikro-orm\/.+)$/;
+
 /**
- * Every import of a plugin folder that is not the SDK, an npm package the
- * project depends on, a Node built-in, or a file of the same folder.
+ * Every import of a plugin folder (type imports included) that is not the
+ * SDK, an npm package the project depends on other than those the core
+ * wraps, a Node built-in, or a file of the same folder.
  */
 export function forbiddenImports(pluginFolder: string): string[] {
   const offending: string[] = [];
@@ -28,12 +33,87 @@ export function forbiddenImports(pluginFolder: string): string[] {
     for (const { fileName: specifier } of importedFiles) {
       const allowed = specifier.startsWith('.')
         ? !path.relative(pluginFolder, path.resolve(path.dirname(absolute), specifier)).startsWith('..')
-        : specifier === 'rpc-service/plugin' || specifier.startsWith('node:') || BUILTINS.has(specifier) || PACKAGES.has(packageOf(specifier));
+        : specifier === 'rpc-service/plugin' ||
+          specifier.startsWith('node:') ||
+          BUILTINS.has(specifier) ||
+          (PACKAGES.has(packageOf(specifier)) && !CORE_PACKAGES.test(packageOf(specifier)));
       if (!allowed) offending.push(`${path.relative(ROOT, absolute)}: ${specifier}`);
     }
   }
   return offending;
 }
+
+/** Calls whose string arguments are SQL, wherever the text is written. */
+const SQL_CALLS = new Set(['execute', 'raw', 'sql', 'read', 'preparedRead']);
+/** A literal that starts like a statement is SQL wherever it is (constants, concatenations). Keywords are lower-case in this code base. */
+const STATEMENT = /^\s*\(?\s*(select|insert into|update|delete from|with|create|alter table|drop|truncate|lock table)\s/;
+/** A name after from, join, into, update or table; not `is distinct from`, `do update`, `for update`, `extract(x from`, nor a function such as `unnest(`. */
+const NAMED = /(?<!\bdistinct\s|\bdo\s|\bfor\s|\bextract\(\w+\s)\b(from|join|into|update|table)\s+("?)([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?)\2(?![\w.(])/gi;
+/** The names of a statement's common table expressions, which are not tables. */
+const CTE = /(?:\bwith|,)\s*(?:recursive\s+)?([a-z_][a-z0-9_]*)\s+as\s+(?:not\s+)?(?:materialized\s+)?\(/gi;
+
+/** The text of a string or template literal, or of a `+` of them; an interpolation or other operand reads as `?`. */
+function literalText(node: ts.Node): string | undefined {
+  if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) return node.text;
+  if (ts.isTemplateExpression(node)) return node.head.text + node.templateSpans.map((span) => ` ? ${span.literal.text}`).join('');
+  if (ts.isParenthesizedExpression(node)) return literalText(node.expression);
+  if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken) {
+    const [left, right] = [literalText(node.left), literalText(node.right)];
+    return left === undefined && right === undefined ? undefined : `${left ?? ' ? '}${right ?? ' ? '}`;
+  }
+  return undefined;
+}
+
+/** The SQL texts of a source file: literals passed to execute, raw, sql, read or preparedRead, and literals that start like a statement. */
+export function sqlTexts(source: string): string[] {
+  const texts: string[] = [];
+  const visit = (node: ts.Node, inSqlCall: boolean): void => {
+    const text = literalText(node);
+    if (text !== undefined) {
+      if (inSqlCall || STATEMENT.test(text)) texts.push(text);
+      return;
+    }
+    if (ts.isCallExpression(node)) {
+      const callee = ts.isPropertyAccessExpression(node.expression) ? node.expression.name.text : ts.isIdentifier(node.expression) ? node.expression.text : '';
+      if (SQL_CALLS.has(callee)) {
+        visit(node.expression, inSqlCall);
+        for (const argument of node.arguments) visit(argument, true);
+        return;
+      }
+    }
+    ts.forEachChild(node, (child) => visit(child, inSqlCall));
+  };
+  visit(ts.createSourceFile('source.ts', source, ts.ScriptTarget.Latest, true), false);
+  return texts;
+}
+
+/** The tables (and views) a SQL text names. */
+export function tablesNamed(sql: string): string[] {
+  const ctes = new Set([...sql.matchAll(CTE)].map((match) => match[1]!.toLowerCase()));
+  return [...sql.matchAll(NAMED)].map((match) => match[3]!.toLowerCase()).filter((name) => !ctes.has(name));
+}
+
+/**
+ * Tables a plugin's SQL names that are neither its own (its id with `-` as
+ * `_`, alone or followed by `_`) nor in the SDK's SHARED_TABLES. Migrations
+ * are left out: they record the schema's history, moves of a table or of
+ * data from one owner to another included.
+ */
+export function foreignTables(pluginFolder: string, pluginId: string): string[] {
+  const own = pluginId.replaceAll('-', '_');
+  const offending: string[] = [];
+  for (const file of readdirSync(pluginFolder, { recursive: true }) as string[]) {
+    if (!/\.(ts|js|mjs)$/.test(file) || file.split(path.sep).includes('migrations')) continue;
+    const absolute = path.join(pluginFolder, file);
+    for (const table of sqlTexts(readFileSync(absolute, 'utf8')).flatMap(tablesNamed)) {
+      if (table !== own && !table.startsWith(`${own}_`) && !SHARED_TABLES.includes(table)) offending.push(`${path.relative(ROOT, absolute)}: ${table}`);
+    }
+  }
+  return [...new Set(offending)];
+}
+
+/** A plugin's id, as its index.ts declares it. */
+const pluginIdOf = (folder: string) => /\bid: '([a-z][a-z0-9-]*)'/.exec(readFileSync(path.join(folder, 'index.ts'), 'utf8'))![1]!;
 
 const pluginFolders = () => [
   ...readdirSync(path.join(ROOT, 'plugins'), { withFileTypes: true })
@@ -48,6 +128,26 @@ describe('plugin boundary', () => {
     assert.ok(folders.length >= 5, `found ${folders.length} plugin folders`);
     const offending = folders.flatMap(forbiddenImports);
     assert.deepEqual(offending, [], `imports that reach past the SDK:\n${offending.join('\n')}`);
+  });
+
+  it("plugins' SQL names only their own tables and the core's SHARED_TABLES", () => {
+    const offending = pluginFolders().flatMap((folder) => foreignTables(folder, pluginIdOf(folder)));
+    assert.deepEqual(offending, [], `SQL naming another owner's table:\n${offending.join('\n')}`);
+  });
+
+  it('finds the tables of SQL texts, and only those', () => {
+    const source = [
+      "const COLUMNS = 'id, name';",
+      'await em.execute(`select ${COLUMNS} from notes n join notes_tag t on t.note_id = n.id where n.id = ?`, [id]);',
+      "db.execute('insert into \"other_table\" (id) values (?) on conflict (id) do update set id = excluded.id');",
+      "const LIST = preparedRead('list', 'select id from auth_user ' + 'where subscription_id = $1');",
+      'const UPDATE = `update notes set title = v.title from unnest(?::uuid[]) as v(id, title) where notes.id = v.id`;',
+      'const CTE = `with recent as (select id from notes) select id from recent where a is distinct from b for update`;',
+      "const EPOCH = `select extract(epoch from created_at) from auth_outbox`;",
+      "throw badRequest('Choose a title from the list, or update the table first');",
+      "describe: 'Create notes from a template';",
+    ].join('\n');
+    assert.deepEqual(sqlTexts(source).flatMap(tablesNamed), ['notes', 'notes_tag', 'other_table', 'auth_user', 'notes', 'notes', 'auth_outbox']);
   });
 
   it('names every kind of forbidden import: core files, other plugins, unknown packages, dynamic imports', () => {
@@ -67,12 +167,17 @@ describe('plugin boundary', () => {
           "export { UserService } from '../auth/user.service.ts';",
           "import leftpad from 'left-pad';",
           "const later = () => import('../../core/app.ts');",
+          "import pg from 'pg';",
+          "import type { Context } from 'koa';",
+          "import type Router from '@koa/router';",
+          "import { LockMode } from '@mikro-orm/core';",
+          "import type { PGlite } from '@electric-sql/pglite';",
         ].join('\n'),
       );
       writeFileSync(path.join(folder, 'sub', 'helper.ts'), "import { x } from '../index.ts';\nexport const helper = x;\n");
       assert.deepEqual(
         forbiddenImports(folder).map((line) => line.slice(line.indexOf(': ') + 2)),
-        ['../../core/credentials/authenticator.ts', '../auth/user.service.ts', 'left-pad', '../../core/app.ts'],
+        ['../../core/credentials/authenticator.ts', '../auth/user.service.ts', 'left-pad', '../../core/app.ts', 'pg', 'koa', '@koa/router', '@mikro-orm/core', '@electric-sql/pglite'],
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
