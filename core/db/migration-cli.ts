@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MikroORM, type EntitySchema } from '@mikro-orm/core';
+import { MikroORM } from '@mikro-orm/core';
+import type { AnyEntitySchema } from './any-entity.ts';
 import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from './pglite-driver.ts';
 import { loadConfig } from '../config.ts';
@@ -23,7 +24,7 @@ const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
 
 interface Owner {
   id: string;
-  entities: readonly EntitySchema<any, any>[];
+  entities: readonly AnyEntitySchema[];
   folder: string;
 }
 

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { PGlite, QueryOptions } from '@electric-sql/pglite';
-import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
+import { MikroORM, type Options } from '@mikro-orm/core';
 import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
+import type { AnyEntitySchema } from './any-entity.ts';
 import { PgliteDriver } from './pglite-driver.ts';
 import { makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -44,7 +45,7 @@ export interface DatabaseOptions {
   dataDir: string;
   /** Embedded database kept in memory only (tests). */
   inMemory?: boolean;
-  entities: readonly EntitySchema<any, any>[];
+  entities: readonly AnyEntitySchema[];
   /** Each owner's migrations in order: the core's first, then each plugin's in load order. */
   migrations: { owner: string; migrations: readonly MigrationClass[] }[];
   logger: Logger;
@@ -137,19 +138,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       if (subscriptionId !== null) em.setFilterParams(TENANT_FILTER, { subscriptionId });
       return em;
     },
-    execute: (sql, params = []) => connection().execute(sql, params as any[]),
-    read: (statement, values) => {
+    execute: (sql, params = []) => connection().execute(sql, params),
+    read: <T>(statement: PreparedRead, values: unknown[]) => {
       // One value, one parameter: an array would be spread over several when inlined on PGlite.
       if (values.some((value) => Array.isArray(value))) throw new TypeError(`Prepared read "${statement.name}": values must be scalars`);
+      // The statement's SQL decides the rows' shape; its caller names it.
       return withRawConnection(knexClientOf(orm), async (raw) => {
-        if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows;
+        if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows as T[];
         if (!preparedOnPglite.has(statement.name)) {
           await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
           preparedOnPglite.add(statement.name);
         }
         const args = values.length > 0 ? `(${values.map(() => '?').join(', ')})` : '';
-        const [result] = await raw.exec(platform.formatQuery(`execute "${statement.name}"${args}`, values as any[]));
-        return result!.rows;
+        const [result] = await raw.exec(platform.formatQuery(`execute "${statement.name}"${args}`, values));
+        return result!.rows as T[];
       });
     },
     async migrate() {
@@ -189,7 +191,7 @@ function simpleProtocolWhenUnbound(pglite: PGlite) {
   };
 }
 
-async function refuseV1Schema(connection: { execute(sql: string, params?: unknown[]): Promise<any[]> }): Promise<void> {
+async function refuseV1Schema(connection: { execute(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]> }): Promise<void> {
   const [found] = await connection.execute(
     `select to_regclass('${MIGRATIONS_TABLE}') is not null as present`,
   );

@@ -1,6 +1,6 @@
 /** A statement's rows as the drivers return them. */
 export interface RawResult {
-  rows: any[];
+  rows: Record<string, unknown>[];
   rowCount?: number | null;
   affectedRows?: number;
 }

@@ -1,4 +1,4 @@
-import type { EntitySchema } from '@mikro-orm/core';
+import type { AnyEntitySchema } from './any-entity.ts';
 
 /**
  * The filter that keeps every query inside the caller's subscription. The core
@@ -8,7 +8,7 @@ import type { EntitySchema } from '@mikro-orm/core';
  */
 export const TENANT_FILTER = 'tenant';
 
-export function tenantEntityNames(entities: readonly EntitySchema<any, any>[]): string[] {
+export function tenantEntityNames(entities: readonly AnyEntitySchema[]): string[] {
   return entities.filter((schema) => 'subscriptionId' in schema.meta.properties).map((schema) => schema.meta.className);
 }
 

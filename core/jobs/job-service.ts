@@ -37,7 +37,7 @@ export interface JobHandlerArgs<T, D> {
   job: JobRun;
 }
 
-export interface JobDefinition<S extends v.GenericSchema = v.GenericSchema, D = any> {
+export interface JobDefinition<S extends v.GenericSchema = v.GenericSchema, D = unknown> {
   /** One line for the listing. */
   describe: string;
   /** Schema of the data; enqueue refuses data that does not match. */
@@ -55,10 +55,10 @@ export interface JobDefinition<S extends v.GenericSchema = v.GenericSchema, D = 
 
 export const JOB_MARKER = Symbol.for('rpc-service.job');
 
-export type Job = JobDefinition<v.GenericSchema, any> & { [JOB_MARKER]: true };
+export type Job = JobDefinition<v.GenericSchema, unknown> & { [JOB_MARKER]: true };
 
 /** Declares one background job of a plugin: its data schema, handler, retries and optional schedule. */
-export function defineJob<S extends v.GenericSchema, D = any>(definition: JobDefinition<S, D>): Job {
+export function defineJob<S extends v.GenericSchema, D = unknown>(definition: JobDefinition<S, D>): Job {
   return { ...definition, [JOB_MARKER]: true } as unknown as Job;
 }
 

@@ -3,7 +3,7 @@ import { withRawConnection, type KnexClient } from '../db/raw-connection.ts';
 
 /** What pg-boss's `db` option expects. */
 export interface SqlExecutor {
-  executeSql(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number }>;
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount?: number }>;
 }
 
 /** An executor that can wait for the statements it has started. */

@@ -6,7 +6,7 @@ import { Envelope, type CookieOptions, type Transport } from './operation.ts';
 /** Calls operations in the process, as a given caller: no HTTP, the same access checks, validation and error mapping. */
 export interface Caller {
   /** The operation's data (or the envelope's fields); rejects with the RpcError the endpoint would answer. */
-  call<T = any>(method: string, params?: unknown): Promise<T>;
+  call<T = unknown>(method: string, params?: unknown): Promise<T>;
   /** Cookies the operations set, as `name=value`. */
   readonly cookies: Map<string, string>;
 }

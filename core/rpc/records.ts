@@ -27,7 +27,7 @@ export interface RecordView<E, R> {
 }
 
 /** The record type of a view: `type TaskRecord = InferRecord<typeof TASK>`. */
-export type InferRecord<View> = View extends RecordView<any, infer R> ? R : never;
+export type InferRecord<View> = View extends RecordView<never, infer R> ? R : never;
 
 const FIELD_TYPES = new Map<unknown, FieldType>([
   [types.uuid, 'uuid'],

@@ -1,4 +1,4 @@
-import { conflict, LockMode, notFound, type AuthenticatedContext, type EntityManager, type Extensions, type UploadService } from 'rpc-service/plugin';
+import { conflict, defineRecord, LockMode, notFound, type AuthenticatedContext, type EntityManager, type Extensions, type InferRecord, type UploadService } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { KnowledgeDocument, SOURCE_TYPES, STATUSES, type DocumentStatus, type SourceType } from './document.entity.ts';
@@ -21,27 +21,8 @@ export interface DocumentMetadata {
   projectId?: string | null;
 }
 
-export interface DocumentRecord {
-  _id: string;
-  name: string;
-  description: string;
-  collection: string | null;
-  tags: string[];
-  status: DocumentStatus;
-  error: string | null;
-  docType: string;
-  sourceType: SourceType;
-  userId: string | null;
-  contactId: string | null;
-  projectId: string | null;
-  version: number;
-  chunkCount: number;
-  sizeBytes: number;
-  createdBy: string;
-  createdAt: string;
-  updatedAt: string;
-  deletedAt: string | null;
-}
+const DOCUMENT = defineRecord(KnowledgeDocument, { hide: ['subscriptionId', 'searchVector'] });
+export type DocumentRecord = InferRecord<typeof DOCUMENT>;
 
 export interface ListDocumentsQuery {
   userId?: string;
@@ -64,27 +45,7 @@ export interface ListDocumentsQuery {
 export const SORT_FIELDS = { createdAt: 'created_at', updatedAt: 'updated_at', name: 'lower(name)', status: 'status', sizeBytes: 'size_bytes', chunkCount: 'chunk_count' } as const;
 export type SortField = keyof typeof SORT_FIELDS;
 
-export const toRecord = (document: KnowledgeDocument): DocumentRecord => ({
-  _id: document.id,
-  name: document.name,
-  description: document.description,
-  collection: document.collection ?? null,
-  tags: document.tags,
-  status: document.status,
-  error: document.error ?? null,
-  docType: document.docType,
-  sourceType: document.sourceType,
-  userId: document.userId ?? null,
-  contactId: document.contactId ?? null,
-  projectId: document.projectId ?? null,
-  version: document.version,
-  chunkCount: document.chunkCount,
-  sizeBytes: Number(document.sizeBytes),
-  createdBy: document.createdBy,
-  createdAt: document.createdAt.toISOString(),
-  updatedAt: document.updatedAt.toISOString(),
-  deletedAt: document.deletedAt?.toISOString() ?? null,
-});
+export const toRecord = DOCUMENT.toRecord;
 
 /** What the index keeps with each chunk, for search filters. */
 export const searchMetadata = (document: KnowledgeDocument) => ({
@@ -168,7 +129,8 @@ export class DocumentsService {
     if (query.projectId) add('project_id = ?', query.projectId);
     if (query.docType) add('doc_type = ?', query.docType);
     if (query.sourceType) add('source_type = ?', query.sourceType);
-    if (query.collection !== undefined) query.collection === null ? add('collection is null') : add('collection = ?', query.collection);
+    if (query.collection === null) add('collection is null');
+    else if (query.collection !== undefined) add('collection = ?', query.collection);
     // Any of the tags.
     if (query.tags?.length) add(`(${query.tags.map(() => 'tags @> ?::jsonb').join(' or ')})`, ...query.tags.map((tag) => JSON.stringify([tag])));
     if (query.startTime) add('created_at >= ?', query.startTime);

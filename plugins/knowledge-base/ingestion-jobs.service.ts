@@ -1,32 +1,15 @@
-import { conflict, LockMode, notFound, type AuthenticatedContext, type EntityManager, type Jobs } from 'rpc-service/plugin';
+import { conflict, defineRecord, LockMode, notFound, type AuthenticatedContext, type EntityManager, type InferRecord, type Jobs } from 'rpc-service/plugin';
 import { KnowledgeDocument } from './document.entity.ts';
 import { liveDocument } from './documents.service.ts';
 import { Ingestion, type IngestionState } from './ingestion.entity.ts';
 import { queueIngestion } from './ingestion.service.ts';
 
-export interface IngestionRecord {
-  jobId: string;
-  documentId: string;
-  version: number;
-  state: IngestionState;
-  error: string | null;
-  createdBy: string;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-}
+const INGESTION = defineRecord(Ingestion, { hide: ['id', 'subscriptionId', 'jobId'] });
 
-const toIngestion = (ingestion: Ingestion): IngestionRecord => ({
-  jobId: ingestion.id,
-  documentId: ingestion.documentId,
-  version: ingestion.version,
-  state: ingestion.state,
-  error: ingestion.error ?? null,
-  createdBy: ingestion.createdBy,
-  createdAt: ingestion.createdAt.toISOString(),
-  startedAt: ingestion.startedAt?.toISOString() ?? null,
-  finishedAt: ingestion.finishedAt?.toISOString() ?? null,
-});
+/** An ingestion is addressed as a job: its id is the record's `jobId` (the queue's own job id stays inside). */
+export type IngestionRecord = InferRecord<typeof INGESTION> & { jobId: string };
+
+const toIngestion = (ingestion: Ingestion): IngestionRecord => ({ jobId: ingestion.id, ...INGESTION.toRecord(ingestion) });
 
 /** The ingestion jobs of the knowledge base: listed, read, retried and cancelled. */
 export class IngestionJobsService {

@@ -50,7 +50,7 @@ async function pdf(bytes: Uint8Array, fileName: string | null): Promise<ParsedTe
   try {
     document = await getDocumentProxy(bytes, { verbosity: 0 });
   } catch (error) {
-    throw new Error(`${fileName ?? 'The file'} is not a readable PDF: ${(error as Error).message}`);
+    throw new Error(`${fileName ?? 'The file'} is not a readable PDF: ${(error as Error).message}`, { cause: error });
   }
   try {
     const { text } = await extractText(document, { mergePages: false });

@@ -13,6 +13,7 @@ import {
   type PluginServices,
   type Principal,
 } from 'rpc-service/plugin';
+import type { ActionConfig } from './actions.ts';
 import type { SchedulerConfig } from './config.ts';
 import { TaskRun, type RunStatus } from './run.entity.ts';
 import { nextRunOf, parseSchedule } from './schedule.ts';
@@ -222,7 +223,7 @@ export class SchedulerRunner {
   async #fire({ runId, task }: Claimed): Promise<void> {
     const principal = await this.#principal(task);
     if (!principal) return this.#finish(runId, 'failed', 'the user the task acts as is no longer active', null);
-    const config = json(task.action_config) as Record<string, any>;
+    const config = json(task.action_config);
     try {
       const result = await this.#act(task, principal, config);
       await this.#finish(runId, 'succeeded', null, result);
@@ -233,17 +234,25 @@ export class SchedulerRunner {
     }
   }
 
-  async #act(task: DueTask, principal: Principal, config: Record<string, any>): Promise<unknown> {
+  /** `saved` is the task's actionConfig, checked against its action type's schema (actions.ts) when the task was saved. */
+  async #act(task: DueTask, principal: Principal, saved: Record<string, unknown>): Promise<unknown> {
     const caller = this.#operations.as(principal);
     switch (task.action_type) {
-      case 'event':
+      case 'event': {
+        const config = saved as ActionConfig<'event'>;
         await this.#bus.publish({ name: config.eventName, payload: config.eventData ?? {}, subscriptionId: task.subscription_id, tenantDefined: true });
         return null;
-      case 'rpc':
+      }
+      case 'rpc': {
+        const config = saved as ActionConfig<'rpc'>;
         return caller.call(config.method, config.params ?? {});
-      case 'workflow':
+      }
+      case 'workflow': {
+        const config = saved as ActionConfig<'workflow'>;
         return caller.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: config.workflowIdentifier, workflowArgs: config.workflowArgs ?? {} });
+      }
       case 'aiMessage': {
+        const config = saved as ActionConfig<'aiMessage'>;
         const agents = await caller.call<{ data: { name: string; model: string; promptText: string | null }[] }>('AgentConfigRpc.getData', {
           filter: { name: config.agentName },
           pageSize: 1,
@@ -251,7 +260,7 @@ export class SchedulerRunner {
         const agent = agents.data[0];
         if (!agent) throw new RpcError('NOT_FOUND', `No agent named ${config.agentName}`);
         const ctx = this.#operations.contextOf(principal, `scheduler:${task.id}`);
-        const messages = [...(agent.promptText ? [{ role: 'system' as const, content: agent.promptText }] : []), { role: 'user' as const, content: config.message as string }];
+        const messages = [...(agent.promptText ? [{ role: 'system' as const, content: agent.promptText }] : []), { role: 'user' as const, content: config.message }];
         const answer = await this.#ai.chat(ctx, messages, { model: agent.model, caller: { type: 'scheduler', name: task.name } });
         await this.#notifications.notify({
           subscriptionId: task.subscription_id,

@@ -28,7 +28,7 @@ export function parseSchedule(schedule: string, timeZone: string | null): Schedu
   try {
     return { kind: 'cron', cron: new Cron(schedule, { paused: true, ...(timeZone ? { timezone: timeZone } : {}) }) };
   } catch (error) {
-    throw new Error(`${schedule} is not a cron pattern: ${(error as Error).message.replace(/^CronPattern: /, '')}`);
+    throw new Error(`${schedule} is not a cron pattern: ${(error as Error).message.replace(/^CronPattern: /, '')}`, { cause: error });
   }
 }
 

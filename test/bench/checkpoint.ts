@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const cliCopy = mkdtempSync(path.join(tmpdir(), 'rpc-bench-git-'));
   try {
     const name = `bench${randomUUID().slice(0, 8)}`;
-    const { user, subscriptionId } = await app.createCaller(null).call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+    const { user, subscriptionId } = await app.createCaller(null).call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
     const caller = app.createCaller({ subscriptionId, userId: user._id as string, role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
     const scope = 'bench';
     for (let index = 0; index < FILES; index++) {

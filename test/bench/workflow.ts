@@ -111,7 +111,7 @@ async function startApp(plugins: string[], databaseUrl?: string): Promise<App> {
 
 async function signup(app: App) {
   const name = `bench${randomUUID().slice(0, 8)}`;
-  const { user, subscriptionId } = await app.createCaller(null).call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+  const { user, subscriptionId } = await app.createCaller(null).call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
   return { subscriptionId, userId: user._id as string, role: 'admin' as const, apiKeyId: null, sessionId: null, initialContext: null };
 }
 
@@ -123,7 +123,7 @@ async function endToEnd(): Promise<void> {
     await caller.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Bench', workflowArgs: { step: 3 } });
     const started = performance.now();
     for (let index = 0; index < END_TO_END; index++) {
-      const answer = await caller.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Bench', workflowArgs: { step: 3 } });
+      const answer = await caller.call<any>('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Bench', workflowArgs: { step: 3 } });
       if (answer.result?.status !== 'completed') throw new Error('the bench workflow did not complete');
     }
     const rate = END_TO_END / ((performance.now() - started) / 1000);

@@ -24,7 +24,7 @@ describe('in-process caller', () => {
 
   it('calls an operation as a principal and answers its data', async () => {
     const caller = t.app.createCaller(principal());
-    const note = await caller.call('NoteRpc.add', { text: '  in process  ' });
+    const note = await caller.call<any>('NoteRpc.add', { text: '  in process  ' });
     assert.equal(note.text, 'in process');
     const listed = await t.ok('NoteRpc.list', {}, { token: owner.token });
     assert.deepEqual(listed.data.map((item: { _id: string }) => item._id), [note._id]);
@@ -53,7 +53,7 @@ describe('in-process caller', () => {
 
   it('runs public operations anonymously and keeps the cookies they set', async () => {
     const caller = t.app.createCaller(null);
-    const session = await caller.call('AuthRpc.login', { identifier: owner.user.username, password: owner.password });
+    const session = await caller.call<any>('AuthRpc.login', { identifier: owner.user.username, password: owner.password });
     assert.equal(caller.cookies.get('session'), session.token);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as v from 'valibot';
-import { defineJob, definePlugin, type JobView, type Jobs } from 'rpc-service/plugin';
+import { definePlugin, jobBuilder, type Deps, type JobView, type Jobs } from 'rpc-service/plugin';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
@@ -28,6 +28,8 @@ class Journal {
     return this.attempts.filter((entry) => entry.jobId === jobId);
   }
 }
+
+const defineJob = jobBuilder<Deps<['jobs', 'db']>>();
 
 /** A plugin with jobs that fail on demand, count their runs and say where they ran. */
 function probePlugin(journal: Journal, node: string) {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
-import { defineJob, WorkerTaskError, type Jobs } from 'rpc-service/plugin';
+import { jobBuilder, WorkerTaskError, type Deps, type Jobs } from 'rpc-service/plugin';
 import { definePlugin } from '../../core/plugin/define.ts';
 import { WorkerPool } from '../../core/pool/worker-pool.ts';
 import { defineOperation } from '../../core/rpc/operation.ts';
@@ -51,6 +51,8 @@ const SPIN_WORKER = path.join(workDir, 'spin.mjs');
 writeFileSync(SPIN_WORKER, `export default function () {\n  for (;;);\n}\n`);
 const ECHO_WORKER = path.join(workDir, 'echo.mjs');
 writeFileSync(ECHO_WORKER, `export default function (data) {\n  return data;\n}\n`);
+
+const defineJob = jobBuilder<Deps<['pool', 'jobs']>>();
 
 const faultyWork = definePlugin({
   id: 'faulty-work',

@@ -291,7 +291,7 @@ describe('AIConfigRpc with the shipped catalogue', () => {
 
   it('answers copies: changing a result changes neither the catalogue nor the next answer', async () => {
     const caller = t.app.createCaller(principal);
-    const first = await caller.call('AIConfigRpc.getAIConfiguration');
+    const first = await caller.call<any>('AIConfigRpc.getAIConfiguration');
     assert.equal(Object.isFrozen(first.models[0]), false);
     first.models[0].capabilities.push('teleport');
     first.models[0].name = 'changed';
@@ -300,12 +300,12 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     first.defaults.chat = 'changed';
     first.categories.push('changed');
     first.recommendations.summarization.alternatives.push({ modelId: 'x', reason: 'y' });
-    const models = await caller.call('AIConfigRpc.getModels', { provider: 'local' });
+    const models = await caller.call<any>('AIConfigRpc.getModels', { provider: 'local' });
     models[0].inputModalities.push('smell-in');
-    const recommendation = await caller.call('AIConfigRpc.getTaskRecommendations', { taskName: 'code_generation' });
+    const recommendation = await caller.call<any>('AIConfigRpc.getTaskRecommendations', { taskName: 'code_generation' });
     recommendation.alternatives[0].modelId = 'changed';
 
-    const again = await caller.call('AIConfigRpc.getAIConfiguration');
+    const again = await caller.call<any>('AIConfigRpc.getAIConfiguration');
     assert.deepEqual(again.models, SHIPPED.models);
     assert.deepEqual(again.providers[1].apiKeyEnvVar, 'OPENAI_API_KEY');
     assert.deepEqual(again.defaults, defaults);
