@@ -21,6 +21,18 @@ export abstract class Migration {
     this.#queries.push(sql);
   }
 
+  /**
+   * Renames a table with its rows, and the constraints and indexes named
+   * after it, given by what follows the table's name (`pkey`,
+   * `created_at_index`): for a table that takes its owner's prefix. `down`
+   * calls it with the names swapped.
+   */
+  protected renameTable(from: string, to: string, { constraints = [], indexes = [] }: { constraints?: readonly string[]; indexes?: readonly string[] }): void {
+    this.addSql(`alter table "${from}" rename to "${to}";`);
+    for (const suffix of constraints) this.addSql(`alter table "${to}" rename constraint "${from}_${suffix}" to "${to}_${suffix}";`);
+    for (const suffix of indexes) this.addSql(`alter index "${from}_${suffix}" rename to "${to}_${suffix}";`);
+  }
+
   /** The statements `up` listed. */
   async statementsUp(): Promise<string[]> {
     this.#queries = [];

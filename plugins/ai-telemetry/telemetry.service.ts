@@ -1,4 +1,4 @@
-import { notFound, rowTimestamp, type AiCall, type AuthenticatedContext, type Database } from 'rpc-service/plugin';
+import { notFound, rowTimestamp, type AiCall, type AuthenticatedContext, type Database, type RecordOf } from 'rpc-service/plugin';
 import { AiTrace } from './trace.entity.ts';
 
 export interface TraceFilter {
@@ -24,26 +24,8 @@ export interface ThreadSummary {
   hasErrors: boolean;
 }
 
-export interface TraceRecord {
-  traceId: string;
-  threadId: string | null;
-  requestTimestamp: string;
-  durationMs: number;
-  status: string;
-  provider: string;
-  model: string;
-  operation: string;
-  callerType: string;
-  callerName: string;
-  subscriptionId: string | null;
-  userId: string | null;
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  totalTokens: number;
-  attempts: number;
-  error: string | null;
-}
+/** A trace as the operations answer it: its row's columns (read as raw rows of aggregate queries, mapped by toTrace below). */
+export type TraceRecord = RecordOf<AiTrace>;
 
 export interface Stats {
   totalTraces: number;

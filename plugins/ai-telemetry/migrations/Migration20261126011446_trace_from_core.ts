@@ -1,5 +1,8 @@
 import { Migration } from 'rpc-service/plugin';
 
+/** The constraints and indexes named after the table, by what follows its name. */
+const NAMED_AFTER_IT = { constraints: ['pkey'], indexes: ['subscription_id_request_timestamp_index', 'subscription_id_thread_id_index'] };
+
 /**
  * The traces were the core's table until the core's AI client began to report
  * its calls through `core.aiCalls`; the core's migration that made it
@@ -9,17 +12,11 @@ import { Migration } from 'rpc-service/plugin';
 export class Migration20261126011446_trace_from_core extends Migration {
 
   override async up(): Promise<void> {
-    this.addSql(`alter table "core_ai_trace" rename to "ai_telemetry_trace";`);
-    this.addSql(`alter table "ai_telemetry_trace" rename constraint "core_ai_trace_pkey" to "ai_telemetry_trace_pkey";`);
-    this.addSql(`alter index "core_ai_trace_subscription_id_request_timestamp_index" rename to "ai_telemetry_trace_subscription_id_request_timestamp_index";`);
-    this.addSql(`alter index "core_ai_trace_subscription_id_thread_id_index" rename to "ai_telemetry_trace_subscription_id_thread_id_index";`);
+    this.renameTable('core_ai_trace', 'ai_telemetry_trace', NAMED_AFTER_IT);
   }
 
   override async down(): Promise<void> {
-    this.addSql(`alter index "ai_telemetry_trace_subscription_id_thread_id_index" rename to "core_ai_trace_subscription_id_thread_id_index";`);
-    this.addSql(`alter index "ai_telemetry_trace_subscription_id_request_timestamp_index" rename to "core_ai_trace_subscription_id_request_timestamp_index";`);
-    this.addSql(`alter table "ai_telemetry_trace" rename constraint "ai_telemetry_trace_pkey" to "core_ai_trace_pkey";`);
-    this.addSql(`alter table "ai_telemetry_trace" rename to "core_ai_trace";`);
+    this.renameTable('ai_telemetry_trace', 'core_ai_trace', NAMED_AFTER_IT);
   }
 
 }

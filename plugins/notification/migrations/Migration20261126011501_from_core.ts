@@ -1,5 +1,8 @@
 import { Migration } from 'rpc-service/plugin';
 
+/** The constraints and indexes named after the table, by what follows its name. */
+const NAMED_AFTER_IT = { constraints: ['pkey', 'user_id_dedupe_key_unique'], indexes: ['subscription_id_user_id_timestamp_index'] };
+
 /**
  * Notifications were the core's (`core_notification`, made by the core's
  * migrations, which stay as they were): the table, its rows and its index
@@ -8,17 +11,11 @@ import { Migration } from 'rpc-service/plugin';
 export class Migration20261126011501_from_core extends Migration {
 
   override async up(): Promise<void> {
-    this.addSql(`alter table "core_notification" rename to "notification";`);
-    this.addSql(`alter table "notification" rename constraint "core_notification_pkey" to "notification_pkey";`);
-    this.addSql(`alter index "core_notification_subscription_id_user_id_timestamp_index" rename to "notification_subscription_id_user_id_timestamp_index";`);
-    this.addSql(`alter table "notification" rename constraint "core_notification_user_id_dedupe_key_unique" to "notification_user_id_dedupe_key_unique";`);
+    this.renameTable('core_notification', 'notification', NAMED_AFTER_IT);
   }
 
   override async down(): Promise<void> {
-    this.addSql(`alter table "notification" rename constraint "notification_user_id_dedupe_key_unique" to "core_notification_user_id_dedupe_key_unique";`);
-    this.addSql(`alter index "notification_subscription_id_user_id_timestamp_index" rename to "core_notification_subscription_id_user_id_timestamp_index";`);
-    this.addSql(`alter table "notification" rename constraint "notification_pkey" to "core_notification_pkey";`);
-    this.addSql(`alter table "notification" rename to "core_notification";`);
+    this.renameTable('notification', 'core_notification', NAMED_AFTER_IT);
   }
 
 }

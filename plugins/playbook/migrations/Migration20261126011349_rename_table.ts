@@ -1,18 +1,17 @@
 import { Migration } from 'rpc-service/plugin';
 
+/** The constraints and indexes named after the table, by what follows its name. */
+const NAMED_AFTER_IT = { constraints: ['pkey'], indexes: ['subscription_id_updated_at_index'] };
+
 /** The table is named after the plugin alone (`playbook`, not `playbook_playbook`); its rows, constraints and indexes are kept and renamed with it. */
 export class Migration20261126011349_rename_table extends Migration {
 
   override async up(): Promise<void> {
-    this.addSql(`alter table "playbook_playbook" rename to "playbook";`);
-    this.addSql(`alter table "playbook" rename constraint "playbook_playbook_pkey" to "playbook_pkey";`);
-    this.addSql(`alter index "playbook_playbook_subscription_id_updated_at_index" rename to "playbook_subscription_id_updated_at_index";`);
+    this.renameTable('playbook_playbook', 'playbook', NAMED_AFTER_IT);
   }
 
   override async down(): Promise<void> {
-    this.addSql(`alter index "playbook_subscription_id_updated_at_index" rename to "playbook_playbook_subscription_id_updated_at_index";`);
-    this.addSql(`alter table "playbook" rename constraint "playbook_pkey" to "playbook_playbook_pkey";`);
-    this.addSql(`alter table "playbook" rename to "playbook_playbook";`);
+    this.renameTable('playbook', 'playbook_playbook', NAMED_AFTER_IT);
   }
 
 }
