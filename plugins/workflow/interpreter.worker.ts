@@ -2,7 +2,7 @@ import type { MessagePort } from 'node:worker_threads';
 import jsonata from 'jsonata';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import type { Step } from './instance.entity.ts';
-import { templateParts } from './node-types.ts';
+import { templateParts, type NodeConfig } from './node-types.ts';
 
 /** Where a run stands: the node it is at, its variables and arguments, and the nodes run so far. */
 export interface RunState {
@@ -164,30 +164,33 @@ class Interpreter {
         if (this.#state.steps >= this.#task.limits.maxSteps) throw new NodeError(`the run stopped at node "${node.id}": it ran ${this.#task.limits.maxSteps} nodes, the most a run may`);
         if (Date.now() > this.#deadline) throw new NodeError(`the run stopped at node "${node.id}": it ran out of time`);
         this.#state.steps += 1;
-        const config = node.config as Record<string, any>;
+        // A node's config was checked against its type's schema (node-types.ts) when the workflow was saved.
+        const config = node.config;
         switch (node.type) {
           case 'start':
             this.#result = null;
             break;
           case 'end': {
-            const output = config.output ? await this.#evaluate(node, config.output) : this.#state.variables;
+            const { output: source } = config as NodeConfig<'end'>;
+            const output = source ? await this.#evaluate(node, source) : this.#state.variables;
             this.#limit(node, output, this.#task.limits.maxOutputBytes, 'its output', 'WORKFLOW_MAX_OUTPUT_BYTES');
             this.#record(node, 'done');
             return { status: 'completed', output: output ?? null, state: this.#state, steps: this.#steps };
           }
           case 'set':
             this.#state.variables = { ...before };
-            for (const [name, source] of Object.entries(config.values as Record<string, string>)) this.#state.variables[name] = (await this.#evaluate(node, source)) ?? null;
+            for (const [name, source] of Object.entries((config as NodeConfig<'set'>).values)) this.#state.variables[name] = (await this.#evaluate(node, source)) ?? null;
             this.#result = null;
             break;
           case 'condition':
-            this.#result = (await this.#evaluate(node, config.expression)) ?? null;
+            this.#result = (await this.#evaluate(node, (config as NodeConfig<'condition'>).expression)) ?? null;
             break;
           case 'wait':
             this.#record(node, 'waiting');
-            return { status: 'waiting', event: config.event, state: this.#state, steps: this.#steps };
+            return { status: 'waiting', event: (config as NodeConfig<'wait'>).event, state: this.#state, steps: this.#steps };
           case 'delay': {
-            const until = config.seconds !== undefined ? new Date(Date.now() + config.seconds * 1000) : timeOf(await this.#evaluate(node, config.until));
+            const delay = config as NodeConfig<'delay'>;
+            const until = delay.seconds !== undefined ? new Date(Date.now() + delay.seconds * 1000) : timeOf(await this.#evaluate(node, delay.until!));
             if (!until) throw new NodeError(`node "${node.id}": until must give a time (ISO 8601 or milliseconds since 1970)`);
             if (until.getTime() > Date.now()) {
               this.#record(node, 'waiting');
@@ -217,20 +220,27 @@ class Interpreter {
 
   /** The inputs of a node whose work the host does: expressions and templates evaluated, other values as given. */
   async #inputs(node: WorkflowNode): Promise<Record<string, unknown>> {
-    const config = node.config as Record<string, any>;
+    const config = node.config;
     const value = async (field: unknown) => (typeof field === 'string' ? this.#evaluate(node, field) : field);
     switch (node.type) {
-      case 'rpc':
-        return { method: config.method, params: (await value(config.params)) ?? {} };
-      case 'tool':
-        return { tool: config.tool, params: (await value(config.params)) ?? {} };
-      case 'http': {
-        const headers: Record<string, string> = {};
-        for (const [name, template] of Object.entries((config.headers ?? {}) as Record<string, string>)) headers[name] = await this.#render(node, template);
-        return { url: await this.#render(node, config.url), method: config.method, headers, body: config.body === undefined ? undefined : await value(config.body) };
+      case 'rpc': {
+        const { method, params } = config as NodeConfig<'rpc'>;
+        return { method, params: (await value(params)) ?? {} };
       }
-      case 'ai':
-        return { prompt: await this.#render(node, config.prompt), system: config.system === undefined ? undefined : await this.#render(node, config.system), model: config.model };
+      case 'tool': {
+        const { tool, params } = config as NodeConfig<'tool'>;
+        return { tool, params: (await value(params)) ?? {} };
+      }
+      case 'http': {
+        const http = config as NodeConfig<'http'>;
+        const headers: Record<string, string> = {};
+        for (const [name, template] of Object.entries(http.headers ?? {})) headers[name] = await this.#render(node, template);
+        return { url: await this.#render(node, http.url), method: http.method, headers, body: http.body === undefined ? undefined : await value(http.body) };
+      }
+      case 'ai': {
+        const ai = config as NodeConfig<'ai'>;
+        return { prompt: await this.#render(node, ai.prompt), system: ai.system === undefined ? undefined : await this.#render(node, ai.system), model: ai.model };
+      }
       default:
         return { config, variables: this.#state.variables, args: this.#state.args };
     }

@@ -159,3 +159,6 @@ export const BUILT_IN_NODE_TYPES = {
 } as const satisfies Record<string, { describe: string; config: v.GenericSchema }>;
 
 export type BuiltInNodeType = keyof typeof BUILT_IN_NODE_TYPES;
+
+/** The checked config of a built-in node type, as it was saved. */
+export type NodeConfig<T extends BuiltInNodeType> = v.InferOutput<(typeof BUILT_IN_NODE_TYPES)[T]['config']>;
