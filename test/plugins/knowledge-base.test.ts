@@ -1,28 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { PEER_EMBEDDING_MODEL, withModelChange } from '../support/model-peer.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { putUpload } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
-
-const HANDBOOK = `# Orbit handbook
-
-Orbit is a scheduling service for small teams.
-
-## Installing Orbit
-
-Download the installer from the releases page and run it. The installer asks for a licence key.
-
-## Refunds
-
-Refunds are paid back to the original card within ten working days of the request.
-
-## Support hours
-
-The support desk answers from nine to five on weekdays.
-`;
+import { HANDBOOK } from '../fixtures/handbook.ts';
 
 const HTML = `<!doctype html><html><head><title>Garden care</title><style>body { color: red }</style><script>var tracking = 1;</script></head>
 <body><h1>Garden care</h1><p>Water the tomatoes every morning in summer.</p><h2>Pruning</h2><ul><li>Prune roses in early spring.</li><li>Cut back lavender after flowering.</li></ul></body></html>`;
@@ -461,63 +444,5 @@ describe('KnowledgeBaseAdminRpc', () => {
     const mine = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin));
     assert.deepEqual([mine.name, mine.status, mine.chunkCount], ['Confidential', 'ready', document.chunkCount]);
     assert.match((await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(admin)))[0].text, /merger closes in March/);
-  });
-});
-
-describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
-  it('fills the other column with the new model while search answers from the old one, then cuts over', async () => {
-    const vectorsNow = (app: TestApp) =>
-      app.app.deps.db.execute<{ id: string; a: string | null; b: string | null }>('select id, embedding_a::text as a, embedding_b::text as b from knowledge_base_chunk order by id');
-    await withModelChange(['auth', 'knowledge-base'], async ({ peer, start }) => {
-      const { received } = peer;
-      const first = await start();
-      const admin = await first.signup();
-      const as = { token: admin.token };
-      const { document } = await first.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Orbit handbook', content: HANDBOOK }, as);
-      await eventually(async () => ((await first.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as)).status === 'ready' ? true : undefined), 20_000);
-      const before = await vectorsNow(first);
-      assert.ok(before.length >= 4 && before.every((row) => row.a !== null && row.b === null));
-      await first.close();
-
-      peer.delayMs = 2000;
-      const second = await start({ newModel: true });
-      try {
-        const session = { token: (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token };
-        const during = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
-        assert.equal(during.embedding.model, 'local-lexical-384');
-        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], [PEER_EMBEDDING_MODEL, before.length]);
-        // Searches go on, answered from the old model's vectors (the question embedded locally, not by the slow new model).
-        const [hit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
-        assert.match(hit.text, /ten working days/);
-        assert.ok(!received.flat().includes('how long do refunds take'), 'no question went to the new model yet');
-
-        const switched = await eventually(async () => {
-          const stats = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
-          return stats.embedding.switch === null ? stats : undefined;
-        }, 30_000);
-        assert.equal(switched.embedding.model, PEER_EMBEDDING_MODEL);
-        peer.delayMs = 0;
-        // Every chunk now has the new model's vector in the other column: the reverse of its old one.
-        const after = await eventually(async () => {
-          const rows = await vectorsNow(second);
-          return rows.every((row) => row.a === null) ? rows : undefined;
-        }, 90_000);
-        assert.deepEqual(after.map((row) => row.id), before.map((row) => row.id));
-        for (const [index, row] of after.entries()) {
-          assert.deepEqual(JSON.parse(row.b!), [...JSON.parse(before[index]!.a!)].reverse());
-        }
-        const answered = received.length;
-        const [afterHit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
-        assert.match(afterHit.text, /ten working days/);
-        assert.deepEqual(received.at(-1), ['how long do refunds take'], 'questions now go to the new model');
-        assert.ok(received.length > answered);
-
-        // Reindexing embeds every chunk again with the current model.
-        await second.ok('KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }, session);
-        await eventually(() => (received.slice(answered + 1).flat().length >= before.length ? true : undefined), 10_000);
-      } finally {
-        await second.close();
-      }
-    });
   });
 });
