@@ -4,7 +4,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { OperationListing } from '../../core/rpc/registry.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
-import { type Schema, idParams, PASSWORD, type Session, type Tenant, type Params, PAGE, EXPECTATIONS, as, SEEDS } from './isolation-cases.ts';
+import { type Schema, idParams, PASSWORD, type Session, type Tenant, type Params, PAGE, EXPECTATIONS, as } from './isolation-cases.ts';
+import { SEEDS } from './isolation-seeds.ts';
 
 /**
  * Tenant isolation, generated from the registry (as test/core/security.test.ts
