@@ -35,7 +35,7 @@ import { createLogger, type Logger } from './logger.ts';
 import type { Plugin } from './plugin/define.ts';
 import { PluginLoadError } from './plugin/errors.ts';
 import { ExtensionRegistry } from './plugin/extension-points.ts';
-import { discoverLocalPlugins, importPackagePlugins, selectPlugins, validatePlugins } from './plugin/loader.ts';
+import { checkContributions, discoverLocalPlugins, importPackagePlugins, selectPlugins, validatePlugins } from './plugin/loader.ts';
 import type { CoreServices } from './plugin/services.ts';
 import { WorkerPool } from './pool/worker-pool.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -79,6 +79,7 @@ export interface App {
   readonly server: Server;
   readonly logger: Logger;
   /** The deps one plugin receives (its named services, own services, config, logger, extension points). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each plugin types its deps (its Deps type), which the core cannot name; tests read them by name
   depsOf(pluginId: string): Record<string, any>;
   /** Calls operations in the process as `principal` (null: anonymous), without HTTP. */
   createCaller(principal: Principal | null, options?: CallerOptions): Caller;
@@ -170,11 +171,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     jobService.register(pluginJobs(plugins, scopes));
     // Queues exist before the start hooks run, so those may enqueue; workers start once every plugin has started.
     await jobService.open();
-    for (const plugin of plugins) {
-      for (const [id, contributions] of Object.entries(plugin.extends ?? {})) {
-        for (const value of contributions as unknown[]) extensions.add(id, { pluginId: plugin.id, value, deps: scopes.get(plugin.id)!.cradle });
-      }
-    }
+    addContributions(plugins, scopes, extensions);
     const events = eventCatalogue(extensions);
     bus.useCatalogue(events.map((event) => event.name));
 
@@ -303,6 +300,25 @@ function pluginJobs(plugins: readonly Plugin[], scopes: Map<string, AwilixContai
   );
 }
 
+/**
+ * Each plugin's contributions, in load order. A contribution given as a
+ * function of the plugin's deps is called now that they exist, and what it
+ * returns is checked as validatePlugins checks the others.
+ */
+function addContributions(plugins: readonly Plugin[], scopes: Map<string, AwilixContainer>, extensions: ExtensionRegistry): void {
+  const points = new Map([...CORE_EXTENSION_POINTS, ...plugins.flatMap((plugin) => plugin.extensionPoints ?? [])].map((point) => [point.id, point]));
+  for (const plugin of plugins) {
+    for (const [id, given] of Object.entries(plugin.extends ?? {})) {
+      let contributions: readonly unknown[];
+      if (typeof given === 'function') {
+        contributions = given(scopes.get(plugin.id)!.cradle);
+        checkContributions(plugin, points.get(id)!, contributions);
+      } else contributions = given;
+      for (const value of contributions) extensions.add(id, { pluginId: plugin.id, value });
+    }
+  }
+}
+
 /** The events of `core.events`; each name is declared once. */
 function eventCatalogue(extensions: ExtensionRegistry): EventDeclaration[] {
   const owners = new Map<string, string>();
@@ -317,11 +333,11 @@ function eventCatalogue(extensions: ExtensionRegistry): EventDeclaration[] {
 /** The verifier of each credential scheme, from the plugins that contributed one. */
 function credentialVerifiers(extensions: ExtensionRegistry): Partial<Record<CredentialScheme, CredentialVerifier>> {
   const verifiers: Partial<Record<CredentialScheme, CredentialVerifier>> = {};
-  for (const { pluginId, value, deps } of extensions.all<CredentialSchemeContribution>(credentialsPoint.id)) {
+  for (const { pluginId, value } of extensions.all<CredentialSchemeContribution>(credentialsPoint.id)) {
     if (verifiers[value.scheme]) {
       throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": the ${value.scheme} credential scheme already has a verifier`);
     }
-    verifiers[value.scheme] = value.verifier(deps);
+    verifiers[value.scheme] = value.verifier;
   }
   return verifiers;
 }

@@ -82,13 +82,13 @@ export interface AiCall {
 }
 
 /**
- * A plugin's contribution to `core.aiCalls`: what records each call, made
- * from its deps. The client awaits it after the call, whether the call
- * succeeded or not; it writes on a connection of its own, never in the
- * caller's transaction, and a failure of it is logged, not passed on.
+ * A plugin's contribution to `core.aiCalls`: what records each call. The
+ * client awaits it after the call, whether the call succeeded or not; it
+ * writes on a connection of its own, never in the caller's transaction, and
+ * a failure of it is logged, not passed on.
  */
 export interface AiCallRecorder {
-  recorder(deps: any): (call: AiCall) => Promise<void>;
+  record(call: AiCall): Promise<void>;
 }
 
 declare module '../plugin/extension-points.ts' {
@@ -97,10 +97,10 @@ declare module '../plugin/extension-points.ts' {
   }
 }
 
-export const aiCallsPoint = defineExtensionPoint<AiCallRecorder>({
+export const aiCallsPoint = defineExtensionPoint({
   id: 'core.aiCalls',
   describe: 'Recorders of the AI calls the service makes (telemetry), each told of every call, failed ones included.',
-  contribution: v.object({ recorder: v.function() }) as never,
+  contribution: v.object({ record: v.function() }),
 });
 
 /** Where embeddings come from: the local embedder, or an HTTP API. Implement it to add a provider type. */
@@ -148,7 +148,7 @@ export class AiClient {
   readonly #options: AiClientOptions;
   readonly #local: EmbeddingProvider;
   readonly #remote: OpenAiCompatible;
-  #recorders: readonly ((call: AiCall) => Promise<void>)[] = [];
+  #recorders: readonly AiCallRecorder[] = [];
 
   constructor(options: AiClientOptions) {
     this.#options = options;
@@ -156,9 +156,9 @@ export class AiClient {
     this.#remote = new OpenAiCompatible(options);
   }
 
-  /** The `core.aiCalls` contributions, once the plugins' deps exist. */
+  /** The `core.aiCalls` contributions. */
   load(contributions: readonly Contribution<AiCallRecorder>[]): void {
-    this.#recorders = contributions.map(({ value, deps }) => value.recorder(deps));
+    this.#recorders = contributions.map(({ value }) => value);
   }
 
   /** Whether calls to the provider can be made: it needs no key, or the variable the catalogue names holds one. */
@@ -244,9 +244,9 @@ export class AiClient {
 
   /** Telemetry never fails the call it describes. */
   async #record(call: AiCall): Promise<void> {
-    for (const record of this.#recorders) {
+    for (const recorder of this.#recorders) {
       try {
-        await record(call);
+        await recorder.record(call);
       } catch (err) {
         this.#options.logger.warn({ err, traceId: call.traceId }, 'could not record an AI call');
       }

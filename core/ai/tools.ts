@@ -28,7 +28,7 @@ declare module '../plugin/extension-points.ts' {
   }
 }
 
-export const toolsPoint = defineExtensionPoint<ToolDeclaration>({
+export const toolsPoint = defineExtensionPoint({
   id: 'core.tools',
   describe: "The tool catalogue: operations agents may be given as tools, each called as the agent's caller.",
   contribution: v.object({

@@ -28,10 +28,10 @@ export interface CredentialVerifier {
   authenticate(presented: string, options?: { touch?: boolean }): Promise<Principal>;
 }
 
-/** A plugin's contribution to `core.credentials`: the scheme it verifies and its verifier, made from its deps. */
+/** A plugin's contribution to `core.credentials`: the scheme it verifies and its verifier. */
 export interface CredentialSchemeContribution {
   scheme: CredentialScheme;
-  verifier(deps: any): CredentialVerifier;
+  verifier: CredentialVerifier;
 }
 
 declare module '../plugin/extension-points.ts' {
@@ -40,10 +40,10 @@ declare module '../plugin/extension-points.ts' {
   }
 }
 
-export const credentialsPoint = defineExtensionPoint<CredentialSchemeContribution>({
+export const credentialsPoint = defineExtensionPoint({
   id: 'core.credentials',
   describe: 'Verifiers of the credential schemes (API keys, sessions) every request is authenticated with.',
-  contribution: v.object({ scheme: v.picklist(['apiKey', 'session']), verifier: v.function() }) as never,
+  contribution: v.object({ scheme: v.picklist(['apiKey', 'session']), verifier: v.object({ cached: v.function(), authenticate: v.function() }) }),
 });
 
 function cookieValue(header: string | undefined, name: string): string | undefined {

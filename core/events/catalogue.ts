@@ -15,7 +15,7 @@ declare module '../plugin/extension-points.ts' {
   }
 }
 
-export const eventsPoint = defineExtensionPoint<EventDeclaration>({
+export const eventsPoint = defineExtensionPoint({
   id: 'core.events',
   describe: 'The event catalogue: every event a plugin sends to the clients of a subscription.',
   contribution: v.object({

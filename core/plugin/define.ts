@@ -1,5 +1,4 @@
 import type Router from '@koa/router';
-import type { EntitySchema } from '@mikro-orm/core';
 import type { Resolver } from 'awilix';
 import type * as v from 'valibot';
 import type { BusEvent } from '../events/bus.ts';
@@ -7,19 +6,22 @@ import type { Job } from '../jobs/job-service.ts';
 import type { Operation } from '../rpc/operation.ts';
 import type { Contributions, ExtensionPoint } from './extension-points.ts';
 import type { ServiceName } from './services.ts';
+import type { AnyEntitySchema } from '../db/any-entity.ts';
 import type { MigrationClass } from '../db/migration.ts';
 
-type SettingsObject = v.ObjectSchema<v.ObjectEntries, any> | v.LooseObjectSchema<v.ObjectEntries, any>;
+type SettingsObject =
+  | v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
+  | v.LooseObjectSchema<v.ObjectEntries, v.ErrorMessage<v.LooseObjectIssue> | undefined>;
 
 /**
  * The environment settings of a plugin: a valibot object whose keys are the
  * variable names, optionally piped into the shape the plugin wants.
  */
-export type ConfigSchema = SettingsObject | v.SchemaWithPipe<readonly [SettingsObject, ...v.PipeItem<any, any, v.BaseIssue<unknown>>[]]>;
+export type ConfigSchema = SettingsObject | v.SchemaWithPipe<readonly [SettingsObject, ...v.GenericPipeItem[]]>;
 
-export type EventSubscriber<D = any> = (event: BusEvent, deps: D) => void | Promise<void>;
+export type EventSubscriber<D = unknown> = (event: BusEvent, deps: D) => void | Promise<void>;
 
-export interface PluginDefinition<D = any> {
+export interface PluginDefinition<D = unknown> {
   /** kebab-case, unique; prefixes the plugin's tables (`task-board` → `task_board` or `task_board_*`). */
   id: string;
   /** The RPC group; every operation becomes `<group>.<name>`. */
@@ -44,16 +46,16 @@ export interface PluginDefinition<D = any> {
   /** Names of its services other plugins may name in their `deps`. */
   exports?: readonly string[];
   /** Entities made with `defineEntity`; a `subscriptionId` property puts them under the tenant filter. */
-  entities?: readonly EntitySchema<any, any>[];
+  entities?: readonly AnyEntitySchema[];
   /** Generated from the entities by the MikroORM migrator, in order. */
   migrations?: readonly MigrationClass[];
   operations: Record<string, Operation>;
   /** Background jobs, each made by `defineJob`; the plugin enqueues them through its `jobs` dep by these names. */
   jobs?: Record<string, Job>;
   /** Points other plugins may contribute to; ids start with the plugin id (`auth.lifecycle`). */
-  extensionPoints?: readonly ExtensionPoint<any>[];
-  /** Contributions to extension points of the core or of other plugins. */
-  extends?: Contributions;
+  extensionPoints?: readonly ExtensionPoint[];
+  /** Contributions to extension points of the core or of other plugins; a function of the plugin's deps when they use its services. */
+  extends?: Contributions<D>;
   /** Event subscribers: event name (or `*`) → handler. */
   subscribers?: Record<string, EventSubscriber<D>>;
   /**
@@ -72,7 +74,7 @@ export const PLUGIN_MARKER = Symbol.for('rpc-service.plugin');
 export type Plugin = Readonly<PluginDefinition> & { readonly [PLUGIN_MARKER]: true };
 
 /** Declares a plugin. `D` types the deps its hooks receive (see `Deps`). */
-export const definePlugin = <D = any>(definition: PluginDefinition<D>): Plugin =>
+export const definePlugin = <D = unknown>(definition: PluginDefinition<D>): Plugin =>
   Object.freeze({ ...definition, [PLUGIN_MARKER]: true as const }) as Plugin;
 
 export const isPlugin = (value: unknown): value is Plugin =>

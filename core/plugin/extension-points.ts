@@ -14,34 +14,43 @@ import type * as v from 'valibot';
  * core/rpc/collections.ts, core/rpc/data-scopes.ts), so this file imports none
  * of them and stays a leaf of the import graph.
  */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- empty here, filled by declaration merging
 export interface ExtensionPoints {}
 
 export type ExtensionPointId = keyof ExtensionPoints & string;
 
-/** What a plugin contributes to the points of others, by point id. */
-export type Contributions = { readonly [K in ExtensionPointId]?: readonly ExtensionPoints[K][] };
+/**
+ * What a plugin contributes to the points of others, by point id: the
+ * contributions, or a function of the contributing plugin's own deps `D`
+ * returning them, called once those deps exist. Functions in a contribution
+ * close over the deps they need:
+ *
+ *   'core.collections': (deps) => [{ name: 'discounts', ..., list: (ctx, query) => deps.discountService.listForCollection(ctx, query) }]
+ */
+export type Contributions<D = unknown> = {
+  readonly [K in ExtensionPointId]?: readonly ExtensionPoints[K][] | ((deps: D) => readonly ExtensionPoints[K][]);
+};
 
 /**
- * An extension point: a typed place where other plugins add to the plugin
- * that declares it. `contribution` checks each contribution at load time.
+ * An extension point: a place where other plugins add to the plugin that
+ * declares it. The contributions' type is the one declared for its id in
+ * ExtensionPoints; `contribution` checks each of them at load time (valibot
+ * cannot spell that type, functions with their parameters least of all).
  */
-export interface ExtensionPoint<T = unknown> {
+export interface ExtensionPoint {
   readonly id: string;
   readonly describe: string;
-  readonly contribution: v.GenericSchema<unknown, T>;
+  readonly contribution: v.GenericSchema;
 }
 
-export const defineExtensionPoint = <T>(point: ExtensionPoint<T>): ExtensionPoint<T> => Object.freeze({ ...point });
+/** Declares a point whose id is declared in ExtensionPoints. */
+export const defineExtensionPoint = <K extends ExtensionPointId>(point: ExtensionPoint & { readonly id: K }): ExtensionPoint =>
+  Object.freeze({ ...point });
 
-/**
- * One contribution as the declaring plugin receives it: the value, the
- * contributing plugin and that plugin's own deps, for contributions whose
- * functions need the contributor's services.
- */
+/** One contribution as the declaring plugin receives it: the value and the contributing plugin. */
 export interface Contribution<T> {
   readonly pluginId: string;
   readonly value: T;
-  readonly deps: object;
 }
 
 /** The contributions to the points a plugin declared (a plugin reads only its own points). */
@@ -68,9 +77,9 @@ export class ExtensionRegistry {
   /** The view one owner has: its own points only. */
   scopedTo(owner: string, ownPoints: readonly string[]): Extensions {
     return {
-      get: (id) => {
+      get: <K extends ExtensionPointId>(id: K) => {
         if (!ownPoints.includes(id)) throw new Error(`${owner} reads extension point "${id}", which it does not declare`);
-        return this.all(id) as never;
+        return this.all<ExtensionPoints[K]>(id);
       },
     };
   }

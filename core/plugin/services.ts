@@ -85,6 +85,7 @@ export const CORE_SERVICE_NAMES = [
  *     interface PluginServices { userService: UserService }
  *   }
  */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- empty here, filled by declaration merging
 export interface PluginServices {}
 
 export type ServiceName = keyof CoreServices | keyof PluginServices;
@@ -105,7 +106,7 @@ export const SCOPE_NAMES = ['config', 'logger', 'extensions'] as const;
  *   const DEPS = ['db', 'bus'] as const;
  *   type NoteDeps = Deps<typeof DEPS, { noteService: NoteService }, NotesConfig>;
  */
-export type Deps<Names extends readonly ServiceName[], Own extends object = {}, Config = {}> = Pick<
+export type Deps<Names extends readonly ServiceName[], Own extends object = object, Config = unknown> = Pick<
   CoreServices & PluginServices,
   Names[number]
 > &

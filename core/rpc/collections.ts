@@ -16,7 +16,7 @@ export interface CollectionDeclaration {
   /** The fields a reference may take values and labels from. */
   fields: string[];
   /** Records of the caller's subscription, filtered and sorted as the owner's list operation does, at most `limit`. */
-  list(ctx: AuthenticatedContext, query: Pick<ListQuery, 'filter' | 'sort'> & { limit: number }, deps: object): Promise<object[]>;
+  list(ctx: AuthenticatedContext, query: Pick<ListQuery, 'filter' | 'sort'> & { limit: number }): Promise<object[]>;
 }
 
 declare module '../plugin/extension-points.ts' {
@@ -25,15 +25,15 @@ declare module '../plugin/extension-points.ts' {
   }
 }
 
-export const collectionsPoint = defineExtensionPoint<CollectionDeclaration>({
+export const collectionsPoint = defineExtensionPoint({
   id: 'core.collections',
-  describe: 'Collections of records forms pick values from (getFieldValues): {name, describe, fields, list(ctx, {filter, sort, limit}, deps)}.',
+  describe: 'Collections of records forms pick values from (getFieldValues): {name, describe, fields, list(ctx, {filter, sort, limit})}.',
   contribution: v.object({
     name: v.pipe(v.string(), v.regex(/^[a-z][A-Za-z0-9]{0,63}$/, 'a collection name is camelCase, like "agentConfigs"')),
     describe: v.pipe(v.string(), v.minLength(1, 'describe must not be empty')),
     fields: v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1)),
     list: v.function(),
-  }) as never,
+  }),
 });
 
 /** A reference to values of a collection, as forms give it. */
@@ -84,7 +84,7 @@ export class CollectionCatalogue {
       .filter((key) => !fields.includes(reference[key]))
       .map((key) => ({ path: `${path}.${key}`, message: `${reference[key]} is not a field of ${reference.collection}; fields: ${fields.join(', ')}` }));
     if (issues.length > 0) throw validationError(issues);
-    const records = (await collection.value.list(ctx, { filter: reference.filter ?? {}, sort: reference.sort ?? {}, limit: MAX_FIELD_VALUES }, collection.deps)) as Record<string, unknown>[];
+    const records = (await collection.value.list(ctx, { filter: reference.filter ?? {}, sort: reference.sort ?? {}, limit: MAX_FIELD_VALUES })) as Record<string, unknown>[];
     const seen = new Set<string>();
     const values: { value: unknown; label: string }[] = [];
     for (const record of records) {

@@ -1,6 +1,6 @@
-import type { EntitySchema } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import * as v from 'valibot';
+import type { AnyEntitySchema } from '../db/any-entity.ts';
 import { ACROSS_TENANTS } from '../db/tenant.ts';
 import { PluginLoadError } from '../plugin/errors.ts';
 import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
@@ -20,9 +20,9 @@ export interface DataScopeDeclaration {
   name: string;
   describe: string;
   /** The caller's subscription's records as files, read through `em`: the connection that holds the scope's lock. */
-  export(ctx: AuthenticatedContext, em: EntityManager, deps: object): Promise<ScopeFiles>;
+  export(ctx: AuthenticatedContext, em: EntityManager): Promise<ScopeFiles>;
   /** Makes the subscription's records equal to the files, through `em`: the transaction the restore runs in. */
-  import(ctx: AuthenticatedContext, em: EntityManager, files: ScopeFiles, deps: object): Promise<void>;
+  import(ctx: AuthenticatedContext, em: EntityManager, files: ScopeFiles): Promise<void>;
 }
 
 export const SCOPE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -33,24 +33,19 @@ declare module '../plugin/extension-points.ts' {
   }
 }
 
-export const dataScopesPoint = defineExtensionPoint<DataScopeDeclaration>({
+export const dataScopesPoint = defineExtensionPoint({
   id: 'core.dataScopes',
-  describe: 'Records kept as files of a versioned data scope: {name, describe, export(ctx, em, deps), import(ctx, em, files, deps)}.',
+  describe: 'Records kept as files of a versioned data scope: {name, describe, export(ctx, em), import(ctx, em, files)}.',
   contribution: v.object({
     name: v.pipe(v.string(), v.regex(SCOPE_NAME, 'a scope name is lower-case letters, digits, _ and -, like "workflows"')),
     describe: v.pipe(v.string(), v.minLength(1, 'describe must not be empty')),
     export: v.function(),
     import: v.function(),
-  }) as never,
+  }),
 });
 
-/** A scope whose files come from records, bound to its contributor's deps. */
-export interface DataScope {
-  readonly name: string;
-  readonly describe: string;
-  export(ctx: AuthenticatedContext, em: EntityManager): Promise<ScopeFiles>;
-  import(ctx: AuthenticatedContext, em: EntityManager, files: ScopeFiles): Promise<void>;
-}
+/** A scope whose files come from records, as the catalogue gives it. */
+export type DataScope = Readonly<DataScopeDeclaration>;
 
 /** The `core.dataScopes` contributions, by scope name. */
 export class DataScopeCatalogue {
@@ -59,16 +54,11 @@ export class DataScopeCatalogue {
   load(contributions: readonly Contribution<DataScopeDeclaration>[]): void {
     const scopes = new Map<string, DataScope>();
     const owners = new Map<string, string>();
-    for (const { pluginId, value, deps } of contributions) {
+    for (const { pluginId, value } of contributions) {
       const owner = owners.get(value.name);
       if (owner) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": data scope "${value.name}" is already declared by plugin "${owner}"`);
       owners.set(value.name, pluginId);
-      scopes.set(value.name, {
-        name: value.name,
-        describe: value.describe,
-        export: (ctx, em) => value.export(ctx, em, deps),
-        import: (ctx, em, files) => value.import(ctx, em, files, deps),
-      });
+      scopes.set(value.name, value);
     }
     this.#scopes = scopes;
   }
@@ -88,7 +78,7 @@ export class DataScopeCatalogue {
  * import deletes the subscription's records that have no file, then writes
  * every file's record as it is (same id, same values).
  */
-export function entityScope({ name, describe, entity }: { name: string; describe: string; entity: EntitySchema<any, any> }): DataScopeDeclaration {
+export function entityScope({ name, describe, entity }: { name: string; describe: string; entity: AnyEntitySchema }): DataScopeDeclaration {
   const entityName = entity.meta.className;
   const fieldsOf = (em: EntityManager) => {
     const meta = em.getMetadata().get(entityName);

@@ -25,7 +25,7 @@ export interface Transport {
 
 export type ContextFor<A extends Access> = A extends 'public' ? RequestContext : AuthenticatedContext;
 
-export interface HandlerArgs<S extends GenericSchema, A extends Access, D = any> {
+export interface HandlerArgs<S extends GenericSchema, A extends Access, D = unknown> {
   params: InferOutput<S>;
   ctx: ContextFor<A>;
   /** The plugin's deps: the services it named, its own services, its config, logger and extension points. */
@@ -33,7 +33,7 @@ export interface HandlerArgs<S extends GenericSchema, A extends Access, D = any>
   transport: Transport;
 }
 
-export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access, D = any> {
+export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access, D = unknown> {
   access: A;
   params: S;
   /** One line for the operation listing. */
@@ -46,7 +46,7 @@ export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
 export type Operation = OperationDefinition<GenericSchema, Access> & { [OPERATION_MARKER]: true };
 
 /** Declares one operation: access, params schema and handler as plain data. */
-export function defineOperation<S extends GenericSchema, A extends Access, D = any>(
+export function defineOperation<S extends GenericSchema, A extends Access, D = unknown>(
   definition: OperationDefinition<S, A, D>,
 ): Operation {
   return { ...definition, [OPERATION_MARKER]: true } as unknown as Operation;

@@ -16,12 +16,12 @@ export const agentConfigPlugin = definePlugin<AgentConfigDeps>({
   migrations,
   services: { agentService: asClass(AgentService).singleton() },
   extends: {
-    'core.collections': [
+    'core.collections': (deps) => [
       {
         name: 'agentConfigs',
         describe: "The subscription's agent configurations (fields as getData returns them).",
         fields: Object.keys(AGENT_FIELDS),
-        list: async (ctx, query, deps) => (await (deps as AgentConfigDeps).agentService.getData(ctx, { ...query, page: 1, pageSize: query.limit })).data,
+        list: async (ctx, query) => (await deps.agentService.getData(ctx, { ...query, page: 1, pageSize: query.limit })).data,
       },
     ],
     'core.dataScopes': [entityScope({ name: 'agents', describe: "The subscription's agent configurations, one JSON file each.", entity: Agent })],

@@ -16,7 +16,7 @@ export const aiTelemetryPlugin = definePlugin<TelemetryDeps>({
   migrations,
   services: { telemetryService: asClass(TelemetryService).singleton() },
   extends: {
-    'core.aiCalls': [{ recorder: ({ telemetryService }: TelemetryDeps) => (call) => telemetryService.record(call) }],
+    'core.aiCalls': (deps) => [{ record: (call) => deps.telemetryService.record(call) }],
   },
   operations: { listThreads, getThread, getTrace, getStats },
 });

@@ -157,7 +157,7 @@ export class ApiKeyService implements CredentialVerifier {
   async #records(subscriptionId: string, keys: readonly RecordSource[]): Promise<ApiKeyRecord[]> {
     const contributions = keys.length === 0 ? [] : this.#extensions.get('api-key.recordFields');
     const ids = keys.map((key) => key.id);
-    const contributed = await Promise.all(contributions.map(({ value, deps }) => value.fields(deps)(subscriptionId, ids)));
+    const contributed = await Promise.all(contributions.map(({ value }) => value.fields(subscriptionId, ids)));
     return keys.map((key) => toApiKeyRecord(key, Object.assign({}, ...contributed.map((fields) => fields.get(key.id)))));
   }
 

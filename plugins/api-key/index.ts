@@ -29,7 +29,7 @@ export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
   exports: ['apiKeyService'],
   extensionPoints: [recordFieldsPoint],
   extends: {
-    'core.credentials': [{ scheme: 'apiKey', verifier: (deps: ApiKeyDeps) => deps.apiKeyService }],
+    'core.credentials': (deps) => [{ scheme: 'apiKey', verifier: deps.apiKeyService }],
     // A removed user's keys go in the same transaction.
     'auth.lifecycle': [{ userRemoved: async ({ em, userId }) => void (await em.nativeDelete(ApiKey, { userId })) }],
   },

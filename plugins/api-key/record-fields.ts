@@ -15,13 +15,13 @@ export interface ContributedFields {
   updatedAt?: string;
 }
 
-/** A contribution to `api-key.recordFields`: from the contributor's deps, the fields it keeps for some keys of a subscription, by key id. */
+/** A contribution to `api-key.recordFields`: the fields it keeps for some keys of a subscription, by key id. */
 export interface RecordFieldsContribution {
-  fields(deps: any): (subscriptionId: string, apiKeyIds: readonly string[]) => Promise<ReadonlyMap<string, ContributedFields>>;
+  fields(subscriptionId: string, apiKeyIds: readonly string[]): Promise<ReadonlyMap<string, ContributedFields>>;
 }
 
-export const recordFieldsPoint = defineExtensionPoint<RecordFieldsContribution>({
+export const recordFieldsPoint = defineExtensionPoint({
   id: 'api-key.recordFields',
   describe: 'Fields of the API key records ApiKeyRpc returns that another plugin keeps (the webhook of a key).',
-  contribution: v.object({ fields: v.function() }) as never,
+  contribution: v.object({ fields: v.function() }),
 });

@@ -23,7 +23,7 @@ export const apiManagementPlugin = definePlugin<ApiManagementDeps>({
   extends: {
     'core.events': [{ name: WEBHOOK_TEST, describe: 'Sent by registerWebhook to the webhook being registered only: {apiKeyId, message}.' }],
     // ApiKeyRpc's records show a key's webhook (the spec places those fields on the API key).
-    'api-key.recordFields': [{ fields: ({ webhookStore }: ApiManagementDeps) => (subscriptionId, apiKeyIds) => webhookStore.recordFields(subscriptionId, apiKeyIds) }],
+    'api-key.recordFields': (deps) => [{ fields: (subscriptionId, apiKeyIds) => deps.webhookStore.recordFields(subscriptionId, apiKeyIds) }],
   },
   subscribers: { '*': (event, { webhookService }) => webhookService.onEvent(event) },
   operations: { registerWebhook, listApiKeysForWebhook, getDeliveries, resendDeliveries },

@@ -61,7 +61,7 @@ export const authPlugin = definePlugin<AuthDeps>({
   exports: ['userService', 'sessionService', 'verificationService', 'inviteCodeService'],
   extensionPoints: [lifecyclePoint],
   extends: {
-    'core.credentials': [{ scheme: 'session', verifier: (deps: AuthDeps) => deps.sessionService }],
+    'core.credentials': (deps) => [{ scheme: 'session', verifier: deps.sessionService }],
   },
   operations,
   routes: oauthRoutes,

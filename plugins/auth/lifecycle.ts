@@ -22,27 +22,24 @@ export interface UserRemoved {
   em: EntityManager;
 }
 
-/**
- * What a plugin contributes to `auth.lifecycle`. Each function gets the
- * contributing plugin's own deps last.
- */
+/** What a plugin contributes to `auth.lifecycle`. */
 export interface LifecycleHooks {
   /** After a user exists (signup, OAuth signup); awaited in load order; a failure is logged and undoes nothing. */
-  afterSignup?(event: AfterSignup, deps: any): void | Promise<void>;
+  afterSignup?(event: AfterSignup): void | Promise<void>;
   /** After a session was made; like afterSignup. */
-  afterLogin?(event: AfterLogin, deps: any): void | Promise<void>;
+  afterLogin?(event: AfterLogin): void | Promise<void>;
   /** Inside the transaction that removes a user: delete or detach what the plugin keeps for them. A failure stops the removal. */
-  userRemoved?(event: UserRemoved, deps: any): Promise<void>;
+  userRemoved?(event: UserRemoved): Promise<void>;
 }
 
-export const lifecyclePoint = defineExtensionPoint<LifecycleHooks>({
+export const lifecyclePoint = defineExtensionPoint({
   id: 'auth.lifecycle',
   describe: 'Hooks that run after signup and login, and inside the removal of a user.',
   contribution: v.strictObject({
     afterSignup: v.optional(v.function()),
     afterLogin: v.optional(v.function()),
     userRemoved: v.optional(v.function()),
-  }) as never,
+  }),
 });
 
 /** Runs the contributions to `auth.lifecycle` in load order. */
@@ -64,15 +61,15 @@ export class Lifecycle {
   }
 
   async userRemoved(event: UserRemoved): Promise<void> {
-    for (const { value, deps } of this.#extensions.get('auth.lifecycle')) await value.userRemoved?.(event, deps);
+    for (const { value } of this.#extensions.get('auth.lifecycle')) await value.userRemoved?.(event);
   }
 
   async #notify(name: 'afterSignup' | 'afterLogin', event: AfterSignup | AfterLogin): Promise<void> {
-    for (const { pluginId, value, deps } of this.#extensions.get('auth.lifecycle')) {
-      const hook = value[name] as ((event: unknown, deps: unknown) => void | Promise<void>) | undefined;
+    for (const { pluginId, value } of this.#extensions.get('auth.lifecycle')) {
+      const hook = value[name] as ((event: unknown) => void | Promise<void>) | undefined;
       if (!hook) continue;
       try {
-        await hook(event, deps);
+        await hook(event);
       } catch (err) {
         this.#logger.error({ err, errorId: randomUUID(), plugin: pluginId, hook: name, userId: event.user._id }, 'lifecycle hook failed');
       }

@@ -24,12 +24,12 @@ export const billingPlanPlugin = definePlugin<BillingPlanDeps>({
   services: { planService: asClass(PlanService).singleton() },
   exports: ['planService'],
   extends: {
-    'core.collections': [
+    'core.collections': (deps) => [
       {
         name: 'billingPlans',
         describe: "The subscription's billing plans (fields as getData returns them).",
         fields: Object.keys(PLAN_FIELDS),
-        list: (ctx, query, deps) => (deps as BillingPlanDeps).planService.listForCollection(ctx, query),
+        list: (ctx, query) => deps.planService.listForCollection(ctx, query),
       },
     ],
   },

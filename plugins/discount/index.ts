@@ -16,12 +16,12 @@ export const discountPlugin = definePlugin<DiscountDeps>({
   migrations,
   services: { discountService: asClass(DiscountService).singleton() },
   extends: {
-    'core.collections': [
+    'core.collections': (deps) => [
       {
         name: 'discounts',
         describe: "The subscription's discounts (fields as getData returns them).",
         fields: Object.keys(DISCOUNT.fields),
-        list: (ctx, query, deps) => (deps as DiscountDeps).discountService.listForCollection(ctx, query),
+        list: (ctx, query) => deps.discountService.listForCollection(ctx, query),
       },
     ],
   },

@@ -24,7 +24,7 @@ declare module 'rpc-service/plugin' {
   }
 }
 
-export const parsersPoint = defineExtensionPoint<ParserContribution>({
+export const parsersPoint = defineExtensionPoint({
   id: 'knowledge-base.parsers',
   describe: 'Parsers of uploaded files into Markdown for the knowledge base: {name, types, extensions, worker}.',
   contribution: v.object({

@@ -53,12 +53,12 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
       { name: 'workflow.failed', describe: 'A run you started failed: {instanceId, workflowId, workflowName, error}.' },
       { name: 'workflow.waiting', describe: 'A run you started waits: {instanceId, workflowId, workflowName, event} for an event, {..., until} for a time.' },
     ],
-    'core.collections': [
+    'core.collections': (deps) => [
       {
         name: 'workflows',
         describe: "The subscription's workflows (fields as getData returns them).",
         fields: ['_id', 'name', 'description', 'contextId', 'projectId', 'userId', 'createdAt', 'updatedAt'],
-        list: (ctx, query, deps) => (deps as WorkflowDeps).workflowService.listForCollection(ctx, query),
+        list: (ctx, query) => deps.workflowService.listForCollection(ctx, query),
       },
     ],
     'core.dataScopes': [entityScope({ name: 'workflows', describe: "The subscription's workflows, one JSON file each.", entity: Workflow })],

@@ -19,7 +19,7 @@ export interface LeadSourceContribution {
   describe: string;
   /** A valibot schema of `properties`. */
   properties: v.GenericSchema;
-  generate(ctx: AuthenticatedContext, properties: unknown, deps: object): Promise<Lead[]>;
+  generate(ctx: AuthenticatedContext, properties: unknown): Promise<Lead[]>;
 }
 
 declare module 'rpc-service/plugin' {
@@ -28,15 +28,15 @@ declare module 'rpc-service/plugin' {
   }
 }
 
-export const leadSourcesPoint = defineExtensionPoint<LeadSourceContribution>({
+export const leadSourcesPoint = defineExtensionPoint({
   id: 'workflow.leadSources',
-  describe: 'Lead-generating tools for WorkflowRpc.generateDynamicLeads: {name, describe, properties (a valibot schema), generate(ctx, properties, deps)}.',
+  describe: 'Lead-generating tools for WorkflowRpc.generateDynamicLeads: {name, describe, properties (a valibot schema), generate(ctx, properties)}.',
   contribution: v.object({
     name: v.pipe(v.string(), v.regex(/^[A-Z][A-Za-z0-9]{1,63}$/, 'a lead source is named like a class: "CrmLeadSearch"')),
     describe: v.pipe(v.string(), v.minLength(1)),
     properties: v.custom<v.GenericSchema>((value) => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'schema', 'properties must be a valibot schema'),
     generate: v.function(),
-  }) as never,
+  }),
 });
 
 /** Leads one call returns at most. */

@@ -23,7 +23,7 @@ export interface NodeTypeContribution {
   /** A valibot schema of the node's `config`. */
   config: v.GenericSchema;
   /** Does the node's work; what it returns is the node's result (`$result` for the edges after it, `saveAs` keeps it). */
-  run(ctx: AuthenticatedContext, input: NodeRunInput, deps: object): Promise<unknown>;
+  run(ctx: AuthenticatedContext, input: NodeRunInput): Promise<unknown>;
 }
 
 declare module 'rpc-service/plugin' {
@@ -32,15 +32,15 @@ declare module 'rpc-service/plugin' {
   }
 }
 
-export const nodeTypesPoint = defineExtensionPoint<NodeTypeContribution>({
+export const nodeTypesPoint = defineExtensionPoint({
   id: 'workflow.nodeTypes',
-  describe: 'Node types for workflow graphs: {type, describe, config (a valibot schema), run(ctx, {config, variables, args}, deps)}.',
+  describe: 'Node types for workflow graphs: {type, describe, config (a valibot schema), run(ctx, {config, variables, args})}.',
   contribution: v.object({
     type: v.pipe(v.string(), v.regex(/^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)+$/, 'a node type is dotted, like "crm.createLead"')),
     describe: v.pipe(v.string(), v.minLength(1, 'describe must not be empty')),
     config: v.custom<v.GenericSchema>((value) => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'schema', 'config must be a valibot schema'),
     run: v.function(),
-  }) as never,
+  }),
 });
 
 /** Longest expression or template accepted. */

@@ -281,7 +281,6 @@ export class WorkflowRunner {
         continue;
       }
       const outcome = part;
-      next = undefined;
       const history = [...instance.history, ...outcome.steps];
       const kept = await em.fork().transactional(async (tx) => {
         const [current] = await tx.execute<{ status: InstanceStatus }[]>('select status from workflow_instance where id = ? for update', [instanceId]);
@@ -414,13 +413,13 @@ export class WorkflowRunner {
   /** Does the work of a node for the run's user: an operation, a tool, an HTTP request, a chat completion or a contributed type. */
   async #effect(principal: Principal, ctx: AuthenticatedContext, instance: WorkflowInstance, request: EffectRequest, stopped: () => boolean): Promise<EffectReply> {
     if (stopped()) return { id: request.id, ok: false, error: 'the run was cancelled' };
-    const input = request.input as Record<string, any>;
+    const { input } = request;
     try {
       switch (request.type) {
         case 'rpc':
-          return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(input.method, input.params)) ?? null };
+          return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(input.method as string, input.params)) ?? null };
         case 'tool': {
-          const tool = this.#tools.get(input.tool);
+          const tool = this.#tools.get(input.tool as string);
           if (!tool) return { id: request.id, ok: false, error: `${input.tool} is not an available tool` };
           return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(tool.method, input.params)) ?? null };
         }
@@ -428,13 +427,13 @@ export class WorkflowRunner {
           return { id: request.id, ok: true, value: await this.#http(input as never) };
         case 'ai': {
           const messages = [...(input.system ? [{ role: 'system' as const, content: input.system as string }] : []), { role: 'user' as const, content: input.prompt as string }];
-          const answer = await this.#ai.chat(ctx, messages, { model: input.model, caller: { type: 'workflow', name: instance.workflowName }, threadId: instance.id });
+          const answer = await this.#ai.chat(ctx, messages, { model: input.model as string | undefined, caller: { type: 'workflow', name: instance.workflowName }, threadId: instance.id });
           return { id: request.id, ok: true, value: answer.content };
         }
         default: {
           const contributed = this.#extensions.get('workflow.nodeTypes').find(({ value }) => value.type === request.type);
           if (!contributed) return { id: request.id, ok: false, error: `no node type ${request.type} is loaded` };
-          return { id: request.id, ok: true, value: (await contributed.value.run(ctx, input as never, contributed.deps)) ?? null };
+          return { id: request.id, ok: true, value: (await contributed.value.run(ctx, input as never)) ?? null };
         }
       }
     } catch (error) {

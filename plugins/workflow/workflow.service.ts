@@ -167,21 +167,17 @@ export class WorkflowService {
 
   /** Leads from a lead-generating tool: a built-in one (CsvLeadImporter, JsonLeadImporter) or one a plugin contributes. */
   async generateDynamicLeads(ctx: AuthenticatedContext, toolClassName: string, properties: unknown): Promise<Lead[]> {
-    const contributed = this.#extensions.get('workflow.leadSources');
-    const sources: { source: LeadSourceContribution; deps: object }[] = [
-      ...builtInLeadSources.map((source) => ({ source, deps: {} })),
-      ...contributed.map(({ value, deps }) => ({ source: value, deps })),
-    ];
-    const found = sources.find(({ source }) => source.name === toolClassName);
+    const sources: LeadSourceContribution[] = [...builtInLeadSources, ...this.#extensions.get('workflow.leadSources').map(({ value }) => value)];
+    const found = sources.find((source) => source.name === toolClassName);
     if (!found) {
-      throw validationError([{ path: 'toolClassName', message: `unknown lead source; known: ${sources.map(({ source }) => source.name).join(', ')}` }]);
+      throw validationError([{ path: 'toolClassName', message: `unknown lead source; known: ${sources.map((source) => source.name).join(', ')}` }]);
     }
-    const parsed = v.safeParse(found.source.properties, properties);
+    const parsed = v.safeParse(found.properties, properties);
     if (!parsed.success) {
       throw validationError(parsed.issues.map((issue) => ({ path: ['properties', v.getDotPath(issue)].filter(Boolean).join('.'), message: issue.message })));
     }
     try {
-      return await found.source.generate(ctx, parsed.output, found.deps);
+      return await found.generate(ctx, parsed.output);
     } catch (error) {
       if (error instanceof LeadSourceError) throw validationError([{ path: 'properties', message: error.message }]);
       throw error;

@@ -183,7 +183,7 @@ describe('AI client: reporting calls through core.aiCalls', () => {
       extends: {
         'core.aiCalls': [
           {
-            recorder: () => async (call: AiCall) => {
+            record: async (call: AiCall) => {
               if (fail) throw new Error('the recorder is down');
               reported.push(call);
             },

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
-import { definePlugin } from '../../core/plugin/define.ts';
-import { defineOperation } from '../../core/rpc/operation.ts';
+import { definePlugin, operationBuilder, type Deps } from 'rpc-service/plugin';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { sendWhole, type NaiveAnswer } from '../support/naive-client.ts';
 
@@ -12,6 +11,8 @@ import { sendWhole, type NaiveAnswer } from '../support/naive-client.ts';
  * closing on unread bytes resets the connection and the client would see
  * EPIPE or ECONNRESET instead of the answer.
  */
+
+const defineOperation = operationBuilder<Deps<['uploadService']>>();
 
 const MiB = 1024 * 1024;
 const ROUNDS = 20;

@@ -24,7 +24,7 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const userOp = defineOperation({ access: 'user', describe: 'A harmless operation.', params: v.object({}), handler: () => 'pong' });
 
-const plugin = (overrides: Partial<PluginDefinition> = {}): Plugin =>
+const plugin = (overrides: Partial<PluginDefinition<any>> = {}): Plugin =>
   definePlugin({ id: 'mine', group: 'MineRpc', coreVersion: '^2.0.0', operations: { ping: userOp }, ...overrides });
 
 /** Asserts that validatePlugins refuses with a PluginLoadError of this code, naming the plugin when given. */
@@ -209,6 +209,10 @@ describe('createApp and plugins', () => {
       '"auth.lifecycle"',
     );
     await refusesToStart([plugin({ extends: { 'core.events': [{ name: 'NotDotted', describe: 'x' }] } })], 'PLUGIN_INVALID_CONTRIBUTION', 'name');
+    // A function of the plugin's deps: the point must exist at load, what it returns is checked once the deps exist.
+    await refusesToStart([plugin({ extends: { 'nobody.here': () => [{}] } as never })], 'PLUGIN_UNKNOWN_EXTENSION_POINT', '"nobody.here"');
+    await refusesToStart([plugin({ extends: { 'core.events': () => [{ name: 'NotDotted', describe: 'x' }] } })], 'PLUGIN_INVALID_CONTRIBUTION', 'name');
+    await refusesToStart([plugin({ extends: { 'core.events': () => ({ name: 'not.listed', describe: 'x' }) } as never })], 'PLUGIN_INVALID_CONTRIBUTION', 'must be an array');
     await refusesToStart(
       [plugin({ extends: { 'core.events': [{ name: 'note.added', describe: 'Mine too.' }] } })],
       'PLUGIN_INVALID_CONTRIBUTION',
@@ -287,12 +291,12 @@ describe('plugin deps, settings and extension points', () => {
           access: 'user',
           describe: 'What the plugin can reach.',
           params: v.object({}),
-          handler: ({ deps }) => {
+          handler: ({ deps }: { deps: Record<string, unknown> }) => {
             for (const name of ['userService', 'bus', 'config', 'logger', 'extensions']) seen[name] = typeof deps[name];
             // Not named in deps: not there, even though the core and the auth plugin have them.
             for (const name of ['db', 'authService', 'sessionService']) {
               try {
-                deps[name];
+                void deps[name];
                 seen[name] = 'reachable';
               } catch {
                 seen[name] = 'unreachable';
@@ -346,12 +350,18 @@ describe('plugin deps, settings and extension points', () => {
     }
   });
 
-  it('hands contributions to the declaring plugin in load order, with the contributor’s own deps', async () => {
+  it('hands contributions to the declaring plugin in load order, those given as a function made from the contributor’s own deps', async () => {
+    let shoutDeps: { bus: { publish: unknown } } | undefined;
     const shout = plugin({
       id: 'shout',
       group: 'ShoutRpc',
       deps: ['bus'],
-      extends: { 'notes.textFilters': [{ name: 'upper', apply: (text: string) => text.toUpperCase() }] },
+      extends: {
+        'notes.textFilters': (deps) => {
+          shoutDeps = deps;
+          return [{ name: 'upper', apply: (text: string) => text.toUpperCase() }];
+        },
+      },
     });
     const mark = plugin({
       id: 'mark',
@@ -363,7 +373,7 @@ describe('plugin deps, settings and extension points', () => {
     try {
       const contributions = t.app.depsOf('notes').extensions.get('notes.textFilters');
       assert.deepEqual(contributions.map((c: { pluginId: string }) => c.pluginId), ['shout', 'mark']);
-      assert.equal(typeof contributions[0].deps.bus.publish, 'function');
+      assert.equal(typeof shoutDeps?.bus.publish, 'function');
       const account = await t.signup();
       const note = await t.ok('NoteRpc.add', { text: 'hello' }, { token: account.token });
       assert.equal(note.text, 'HELLO!');

@@ -6,11 +6,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as v from 'valibot';
-import { definePlugin } from '../../core/plugin/define.ts';
-import { defineOperation } from '../../core/rpc/operation.ts';
+import { definePlugin, operationBuilder, type Deps } from 'rpc-service/plugin';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { getFile, postUpload, putUpload, tinyPng } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
+
+const defineOperation = operationBuilder<Deps<['uploadService']>>();
 
 /** A purpose of its own, so the core is tested apart from any real feature: two files, text or PNG. */
 const probePlugin = definePlugin({

@@ -5,10 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
-import { jobBuilder, WorkerTaskError, type Deps, type Jobs } from 'rpc-service/plugin';
+import { jobBuilder, operationBuilder, WorkerTaskError, type Deps, type Jobs } from 'rpc-service/plugin';
 import { definePlugin } from '../../core/plugin/define.ts';
 import { WorkerPool } from '../../core/pool/worker-pool.ts';
-import { defineOperation } from '../../core/rpc/operation.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -53,6 +52,7 @@ const ECHO_WORKER = path.join(workDir, 'echo.mjs');
 writeFileSync(ECHO_WORKER, `export default function (data) {\n  return data;\n}\n`);
 
 const defineJob = jobBuilder<Deps<['pool', 'jobs']>>();
+const defineOperation = operationBuilder<Deps<['pool', 'jobs']>>();
 
 const faultyWork = definePlugin({
   id: 'faulty-work',
