@@ -28,7 +28,10 @@ import type { ContributedFields } from './record-fields.ts';
 /** Keys look like `ak3f9c1e0b7d24a6_<43 base64url characters>`: a lookup prefix and a 32-byte secret. */
 const KEY_FORMAT = /^(ak[0-9a-f]{14})_([A-Za-z0-9_-]{43,})$/;
 
-/** A key as ApiKeyRpc returns it; the webhook fields are ApiManagementRpc's (`api-key.recordFields`), null without it. */
+/**
+ * A key as ApiKeyRpc returns it; the webhook fields are ApiManagementRpc's (`api-key.recordFields`), null without it.
+ * Written by hand: lists read raw rows (LIST_KEYS) and merge fields another plugin contributes, so it is not one entity's record.
+ */
 export interface ApiKeyRecord {
   _id: string;
   subscriptionId: string;

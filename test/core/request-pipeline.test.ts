@@ -103,6 +103,16 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     assert.deepEqual((await route('GET', '/probe/public', member.token)).body.data, { userId: member.user._id });
   });
 
+  it("serves the example plugin's route to its caller only: the caller's notes as text, 401 without credentials", async () => {
+    await t.ok('NoteRpc.add', { text: 'first of mine' }, { token: member.token });
+    await t.ok('NoteRpc.add', { text: "the admin's" }, { token: admin.token });
+    const mine = await fetch(`${t.url}/notes/export`, { headers: { authorization: `Bearer ${member.token}` } });
+    assert.equal(mine.status, 200);
+    assert.match(mine.headers.get('content-type') ?? '', /^text\/plain/);
+    assert.match(await mine.text(), /^\d{4}-\d\d-\d\dT[\d:.]+Z first of mine\n$/);
+    assert.deepEqual(await route('GET', '/notes/export'), { status: 401, body: { success: false, data: { code: 'UNAUTHENTICATED', error: 'Authentication required: send X-API-Key or a session token' } } });
+  });
+
   it('gives uploads and downloads the answers RPC calls get: an unknown upload key or file is NOT_FOUND', async () => {
     const download = await route('GET', `/api/files/${randomUUID()}`, member.token);
     assert.deepEqual(download, { status: 404, body: { success: false, data: { code: 'NOT_FOUND', error: `File ${download.body.data.error.split(' ')[1]} not found` } } });
