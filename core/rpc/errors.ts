@@ -23,6 +23,7 @@ export const CORE_ERROR_STATUS = {
  *     interface PluginErrorCodes { WORKFLOW_FAILED: 422 }
  *   }
  */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- empty here, filled by declaration merging
 export interface PluginErrorCodes {}
 
 export type ErrorCode = keyof typeof CORE_ERROR_STATUS | keyof PluginErrorCodes;

@@ -73,6 +73,7 @@ const bareType = (contentType: string): string => contentType.split(';')[0]!.tri
 /** A name fit to show and to offer in Content-Disposition: no folders, no control characters, at most 255 characters. */
 function cleanFileName(given: string | undefined, mimeType: string): string {
   const last = (given ?? '').split(/[\\/]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex -- control characters are what it removes
   const cleaned = Array.from(last.replace(/[\u0000-\u001f\u007f]/g, '').trim()).slice(0, 255).join('');
   if (cleaned !== '' && cleaned !== '.' && cleaned !== '..') return cleaned;
   const extension = extensionFor(mimeType);

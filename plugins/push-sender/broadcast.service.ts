@@ -5,7 +5,7 @@ import { sendPush, type PushDevice } from './push-request.ts';
 
 /** The services a broadcast uses: the plugin's DEPS (deps.ts), which are checked to be these. */
 export type BroadcastNeeds = readonly ['jobs', 'notificationService', 'outbound', 'pushService', 'userService'];
-type BroadcastDeps = Deps<BroadcastNeeds, {}, PushSenderConfig>;
+type BroadcastDeps = Deps<BroadcastNeeds, Record<never, never>, PushSenderConfig>;
 
 /** Who a broadcast is for: the users notified in the app, and the devices pushed to (theirs). */
 interface Audience {

@@ -107,7 +107,7 @@ describe('CheckpointRpc', () => {
     }
 
     // Restore: the files equal the first checkpoint, as a third checkpoint on top.
-    let restoreCommit = '';
+    let restoreCommit: string | undefined;
     const socket = new WebSocket(`${t.url.replace('http', 'ws')}/ws?token=${admin.token}`);
     const events: { type: string; event?: string; payload?: any }[] = [];
     socket.on('message', (data) => events.push(JSON.parse(data.toString())));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
@@ -242,8 +242,8 @@ type Assignment = { type: 'user'; userId: string; contactId: string | null } | {
 async function startPlatform() {
   const requests: PlatformRequest[] = [];
   const tenants = new Map<string, Map<string, Assignment>>();
-  const state = { key: API_KEY, answer: null as null | ((res: import('node:http').ServerResponse) => void) };
-  const json = (res: import('node:http').ServerResponse, status: number, body?: unknown) => {
+  const state = { key: API_KEY, answer: null as null | ((res: ServerResponse) => void) };
+  const json = (res: ServerResponse, status: number, body?: unknown) => {
     res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' }).end(body === undefined ? undefined : JSON.stringify(body));
   };
   const server = createServer((req, res) => {
@@ -413,7 +413,7 @@ describe('TelephonyManagerRpc with the http provider', () => {
     assert.match(credential.error, /refused the service's credential \(HTTP 401\); the operator checks TELEPHONY_API_KEY/);
     platform.state.key = API_KEY;
 
-    const cases: [string, (res: import('node:http').ServerResponse) => void, RegExp][] = [
+    const cases: [string, (res: ServerResponse) => void, RegExp][] = [
       ['500', (res) => platform.json(res, 500, { error: 'database on fire' }), /^The telephony platform failed \(HTTP 500\)$/],
       ['503', (res) => platform.json(res, 503), /failed \(HTTP 503\)/],
       ['a redirect', (res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end(), /redirect \(HTTP 302\), which is not followed/],
