@@ -7,7 +7,13 @@ import Koa from 'koa';
 import { asFunction, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { DestinationStream } from 'pino';
 import { ConfigError, CoreSettings, type Config } from './config.ts';
-import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialSchemeContribution, type CredentialVerifier } from './credentials/authenticator.ts';
+import {
+  Authenticator,
+  credentialsPoint,
+  type CredentialScheme,
+  type CredentialSchemeContribution,
+  type CredentialVerifier,
+} from './credentials/authenticator.ts';
 import { Credentials } from './credentials/credentials.ts';
 import { SecretBox } from './credentials/crypto.ts';
 import { Keyring } from './credentials/keyring.ts';
@@ -89,10 +95,7 @@ export interface App {
 
 /** Every setting the core and the given plugins read, with defaults and descriptions (`npm start -- --print-config`). */
 export function describeAllSettings(plugins: readonly Plugin[]): SettingInfo[] {
-  return [
-    ...describeSettings(CoreSettings, 'core'),
-    ...plugins.flatMap((plugin) => (plugin.config ? describeSettings(plugin.config, plugin.id) : [])),
-  ];
+  return [...describeSettings(CoreSettings, 'core'), ...plugins.flatMap((plugin) => (plugin.config ? describeSettings(plugin.config, plugin.id) : []))];
 }
 
 /** The plugins of plugins/, of PLUGINS and given as objects, checked and in load order. */
@@ -227,8 +230,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         if (!scope) throw new Error(`No plugin "${pluginId}" is loaded`);
         return scope.cradle;
       },
-      createCaller: (principal, callerOptions) =>
-        createCaller(dispatcher, principal, { baseUrl: config.publicUrl, ...callerOptions }),
+      createCaller: (principal, callerOptions) => createCaller(dispatcher, principal, { baseUrl: config.publicUrl, ...callerOptions }),
       async listen(port = config.port, host = config.host) {
         await listenOn(server, port, host);
         const address = server.address() as AddressInfo;
@@ -281,7 +283,12 @@ function buildPluginScopes(
     scope.register({
       config: asValue(Object.freeze(settings.get(plugin.id))),
       logger: asValue(logger.child({ plugin: plugin.id })),
-      extensions: asValue(extensions.scopedTo(`Plugin "${plugin.id}"`, (plugin.extensionPoints ?? []).map((point) => point.id))),
+      extensions: asValue(
+        extensions.scopedTo(
+          `Plugin "${plugin.id}"`,
+          (plugin.extensionPoints ?? []).map((point) => point.id),
+        ),
+      ),
     });
     scope.register(plugin.services ?? {});
     for (const name of plugin.exports ?? []) exporters.set(name, scope);

@@ -61,7 +61,11 @@ async function withDatabase<T>(config: Config, logger: ReturnType<typeof createL
 const [name] = process.argv.slice(2);
 const command = name ? COMMANDS[name] : undefined;
 if (!command) {
-  console.error(`Usage: npm run cli -- <command>\n${Object.entries(COMMANDS).map(([id, { describe }]) => `  ${id}: ${describe}`).join('\n')}`);
+  console.error(
+    `Usage: npm run cli -- <command>\n${Object.entries(COMMANDS)
+      .map(([id, { describe }]) => `  ${id}: ${describe}`)
+      .join('\n')}`,
+  );
   process.exit(name ? 1 : 0);
 }
 try {

@@ -66,10 +66,17 @@ export const CoreSettings = v.object({
     String(defaults.uploadKeyTtlSeconds),
   ),
   JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
-  AI_CATALOGUE_FILE: setting(v.pipe(v.string(), v.minLength(1)), 'a JSON AI catalogue (providers, models, defaults, recommendations) replacing config/ai-catalogue.json'),
+  AI_CATALOGUE_FILE: setting(
+    v.pipe(v.string(), v.minLength(1)),
+    'a JSON AI catalogue (providers, models, defaults, recommendations) replacing config/ai-catalogue.json',
+  ),
   AI_TIMEOUT_MS: setting(env.integer('AI_TIMEOUT_MS', 100, 600_000), 'an AI provider not answering an attempt within this is retried', '30000'),
   AI_MAX_RETRIES: setting(env.integer('AI_MAX_RETRIES', 0, 10), 'retries of an AI call after 429, 5xx or no answer', '3'),
-  OUTBOUND_ALLOW_PRIVATE: setting(env.boolean('OUTBOUND_ALLOW_PRIVATE'), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
+  OUTBOUND_ALLOW_PRIVATE: setting(
+    env.boolean('OUTBOUND_ALLOW_PRIVATE'),
+    'let requests made for tenants reach loopback, private and link-local addresses',
+    'false',
+  ),
   OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
   METRICS_TOKEN: setting(
     v.pipe(v.string(), v.regex(/^\S+$/, 'METRICS_TOKEN must not contain spaces'), v.minLength(16, 'METRICS_TOKEN must be at least 16 characters')),

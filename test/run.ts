@@ -20,9 +20,8 @@ const files = (readdirSync(root, { recursive: true }) as string[])
 // once, if missing, rather than by each test file at the same time.
 if (!process.env.TEST_DATABASE_URL) await pgliteTemplate();
 
-const result = spawnSync(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
-  { stdio: 'inherit', cwd: path.dirname(root) },
-);
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
+  stdio: 'inherit',
+  cwd: path.dirname(root),
+});
 process.exit(result.status ?? 1);

@@ -173,7 +173,10 @@ export class AiClient {
     return this.#traced(ctx, 'embedding', model, provider, options, async (signal) => {
       const { vectors, usage, attempts } = await embedder.embed(texts, model, provider, signal);
       if (vectors.length !== texts.length || vectors.some((vector) => vector.length !== EMBEDDING_DIMENSIONS)) {
-        throw new RpcError('UPSTREAM_ERROR', `${provider.name} returned embeddings of the wrong number or size (expected ${texts.length} of ${EMBEDDING_DIMENSIONS})`);
+        throw new RpcError(
+          'UPSTREAM_ERROR',
+          `${provider.name} returned embeddings of the wrong number or size (expected ${texts.length} of ${EMBEDDING_DIMENSIONS})`,
+        );
       }
       return { result: { vectors, model: model.id }, usage, attempts };
     });
@@ -349,10 +352,16 @@ class OpenAiCompatible implements EmbeddingProvider {
     for (let attempt = 1; ; attempt++) {
       try {
         const response = await outbound
-          .fetch(url, { method: 'POST', headers, body: JSON.stringify(body), maxRedirects: 0, signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) })
+          .fetch(url, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify(body),
+            maxRedirects: 0,
+            signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+          })
           .catch((error: Error) => {
             if (signal.aborted || error instanceof OutboundRefusedError) throw error;
-            throw new RetryableError(error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (error.cause as Error)?.message ?? error.message);
+            throw new RetryableError(error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : ((error.cause as Error)?.message ?? error.message));
           });
         if (response.ok) return { body: (await response.json()) as T, attempts: attempt };
         const detail = `${provider.name} answered ${response.status}`;

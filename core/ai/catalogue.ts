@@ -92,9 +92,7 @@ export function loadCatalogue(file = DEFAULT_CATALOGUE_FILE): AiCatalogue {
     throw new ConfigError(`AI_CATALOGUE_FILE ${file} cannot be read as JSON: ${(error as Error).message}`);
   }
   const parsed = v.safeParse(CatalogueSchema, json);
-  const problems = parsed.success
-    ? problemsOf(parsed.output)
-    : parsed.issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`);
+  const problems = parsed.success ? problemsOf(parsed.output) : parsed.issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`);
   if (problems.length > 0) throw new ConfigError(`AI_CATALOGUE_FILE ${file} is not a valid AI catalogue: ${problems.join('; ')}`);
   return parsed.output as AiCatalogue;
 }

@@ -192,7 +192,11 @@ export class EmbeddingColumns {
   }
 
   /** Embeds texts with the active model and writes the vectors with `write` (see `write`); again with the new model if it changed meanwhile. */
-  async embedAndWrite<T>(ctx: RequestContext & { em: EntityManager }, texts: string[], write: (tx: EntityManager, slots: EmbeddingSlots, vectors: number[][]) => Promise<T>): Promise<T> {
+  async embedAndWrite<T>(
+    ctx: RequestContext & { em: EntityManager },
+    texts: string[],
+    write: (tx: EntityManager, slots: EmbeddingSlots, vectors: number[][]) => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const slots = await this.state(ctx.em);
       const vectors = await this.embed(ctx, slots, texts);
@@ -212,7 +216,12 @@ export class EmbeddingColumns {
     );
     return {
       model: slots.model,
-      switch: { nextModel: slots.nextModel, embedded: slots.inactiveDirty ? 0 : Number(counts!.embedded), total: Number(counts!.total), startedAt: slots.switchStartedAt },
+      switch: {
+        nextModel: slots.nextModel,
+        embedded: slots.inactiveDirty ? 0 : Number(counts!.embedded),
+        total: Number(counts!.total),
+        startedAt: slots.switchStartedAt,
+      },
     };
   }
 
@@ -227,7 +236,10 @@ export class EmbeddingColumns {
     const outcome: SwitchOutcome = { cleared: 0, embedded: 0, switched: false };
     const name = this.#table.table;
     const lease = `lease_until = now() + interval '${LEASE_SECONDS} seconds'`;
-    const [leased] = await em.execute(`update core_embedding_state set ${lease} where table_name = ? and (lease_until is null or lease_until < now()) returning table_name`, [name]);
+    const [leased] = await em.execute(
+      `update core_embedding_state set ${lease} where table_name = ? and (lease_until is null or lease_until < now()) returning table_name`,
+      [name],
+    );
     if (!leased) return outcome;
     const renew = () => em.execute(`update core_embedding_state set ${lease} where table_name = ?`, [name]);
     try {
@@ -235,11 +247,10 @@ export class EmbeddingColumns {
         const slots = await this.state(em);
         if (slots.inactiveDirty) {
           outcome.cleared += await this.#clear(em, slots, renew);
-          await em.execute('update core_embedding_state set inactive_dirty = false where table_name = ? and active_slot = ? and next_model is not distinct from ?', [
-            name,
-            slotOf(slots.active),
-            slots.nextModel,
-          ]);
+          await em.execute(
+            'update core_embedding_state set inactive_dirty = false where table_name = ? and active_slot = ? and next_model is not distinct from ?',
+            [name, slotOf(slots.active), slots.nextModel],
+          );
           continue;
         }
         if (!slots.nextModel) break;
@@ -283,7 +294,11 @@ export class EmbeddingColumns {
         [first.subscription_id],
       );
       const tenant = { ...ctx, subscriptionId: first.subscription_id, em } as RequestContext;
-      const { vectors } = await this.#ai.embed(tenant, rows.map((row) => this.#table.input(row)), { model: slots.nextModel!, caller: this.#table.caller });
+      const { vectors } = await this.#ai.embed(
+        tenant,
+        rows.map((row) => this.#table.input(row)),
+        { model: slots.nextModel!, caller: this.#table.caller },
+      );
       const written = await em.execute<{ id: string }[]>(
         `update ${table} set ${slots.inactive} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
          where ${table}.subscription_id = ? and ${table}.id = v.id and ${table}.${hashColumn} = v.hash

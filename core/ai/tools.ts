@@ -48,10 +48,14 @@ export class ToolCatalogue {
     const owners = new Map<string, string>();
     this.#tools = contributions.map(({ pluginId, value }) => {
       const owner = owners.get(value.name);
-      if (owner) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": tool "${value.name}" is already declared by plugin "${owner}"`);
+      if (owner)
+        throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": tool "${value.name}" is already declared by plugin "${owner}"`);
       const operation = listings.get(value.method);
       if (!operation || operation.access === 'public') {
-        throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": tool "${value.name}" names ${value.method}, which is not an operation agents can call`);
+        throw new PluginLoadError(
+          'PLUGIN_INVALID_CONTRIBUTION',
+          `Plugin "${pluginId}": tool "${value.name}" names ${value.method}, which is not an operation agents can call`,
+        );
       }
       owners.set(value.name, pluginId);
       return Object.freeze({ ...value, access: operation.access, params: operation.params, pluginId });

@@ -94,10 +94,7 @@ export class Keyring {
     const result: RewrapResult = { rewrapped: 0, current: 0 };
     let after = '00000000-0000-0000-0000-000000000000';
     for (;;) {
-      const rows = await this.#db.execute<DataKeyRow>(
-        'select id, subscription_id, wraps from core_data_key where id > ? order by id limit 500',
-        [after],
-      );
+      const rows = await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where id > ? order by id limit 500', [after]);
       if (rows.length === 0) return result;
       for (const row of rows) {
         const wraps = wrapsOf(row);
@@ -119,9 +116,7 @@ export class Keyring {
   }
 
   async #dataKeyOf(subscriptionId: string): Promise<DataKey> {
-    const [found] = await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where subscription_id = ?', [
-      subscriptionId,
-    ]);
+    const [found] = await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where subscription_id = ?', [subscriptionId]);
     if (found) return this.#remember(found);
     const id = randomUUID();
     const key = randomBytes(32);
@@ -132,15 +127,16 @@ export class Keyring {
       [id, subscriptionId, JSON.stringify(wraps)],
     );
     // Another node may have made one first: use whichever was stored.
-    const [stored] = await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where subscription_id = ?', [
-      subscriptionId,
-    ]);
+    const [stored] = await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where subscription_id = ?', [subscriptionId]);
     return this.#remember(stored!);
   }
 
   async #loadById(dataKeyId: string, subscriptionId: string): Promise<DataKey> {
     const [row] = UUID.test(dataKeyId)
-      ? await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where id = ? and subscription_id = ?', [dataKeyId, subscriptionId])
+      ? await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where id = ? and subscription_id = ?', [
+          dataKeyId,
+          subscriptionId,
+        ])
       : [];
     if (!row) throw new Error('The value was sealed with a data key this subscription does not have');
     return this.#remember(row);

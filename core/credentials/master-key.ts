@@ -20,8 +20,7 @@ export interface MasterKeys {
 }
 
 /** A short id derived from the key, which tells nothing about it. */
-export const masterKeyId = (key: Buffer): string =>
-  Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'rpc-service master key id', 6)).toString('hex');
+export const masterKeyId = (key: Buffer): string => Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'rpc-service master key id', 6)).toString('hex');
 
 function decode(text: string, source: string): MasterKey {
   const key = Buffer.from(text.trim(), 'base64');
@@ -34,7 +33,11 @@ function keysOf(texts: readonly string[], source: string): MasterKeys {
   return { current: current!, previous: previous.filter((key) => key.id !== current!.id) };
 }
 
-const fileLines = (file: string): string[] => readFileSync(file, 'utf8').split('\n').map((line) => line.trim()).filter(Boolean);
+const fileLines = (file: string): string[] =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
 
 /**
  * The keys that encrypt secrets at rest. With DATABASE_URL, MASTER_KEY must
@@ -45,9 +48,7 @@ const fileLines = (file: string): string[] => readFileSync(file, 'utf8').split('
 export function resolveMasterKeys(config: Config, logger: Logger): MasterKeys {
   if (config.masterKey) return keysOf([config.masterKey, ...splitList(config.masterKeyPrevious ?? '')], 'MASTER_KEY');
   if (config.databaseUrl) {
-    throw new ConfigError(
-      'MASTER_KEY is required with DATABASE_URL: set it to 32 random bytes in base64 (openssl rand -base64 32), the same on every node',
-    );
+    throw new ConfigError('MASTER_KEY is required with DATABASE_URL: set it to 32 random bytes in base64 (openssl rand -base64 32), the same on every node');
   }
   const file = masterKeyFile(config);
   if (existsSync(file)) return keysOf(fileLines(file), file);

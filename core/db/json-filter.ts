@@ -19,8 +19,7 @@ const MAX_DEPTH = 8;
 const COMPARISONS: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 const KEY = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
-const isScalar = (value: unknown): value is string | number | boolean | null =>
-  value === null || ['string', 'number', 'boolean'].includes(typeof value);
+const isScalar = (value: unknown): value is string | number | boolean | null => value === null || ['string', 'number', 'boolean'].includes(typeof value);
 
 class JsonFilter {
   readonly issues: ValidationIssue[] = [];

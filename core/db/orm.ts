@@ -77,7 +77,6 @@ export class DatabaseStartupError extends Error {
   }
 }
 
-
 /** A migration of the history before plugins owned their tables (contract v1), which cannot be upgraded in place. */
 const V1_MIGRATION = 'core:0001_identity';
 
@@ -104,11 +103,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let orm: MikroORM;
   let pglite: PGlite | undefined;
   if (databaseUrl) {
-    orm = await MikroORM.init({ ...base, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 1, max: 10 } }).catch(
-      (error: Error) => {
-        throw new DatabaseStartupError(`Cannot connect to PostgreSQL at DATABASE_URL: ${error.message}`);
-      },
-    );
+    orm = await MikroORM.init({ ...base, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 1, max: 10 } }).catch((error: Error) => {
+      throw new DatabaseStartupError(`Cannot connect to PostgreSQL at DATABASE_URL: ${error.message}`);
+    });
     await requirePgvector(orm);
   } else {
     const dir = options.inMemory ? undefined : path.join(options.dataDir, 'db');
@@ -192,9 +189,7 @@ function simpleProtocolWhenUnbound(pglite: PGlite) {
 }
 
 async function refuseV1Schema(connection: { execute(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]> }): Promise<void> {
-  const [found] = await connection.execute(
-    `select to_regclass('${MIGRATIONS_TABLE}') is not null as present`,
-  );
+  const [found] = await connection.execute(`select to_regclass('${MIGRATIONS_TABLE}') is not null as present`);
   if (!found?.present) return;
   const [old] = await connection.execute(`select 1 from ${MIGRATIONS_TABLE} where name = ?`, [V1_MIGRATION]);
   if (old) {
@@ -206,9 +201,7 @@ async function refuseV1Schema(connection: { execute(sql: string, params?: unknow
 }
 
 async function requirePgvector(orm: MikroORM): Promise<void> {
-  const rows = await orm.em
-    .getConnection()
-    .execute(`select 1 from pg_available_extensions where name = 'vector'`);
+  const rows = await orm.em.getConnection().execute(`select 1 from pg_available_extensions where name = 'vector'`);
   if (rows.length === 0) {
     await orm.close(true);
     throw new DatabaseStartupError(

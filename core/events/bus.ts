@@ -111,19 +111,14 @@ export class EventBus {
   async #notify(fanOut: FanOut, event: BusEvent): Promise<void> {
     let text = JSON.stringify({ origin: this.nodeId, event } satisfies Notification);
     if (Buffer.byteLength(text) > MAX_INLINE_PAYLOAD) {
-      const [row] = await fanOut.execute('insert into core_event_payload (body) values (?) returning id', [
-        JSON.stringify(event),
-      ]);
+      const [row] = await fanOut.execute('insert into core_event_payload (body) values (?) returning id', [JSON.stringify(event)]);
       text = JSON.stringify({ origin: this.nodeId, ref: String(row!.id) } satisfies Notification);
     }
     await fanOut.execute('select pg_notify(?, ?)', [CHANNEL, text]);
   }
 
   /** Starts the cross-node fan-out on a dedicated PostgreSQL connection. */
-  async startFanOut(
-    databaseUrl: string,
-    execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>,
-  ): Promise<void> {
+  async startFanOut(databaseUrl: string, execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>): Promise<void> {
     // Oversized payloads are only needed while their notification is in flight.
     const prune = () =>
       execute(`delete from core_event_payload where created_at < now() - interval '1 hour'`).catch((err) =>

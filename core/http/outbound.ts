@@ -79,7 +79,8 @@ export class Outbound {
     } catch {
       throw new OutboundRefusedError(`${String(url)} is not an absolute URL`);
     }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new OutboundRefusedError(`${target.protocol} URLs are not requested; use http or https`);
+    if (target.protocol !== 'http:' && target.protocol !== 'https:')
+      throw new OutboundRefusedError(`${target.protocol} URLs are not requested; use http or https`);
     if (this.#allows(target)) return target;
     const host = hostOf(target);
     if (isIP(host) && !isPublicAddress(host)) throw new OutboundRefusedError(notPublic(host));
@@ -116,6 +117,8 @@ export class Outbound {
   #allows(target: URL): boolean {
     if (this.#policy.allowPrivate) return true;
     const host = hostOf(target).toLowerCase();
-    return this.#policy.allowedHosts.some((allowed) => allowed === host || allowed === `${host}:${target.port || (target.protocol === 'https:' ? '443' : '80')}`);
+    return this.#policy.allowedHosts.some(
+      (allowed) => allowed === host || allowed === `${host}:${target.port || (target.protocol === 'https:' ? '443' : '80')}`,
+    );
   }
 }

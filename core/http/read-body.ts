@@ -87,14 +87,7 @@ const DISCARD_MS = 30_000;
  * DISCARD_FACTOR times `limit` after the refusal, or for longer than
  * DISCARD_MS, is cut off.
  */
-export function answerDuringBody(
-  req: IncomingMessage,
-  res: ServerResponse,
-  status: number,
-  headers: OutgoingHttpHeaders,
-  text: string,
-  limit: number,
-): void {
+export function answerDuringBody(req: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, text: string, limit: number): void {
   res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(text), connection: 'close' });
   if (req.complete || req.destroyed) return void res.end(text);
   // Written but not ended: ending is what makes the server close the connection.

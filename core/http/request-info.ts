@@ -115,7 +115,7 @@ export class HttpHelpers {
    *   router.get('/notes/:id/export', http.route({ access: 'user' }, async ({ ctx, http }) => { ... }));
    */
   route<A extends Access>(options: RouteOptions<A>, handler: RouteHandler<A>): Middleware {
-    if (!this.#pipeline) throw new Error('Routes are made once the request pipeline exists (in a plugin\'s routes hook)');
+    if (!this.#pipeline) throw new Error("Routes are made once the request pipeline exists (in a plugin's routes hook)");
     return pipelineRoute(this.#pipeline, options, handler);
   }
 

@@ -241,10 +241,7 @@ export class JobService implements Jobs {
   async #settle(deadline: number): Promise<void> {
     while (Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.all([...this.#attempts, this.#sql.drain()]),
-        new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now()))),
-      ]);
+      await Promise.race([Promise.all([...this.#attempts, this.#sql.drain()]), new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now())))]);
       clearTimeout(timer);
       await new Promise((resolve) => setImmediate(resolve));
       if (this.#attempts.size === 0 && this.#sql.idle()) return;

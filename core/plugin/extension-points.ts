@@ -44,8 +44,7 @@ export interface ExtensionPoint {
 }
 
 /** Declares a point whose id is declared in ExtensionPoints. */
-export const defineExtensionPoint = <K extends ExtensionPointId>(point: ExtensionPoint & { readonly id: K }): ExtensionPoint =>
-  Object.freeze({ ...point });
+export const defineExtensionPoint = <K extends ExtensionPointId>(point: ExtensionPoint & { readonly id: K }): ExtensionPoint => Object.freeze({ ...point });
 
 /** One contribution as the declaring plugin receives it: the value and the contributing plugin. */
 export interface Contribution<T> {

@@ -69,7 +69,12 @@ function entryOfPath(target: string): string {
   if (!existsSync(target) || !statSync(target).isDirectory()) return target;
   const manifest = path.join(target, 'package.json');
   const main = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, 'utf8')) as { main?: string }).main : undefined;
-  return [main, 'index.ts', 'index.js'].filter(Boolean).map((file) => path.join(target, file!)).find(existsSync) ?? target;
+  return (
+    [main, 'index.ts', 'index.js']
+      .filter(Boolean)
+      .map((file) => path.join(target, file!))
+      .find(existsSync) ?? target
+  );
 }
 
 function pluginsExportedBy(module: Record<string, unknown>, source: string): Plugin[] {
@@ -254,10 +259,7 @@ function checkMigrations(plugin: Plugin): void {
   const names = new Set<string>();
   for (const migration of plugin.migrations ?? []) {
     if (typeof migration !== 'function' || !migration.name || names.has(migration.name)) {
-      throw new PluginLoadError(
-        'PLUGIN_INVALID_MIGRATION',
-        `Plugin "${plugin.id}": migrations must be distinct classes written by npm run migration:create`,
-      );
+      throw new PluginLoadError('PLUGIN_INVALID_MIGRATION', `Plugin "${plugin.id}": migrations must be distinct classes written by npm run migration:create`);
     }
     // Duck-typed rather than instanceof: a plugin package may carry its own copy of the SDK.
     if (typeof (migration.prototype as { statementsUp?: unknown }).statementsUp !== 'function') {

@@ -33,9 +33,48 @@ export {
 } from '../jobs/job-service.ts';
 
 // Errors, params and lists
-export { RpcError, counted, notFound, conflict, forbidden, badRequest, unauthenticated, validationError, type ErrorCode, type PluginErrorCodes, type ValidationIssue } from '../rpc/errors.ts';
-export { recordId, trimmedText, stringList, isoTime, currencyCode, minorUnits, MAX_MINOR_UNITS, jsonObjectText, email, password, username, isUuid } from '../rpc/schemas.ts';
-export { listParams, requiredListParams, toWhere, toOrderBy, pageOf, listOf, MAX_PAGE_SIZE, TIMESTAMP_FIELDS, type FieldMap, type FieldType, type ListQuery, type Page, type ListEnvelope } from '../rpc/list-query.ts';
+export {
+  RpcError,
+  counted,
+  notFound,
+  conflict,
+  forbidden,
+  badRequest,
+  unauthenticated,
+  validationError,
+  type ErrorCode,
+  type PluginErrorCodes,
+  type ValidationIssue,
+} from '../rpc/errors.ts';
+export {
+  recordId,
+  trimmedText,
+  stringList,
+  isoTime,
+  currencyCode,
+  minorUnits,
+  MAX_MINOR_UNITS,
+  jsonObjectText,
+  email,
+  password,
+  username,
+  isUuid,
+} from '../rpc/schemas.ts';
+export {
+  listParams,
+  requiredListParams,
+  toWhere,
+  toOrderBy,
+  pageOf,
+  listOf,
+  MAX_PAGE_SIZE,
+  TIMESTAMP_FIELDS,
+  type FieldMap,
+  type FieldType,
+  type ListQuery,
+  type Page,
+  type ListEnvelope,
+} from '../rpc/list-query.ts';
 export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf, type RecordView } from '../rpc/records.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
@@ -61,8 +100,28 @@ export type { CredentialCache, CachedCredential } from '../credentials/credentia
 export type { CredentialsChanged } from '../credentials/revocation.ts';
 export { sha256, sha256Hex, randomToken, digestsEqual, type SecretBox } from '../credentials/crypto.ts';
 export type { Keyring } from '../credentials/keyring.ts';
-export type { AiClient, AiCall, AiCallRecorder, AiCaller, AiCallOptions, ChatMessage, ChatOptions, ChatResult, EmbedResult, EmbeddingProvider, Usage } from '../ai/ai-client.ts';
-export { EmbeddingColumns, switchModelJob, type EmbeddedTable, type EmbeddingSlots, type EmbeddingProgress, type SwitchOutcome, type VectorColumn } from '../ai/embedding-columns.ts';
+export type {
+  AiClient,
+  AiCall,
+  AiCallRecorder,
+  AiCaller,
+  AiCallOptions,
+  ChatMessage,
+  ChatOptions,
+  ChatResult,
+  EmbedResult,
+  EmbeddingProvider,
+  Usage,
+} from '../ai/ai-client.ts';
+export {
+  EmbeddingColumns,
+  switchModelJob,
+  type EmbeddedTable,
+  type EmbeddingSlots,
+  type EmbeddingProgress,
+  type SwitchOutcome,
+  type VectorColumn,
+} from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
 export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../rpc/data-scopes.ts';
 export type { DataFolders } from '../data-folders.ts';

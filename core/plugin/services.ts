@@ -106,9 +106,6 @@ export const SCOPE_NAMES = ['config', 'logger', 'extensions'] as const;
  *   const DEPS = ['db', 'bus'] as const;
  *   type NoteDeps = Deps<typeof DEPS, { noteService: NoteService }, NotesConfig>;
  */
-export type Deps<Names extends readonly ServiceName[], Own extends object = object, Config = unknown> = Pick<
-  CoreServices & PluginServices,
-  Names[number]
-> &
+export type Deps<Names extends readonly ServiceName[], Own extends object = object, Config = unknown> = Pick<CoreServices & PluginServices, Names[number]> &
   Own &
   PluginScope<Config>;

@@ -58,7 +58,13 @@ export class WorkerPool {
     this.#piscina = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, resourceLimits });
     // Tasks that wait for the host (a workflow asking for an effect) run on threads of their own, several at once,
     // so that they never hold a thread CPU-bound work is waiting for.
-    this.#conversations = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, concurrentTasksPerWorker: CONVERSATIONS_PER_THREAD, resourceLimits });
+    this.#conversations = new Piscina({
+      minThreads: 0,
+      maxThreads: size,
+      idleTimeout: 30_000,
+      concurrentTasksPerWorker: CONVERSATIONS_PER_THREAD,
+      resourceLimits,
+    });
   }
 
   get size(): number {

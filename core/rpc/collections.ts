@@ -84,7 +84,10 @@ export class CollectionCatalogue {
       .filter((key) => !fields.includes(reference[key]))
       .map((key) => ({ path: `${path}.${key}`, message: `${reference[key]} is not a field of ${reference.collection}; fields: ${fields.join(', ')}` }));
     if (issues.length > 0) throw validationError(issues);
-    const records = (await collection.value.list(ctx, { filter: reference.filter ?? {}, sort: reference.sort ?? {}, limit: MAX_FIELD_VALUES })) as Record<string, unknown>[];
+    const records = (await collection.value.list(ctx, { filter: reference.filter ?? {}, sort: reference.sort ?? {}, limit: MAX_FIELD_VALUES })) as Record<
+      string,
+      unknown
+    >[];
     const seen = new Set<string>();
     const values: { value: unknown; label: string }[] = [];
     for (const record of records) {

@@ -56,7 +56,8 @@ export class DataScopeCatalogue {
     const owners = new Map<string, string>();
     for (const { pluginId, value } of contributions) {
       const owner = owners.get(value.name);
-      if (owner) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": data scope "${value.name}" is already declared by plugin "${owner}"`);
+      if (owner)
+        throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": data scope "${value.name}" is already declared by plugin "${owner}"`);
       owners.set(value.name, pluginId);
       scopes.set(value.name, value);
     }
@@ -96,7 +97,9 @@ export function entityScope({ name, describe, entity }: { name: string; describe
       const rows = await em.find(entityName, { subscriptionId: ctx.subscriptionId }, { orderBy: { id: 'asc' } as never });
       return Object.fromEntries(
         rows.map((row: Record<string, unknown>) => {
-          const record = Object.fromEntries(names.map((field) => [field, row[field] instanceof Date ? (row[field] as Date).toISOString() : (row[field] ?? null)]));
+          const record = Object.fromEntries(
+            names.map((field) => [field, row[field] instanceof Date ? (row[field] as Date).toISOString() : (row[field] ?? null)]),
+          );
           return [`${row.id as string}.json`, `${JSON.stringify(record, null, 2)}\n`];
         }),
       );
@@ -111,12 +114,18 @@ export function entityScope({ name, describe, entity }: { name: string; describe
         } catch {
           throw validationError([{ path, message: `${path} of scope ${name} is not JSON` }]);
         }
-        if (!id || !isUuid(id) || record?.id !== id) throw validationError([{ path, message: `${path} of scope ${name} is not a record file (<id>.json holding that id)` }]);
+        if (!id || !isUuid(id) || record?.id !== id)
+          throw validationError([{ path, message: `${path} of scope ${name} is not a record file (<id>.json holding that id)` }]);
         // A field added since the checkpoint was made is null where it may be; any other missing field refuses the file.
         const missing = names.filter((field) => !(field in record) && !nullable.has(field));
         if (missing.length > 0) throw validationError([{ path, message: `${path} of scope ${name} lacks ${missing.join(', ')}` }]);
         return {
-          ...Object.fromEntries(names.map((field) => [field, record[field] === undefined || record[field] === null ? null : dates.has(field) ? new Date(record[field] as string) : record[field]])),
+          ...Object.fromEntries(
+            names.map((field) => [
+              field,
+              record[field] === undefined || record[field] === null ? null : dates.has(field) ? new Date(record[field] as string) : record[field],
+            ]),
+          ),
           id,
           subscriptionId: ctx.subscriptionId,
         };

@@ -35,7 +35,9 @@ function isServerError(error: unknown): error is Error {
  * connection lost mid-query has no SQLSTATE), or one of MikroORM's checks.
  */
 export function isDatabaseError(error: unknown): boolean {
-  return isServerError(error) || error instanceof ValidationError || (error instanceof Error && STATEMENT_START.test(error.message) && error.message.includes(' - '));
+  return (
+    isServerError(error) || error instanceof ValidationError || (error instanceof Error && STATEMENT_START.test(error.message) && error.message.includes(' - '))
+  );
 }
 
 /** A database error as a log record: no parameter values, no detail, no hint, no entity. */

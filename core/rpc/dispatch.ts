@@ -79,11 +79,7 @@ export class Dispatcher {
       : this.#run(operation, request, found);
   }
 
-  #run(
-    operation: RegisteredOperation,
-    request: DispatchRequest,
-    principal: Principal | null,
-  ): DispatchResult | Promise<DispatchResult> {
+  #run(operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult | Promise<DispatchResult> {
     try {
       this.#pipeline.admit(operation.access, principal, operation.method);
       const unsafe = unsafeInputIssues(request.params);

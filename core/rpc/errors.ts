@@ -80,8 +80,7 @@ export const notFound = (message = 'Not found'): RpcError => new RpcError('NOT_F
 export const conflict = (message: string): RpcError => new RpcError('CONFLICT', message);
 export const forbidden = (message = 'Forbidden'): RpcError => new RpcError('FORBIDDEN', message);
 export const badRequest = (message: string): RpcError => new RpcError('BAD_REQUEST', message);
-export const unauthenticated = (message = 'Authentication required'): RpcError =>
-  new RpcError('UNAUTHENTICATED', message);
+export const unauthenticated = (message = 'Authentication required'): RpcError => new RpcError('UNAUTHENTICATED', message);
 
 export function validationError(issues: ValidationIssue[]): RpcError {
   const summary = issues.map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message)).join('; ');

@@ -114,7 +114,9 @@ class FilterTranslator {
           this.issues.push({ path: at, message: `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}` });
           continue;
         }
-        conditions.push(field.type === 'tags' ? this.#tagsCondition(value, field.property, at) : { [field.property]: this.#fieldCondition(value, field.type, at) });
+        conditions.push(
+          field.type === 'tags' ? this.#tagsCondition(value, field.property, at) : { [field.property]: this.#fieldCondition(value, field.type, at) },
+        );
       }
     }
     return conditions.length === 1 ? conditions[0]! : conditions.length === 0 ? {} : { $and: conditions };
@@ -122,8 +124,7 @@ class FilterTranslator {
 
   #fieldCondition(value: unknown, type: FieldType, path: string): unknown {
     const isOperators =
-      typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) &&
-      Object.keys(value).some((key) => key.startsWith('$'));
+      typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && Object.keys(value).some((key) => key.startsWith('$'));
     if (!isOperators) return this.#value(value, type, path);
     const operators = value as Record<string, unknown>;
     const condition: Condition = {};
@@ -210,7 +211,8 @@ class FilterTranslator {
     if (fieldType === 'date') {
       const date = typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
       const year = date?.getUTCFullYear() ?? Number.NaN;
-      if (!(year >= MIN_YEAR && year <= MAX_YEAR)) this.issues.push({ path, message: `must be an ISO 8601 date between the years ${MIN_YEAR} and ${MAX_YEAR}` });
+      if (!(year >= MIN_YEAR && year <= MAX_YEAR))
+        this.issues.push({ path, message: `must be an ISO 8601 date between the years ${MIN_YEAR} and ${MAX_YEAR}` });
       return date;
     }
     if (fieldType === 'uuid') {

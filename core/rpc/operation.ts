@@ -46,9 +46,7 @@ export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
 export type Operation = OperationDefinition<GenericSchema, Access> & { [OPERATION_MARKER]: true };
 
 /** Declares one operation: access, params schema and handler as plain data. */
-export function defineOperation<S extends GenericSchema, A extends Access, D = unknown>(
-  definition: OperationDefinition<S, A, D>,
-): Operation {
+export function defineOperation<S extends GenericSchema, A extends Access, D = unknown>(definition: OperationDefinition<S, A, D>): Operation {
   return { ...definition, [OPERATION_MARKER]: true } as unknown as Operation;
 }
 

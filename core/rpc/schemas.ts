@@ -12,7 +12,12 @@ export const recordId = (label = 'id') => v.pipe(v.string(), v.uuid(`${label} mu
 
 /** A string, trimmed, not empty and at most `max` characters, with messages naming the field. */
 export const trimmedText = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
+  v.pipe(
+    v.string(`${label} must be a string`),
+    v.trim(),
+    v.minLength(1, `${label} must not be empty`),
+    v.maxLength(max, `${label} must be at most ${max} characters`),
+  );
 
 /** `2026-11-24 18:00` as `2026-11-24T18:00Z`: a time without a zone is UTC, whatever the server's time zone. */
 const inUtcUnlessZoned = (text: string) => {
@@ -24,7 +29,10 @@ const inUtcUnlessZoned = (text: string) => {
 export const isoTime = (label: string) =>
   v.pipe(
     v.string(`${label} must be an ISO 8601 date or timestamp`),
-    v.regex(/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i, `${label} must be an ISO 8601 date or timestamp, like 2026-11-24T18:00:00Z`),
+    v.regex(
+      /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i,
+      `${label} must be an ISO 8601 date or timestamp, like 2026-11-24T18:00:00Z`,
+    ),
     v.transform(inUtcUnlessZoned),
     v.check((text) => !Number.isNaN(Date.parse(text)) && Number(text.slice(0, 4)) >= 1, `${label} must be a real date`),
     v.transform((text) => new Date(text)),
@@ -61,13 +69,7 @@ export const stringList = (label: string, { maxItems = 50, maxLength = 100 } = {
     v.transform((list) => [...new Set(list)]),
   );
 
-export const email = v.pipe(
-  v.string(),
-  v.trim(),
-  v.toLowerCase(),
-  v.maxLength(254, 'E-mail address is too long'),
-  v.email('Invalid e-mail address'),
-);
+export const email = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.maxLength(254, 'E-mail address is too long'), v.email('Invalid e-mail address'));
 
 /** Usernames: 3 to 32 letters, digits, dots, dashes or underscores. */
 export const username = v.pipe(

@@ -74,7 +74,9 @@ const bareType = (contentType: string): string => contentType.split(';')[0]!.tri
 function cleanFileName(given: string | undefined, mimeType: string): string {
   const last = (given ?? '').split(/[\\/]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex -- control characters are what it removes
-  const cleaned = Array.from(last.replace(/[\u0000-\u001f\u007f]/g, '').trim()).slice(0, 255).join('');
+  const cleaned = Array.from(last.replace(/[\u0000-\u001f\u007f]/g, '').trim())
+    .slice(0, 255)
+    .join('');
   if (cleaned !== '' && cleaned !== '.' && cleaned !== '..') return cleaned;
   const extension = extensionFor(mimeType);
   return extension ? `upload.${extension}` : 'upload';
@@ -205,12 +207,7 @@ export class UploadService {
    * with the same EntityManager. If anything throws, nothing changes and the
    * key stays usable.
    */
-  async consume<T>(
-    ctx: AuthenticatedContext,
-    uploadKey: string,
-    purpose: string,
-    finalize: (files: FileInfo[], em: EntityManager) => Promise<T>,
-  ): Promise<T> {
+  async consume<T>(ctx: AuthenticatedContext, uploadKey: string, purpose: string, finalize: (files: FileInfo[], em: EntityManager) => Promise<T>): Promise<T> {
     return this.#db.forkEm(ctx.subscriptionId).transactional(async (em) => {
       const key = usableKey(await this.#findKey(em, ctx, uploadKey, true));
       if (key.purpose !== purpose) throw badRequest(`This upload key was issued for ${key.purpose} uploads, not ${purpose}`);
@@ -281,11 +278,7 @@ export class UploadService {
   async #findKey(em: EntityManager, ctx: AuthenticatedContext, uploadKey: string, lock = false): Promise<UploadKey | null> {
     if (!KEY_FORMAT.test(uploadKey)) return null;
     // The tenant filter keeps other subscriptions out; the user condition keeps other users of this one out.
-    return em.findOne(
-      UploadKey,
-      { keyHash: sha256Hex(uploadKey), userId: ctx.userId },
-      lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
-    );
+    return em.findOne(UploadKey, { keyHash: sha256Hex(uploadKey), userId: ctx.userId }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
   }
 }
 
@@ -296,8 +289,7 @@ function usableKey(key: UploadKey | null): UploadKey {
   return key;
 }
 
-export const tooManyFiles = (maxFiles: number): RpcError =>
-  fileIssue(undefined, `This upload key takes at most ${counted(maxFiles, 'file')}`);
+export const tooManyFiles = (maxFiles: number): RpcError => fileIssue(undefined, `This upload key takes at most ${counted(maxFiles, 'file')}`);
 
 /**
  * The files of one upload request. Each is checked and stored as it streams
@@ -320,10 +312,7 @@ export class UploadBatch {
     if (this.#stored.length >= this.remainingFiles) throw tooManyFiles(this.limits.maxFiles);
     const mimeType = bareType(incoming.mimeType);
     if (!this.limits.types.includes(mimeType)) {
-      throw fileIssue(
-        incoming.field,
-        `Files of type ${mimeType || '(none)'} are not accepted here; accepted: ${this.limits.types.join(', ')}`,
-      );
+      throw fileIssue(incoming.field, `Files of type ${mimeType || '(none)'} are not accepted here; accepted: ${this.limits.types.join(', ')}`);
     }
     const id = randomUUID();
     const file: StoredFile = {

@@ -71,8 +71,7 @@ export class AdminUserService {
 
   async update(ctx: AuthenticatedContext, id: string, changes: UserFields): Promise<AdminUserRecord> {
     const user = await this.#user(ctx, id);
-    const losesAdmin =
-      user.role === 'admin' && user.isActive && ((changes.role !== undefined && changes.role !== 'admin') || changes.isActive === false);
+    const losesAdmin = user.role === 'admin' && user.isActive && ((changes.role !== undefined && changes.role !== 'admin') || changes.isActive === false);
     if (losesAdmin) await this.#keepAnAdmin(ctx, user);
     return this.#users.adminRecord(await this.#users.update(ctx, user, changes));
   }

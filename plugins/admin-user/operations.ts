@@ -5,9 +5,7 @@ import { defineOperation } from './deps.ts';
 const role = v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`);
 const personName = v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(100)));
 /** The provider accounts the user keeps; links are made only by signing in with the provider (plugins/auth/user.service.ts). */
-const oauthProfiles = v.array(
-  v.looseObject({ provider: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) }),
-);
+const oauthProfiles = v.array(v.looseObject({ provider: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) }));
 
 /** Fields an admin may set on create and change on update. */
 const editable = {

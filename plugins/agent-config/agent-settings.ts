@@ -8,7 +8,12 @@ const names = (label: string) =>
   v.optional(
     v.pipe(
       v.array(
-        v.pipe(v.string(`${label}[] must be a string`), v.trim(), v.minLength(1, `${label} items must not be empty`), v.maxLength(100, `${label} items must be at most 100 characters`)),
+        v.pipe(
+          v.string(`${label}[] must be a string`),
+          v.trim(),
+          v.minLength(1, `${label} items must not be empty`),
+          v.maxLength(100, `${label} items must be at most 100 characters`),
+        ),
         `${label} must be an array of strings`,
       ),
       v.maxLength(50, `${label} takes at most 50 items`),
@@ -25,7 +30,8 @@ const personality = v.object({
   notes: optionalText('personality.notes', 2000),
 });
 
-const access = (label: string) => v.object({ accessWorkspace: flag(`${label}.accessWorkspace`), modifyWorkspace: flag(`${label}.modifyWorkspace`), createOwn: flag(`${label}.createOwn`) });
+const access = (label: string) =>
+  v.object({ accessWorkspace: flag(`${label}.accessWorkspace`), modifyWorkspace: flag(`${label}.modifyWorkspace`), createOwn: flag(`${label}.createOwn`) });
 const capabilities = v.object({
   computer: v.optional(v.object({ browserAccess: flag('capabilities.computer.browserAccess'), terminalAccess: flag('capabilities.computer.terminalAccess') })),
   search: v.optional(v.object({ enabled: flag('capabilities.search.enabled'), connectors: names('capabilities.search.connectors') })),
@@ -93,7 +99,10 @@ export interface AgentSettings {
   fileContext: string | null;
 }
 
-const workspace = (given?: { accessWorkspace?: boolean; modifyWorkspace?: boolean; createOwn?: boolean }, current?: AgentSettings['capabilities']['tasks']) => ({
+const workspace = (
+  given?: { accessWorkspace?: boolean; modifyWorkspace?: boolean; createOwn?: boolean },
+  current?: AgentSettings['capabilities']['tasks'],
+) => ({
   accessWorkspace: given?.accessWorkspace ?? current?.accessWorkspace ?? false,
   modifyWorkspace: given?.modifyWorkspace ?? current?.modifyWorkspace ?? false,
   createOwn: given?.createOwn ?? current?.createOwn ?? false,

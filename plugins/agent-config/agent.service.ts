@@ -154,7 +154,10 @@ export class AgentService {
     const issues: ValidationIssue[] = [];
     const models = new Map(this.#catalogue.models.map((model) => [model.id, model]));
     if (input.model !== undefined && !models.has(input.model)) issues.push({ path: 'model', message: `${input.model} is not a model of the AI catalogue` });
-    for (const [field, type] of [['ttsModel', 'tts'], ['transcriptionModel', 'transcription']] as const) {
+    for (const [field, type] of [
+      ['ttsModel', 'tts'],
+      ['transcriptionModel', 'transcription'],
+    ] as const) {
       const id = input[field];
       if (id != null && models.get(id)?.type !== type) issues.push({ path: field, message: `${id} is not a ${type} model of the AI catalogue` });
     }

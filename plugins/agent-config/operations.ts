@@ -3,14 +3,21 @@ import { listParams, recordId } from 'rpc-service/plugin';
 import { agentFields } from './agent-settings.ts';
 import { defineOperation } from './deps.ts';
 
-const name = v.pipe(v.string('name must be a string'), v.trim(), v.minLength(1, 'name must not be empty'), v.maxLength(100, 'name must be at most 100 characters'));
+const name = v.pipe(
+  v.string('name must be a string'),
+  v.trim(),
+  v.minLength(1, 'name must not be empty'),
+  v.maxLength(100, 'name must be at most 100 characters'),
+);
 const model = v.pipe(v.string('model must be a string'), v.minLength(1, 'model must not be empty'), v.maxLength(200));
-const nullableText = (label: string, max: number) => v.optional(v.nullable(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`))));
+const nullableText = (label: string, max: number) =>
+  v.optional(v.nullable(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`))));
 const { model: _model, ...fields } = agentFields;
 
 export const create = defineOperation({
   access: 'user',
-  describe: 'Create an agent configuration; name (unique in the subscription) and model (from the AI catalogue) required. projectId "" makes it global; omitted, the context project.',
+  describe:
+    'Create an agent configuration; name (unique in the subscription) and model (from the AI catalogue) required. projectId "" makes it global; omitted, the context project.',
   params: v.object({
     name,
     model,
@@ -39,7 +46,8 @@ export const findById = defineOperation({
 
 export const getData = defineOperation({
   access: 'user',
-  describe: 'Agent configurations of the subscription, filtered (name, model, agentClass, role, projectId, realtime, userId, dates) and sorted; by name by default.',
+  describe:
+    'Agent configurations of the subscription, filtered (name, model, agentClass, role, projectId, realtime, userId, dates) and sorted; by name by default.',
   params: v.object(listParams(25)),
   handler: ({ params, ctx, deps }) => deps.agentService.getData(ctx, params),
 });

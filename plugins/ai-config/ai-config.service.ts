@@ -1,4 +1,13 @@
-import { notFound, validationError, type AiCatalogue, type AiClient, type AiModel, type AiProvider, type AiRecommendation, type ValidationIssue } from 'rpc-service/plugin';
+import {
+  notFound,
+  validationError,
+  type AiCatalogue,
+  type AiClient,
+  type AiModel,
+  type AiProvider,
+  type AiRecommendation,
+  type ValidationIssue,
+} from 'rpc-service/plugin';
 
 /** A model as `plugins/ai-config/README.md` lists its fields, plus `dimensions` for the models that have it (embedding models). */
 export interface ModelRecord {
@@ -73,9 +82,7 @@ const modelRecord = (model: AiModel): ModelRecord => ({
 const recommendationRecord = (recommendation: AiRecommendation): RecommendationRecord => ({
   modelId: recommendation.modelId,
   reason: recommendation.reason,
-  ...(recommendation.alternatives === undefined
-    ? {}
-    : { alternatives: recommendation.alternatives.map(({ modelId, reason }) => ({ modelId, reason })) }),
+  ...(recommendation.alternatives === undefined ? {} : { alternatives: recommendation.alternatives.map(({ modelId, reason }) => ({ modelId, reason })) }),
 });
 
 const hasAll = (have: readonly string[], wanted: readonly string[] | undefined): boolean =>

@@ -9,7 +9,12 @@ const date = (label: string) =>
     v.check((value) => !Number.isNaN(value.getTime()) && value.getUTCFullYear() >= 1 && value.getUTCFullYear() <= 9999, `${label} must be a valid date`),
   );
 const positive = (label: string, max: number) =>
-  v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`), v.maxValue(max, `${label} must be at most ${max}`));
+  v.pipe(
+    v.number(`${label} must be a number`),
+    v.integer(`${label} must be a whole number`),
+    v.minValue(1, `${label} must be at least 1`),
+    v.maxValue(max, `${label} must be at most ${max}`),
+  );
 
 const filter = v.optional(
   v.strictObject(
@@ -38,7 +43,12 @@ export const listThreads = defineOperation({
     sort: v.optional(v.strictObject({ direction: v.optional(v.unknown()) }, 'unknown field; sortable fields: direction'), {}),
   }),
   handler: ({ params, ctx, deps }) =>
-    deps.telemetryService.listThreads(ctx, { filter: params.filter, direction: params.sort.direction === 'asc' ? 'asc' : 'desc', page: params.page, pageSize: params.pageSize }),
+    deps.telemetryService.listThreads(ctx, {
+      filter: params.filter,
+      direction: params.sort.direction === 'asc' ? 'asc' : 'desc',
+      page: params.page,
+      pageSize: params.pageSize,
+    }),
 });
 
 export const getThread = defineOperation({

@@ -30,9 +30,6 @@ export const AiTrace = defineEntity({
     attempts: p.integer(),
     error: p.text().nullable(),
   }),
-  indexes: [
-    { properties: ['subscriptionId', 'requestTimestamp'] },
-    { properties: ['subscriptionId', 'threadId'] },
-  ],
+  indexes: [{ properties: ['subscriptionId', 'requestTimestamp'] }, { properties: ['subscriptionId', 'threadId'] }],
 });
 export type AiTrace = InferEntity<typeof AiTrace>;

@@ -17,7 +17,10 @@ export const ApiKey = defineEntity({
     isEnabled: p.boolean().default(true),
     initialContext: p.json<Record<string, unknown>>().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   }),
   indexes: [{ properties: ['subscriptionId', 'userId'] }],
 });

@@ -173,10 +173,7 @@ export class ApiKeyService implements CredentialVerifier {
     return keys.map((key) => ({ id: key.id, userId: key.userId, description: key.description, isEnabled: key.isEnabled }));
   }
 
-  async create(
-    ctx: AuthenticatedContext,
-    input: { description: string; initialContext: Record<string, unknown> | null },
-  ): Promise<CreatedApiKey> {
+  async create(ctx: AuthenticatedContext, input: { description: string; initialContext: Record<string, unknown> | null }): Promise<CreatedApiKey> {
     const prefix = `ak${randomBytes(7).toString('hex')}`;
     const fullKey = `${prefix}_${randomToken(32)}`;
     const key = ctx.em.create(ApiKey, {

@@ -34,7 +34,13 @@ export const update = defineOperation({
     description: v.optional(description),
     // null or an empty string clears the context.
     initialContext: v.optional(
-      v.union([v.pipe(v.union([v.null(), v.literal('')]), v.transform(() => null)), jsonObjectText('initialContext')]),
+      v.union([
+        v.pipe(
+          v.union([v.null(), v.literal('')]),
+          v.transform(() => null),
+        ),
+        jsonObjectText('initialContext'),
+      ]),
     ),
     isEnabled: v.optional(v.boolean()),
   }),

@@ -9,10 +9,12 @@ const durations = (name: string) =>
     v.string(),
     v.transform((text) => text.split(',').map((item) => item.trim())),
     v.check((items) => items.length > 0 && items.every((item) => /^\d+(\.\d+)?(ms|s|m|h)?$/.test(item)), `${name} must be durations such as 0,5s,5m,2h`),
-    v.transform((items) => items.map((item) => {
-      const [, amount, unit] = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(item)!;
-      return Number(amount) * UNIT_SECONDS[unit ?? 's']!;
-    })),
+    v.transform((items) =>
+      items.map((item) => {
+        const [, amount, unit] = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(item)!;
+        return Number(amount) * UNIT_SECONDS[unit ?? 's']!;
+      }),
+    ),
   );
 
 export const apiManagementSettings = v.object({

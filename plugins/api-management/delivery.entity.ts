@@ -39,10 +39,7 @@ export const WebhookDelivery = defineEntity({
     deliveredAt: p.datetime().nullable(),
     createdAt: p.datetime(),
   }),
-  indexes: [
-    { properties: ['apiKeyId', 'state', 'seq'] },
-    { properties: ['subscriptionId', 'state', 'createdAt'] },
-  ],
+  indexes: [{ properties: ['apiKeyId', 'state', 'seq'] }, { properties: ['subscriptionId', 'state', 'createdAt'] }],
   uniques: [{ properties: ['eventId', 'apiKeyId'] }],
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDelivery>;

@@ -7,9 +7,18 @@ export const registerWebhook = defineOperation({
   access: 'user',
   describe: 'Register the webhook of the API key you call with, and test it with a webhook.test event (2xx within 5 s: verified).',
   params: v.object({
-    webhookUrl: v.pipe(v.string('webhookUrl must be a string'), v.maxLength(2048, 'webhookUrl is too long'), v.url('webhookUrl must be an absolute URL'), v.regex(/^https?:\/\//i, 'webhookUrl must be http or https')),
+    webhookUrl: v.pipe(
+      v.string('webhookUrl must be a string'),
+      v.maxLength(2048, 'webhookUrl is too long'),
+      v.url('webhookUrl must be an absolute URL'),
+      v.regex(/^https?:\/\//i, 'webhookUrl must be http or https'),
+    ),
     webhookSecret: v.optional(
-      v.pipe(v.string('webhookSecret must be a string'), v.minLength(16, 'webhookSecret must be at least 16 characters'), v.maxLength(256, 'webhookSecret must be at most 256 characters')),
+      v.pipe(
+        v.string('webhookSecret must be a string'),
+        v.minLength(16, 'webhookSecret must be at least 16 characters'),
+        v.maxLength(256, 'webhookSecret must be at most 256 characters'),
+      ),
     ),
   }),
   handler: ({ params, ctx, deps }) => deps.webhookService.registerWebhook(ctx, { webhookUrl: params.webhookUrl, webhookSecret: params.webhookSecret ?? null }),

@@ -77,8 +77,7 @@ export async function sendWebhook(
     };
   } catch (error) {
     const err = error as Error & { cause?: Error };
-    const reason =
-      err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : err.cause?.message ? `${err.message}: ${err.cause.message}` : err.message;
+    const reason = err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : err.cause?.message ? `${err.message}: ${err.cause.message}` : err.message;
     return { kind: 'failed', statusCode: null, error: reason, retryAfterSeconds: null, durationMs: durationMs() };
   }
 }

@@ -36,7 +36,14 @@ export class WebhookStore {
   async registerWebhook(ctx: AuthenticatedContext, apiKeyId: string, webhook: { url: string; secret: string | null; status: WebhookStatus }): Promise<boolean> {
     if ((await this.#deps.apiKeyService.keysById(ctx.subscriptionId, [apiKeyId])).length === 0) return false;
     const secret = webhook.secret === null ? null : await this.#deps.keyring.seal(ctx.subscriptionId, webhook.secret);
-    await ctx.em.upsert(ApiKeyWebhook, { apiKeyId, subscriptionId: ctx.subscriptionId, url: webhook.url, secret, status: webhook.status, lastTestedAt: new Date() });
+    await ctx.em.upsert(ApiKeyWebhook, {
+      apiKeyId,
+      subscriptionId: ctx.subscriptionId,
+      url: webhook.url,
+      secret,
+      status: webhook.status,
+      lastTestedAt: new Date(),
+    });
     return true;
   }
 
@@ -77,7 +84,16 @@ export class WebhookStore {
     return new Map(
       webhooks.map((webhook) => {
         const testedAt = webhook.lastTestedAt.toISOString();
-        return [webhook.apiKeyId, { webhookUrl: webhook.url, webhookSecret: webhook.secret ? SECRET_MASK : null, webhookStatus: webhook.status, lastTestedAt: testedAt, updatedAt: testedAt }];
+        return [
+          webhook.apiKeyId,
+          {
+            webhookUrl: webhook.url,
+            webhookSecret: webhook.secret ? SECRET_MASK : null,
+            webhookStatus: webhook.status,
+            lastTestedAt: testedAt,
+            updatedAt: testedAt,
+          },
+        ];
       }),
     );
   }
@@ -104,7 +120,10 @@ export class WebhookStore {
 
   async #enabledKeysWithVerifiedWebhooks(subscriptionId: string) {
     const webhooks = await this.#deps.db.forkEm(subscriptionId).find(ApiKeyWebhook, { status: 'verified' }, { fields: ['apiKeyId'] });
-    const keys = await this.#deps.apiKeyService.keysById(subscriptionId, webhooks.map((webhook) => webhook.apiKeyId));
+    const keys = await this.#deps.apiKeyService.keysById(
+      subscriptionId,
+      webhooks.map((webhook) => webhook.apiKeyId),
+    );
     return keys.filter((key) => key.isEnabled);
   }
 }

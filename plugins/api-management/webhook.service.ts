@@ -77,7 +77,8 @@ export class WebhookService {
     try {
       url = this.#deps.outbound.check(input.webhookUrl);
     } catch (error) {
-      if (error instanceof OutboundRefusedError) throw validationError([{ path: 'webhookUrl', message: `webhookUrl must be publicly reachable: ${error.message}` }]);
+      if (error instanceof OutboundRefusedError)
+        throw validationError([{ path: 'webhookUrl', message: `webhookUrl must be publicly reachable: ${error.message}` }]);
       throw error;
     }
     const event: WebhookEvent = {
@@ -234,7 +235,11 @@ export class WebhookService {
       }
       const target = await webhookStore.target(subscriptionId, apiKeyId);
       if (!target || target.status === 'disabled') {
-        await this.#failPending(em, apiKeyId, target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key was disabled or removed, or its webhook');
+        await this.#failPending(
+          em,
+          apiKeyId,
+          target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key was disabled or removed, or its webhook',
+        );
         return;
       }
       const outcome = await sendWebhook(this.#deps.outbound, target, { id: head.eventId, body: head.body }, config.WEBHOOK_TIMEOUT_MS);

@@ -1,13 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  badRequest,
-  RateLimiter,
-  unauthenticated,
-  validationError,
-  type AuthenticatedContext,
-  type Database,
-  type Limit,
-} from 'rpc-service/plugin';
+import { badRequest, RateLimiter, unauthenticated, validationError, type AuthenticatedContext, type Database, type Limit } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import type { InviteCodeService } from './invite-code.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
@@ -135,7 +127,10 @@ export class AuthService {
       await tx.flush();
       return { user: created, joined: invite !== null };
     });
-    await this.#limiter.hit(byIp.map(([bucket]) => bucket), this.#config.signupWindowSeconds);
+    await this.#limiter.hit(
+      byIp.map(([bucket]) => bucket),
+      this.#config.signupWindowSeconds,
+    );
     const grant = await this.#grant(user, clientIp);
     await this.#lifecycle.afterSignup({ user: grant.user, subscriptionId: user.subscriptionId, joinedExisting: joined });
     return { ...grant, subscriptionId: user.subscriptionId };
@@ -201,7 +196,12 @@ export class AuthService {
     const known = (await this.#limiter.count(knownAddress(account, clientIp))) > 0;
     await this.#limiter.check([
       [fromHere, loginFailureLimit],
-      ...(known ? [] : ([[byAccount, loginAccountFailureLimit], [byIp, loginIpFailureLimit]] as const)),
+      ...(known
+        ? []
+        : ([
+            [byAccount, loginAccountFailureLimit],
+            [byIp, loginIpFailureLimit],
+          ] as const)),
     ]);
     const valid = row?.password_hash ? await verifyPassword(password, row.password_hash) : await burnPasswordCheck(password);
     if (!row || !valid) {

@@ -29,8 +29,7 @@ function statusOf(invite: InviteCode, now = Date.now()): InviteCodeRecord['statu
 const toRecord = (invite: InviteCode): InviteCodeRecord => ({ ...INVITE_CODE.toRecord(invite), status: statusOf(invite) });
 
 const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now()) and uses < max_uses';
-const invalidCode = () =>
-  validationError([{ path: 'inviteCode', message: 'This invite code is not valid: unknown, used up, expired or revoked' }]);
+const invalidCode = () => validationError([{ path: 'inviteCode', message: 'This invite code is not valid: unknown, used up, expired or revoked' }]);
 
 /** Invite codes of a subscription: made and revoked by its admins, redeemed at signup. */
 export class InviteCodeService {

@@ -89,11 +89,17 @@ export class MessageSender {
 
   async #toOutbox(message: OutgoingMessage): Promise<Delivery> {
     const id = randomUUID();
-    await this.#db.execute(
-      'insert into auth_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())',
-      [id, message.channel, message.to, message.subject, message.text],
+    await this.#db.execute('insert into auth_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())', [
+      id,
+      message.channel,
+      message.to,
+      message.subject,
+      message.text,
+    ]);
+    this.#logger.info(
+      { outboxId: id, channel: message.channel, to: mask(message.to) },
+      'message written to the outbox (no delivery configured for this channel)',
     );
-    this.#logger.info({ outboxId: id, channel: message.channel, to: mask(message.to) }, 'message written to the outbox (no delivery configured for this channel)');
     return { via: 'outbox', id };
   }
 }

@@ -1,8 +1,7 @@
 import { RpcError, SESSION_COOKIE, type RouteContext, type Router } from 'rpc-service/plugin';
 import type { AuthDeps } from './deps.ts';
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
 function page(ctx: RouteContext, status: number, title: string, text: string): void {
   ctx.status = status;

@@ -37,9 +37,7 @@ export interface ExternalLoginStarted {
   expiresAt: string;
 }
 
-export type ExternalLoginStatus =
-  | { status: 'pending' | 'expired' }
-  | { status: 'completed'; token: string; expiresAt: string; user: UserView };
+export type ExternalLoginStatus = { status: 'pending' | 'expired' } | { status: 'completed'; token: string; expiresAt: string; user: UserView };
 
 export interface OAuthLogin {
   token: string;
@@ -255,7 +253,12 @@ export class OAuthService {
     const reserved = new Set(this.#deps.config.signupReservedUsernames);
     const base = (email.slice(0, email.indexOf('@')).replace(/[^A-Za-z0-9._-]/g, '') || 'user').slice(0, 24).padEnd(3, '0');
     for (let attempt = 0; attempt < 5; attempt++) {
-      const candidate = attempt === 0 ? base : `${base}-${randomToken(3).replace(/[^A-Za-z0-9]/g, 'x').slice(0, 4)}`;
+      const candidate =
+        attempt === 0
+          ? base
+          : `${base}-${randomToken(3)
+              .replace(/[^A-Za-z0-9]/g, 'x')
+              .slice(0, 4)}`;
       if (reserved.has(candidate.toLowerCase())) continue;
       const [taken] = await this.#deps.db.execute('select 1 from auth_user where lower(username) = lower(?)', [candidate]);
       if (!taken) return candidate;
@@ -269,20 +272,19 @@ export class OAuthService {
     const id = randomUUID();
     const pollToken = randomToken(32);
     const expiresAt = new Date(Date.now() + LOGIN_TTL_MS);
-    await this.#deps.db.execute(
-      `insert into auth_external_login (id, provider, poll_token_hash, expires_at, created_at) values (?, ?, ?, ?, now())`,
-      [id, provider.name, sha256Hex(pollToken), expiresAt],
-    );
+    await this.#deps.db.execute(`insert into auth_external_login (id, provider, poll_token_hash, expires_at, created_at) values (?, ?, ?, ?, now())`, [
+      id,
+      provider.name,
+      sha256Hex(pollToken),
+      expiresAt,
+    ]);
     await this.#deps.db.execute(`delete from auth_external_login where expires_at < now() - interval '1 day'`);
     return { sessionId: id, loginUrl: `${baseUrl}/auth/${provider.name}?external=${id}`, pollToken, expiresAt: expiresAt.toISOString() };
   }
 
   async #pendingExternal(id: string): Promise<void> {
     if (!isUuid(id)) throw badRequest('This login link is not valid; start again from the application');
-    const [row] = await this.#deps.db.execute(
-      'select 1 from auth_external_login where id = ? and completed_at is null and expires_at > now()',
-      [id],
-    );
+    const [row] = await this.#deps.db.execute('select 1 from auth_external_login where id = ? and completed_at is null and expires_at > now()', [id]);
     if (!row) throw badRequest('This login link has expired or was already used; start again from the application');
   }
 

@@ -10,8 +10,7 @@ const startSession = <T extends SessionGrant>(transport: Transport, grant: T): T
   return grant;
 };
 
-const nonEmpty = (label: string, max = 200) =>
-  v.pipe(v.string(), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max));
+const nonEmpty = (label: string, max = 200) => v.pipe(v.string(), v.trim(), v.minLength(1, `${label} must not be empty`), v.maxLength(max));
 const verification = v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20) });
 const inviteCode = v.optional(nonEmpty('inviteCode'));
 
@@ -66,8 +65,7 @@ export const verifyCode = defineOperation({
   access: 'public',
   describe: 'Check a code; finalize consumes it. Creates no user.',
   params: v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20), finalize: v.optional(v.boolean(), false) }),
-  handler: ({ params, deps, transport }) =>
-    deps.verificationService.verifyCode(params.otpRequestId, params.code, transport.clientIp, params.finalize),
+  handler: ({ params, deps, transport }) => deps.verificationService.verifyCode(params.otpRequestId, params.code, transport.clientIp, params.finalize),
 });
 
 export const login = defineOperation({

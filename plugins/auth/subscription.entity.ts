@@ -9,7 +9,10 @@ export const Subscription = defineEntity({
     name: p.text(),
     serviceCode: p.text().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   }),
 });
 export type Subscription = InferEntity<typeof Subscription>;

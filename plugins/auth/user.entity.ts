@@ -39,7 +39,10 @@ export const User = defineEntity({
     department: p.text().nullable(),
     serviceCode: p.text().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   }),
   indexes: [
     { name: 'auth_user_email_key', expression: 'create unique index "auth_user_email_key" on "auth_user" (lower("email"))' },

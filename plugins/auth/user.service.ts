@@ -233,9 +233,7 @@ export class UserService {
     await rateLimiter.check([[bucket, config.loginFailureLimit]]);
     const user = await this.self(ctx, ['passwordHash']);
     if (!user.passwordHash) {
-      throw badRequest(
-        'This account has no password to change (it signs in another way); an administrator can set one with AdminUserRpc.resetPassword',
-      );
+      throw badRequest('This account has no password to change (it signs in another way); an administrator can set one with AdminUserRpc.resetPassword');
     }
     if (!(await verifyPassword(currentPassword, user.passwordHash))) {
       await rateLimiter.hit([bucket], config.loginFailureWindowSeconds);

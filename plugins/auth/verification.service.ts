@@ -1,14 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import {
-  badRequest,
-  isUuid,
-  notFound,
-  RateLimiter,
-  RpcError,
-  validationError,
-  type Database,
-  type SecretBox,
-} from 'rpc-service/plugin';
+import { badRequest, isUuid, notFound, RateLimiter, RpcError, validationError, type Database, type SecretBox } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import type { MessageSender } from './message-sender.ts';
 import { OtpRequest, type OtpChannel } from './otp-request.entity.ts';
@@ -52,8 +43,7 @@ export function normaliseIdentifier(channel: OtpChannel, raw: string): string {
   return trimmed.replace(/[\s().-]/g, '');
 }
 
-const mask = (channel: OtpChannel, identifier: string) =>
-  channel === 'email' ? identifier.replace(/^(.).*(@.*)$/, '$1***$2') : `***${identifier.slice(-3)}`;
+const mask = (channel: OtpChannel, identifier: string) => (channel === 'email' ? identifier.replace(/^(.).*(@.*)$/, '$1***$2') : `***${identifier.slice(-3)}`);
 
 /**
  * One-time codes: six digits, valid ten minutes, five attempts, stored as an
@@ -134,13 +124,7 @@ export class VerificationService {
    * verification; `path` prefixes issue paths. `accept` may refuse a right
    * code sent to the wrong place by throwing; the code then stays unused.
    */
-  async consume(
-    otpRequestId: string,
-    code: string,
-    clientIp: string,
-    path: string,
-    accept?: (proven: ProvenIdentifier) => void,
-  ): Promise<ProvenIdentifier> {
+  async consume(otpRequestId: string, code: string, clientIp: string, path: string, accept?: (proven: ProvenIdentifier) => void): Promise<ProvenIdentifier> {
     try {
       return await this.#check(otpRequestId, code, clientIp, true, accept);
     } catch (error) {

@@ -12,7 +12,17 @@ const feature = v.object(
   {
     key: v.pipe(v.string('a feature key must be a string'), v.regex(/^[a-z][a-zA-Z0-9_.-]{0,63}$/, 'a feature key is a name like seats or api.calls')),
     name: v.optional(v.nullable(trimmedText('features[].name', 200)), null),
-    limit: v.optional(v.nullable(v.pipe(v.number('a feature limit must be a number'), v.integer('a feature limit is a whole number'), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER))), null),
+    limit: v.optional(
+      v.nullable(
+        v.pipe(
+          v.number('a feature limit must be a number'),
+          v.integer('a feature limit is a whole number'),
+          v.minValue(0),
+          v.maxValue(Number.MAX_SAFE_INTEGER),
+        ),
+      ),
+      null,
+    ),
   },
   'a feature is {key, name?, limit?}',
 );
@@ -22,12 +32,21 @@ const planFields = {
   oneTimeCost: v.optional(minorUnits('oneTimeCost')),
   recurringCost: v.optional(minorUnits('recurringCost')),
   billingCycle: v.optional(v.picklist(BILLING_CYCLES, `billingCycle must be one of ${BILLING_CYCLES.join(', ')}`)),
-  trialDays: v.optional(v.pipe(v.number('trialDays must be a number'), v.integer('trialDays must be a whole number'), v.minValue(0), v.maxValue(365, 'trialDays must be at most 365'))),
+  trialDays: v.optional(
+    v.pipe(
+      v.number('trialDays must be a number'),
+      v.integer('trialDays must be a whole number'),
+      v.minValue(0),
+      v.maxValue(365, 'trialDays must be at most 365'),
+    ),
+  ),
   features: v.optional(v.pipe(v.array(feature, 'features must be an array'), v.maxLength(100, 'at most 100 features'))),
   basePlanId: v.optional(v.nullable(planId)),
   isPublic: v.optional(v.boolean('isPublic must be true or false')),
   isArchived: v.optional(v.boolean('isArchived must be true or false')),
-  sortOrder: v.optional(v.pipe(v.number('sortOrder must be a number'), v.integer('sortOrder must be a whole number'), v.minValue(-1_000_000), v.maxValue(1_000_000))),
+  sortOrder: v.optional(
+    v.pipe(v.number('sortOrder must be a number'), v.integer('sortOrder must be a whole number'), v.minValue(-1_000_000), v.maxValue(1_000_000)),
+  ),
 };
 const name = trimmedText('name', 200);
 const resolveFeatures = v.optional(v.boolean('resolveFeatures must be true or false'), false);
@@ -56,7 +75,7 @@ export const remove = defineOperation({
 
 export const findById = defineOperation({
   access: 'user',
-  describe: "One plan; with resolveFeatures its features include those of its base plans it does not name itself, each with fromPlanId.",
+  describe: 'One plan; with resolveFeatures its features include those of its base plans it does not name itself, each with fromPlanId.',
   params: v.object({ _id: recordId('_id'), resolveFeatures }),
   handler: ({ params, ctx, deps }) => deps.planService.findById(ctx, params._id, params.resolveFeatures),
 });
@@ -73,7 +92,11 @@ export const getFieldValues = defineOperation({
   describe: 'Values for a form field, as {value, label}, from the plans (reference.filter applied, at most 1000 read); fieldName is not used.',
   params: v.object({
     fieldName,
-    reference: v.object({ valueField: fieldName, displayField: fieldName, filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object'), {}) }),
+    reference: v.object({
+      valueField: fieldName,
+      displayField: fieldName,
+      filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object'), {}),
+    }),
   }),
   handler: ({ params, ctx, deps }) => deps.planService.getFieldValues(ctx, params.reference),
 });

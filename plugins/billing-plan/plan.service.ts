@@ -23,7 +23,21 @@ import { BillingPlan, type PlanFeature } from './plan.entity.ts';
 export const MAX_PLAN_CHAIN = 5;
 
 /** What a caller sets; the service keeps the rest (id, subscription, timestamps). */
-const EDITABLE = ['planId', 'name', 'description', 'currency', 'oneTimeCost', 'recurringCost', 'billingCycle', 'trialDays', 'features', 'basePlanId', 'isPublic', 'isArchived', 'sortOrder'] as const;
+const EDITABLE = [
+  'planId',
+  'name',
+  'description',
+  'currency',
+  'oneTimeCost',
+  'recurringCost',
+  'billingCycle',
+  'trialDays',
+  'features',
+  'basePlanId',
+  'isPublic',
+  'isArchived',
+  'sortOrder',
+] as const;
 
 export type PlanFields = FieldsOf<BillingPlan, (typeof EDITABLE)[number]>;
 
@@ -121,7 +135,9 @@ export class PlanService {
       limit: query.pageSize,
       offset: (query.page - 1) * query.pageSize,
     });
-    const records = await Promise.all(plans.map(async (plan) => (query.resolveFeatures ? toRecord(plan, await this.#resolvedFeatures(ctx.em, plan)) : toRecord(plan))));
+    const records = await Promise.all(
+      plans.map(async (plan) => (query.resolveFeatures ? toRecord(plan, await this.#resolvedFeatures(ctx.em, plan)) : toRecord(plan))),
+    );
     return pageOf(records, total, query);
   }
 
@@ -138,7 +154,10 @@ export class PlanService {
   /** Plans of the `billingPlans` collection (getFieldValues), filtered and sorted as getData does. */
   async listForCollection(ctx: AuthenticatedContext, query: Pick<ListQuery, 'filter' | 'sort'> & { limit: number }): Promise<PlanRecord[]> {
     const sort = toOrderBy(query.sort, PLAN_FIELDS);
-    const plans = await ctx.em.find(BillingPlan, toWhere(query.filter, PLAN_FIELDS), { orderBy: { ...sort, planId: sort.planId ?? 'asc', id: 'asc' }, limit: query.limit });
+    const plans = await ctx.em.find(BillingPlan, toWhere(query.filter, PLAN_FIELDS), {
+      orderBy: { ...sort, planId: sort.planId ?? 'asc', id: 'asc' },
+      limit: query.limit,
+    });
     return plans.map((plan) => toRecord(plan));
   }
 
@@ -176,7 +195,7 @@ export class PlanService {
   /** The base plans from `basePlanId` down (nearest first), or why there is no such chain. */
   async #chain(em: EntityManager, basePlanId: string, planId: string): Promise<BillingPlan[] | 'missing' | 'loop'> {
     const chain: BillingPlan[] = [];
-    for (let next: string | null = basePlanId; next !== null; ) {
+    for (let next: string | null = basePlanId; next !== null;) {
       if (next === planId || chain.some((plan) => plan.planId === next)) return 'loop';
       const plan: BillingPlan | null = await em.findOne(BillingPlan, { planId: next });
       if (!plan) return chain.length === 0 ? 'missing' : chain;

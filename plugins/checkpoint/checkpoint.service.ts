@@ -65,7 +65,10 @@ export class CheckpointService {
     return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'log', limit }));
   }
 
-  async createCheckpoint(ctx: AuthenticatedContext, { scope, message, tagName }: { scope: string; message: string; tagName?: string }): Promise<{ commitHash: string }> {
+  async createCheckpoint(
+    ctx: AuthenticatedContext,
+    { scope, message, tagName }: { scope: string; message: string; tagName?: string },
+  ): Promise<{ commitHash: string }> {
     const author = await this.#author(ctx);
     // Records are read under the lock, so a restore that ran meanwhile is in the checkpoint.
     const commitHash = await this.#exclusive(ctx, scope, async (em) =>
@@ -74,7 +77,10 @@ export class CheckpointService {
     return { commitHash };
   }
 
-  async tagRelease(ctx: AuthenticatedContext, { scope, commitHash, tagName, message }: { scope: string; commitHash: string; tagName: string; message: string }): Promise<{ tagName: string }> {
+  async tagRelease(
+    ctx: AuthenticatedContext,
+    { scope, commitHash, tagName, message }: { scope: string; commitHash: string; tagName: string; message: string },
+  ): Promise<{ tagName: string }> {
     const author = await this.#author(ctx);
     return { tagName: await this.#exclusive(ctx, scope, () => this.#git<string>(ctx, scope, { op: 'tag', hash: commitHash, name: tagName, message, author })) };
   }
@@ -96,7 +102,10 @@ export class CheckpointService {
     });
   }
 
-  async writeFile(ctx: AuthenticatedContext, { scope, path: filepath, content, encoding }: { scope: string; path: string; content: string; encoding: Encoding }): Promise<{ path: string; size: number }> {
+  async writeFile(
+    ctx: AuthenticatedContext,
+    { scope, path: filepath, content, encoding }: { scope: string; path: string; content: string; encoding: Encoding },
+  ): Promise<{ path: string; size: number }> {
     this.#refuseRecordScope(scope);
     const size = Buffer.byteLength(content, encoding);
     if (size > this.#deps.config.CHECKPOINT_MAX_FILE_BYTES) {
@@ -111,7 +120,10 @@ export class CheckpointService {
   }
 
   /** A file as it is now (for a scope of records, the record as it is in the database) or at a checkpoint. */
-  async readFile(ctx: AuthenticatedContext, { scope, path: filepath, encoding, hash }: { scope: string; path: string; encoding: Encoding; hash?: string }): Promise<{ path: string; content: string; encoding: Encoding }> {
+  async readFile(
+    ctx: AuthenticatedContext,
+    { scope, path: filepath, encoding, hash }: { scope: string; path: string; encoding: Encoding; hash?: string },
+  ): Promise<{ path: string; content: string; encoding: Encoding }> {
     const files = hash ? undefined : await this.#recordsOf(ctx, ctx.em, scope);
     if (files) return { path: filepath, content: this.#recordFile(files, filepath, encoding), encoding };
     return this.#exclusive(ctx, scope, () => this.#git(ctx, scope, { op: 'readFile', path: filepath, encoding, hash }));
@@ -147,7 +159,12 @@ export class CheckpointService {
           })
         : change(author),
     );
-    await this.#deps.bus.publish({ name: 'dataScopeRefreshed', payload: { scope, hash: head, action }, subscriptionId: ctx.subscriptionId, userIds: [ctx.userId] });
+    await this.#deps.bus.publish({
+      name: 'dataScopeRefreshed',
+      payload: { scope, hash: head, action },
+      subscriptionId: ctx.subscriptionId,
+      userIds: [ctx.userId],
+    });
     return { message };
   }
 
@@ -203,7 +220,10 @@ export class CheckpointService {
 
   #refuseRecordScope(scope: string): void {
     const records: DataScope | undefined = this.#deps.dataScopes.get(scope);
-    if (records) throw validationError([{ path: 'scope', message: `scope ${scope} holds ${records.describe.replace(/\.$/, '').toLowerCase()}; change them through their own operations` }]);
+    if (records)
+      throw validationError([
+        { path: 'scope', message: `scope ${scope} holds ${records.describe.replace(/\.$/, '').toLowerCase()}; change them through their own operations` },
+      ]);
   }
 
   async #fileScopes(ctx: AuthenticatedContext): Promise<string[]> {

@@ -7,9 +7,17 @@ export const checkpointSettings = v.object({
     'where the git repositories of data scopes are kept (DATA_DIR/checkpoints when empty); with several nodes, a folder every node mounts from shared storage',
     '',
   ),
-  CHECKPOINT_MAX_FILE_BYTES: setting(env.integer('CHECKPOINT_MAX_FILE_BYTES', 1, 50 * 1024 * 1024), 'the largest file writeFile takes, in bytes', String(512 * 1024)),
+  CHECKPOINT_MAX_FILE_BYTES: setting(
+    env.integer('CHECKPOINT_MAX_FILE_BYTES', 1, 50 * 1024 * 1024),
+    'the largest file writeFile takes, in bytes',
+    String(512 * 1024),
+  ),
   CHECKPOINT_MAX_FILES: setting(env.integer('CHECKPOINT_MAX_FILES', 1, 1_000_000), 'files a scope may hold', '10000'),
-  CHECKPOINT_MAX_SCOPES: setting(env.integer('CHECKPOINT_MAX_SCOPES', 1, 100_000), 'file scopes a subscription may have (besides the scopes of records)', '100'),
+  CHECKPOINT_MAX_SCOPES: setting(
+    env.integer('CHECKPOINT_MAX_SCOPES', 1, 100_000),
+    'file scopes a subscription may have (besides the scopes of records)',
+    '100',
+  ),
 });
 
 export type CheckpointConfig = v.InferOutput<typeof checkpointSettings>;

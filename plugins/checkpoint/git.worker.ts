@@ -113,7 +113,8 @@ async function perform(task: GitTask): Promise<unknown> {
         await fs.promises.writeFile(file, Buffer.from(task.content, task.encoding));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST') throw new Refusal('CONFLICT', `${task.path} clashes with a file or folder of the scope`);
+        if (code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST')
+          throw new Refusal('CONFLICT', `${task.path} clashes with a file or folder of the scope`);
         if (code === 'ENAMETOOLONG') throw new Refusal('VALIDATION_ERROR', `${task.path} is too long a path for the file system`);
         throw error;
       }
@@ -134,10 +135,13 @@ async function perform(task: GitTask): Promise<unknown> {
         const commit = await commitOf(dir, task.hash);
         // One blob in memory at a time: a scope may hold thousands of large files.
         const files: { path: string; size: number }[] = [];
-        for (const filepath of await git.listFiles({ fs, dir, ref: commit, cache })) files.push({ path: filepath, size: (await blobAt(dir, commit, filepath))!.length });
+        for (const filepath of await git.listFiles({ fs, dir, ref: commit, cache }))
+          files.push({ path: filepath, size: (await blobAt(dir, commit, filepath))!.length });
         return files;
       }
-      return Promise.all((await workdirFiles(dir)).map(async (filepath) => ({ path: filepath, size: (await fs.promises.stat(path.join(dir, filepath))).size })));
+      return Promise.all(
+        (await workdirFiles(dir)).map(async (filepath) => ({ path: filepath, size: (await fs.promises.stat(path.join(dir, filepath))).size })),
+      );
     }
     case 'deleteFile': {
       const file = inside(dir, task.path);

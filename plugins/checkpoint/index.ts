@@ -3,7 +3,19 @@ import { definePlugin } from 'rpc-service/plugin';
 import { CheckpointService } from './checkpoint.service.ts';
 import { checkpointSettings } from './config.ts';
 import { DEPS, type CheckpointDeps } from './deps.ts';
-import { createCheckpoint, deleteFile, getStatus, listCheckpoints, listFiles, listScopes, readFile, restore, rollback, tagRelease, writeFile } from './operations.ts';
+import {
+  createCheckpoint,
+  deleteFile,
+  getStatus,
+  listCheckpoints,
+  listFiles,
+  listScopes,
+  readFile,
+  restore,
+  rollback,
+  tagRelease,
+  writeFile,
+} from './operations.ts';
 
 /** CheckpointRpc: versioned data scopes of a subscription, each a git repository (files, or records of other plugins as JSON files). */
 export const checkpointPlugin = definePlugin<CheckpointDeps>({
@@ -15,7 +27,10 @@ export const checkpointPlugin = definePlugin<CheckpointDeps>({
   services: { checkpointService: asClass(CheckpointService).singleton() },
   extends: {
     'core.events': [
-      { name: 'dataScopeRefreshed', describe: 'A scope you restored or rolled back now holds other files (and records): {scope, hash, action}, hash the checkpoint it is at now.' },
+      {
+        name: 'dataScopeRefreshed',
+        describe: 'A scope you restored or rolled back now holds other files (and records): {scope, hash, action}, hash the checkpoint it is at now.',
+      },
     ],
   },
   operations: { listScopes, getStatus, listCheckpoints, createCheckpoint, tagRelease, restore, rollback, writeFile, readFile, listFiles, deleteFile },

@@ -4,7 +4,12 @@ import { defineOperation } from './deps.ts';
 
 const scope = v.pipe(v.string('scope must be a string'), v.regex(SCOPE_NAME, 'scope must be lower-case letters, digits, _ and -, at most 64 characters'));
 const hash = (label: string) =>
-  v.pipe(v.string(`${label} must be a string`), v.trim(), v.toLowerCase(), v.regex(/^[0-9a-f]{4,40}$/, `${label} must be a checkpoint hash (4 to 40 hex digits)`));
+  v.pipe(
+    v.string(`${label} must be a string`),
+    v.trim(),
+    v.toLowerCase(),
+    v.regex(/^[0-9a-f]{4,40}$/, `${label} must be a checkpoint hash (4 to 40 hex digits)`),
+  );
 const message = trimmedText('message', 2000);
 const tagName = v.pipe(
   v.string('tagName must be a string'),
@@ -24,7 +29,11 @@ const tagName = v.pipe(
 const IGNORED_BY_FILE_SYSTEMS = /[\u200b-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
 const GIT_NAMES = new Set(['.git', '.gitignore', '.gitmodules', '.gitattributes']);
 const isGitName = (part: string) => {
-  const name = part.replace(IGNORED_BY_FILE_SYSTEMS, '').split(':')[0]!.replace(/[. ]+$/, '').toLowerCase();
+  const name = part
+    .replace(IGNORED_BY_FILE_SYSTEMS, '')
+    .split(':')[0]!
+    .replace(/[. ]+$/, '')
+    .toLowerCase();
   return GIT_NAMES.has(name) || /^git~\d+$/.test(name);
 };
 const isPlainPart = (part: string) => part !== '' && part !== '.' && part !== '..' && Buffer.byteLength(part) <= 255 && !isGitName(part);
@@ -57,7 +66,10 @@ export const getStatus = defineOperation({
 export const listCheckpoints = defineOperation({
   access: 'user',
   describe: "The scope's checkpoints, newest first (at most limit, 50 by default), with their tags.",
-  params: v.object({ scope, limit: v.optional(v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1), v.maxValue(1000)), 50) }),
+  params: v.object({
+    scope,
+    limit: v.optional(v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1), v.maxValue(1000)), 50),
+  }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.listCheckpoints(ctx, params.scope, params.limit),
 });
 
@@ -84,7 +96,8 @@ export const restore = defineOperation({
 
 export const rollback = defineOperation({
   access: 'user',
-  describe: 'Moves the scope back to a checkpoint of its history and discards the checkpoints after it; sends dataScopeRefreshed. Scopes of records: admin or staff.',
+  describe:
+    'Moves the scope back to a checkpoint of its history and discards the checkpoints after it; sends dataScopeRefreshed. Scopes of records: admin or staff.',
   params: v.object({ scope, hash: hash('hash') }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.rollback(ctx, params.scope, params.hash),
 });
@@ -111,7 +124,7 @@ export const writeFile = defineOperation({
 
 export const readFile = defineOperation({
   access: 'user',
-  describe: "A file of the scope as it is now, or at a checkpoint (hash).",
+  describe: 'A file of the scope as it is now, or at a checkpoint (hash).',
   params: v.object({ scope, path: filePath, encoding, hash: v.optional(hash('hash')) }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.readFile(ctx, params),
 });

@@ -21,7 +21,6 @@ import {
 } from 'rpc-service/plugin';
 import { Discount } from './discount.entity.ts';
 
-
 /** What a caller sets; the service keeps the rest (id, subscription, redemptions, timestamps). */
 const EDITABLE = ['code', 'name', 'description', 'kind', 'value', 'currency', 'validFrom', 'validUntil', 'maxRedemptions', 'planIds', 'isActive'] as const;
 
@@ -59,10 +58,26 @@ export class DiscountService {
   }
 
   async create(ctx: AuthenticatedContext, input: DiscountInput & Pick<DiscountFields, 'code' | 'name' | 'kind' | 'value'>): Promise<DiscountRecord> {
-    const fields: DiscountFields = { description: '', currency: null, validFrom: null, validUntil: null, maxRedemptions: null, planIds: [], isActive: true, ...input };
+    const fields: DiscountFields = {
+      description: '',
+      currency: null,
+      validFrom: null,
+      validUntil: null,
+      maxRedemptions: null,
+      planIds: [],
+      isActive: true,
+      ...input,
+    };
     await this.#check(ctx, fields);
     const now = new Date();
-    const discount = ctx.em.create(Discount, { id: randomUUID(), subscriptionId: ctx.subscriptionId, ...fields, currentRedemptions: 0, createdAt: now, updatedAt: now });
+    const discount = ctx.em.create(Discount, {
+      id: randomUUID(),
+      subscriptionId: ctx.subscriptionId,
+      ...fields,
+      currentRedemptions: 0,
+      createdAt: now,
+      updatedAt: now,
+    });
     await ctx.em.flush();
     return DISCOUNT.toRecord(discount);
   }
@@ -109,7 +124,10 @@ export class DiscountService {
   /** Discounts of the `discounts` collection (getFieldValues), filtered and sorted as getData does. */
   async listForCollection(ctx: AuthenticatedContext, query: Pick<ListQuery, 'filter' | 'sort'> & { limit: number }): Promise<DiscountRecord[]> {
     const sort = toOrderBy(query.sort, DISCOUNT.fields);
-    const discounts = await ctx.em.find(Discount, toWhere(query.filter, DISCOUNT.fields), { orderBy: { ...sort, code: sort.code ?? 'asc', id: 'asc' }, limit: query.limit });
+    const discounts = await ctx.em.find(Discount, toWhere(query.filter, DISCOUNT.fields), {
+      orderBy: { ...sort, code: sort.code ?? 'asc', id: 'asc' },
+      limit: query.limit,
+    });
     return discounts.map(DISCOUNT.toRecord);
   }
 
@@ -145,17 +163,25 @@ export class DiscountService {
   }
 
   async #refusal(ctx: AuthenticatedContext, code: string, planId: string | null): Promise<Error> {
-    const [found] = await ctx.em.execute<{ id: string }[]>('select id from discount where subscription_id = ? and upper(code) = upper(?)', [ctx.subscriptionId, code]);
+    const [found] = await ctx.em.execute<{ id: string }[]>('select id from discount where subscription_id = ? and upper(code) = upper(?)', [
+      ctx.subscriptionId,
+      code,
+    ]);
     const discount = found ? await ctx.em.findOne(Discount, { id: found.id }, { refresh: true }) : null;
     if (!discount) return notFound(`Discount ${code} not found`);
     const now = Date.now();
     if (!discount.isActive) return conflict(`Discount ${discount.code} is not active`);
-    if (discount.validFrom && discount.validFrom.getTime() > now) return conflict(`Discount ${discount.code} is valid from ${discount.validFrom.toISOString()}`);
-    if (discount.validUntil && discount.validUntil.getTime() <= now) return conflict(`Discount ${discount.code} expired at ${discount.validUntil.toISOString()}`);
+    if (discount.validFrom && discount.validFrom.getTime() > now)
+      return conflict(`Discount ${discount.code} is valid from ${discount.validFrom.toISOString()}`);
+    if (discount.validUntil && discount.validUntil.getTime() <= now)
+      return conflict(`Discount ${discount.code} expired at ${discount.validUntil.toISOString()}`);
     if (discount.maxRedemptions !== null && discount.maxRedemptions !== undefined && discount.currentRedemptions >= discount.maxRedemptions) {
       return conflict(`Discount ${discount.code} has been redeemed ${counted(discount.maxRedemptions, 'time')}, its limit`);
     }
-    if (planId === null) return validationError([{ path: 'planId', message: `discount ${discount.code} applies only to plans ${discount.planIds.join(', ')}; give the planId it is redeemed for` }]);
+    if (planId === null)
+      return validationError([
+        { path: 'planId', message: `discount ${discount.code} applies only to plans ${discount.planIds.join(', ')}; give the planId it is redeemed for` },
+      ]);
     return conflict(`Discount ${discount.code} does not apply to plan ${planId}`);
   }
 

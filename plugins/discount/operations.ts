@@ -4,7 +4,12 @@ import { defineOperation } from './deps.ts';
 import { DISCOUNT_KINDS } from './discount.entity.ts';
 
 const code = v.pipe(v.string('code must be a string'), v.trim(), v.regex(/^[A-Za-z0-9_-]{3,40}$/, 'code must be 3 to 40 letters, digits, _ and -'));
-const planId = v.pipe(v.string('planId must be a string'), v.trim(), v.minLength(1, 'planId must not be empty'), v.maxLength(64, 'planId must be at most 64 characters'));
+const planId = v.pipe(
+  v.string('planId must be a string'),
+  v.trim(),
+  v.minLength(1, 'planId must not be empty'),
+  v.maxLength(64, 'planId must be at most 64 characters'),
+);
 /** Every field of a discount but code, name, kind and value, each optional. */
 const discountFields = {
   description: v.optional(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters'))),
@@ -12,7 +17,14 @@ const discountFields = {
   validFrom: v.optional(v.nullable(isoTime('validFrom'))),
   validUntil: v.optional(v.nullable(isoTime('validUntil'))),
   maxRedemptions: v.optional(
-    v.nullable(v.pipe(v.number('maxRedemptions must be a number'), v.integer('maxRedemptions must be a whole number'), v.minValue(1, 'maxRedemptions must be at least 1'), v.maxValue(2_000_000_000))),
+    v.nullable(
+      v.pipe(
+        v.number('maxRedemptions must be a number'),
+        v.integer('maxRedemptions must be a whole number'),
+        v.minValue(1, 'maxRedemptions must be at least 1'),
+        v.maxValue(2_000_000_000),
+      ),
+    ),
   ),
   planIds: v.optional(stringList('planIds', { maxItems: 200, maxLength: 64 })),
   isActive: v.optional(v.boolean('isActive must be true or false')),
@@ -25,7 +37,8 @@ const fieldName = v.pipe(v.string('must be a string'), v.minLength(1, 'must not 
 
 export const create = defineOperation({
   access: 'staff',
-  describe: 'Create a discount: code (unique, any case), name, kind (percent: value 1-100; fixed: value in minor units with currency) required; validity window, maxRedemptions and planIds optional.',
+  describe:
+    'Create a discount: code (unique, any case), name, kind (percent: value 1-100; fixed: value in minor units with currency) required; validity window, maxRedemptions and planIds optional.',
   params: v.object({ code, name, kind, value, ...discountFields }),
   handler: ({ params, ctx, deps }) => deps.discountService.create(ctx, params),
 });
@@ -33,7 +46,14 @@ export const create = defineOperation({
 export const update = defineOperation({
   access: 'staff',
   describe: 'Change any field of a discount but currentRedemptions, which only redeem counts.',
-  params: v.object({ _id: recordId('_id'), code: v.optional(code), name: v.optional(name), kind: v.optional(kind), value: v.optional(value), ...discountFields }),
+  params: v.object({
+    _id: recordId('_id'),
+    code: v.optional(code),
+    name: v.optional(name),
+    kind: v.optional(kind),
+    value: v.optional(value),
+    ...discountFields,
+  }),
   handler: ({ params: { _id, ...input }, ctx, deps }) => deps.discountService.update(ctx, _id, input),
 });
 
@@ -63,14 +83,19 @@ export const getFieldValues = defineOperation({
   describe: 'Values for a form field, as {value, label}, from the discounts (reference.filter applied, at most 1000 read); fieldName is not used.',
   params: v.object({
     fieldName,
-    reference: v.object({ valueField: fieldName, displayField: fieldName, filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object'), {}) }),
+    reference: v.object({
+      valueField: fieldName,
+      displayField: fieldName,
+      filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object'), {}),
+    }),
   }),
   handler: ({ params, ctx, deps }) => deps.discountService.getFieldValues(ctx, params.reference),
 });
 
 export const redeem = defineOperation({
   access: 'user',
-  describe: 'Count one use of the discount with this code (any case), for a plan when planId is given; refused when inactive, outside its window, used up or not for that plan.',
+  describe:
+    'Count one use of the discount with this code (any case), for a plan when planId is given; refused when inactive, outside its window, used up or not for that plan.',
   params: v.object({ code, planId: v.optional(v.nullable(planId), null) }),
   handler: ({ params, ctx, deps }) => deps.discountService.redeem(ctx, params.code, params.planId),
 });

@@ -17,7 +17,9 @@ export const documentsPlugin = definePlugin<DocumentsDeps>({
   migrations,
   services: { pageService: asClass(PageService).singleton() },
   extends: {
-    'core.tools': [{ name: 'documents.search', describe: 'Find the passages of a documentation instance that answer a question.', method: 'DocumentRpc.search' }],
+    'core.tools': [
+      { name: 'documents.search', describe: 'Find the passages of a documentation instance that answer a question.', method: 'DocumentRpc.search' },
+    ],
   },
   operations: { getAllDocuments, getById, getByTitle, create, update, delete: remove, getVersions, search },
 });

@@ -7,7 +7,11 @@ const MAX_TOP_K = 100;
 const MAX_TAGS = 50;
 
 const text = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.check((value) => value.trim().length > 0, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
+  v.pipe(
+    v.string(`${label} must be a string`),
+    v.check((value) => value.trim().length > 0, `${label} must not be empty`),
+    v.maxLength(max, `${label} must be at most ${max} characters`),
+  );
 const instanceId = text('documentInstanceId', 200);
 const title = v.pipe(text('title', 500), v.trim());
 const content = v.pipe(v.string('content must be a string'), v.maxLength(MAX_CONTENT_LENGTH, `content must be at most ${MAX_CONTENT_LENGTH} characters`));
@@ -81,12 +85,18 @@ export const getVersions = defineOperation({
 
 export const search = defineOperation({
   access: 'user',
-  describe: "Passages of the instance's pages closest in meaning to queryText (cosine similarity as score), best first; filter with the list operators on title, tags, parentId, version, createdBy, lastModifiedBy.",
+  describe:
+    "Passages of the instance's pages closest in meaning to queryText (cosine similarity as score), best first; filter with the list operators on title, tags, parentId, version, createdBy, lastModifiedBy.",
   params: v.object({
     documentInstanceId: instanceId,
     queryText: text('queryText', 10_000),
     topK: v.optional(
-      v.pipe(v.number('topK must be a number'), v.integer('topK must be a whole number'), v.minValue(1, 'topK must be at least 1'), v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`)),
+      v.pipe(
+        v.number('topK must be a number'),
+        v.integer('topK must be a whole number'),
+        v.minValue(1, 'topK must be at least 1'),
+        v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`),
+      ),
       5,
     ),
     filter: v.optional(v.unknown()),

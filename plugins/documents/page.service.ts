@@ -184,11 +184,13 @@ export class PageService {
     await this.#find(ctx.em, id);
     const versions = await ctx.em.find(PageVersion, { pageId: id }, { orderBy: { version: 'desc' } });
     return versions.map(VERSION.toRecord);
-
   }
 
   /** The passages of the instance's pages closest in meaning to the question; archived pages are left out. */
-  async search(ctx: AuthenticatedContext, query: { documentInstanceId: string; queryText: string; topK: number; filter?: unknown }): Promise<DocumentSearchHit[]> {
+  async search(
+    ctx: AuthenticatedContext,
+    query: { documentInstanceId: string; queryText: string; topK: number; filter?: unknown },
+  ): Promise<DocumentSearchHit[]> {
     const hits = await this.#index.search(ctx, {
       source: SOURCE,
       collection: query.documentInstanceId,

@@ -105,7 +105,11 @@ function blocksOf(token: Token, size: number): Block[] {
 
 /** Lines packed up to `size`; a longer line is cut as prose. */
 function linesOf(text: string, size: number): string[] {
-  return packPieces(text.split('\n').flatMap((line) => (line.length > size ? piecesOf(line, size) : [line])), size, '\n');
+  return packPieces(
+    text.split('\n').flatMap((line) => (line.length > size ? piecesOf(line, size) : [line])),
+    size,
+    '\n',
+  );
 }
 
 /** Prose up to `size`: whole sentences where they fit, else words, else characters. */

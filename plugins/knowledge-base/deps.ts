@@ -11,12 +11,16 @@ import type { KnowledgeIndex } from './knowledge-index.ts';
  */
 export const DEPS = ['db', 'ai', 'aiCatalogue', 'pool', 'jobs', 'uploadService', 'outbound', 'userService'] as const;
 
-export type KnowledgeBaseDeps = Deps<typeof DEPS, {
-  knowledgeIndex: KnowledgeIndex;
-  ingestionService: IngestionService;
-  ingestionJobsService: IngestionJobsService;
-  documentsService: DocumentsService;
-}, KnowledgeBaseConfig>;
+export type KnowledgeBaseDeps = Deps<
+  typeof DEPS,
+  {
+    knowledgeIndex: KnowledgeIndex;
+    ingestionService: IngestionService;
+    ingestionJobsService: IngestionJobsService;
+    documentsService: DocumentsService;
+  },
+  KnowledgeBaseConfig
+>;
 
 export const defineOperation = operationBuilder<KnowledgeBaseDeps>();
 export const defineJob = jobBuilder<KnowledgeBaseDeps>();

@@ -45,7 +45,10 @@ export const KnowledgeDocument = defineEntity({
   indexes: [
     { properties: ['subscriptionId', 'status', 'createdAt'] },
     { properties: ['subscriptionId', 'collection'] },
-    { name: 'knowledge_base_document_search_vector_index', expression: 'create index "knowledge_base_document_search_vector_index" on "knowledge_base_document" using gin ("search_vector")' },
+    {
+      name: 'knowledge_base_document_search_vector_index',
+      expression: 'create index "knowledge_base_document_search_vector_index" on "knowledge_base_document" using gin ("search_vector")',
+    },
   ],
 });
 export type KnowledgeDocument = InferEntity<typeof KnowledgeDocument>;

@@ -1,4 +1,14 @@
-import { conflict, defineRecord, LockMode, notFound, type AuthenticatedContext, type EntityManager, type Extensions, type InferRecord, type UploadService } from 'rpc-service/plugin';
+import {
+  conflict,
+  defineRecord,
+  LockMode,
+  notFound,
+  type AuthenticatedContext,
+  type EntityManager,
+  type Extensions,
+  type InferRecord,
+  type UploadService,
+} from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { KnowledgeDocument, SOURCE_TYPES, STATUSES, type DocumentStatus, type SourceType } from './document.entity.ts';
@@ -42,7 +52,14 @@ export interface ListDocumentsQuery {
   projectId?: string;
 }
 
-export const SORT_FIELDS = { createdAt: 'created_at', updatedAt: 'updated_at', name: 'lower(name)', status: 'status', sizeBytes: 'size_bytes', chunkCount: 'chunk_count' } as const;
+export const SORT_FIELDS = {
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  name: 'lower(name)',
+  status: 'status',
+  sizeBytes: 'size_bytes',
+  chunkCount: 'chunk_count',
+} as const;
 export type SortField = keyof typeof SORT_FIELDS;
 
 export const toRecord = DOCUMENT.toRecord;
@@ -115,7 +132,10 @@ export class DocumentsService {
     this.#config = deps.config;
   }
 
-  async listDocuments(ctx: AuthenticatedContext, query: ListDocumentsQuery): Promise<{ data: DocumentRecord[]; totalCount: number; page: number; limit: number }> {
+  async listDocuments(
+    ctx: AuthenticatedContext,
+    query: ListDocumentsQuery,
+  ): Promise<{ data: DocumentRecord[]; totalCount: number; page: number; limit: number }> {
     const conditions: string[] = ['subscription_id = ?'];
     const params: unknown[] = [ctx.subscriptionId];
     const add = (sql: string, ...values: unknown[]) => {
@@ -146,7 +166,9 @@ export class DocumentsService {
       );
     }
     const where = conditions.join(' and ');
-    const [{ count }] = (await ctx.em.execute<{ count: string }[]>(`select count(*) as count from knowledge_base_document where ${where}`, params)) as [{ count: string }];
+    const [{ count }] = (await ctx.em.execute<{ count: string }[]>(`select count(*) as count from knowledge_base_document where ${where}`, params)) as [
+      { count: string },
+    ];
     const ids = await ctx.em.execute<{ id: string }[]>(
       `select id from knowledge_base_document where ${where} order by ${SORT_FIELDS[query.sortBy]} ${query.sortDir}, id ${query.sortDir} limit ? offset ?`,
       [...params, query.limit, (query.page - 1) * query.limit],
@@ -239,7 +261,10 @@ export class DocumentsService {
     });
   }
 
-  async search(ctx: AuthenticatedContext, query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: 'hybrid' | 'semantic' }) {
+  async search(
+    ctx: AuthenticatedContext,
+    query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: 'hybrid' | 'semantic' },
+  ) {
     const hits = await this.#index.search(ctx, { source: SOURCE, ...query });
     return hits.map(({ recordId, metadata, ...hit }) => ({ ...hit, documentId: recordId, name: String(metadata.name), metadata }));
   }

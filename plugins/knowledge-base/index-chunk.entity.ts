@@ -46,15 +46,20 @@ export const IndexChunk = defineEntity({
       expression:
         'create index "knowledge_base_chunk_pending_b_index" on "knowledge_base_chunk" ("subscription_id", "source", "collection") where "embedding_b" is null and not "withdrawn"',
     },
-    { name: 'knowledge_base_chunk_search_vector_index', expression: 'create index "knowledge_base_chunk_search_vector_index" on "knowledge_base_chunk" using gin ("search_vector")' },
+    {
+      name: 'knowledge_base_chunk_search_vector_index',
+      expression: 'create index "knowledge_base_chunk_search_vector_index" on "knowledge_base_chunk" using gin ("search_vector")',
+    },
     // As MemoryRpc's index (see its README): a denser graph than pgvector's default, cosine distance.
     {
       name: 'knowledge_base_chunk_embedding_a_index',
-      expression: 'create index "knowledge_base_chunk_embedding_a_index" on "knowledge_base_chunk" using hnsw ("embedding_a" vector_cosine_ops) with (m = 24, ef_construction = 128)',
+      expression:
+        'create index "knowledge_base_chunk_embedding_a_index" on "knowledge_base_chunk" using hnsw ("embedding_a" vector_cosine_ops) with (m = 24, ef_construction = 128)',
     },
     {
       name: 'knowledge_base_chunk_embedding_b_index',
-      expression: 'create index "knowledge_base_chunk_embedding_b_index" on "knowledge_base_chunk" using hnsw ("embedding_b" vector_cosine_ops) with (m = 24, ef_construction = 128)',
+      expression:
+        'create index "knowledge_base_chunk_embedding_b_index" on "knowledge_base_chunk" using hnsw ("embedding_b" vector_cosine_ops) with (m = 24, ef_construction = 128)',
     },
   ],
 });

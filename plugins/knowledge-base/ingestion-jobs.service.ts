@@ -38,9 +38,11 @@ export class IngestionJobsService {
   async retryJob(ctx: AuthenticatedContext, jobId: string): Promise<IngestionRecord> {
     return ctx.em.fork().transactional(async (em) => {
       const previous = await this.#ingestion(em, jobId);
-      if (previous.state !== 'failed' && previous.state !== 'cancelled') throw conflict(`Job ${jobId} is ${previous.state}; only a failed or cancelled job can be retried`);
+      if (previous.state !== 'failed' && previous.state !== 'cancelled')
+        throw conflict(`Job ${jobId} is ${previous.state}; only a failed or cancelled job can be retried`);
       const document = await liveDocument(em, previous.documentId, true);
-      if (document.version !== previous.version) throw conflict(`Job ${jobId} ingested version ${previous.version}; the document is at version ${document.version}`);
+      if (document.version !== previous.version)
+        throw conflict(`Job ${jobId} ingested version ${previous.version}; the document is at version ${document.version}`);
       Object.assign(document, { status: 'pending', error: null, updatedAt: new Date() });
       return toIngestion(await queueIngestion(this.#jobs, ctx, em, document));
     });
@@ -54,10 +56,14 @@ export class IngestionJobsService {
   async cancelJob(ctx: AuthenticatedContext, jobId: string): Promise<IngestionRecord> {
     const ingestion = await ctx.em.fork().transactional(async (em) => {
       const found = await this.#ingestion(em, jobId, true);
-      if (found.state !== 'queued' && found.state !== 'running') throw conflict(`Job ${jobId} is ${found.state}; only a queued or running job can be cancelled`);
+      if (found.state !== 'queued' && found.state !== 'running')
+        throw conflict(`Job ${jobId} is ${found.state}; only a queued or running job can be cancelled`);
       Object.assign(found, { state: 'cancelled', finishedAt: new Date() });
       const document = await em.findOne(KnowledgeDocument, { id: found.documentId, version: found.version, status: { $ne: 'deleted' } });
-      if (document) Object.assign(document, document.chunkCount > 0 ? { status: 'ready', error: null } : { status: 'failed', error: 'Ingestion cancelled' }, { updatedAt: new Date() });
+      if (document)
+        Object.assign(document, document.chunkCount > 0 ? { status: 'ready', error: null } : { status: 'failed', error: 'Ingestion cancelled' }, {
+          updatedAt: new Date(),
+        });
       await em.flush();
       return found;
     });

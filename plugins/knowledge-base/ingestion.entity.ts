@@ -21,9 +21,6 @@ export const Ingestion = defineEntity({
     startedAt: p.datetime().nullable(),
     finishedAt: p.datetime().nullable(),
   }),
-  indexes: [
-    { properties: ['subscriptionId', 'createdAt'] },
-    { properties: ['subscriptionId', 'documentId'] },
-  ],
+  indexes: [{ properties: ['subscriptionId', 'createdAt'] }, { properties: ['subscriptionId', 'documentId'] }],
 });
 export type Ingestion = InferEntity<typeof Ingestion>;

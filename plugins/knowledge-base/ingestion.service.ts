@@ -143,7 +143,11 @@ export class IngestionService {
 
   /** The limits of FILE_PURPOSE uploads: the types the parsers read. */
   uploadLimits(): PurposeLimits {
-    return { maxBytes: this.#config.KB_MAX_FILE_BYTES, maxFiles: 20, types: [...new Set(this.#parsers.flatMap((parser) => parser.types)), 'application/octet-stream'] };
+    return {
+      maxBytes: this.#config.KB_MAX_FILE_BYTES,
+      maxFiles: 20,
+      types: [...new Set(this.#parsers.flatMap((parser) => parser.types)), 'application/octet-stream'],
+    };
   }
 
   async ingestText(ctx: AuthenticatedContext, input: TextIngest): Promise<{ document: DocumentRecord; jobId: string }> {
@@ -294,7 +298,14 @@ export class IngestionService {
 
       const document = await ctx.em.findOneOrFail(KnowledgeDocument, { id: ingestion.documentId });
       const [prepared] = await this.#index.prepare([
-        { source: SOURCE, recordId: document.id, collection: document.collection ?? null, title: document.name, markdown: parsed.markdown, metadata: searchMetadata({ ...document, docType: content.parser.name }) },
+        {
+          source: SOURCE,
+          recordId: document.id,
+          collection: document.collection ?? null,
+          title: document.name,
+          markdown: parsed.markdown,
+          metadata: searchMetadata({ ...document, docType: content.parser.name }),
+        },
       ]);
       const written = await ctx.em.fork().transactional(async (em) => {
         // Still the version to ingest, still wanted: a cancel, a delete or a newer version wins.
@@ -348,7 +359,9 @@ export class IngestionService {
   #parserFor(contentType: string, fileName: string): ParserContribution | undefined {
     const type = contentType.split(';')[0]!.trim().toLowerCase();
     const ending = /\.[A-Za-z0-9]+$/.exec(fileName)?.[0]?.toLowerCase();
-    return this.#parsers.find((parser) => parser.types.includes(type)) ?? (ending ? this.#parsers.find((parser) => parser.extensions.includes(ending)) : undefined);
+    return (
+      this.#parsers.find((parser) => parser.types.includes(type)) ?? (ending ? this.#parsers.find((parser) => parser.extensions.includes(ending)) : undefined)
+    );
   }
 
   /** The text, stored file or fetched page of a version, and its parser. */
@@ -437,7 +450,12 @@ export class IngestionService {
       const ingestion = await em.findOneOrFail(Ingestion, { id: ingestionId });
       Object.assign(ingestion, changes);
       // The document shows the state of its latest version's ingestion, unless it was deleted.
-      if (status) await em.nativeUpdate(KnowledgeDocument, { id: ingestion.documentId, version: ingestion.version, status: { $ne: 'deleted' } }, { status, error, updatedAt: new Date() });
+      if (status)
+        await em.nativeUpdate(
+          KnowledgeDocument,
+          { id: ingestion.documentId, version: ingestion.version, status: { $ne: 'deleted' } },
+          { status, error, updatedAt: new Date() },
+        );
       await em.flush();
     });
   }

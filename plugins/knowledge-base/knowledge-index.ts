@@ -126,10 +126,28 @@ export class KnowledgeIndex {
   /** The chunks' two embedding columns, and the switch from one model to another. */
   readonly embeddings: EmbeddingColumns;
 
-  constructor({ ai, db, aiCatalogue, pool, jobs, config }: { ai: AiClient; db: Database; aiCatalogue: AiCatalogue; pool: WorkerPool; jobs: Jobs; config: KnowledgeBaseConfig }) {
+  constructor({
+    ai,
+    db,
+    aiCatalogue,
+    pool,
+    jobs,
+    config,
+  }: {
+    ai: AiClient;
+    db: Database;
+    aiCatalogue: AiCatalogue;
+    pool: WorkerPool;
+    jobs: Jobs;
+    config: KnowledgeBaseConfig;
+  }) {
     this.#pool = pool;
     this.#jobs = jobs;
-    this.#options = { chunkSize: config.KB_CHUNK_SIZE, overlap: Math.min(config.KB_CHUNK_OVERLAP, config.KB_CHUNK_SIZE / 2), sectionSize: config.KB_SECTION_SIZE };
+    this.#options = {
+      chunkSize: config.KB_CHUNK_SIZE,
+      overlap: Math.min(config.KB_CHUNK_OVERLAP, config.KB_CHUNK_SIZE / 2),
+      sectionSize: config.KB_SECTION_SIZE,
+    };
     this.#exactSearchLimit = config.KB_EXACT_SEARCH_LIMIT;
     this.embeddings = new EmbeddingColumns(
       { db, ai, aiCatalogue, jobs },
@@ -196,7 +214,11 @@ export class KnowledgeIndex {
     }
     const dropped = [...reusable.values()].flat();
 
-    await em.execute('delete from knowledge_base_section where subscription_id = ? and source = ? and record_id = ?', [subscriptionId, text.source, text.recordId]);
+    await em.execute('delete from knowledge_base_section where subscription_id = ? and source = ? and record_id = ?', [
+      subscriptionId,
+      text.source,
+      text.recordId,
+    ]);
     if (sections.length > 0) {
       await em.execute(
         `insert into knowledge_base_section (id, subscription_id, source, record_id, ordinal, heading, text)
@@ -212,13 +234,21 @@ export class KnowledgeIndex {
         ],
       );
     }
-    if (dropped.length > 0) await em.execute('delete from knowledge_base_chunk where subscription_id = ? and id = any(?::uuid[])', [subscriptionId, pgArray(dropped)]);
+    if (dropped.length > 0)
+      await em.execute('delete from knowledge_base_chunk where subscription_id = ? and id = any(?::uuid[])', [subscriptionId, pgArray(dropped)]);
     const metadata = JSON.stringify(text.metadata);
     if (kept.length > 0) {
       await em.execute(
         `update knowledge_base_chunk set section_id = k.section_id, ordinal = k.ordinal, collection = ?, metadata = ?::jsonb, updated_at = now()
          from unnest(?::uuid[], ?::uuid[], ?::int[]) as k(id, section_id, ordinal) where knowledge_base_chunk.id = k.id and knowledge_base_chunk.subscription_id = ?`,
-        [text.collection, metadata, pgArray(kept.map((chunk) => chunk.id)), pgArray(kept.map((chunk) => chunk.sectionId)), pgArray(kept.map((chunk) => chunk.ordinal)), subscriptionId],
+        [
+          text.collection,
+          metadata,
+          pgArray(kept.map((chunk) => chunk.id)),
+          pgArray(kept.map((chunk) => chunk.sectionId)),
+          pgArray(kept.map((chunk) => chunk.ordinal)),
+          subscriptionId,
+        ],
       );
     }
     if (added.length > 0) {
@@ -241,20 +271,29 @@ export class KnowledgeIndex {
           pgArray(added.map((chunk) => chunk.hash)),
         ],
       );
-      if (queueEmbedding) await this.#jobs.enqueue('embed', { source: text.source, recordIds: [text.recordId] }, { ctx, em, key: `${subscriptionId}:${text.source}:${text.recordId}` });
+      if (queueEmbedding)
+        await this.#jobs.enqueue(
+          'embed',
+          { source: text.source, recordIds: [text.recordId] },
+          { ctx, em, key: `${subscriptionId}:${text.source}:${text.recordId}` },
+        );
     }
     return { chunks: kept.length + added.length, unchanged: kept.length, pending: added.length };
   }
 
   /** Changes what a record's chunks are filtered and narrowed by, without touching their text or embeddings. */
-  async setMetadata(ctx: AuthenticatedContext, em: EntityManager, source: string, recordId: string, collection: string | null, metadata: Record<string, unknown>): Promise<void> {
-    await em.execute('update knowledge_base_chunk set collection = ?, metadata = ?::jsonb, updated_at = now() where subscription_id = ? and source = ? and record_id = ?', [
-      collection,
-      JSON.stringify(metadata),
-      ctx.subscriptionId,
-      source,
-      recordId,
-    ]);
+  async setMetadata(
+    ctx: AuthenticatedContext,
+    em: EntityManager,
+    source: string,
+    recordId: string,
+    collection: string | null,
+    metadata: Record<string, unknown>,
+  ): Promise<void> {
+    await em.execute(
+      'update knowledge_base_chunk set collection = ?, metadata = ?::jsonb, updated_at = now() where subscription_id = ? and source = ? and record_id = ?',
+      [collection, JSON.stringify(metadata), ctx.subscriptionId, source, recordId],
+    );
   }
 
   /** A record's chunks in order, and whether each has its embedding from the active model. */
@@ -265,7 +304,14 @@ export class KnowledgeIndex {
        where subscription_id = ? and source = ? and record_id = ? and not withdrawn order by ordinal`,
       [ctx.subscriptionId, source, recordId],
     );
-    return rows.map((row) => ({ chunkId: row.id, ordinal: row.ordinal, sectionId: row.section_id, heading: row.heading, text: row.text, embedded: row.embedded }));
+    return rows.map((row) => ({
+      chunkId: row.id,
+      ordinal: row.ordinal,
+      sectionId: row.section_id,
+      heading: row.heading,
+      text: row.text,
+      embedded: row.embedded,
+    }));
   }
 
   /** Replaces a chunk's text and embeds it at once with the active model (its old embedding answers until then); null when there is no such chunk. */
@@ -315,12 +361,15 @@ export class KnowledgeIndex {
   async remove(subscriptionId: string, em: EntityManager, source: string, recordIds: string[]): Promise<number> {
     if (recordIds.length === 0) return 0;
     const ids = pgArray(recordIds);
-    await em.execute('delete from knowledge_base_section where subscription_id = ? and source = ? and record_id = any(?::uuid[])', [subscriptionId, source, ids]);
-    const removed = await em.execute<{ id: string }[]>('delete from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = any(?::uuid[]) returning id', [
+    await em.execute('delete from knowledge_base_section where subscription_id = ? and source = ? and record_id = any(?::uuid[])', [
       subscriptionId,
       source,
       ids,
     ]);
+    const removed = await em.execute<{ id: string }[]>(
+      'delete from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = any(?::uuid[]) returning id',
+      [subscriptionId, source, ids],
+    );
     return removed.length;
   }
 
@@ -344,12 +393,21 @@ export class KnowledgeIndex {
         [...where.params, ...(all ? [after] : []), Math.min(EMBED_BATCH, limit - embedded)],
       );
       if (rows.length === 0) break;
-      const vectors = await this.embeddings.embed(ctx, slots, rows.map((row) => embeddingInput(row.heading, row.text)));
+      const vectors = await this.embeddings.embed(
+        ctx,
+        slots,
+        rows.map((row) => embeddingInput(row.heading, row.text)),
+      );
       const written = await this.embeddings.write(ctx.em, slots, (tx) =>
         tx.execute(
           `update knowledge_base_chunk set ${slots.active} = v.embedding::vector from unnest(?::uuid[], ?::text[], ?::text[]) as v(id, hash, embedding)
            where knowledge_base_chunk.id = v.id and knowledge_base_chunk.content_hash = v.hash and knowledge_base_chunk.subscription_id = ?`,
-          [pgArray(rows.map((row) => row.id)), pgArray(rows.map((row) => row.content_hash)), pgArray(vectors.map((vector) => vectorLiteral(vector))), scope.subscriptionId],
+          [
+            pgArray(rows.map((row) => row.id)),
+            pgArray(rows.map((row) => row.content_hash)),
+            pgArray(vectors.map((vector) => vectorLiteral(vector))),
+            scope.subscriptionId,
+          ],
         ),
       );
       // The model changed meanwhile: the same rows again, with the new one.
@@ -382,7 +440,10 @@ export class KnowledgeIndex {
       exactSearchLimit: this.#exactSearchLimit,
     });
     if (query.mode === 'semantic') {
-      const rows = await this.#rows(ctx, semantic.map((hit) => hit.id));
+      const rows = await this.#rows(
+        ctx,
+        semantic.map((hit) => hit.id),
+      );
       return semantic.flatMap((hit, index) => (rows.has(hit.id) ? [toHit(rows.get(hit.id)!, 1 - hit.distance, index + 1, null)] : []));
     }
     const textual = await ctx.em.execute<{ id: string }[]>(
@@ -398,7 +459,10 @@ export class KnowledgeIndex {
       fused.set(hit.id, { ...entry, score: entry.score + 1 / (RRF_K + index + 1), textRank: index + 1 });
     });
     const best = [...fused.entries()].sort(([idA, a], [idB, b]) => b.score - a.score || (idA < idB ? -1 : 1)).slice(0, query.topK);
-    const rows = await this.#rows(ctx, best.map(([id]) => id));
+    const rows = await this.#rows(
+      ctx,
+      best.map(([id]) => id),
+    );
     return best.flatMap(([id, entry]) => (rows.has(id) ? [toHit(rows.get(id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
   }
 

@@ -10,9 +10,15 @@ const MAX_TOP_K = 100;
 const MAX_LIMIT = 200;
 
 const text = (label: string, max: number) =>
-  v.pipe(v.string(`${label} must be a string`), v.check((value) => value.trim().length > 0, `${label} must not be empty`), v.maxLength(max, `${label} must be at most ${max} characters`));
-const optionalText = (label: string, max: number) => v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
-const nullableId = (label: string) => v.optional(v.nullable(v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(200))));
+  v.pipe(
+    v.string(`${label} must be a string`),
+    v.check((value) => value.trim().length > 0, `${label} must not be empty`),
+    v.maxLength(max, `${label} must be at most ${max} characters`),
+  );
+const optionalText = (label: string, max: number) =>
+  v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
+const nullableId = (label: string) =>
+  v.optional(v.nullable(v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(200))));
 const tags = v.pipe(
   v.array(v.pipe(text('tags[]', 100), v.trim()), 'tags must be an array of strings'),
   v.maxLength(50, 'at most 50 tags'),
@@ -36,13 +42,21 @@ export const getUploadKey = defineOperation({
   handler: async ({ ctx, deps, transport }) => {
     const { uploadKey, expiresAt } = await deps.uploadService.createKey(ctx, FILE_PURPOSE);
     const limits = deps.uploadService.limitsOf(FILE_PURPOSE);
-    return { uploadKey, uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`, expiresAt: expiresAt.toISOString(), maxBytes: limits.maxBytes, maxFiles: limits.maxFiles, types: limits.types };
+    return {
+      uploadKey,
+      uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`,
+      expiresAt: expiresAt.toISOString(),
+      maxBytes: limits.maxBytes,
+      maxFiles: limits.maxFiles,
+      types: limits.types,
+    };
   },
 });
 
 export const ingestText = defineOperation({
   access: 'staff',
-  describe: 'Ingest a text (format text, markdown or html) as a document, or as a new version of documentId; answers at once with the document pending and the ingestion job id.',
+  describe:
+    'Ingest a text (format text, markdown or html) as a document, or as a new version of documentId; answers at once with the document pending and the ingestion job id.',
   params: v.object({
     name,
     content: text('content', MAX_TEXT),
@@ -55,7 +69,8 @@ export const ingestText = defineOperation({
 
 export const ingestFiles = defineOperation({
   access: 'staff',
-  describe: 'Ingest the files uploaded with an upload key, one document each (named after the file unless name is given), or one file as a new version of documentId.',
+  describe:
+    'Ingest the files uploaded with an upload key, one document each (named after the file unless name is given), or one file as a new version of documentId.',
   params: v.object({
     uploadKey: v.pipe(v.string('uploadKey must be a string'), v.minLength(1, 'uploadKey must not be empty'), v.maxLength(100)),
     name: v.optional(name),
@@ -79,9 +94,17 @@ export const ingestUrl = defineOperation({
 });
 
 const pageParams = {
-  page: v.optional(v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)), 1),
+  page: v.optional(
+    v.pipe(v.number('page must be a number'), v.integer('page must be a whole number'), v.minValue(1, 'page must be at least 1'), v.maxValue(1_000_000)),
+    1,
+  ),
   limit: v.optional(
-    v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1, 'limit must be at least 1'), v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`)),
+    v.pipe(
+      v.number('limit must be a number'),
+      v.integer('limit must be a whole number'),
+      v.minValue(1, 'limit must be at least 1'),
+      v.maxValue(MAX_LIMIT, `limit must be at most ${MAX_LIMIT}`),
+    ),
     20,
   ),
 };
@@ -89,7 +112,8 @@ const isoDate = (label: string) => v.optional(isoTime(label));
 
 export const listDocuments = defineOperation({
   access: 'user',
-  describe: 'Documents of the knowledge base (not deleted ones unless status is deleted), filtered, full-text searched (search), paged and sorted; newest first by default.',
+  describe:
+    'Documents of the knowledge base (not deleted ones unless status is deleted), filtered, full-text searched (search), paged and sorted; newest first by default.',
   params: v.object({
     userId: v.optional(recordId('userId')),
     contactId: v.optional(text('contactId', 200)),
@@ -121,7 +145,10 @@ export const updateDocument = defineOperation({
   describe: "Change a document's name, description, collection or tags; its chunks follow without being embedded again.",
   params: v.object({
     ...docId,
-    updates: v.object({ name: v.optional(name), description: metadata.description, collection: metadata.collection, tags: metadata.tags }, 'updates must be an object'),
+    updates: v.object(
+      { name: v.optional(name), description: metadata.description, collection: metadata.collection, tags: metadata.tags },
+      'updates must be an object',
+    ),
   }),
   handler: ({ params, ctx, deps }) => deps.documentsService.updateDocument(ctx, params.docId, params.updates),
 });
@@ -142,7 +169,7 @@ export const getDocumentVersions = defineOperation({
 
 export const reindexDocument = defineOperation({
   access: 'staff',
-  describe: "Embed every chunk of a ready document again with the current embedding model (a job; searches use the old embeddings until then).",
+  describe: 'Embed every chunk of a ready document again with the current embedding model (a job; searches use the old embeddings until then).',
   params: v.object(docId),
   handler: ({ params, ctx, deps }) => deps.documentsService.reindexDocument(ctx, params.docId),
 });
@@ -157,7 +184,11 @@ export const getChunks = defineOperation({
 export const updateChunk = defineOperation({
   access: 'staff',
   describe: "Replace a chunk's text (at least 1 character); it is embedded again at once.",
-  params: v.object({ ...docId, chunkId: recordId('chunkId'), text: v.pipe(v.string('text must be a string'), v.minLength(1, 'text must be at least 1 character'), v.maxLength(20_000)) }),
+  params: v.object({
+    ...docId,
+    chunkId: recordId('chunkId'),
+    text: v.pipe(v.string('text must be a string'), v.minLength(1, 'text must be at least 1 character'), v.maxLength(20_000)),
+  }),
   handler: ({ params, ctx, deps }) => deps.documentsService.updateChunk(ctx, params.docId, params.chunkId, params.text),
 });
 
@@ -170,11 +201,17 @@ export const deleteChunk = defineOperation({
 
 export const search = defineOperation({
   access: 'user',
-  describe: 'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
+  describe:
+    'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
   params: v.object({
     queryText: text('queryText', 10_000),
     topK: v.optional(
-      v.pipe(v.number('topK must be a number'), v.integer('topK must be a whole number'), v.minValue(1, 'topK must be at least 1'), v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`)),
+      v.pipe(
+        v.number('topK must be a number'),
+        v.integer('topK must be a whole number'),
+        v.minValue(1, 'topK must be at least 1'),
+        v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`),
+      ),
       5,
     ),
     filter: v.optional(v.unknown()),
@@ -227,7 +264,8 @@ export const getQuota = defineOperation({
 
 export const getStats = defineOperation({
   access: 'user',
-  describe: 'Documents by status, stored bytes, chunks embedded and waiting, ingestion jobs by state, and the embedding model with the progress of a model switch.',
+  describe:
+    'Documents by status, stored bytes, chunks embedded and waiting, ingestion jobs by state, and the embedding model with the progress of a model switch.',
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.documentsService.getStats(ctx),
 });

@@ -31,7 +31,10 @@ export const parsersPoint = defineExtensionPoint({
     name: v.pipe(v.string(), v.regex(/^[a-z][a-z0-9-]{0,31}$/, 'a parser name is lowercase letters, digits and dashes')),
     types: v.pipe(v.array(v.pipe(v.string(), v.regex(/^[a-z]+\/[a-z0-9.+-]+$/, 'a media type such as application/pdf'))), v.minLength(1)),
     extensions: v.array(v.pipe(v.string(), v.regex(/^\.[a-z0-9]+$/, 'a file name ending such as .pdf'))),
-    worker: v.pipe(v.string(), v.check((path) => path.startsWith('/'), 'an absolute path')),
+    worker: v.pipe(
+      v.string(),
+      v.check((path) => path.startsWith('/'), 'an absolute path'),
+    ),
   }),
 });
 

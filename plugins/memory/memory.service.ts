@@ -191,10 +191,11 @@ export class MemoryService {
       params.push(cursor.created_at, cursor.id);
     }
     const skip = typeof page.offset === 'number' ? page.offset : 0;
-    const rows = await ctx.em.execute<Row[]>(
-      `select id, content, metadata from memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`,
-      [...params, page.limit + 1, skip],
-    );
+    const rows = await ctx.em.execute<Row[]>(`select id, content, metadata from memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`, [
+      ...params,
+      page.limit + 1,
+      skip,
+    ]);
     const more = rows.length > page.limit;
     const memories = rows.slice(0, page.limit).map(toRecord);
     const next = !more ? null : typeof page.offset === 'number' ? skip + page.limit : memories.at(-1)!.id;

@@ -13,7 +13,12 @@ const whose = {
   targetUserId: v.optional(v.pipe(v.string('targetUserId must be a string'), v.uuid('targetUserId must be a UUID'))),
 };
 const count = (label: string, max: number) =>
-  v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`), v.maxValue(max, `${label} must be at most ${max}`));
+  v.pipe(
+    v.number(`${label} must be a number`),
+    v.integer(`${label} must be a whole number`),
+    v.minValue(1, `${label} must be at least 1`),
+    v.maxValue(max, `${label} must be at most ${max}`),
+  );
 
 export const saveMemory = defineOperation({
   access: 'user',
@@ -38,7 +43,11 @@ export const recallMemories = defineOperation({
   describe: 'The memories closest in meaning to queryText (cosine similarity as score), best first; filter on metadata with the list operators.',
   params: v.object({
     ...whose,
-    queryText: v.pipe(v.string('queryText must be a string'), v.check((text) => text.trim().length > 0, 'queryText must not be empty'), v.maxLength(MAX_CONTENT_LENGTH)),
+    queryText: v.pipe(
+      v.string('queryText must be a string'),
+      v.check((text) => text.trim().length > 0, 'queryText must not be empty'),
+      v.maxLength(MAX_CONTENT_LENGTH),
+    ),
     topK: v.optional(count('topK', MAX_TOP_K), 3),
     filter: v.optional(v.unknown()),
   }),

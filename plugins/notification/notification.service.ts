@@ -108,7 +108,11 @@ export class NotificationService {
     const [notifications, totalCount] = await ctx.em.findAndCount(
       Notification,
       { $and: [{ userId: ctx.userId }, toWhere(query.filter, NOTIFICATION.fields)] },
-      { orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { timestamp: 'desc' } : {}), id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize },
+      {
+        orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { timestamp: 'desc' } : {}), id: 'asc' },
+        limit: query.pageSize,
+        offset: (query.page - 1) * query.pageSize,
+      },
     );
     return { data: notifications.map(NOTIFICATION.toRecord), totalCount };
   }

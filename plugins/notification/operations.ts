@@ -13,7 +13,8 @@ export const getSchema = defineOperation({
 
 export const getData = defineOperation({
   access: 'user',
-  describe: 'Your notifications, newest first unless sorted, with document-store filters (title, message, read, timestamp, source); page 1 and pageSize 25 by default.',
+  describe:
+    'Your notifications, newest first unless sorted, with document-store filters (title, message, read, timestamp, source); page 1 and pageSize 25 by default.',
   params: v.object(listParams(25)),
   handler: ({ params, ctx, deps }) => deps.notificationService.getData(ctx, params),
 });

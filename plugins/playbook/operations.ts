@@ -8,7 +8,14 @@ const DEFAULT_LIMIT = 50;
 const id = (label: string) => trimmedText(label, 200);
 const tags = stringList('tags');
 const count = (label: string) =>
-  v.optional(v.pipe(v.number(`${label} must be a number`), v.integer(`${label} must be a whole number`), v.minValue(1, `${label} must be at least 1`), v.maxValue(MAX_PAGE_SIZE, `${label} must be at most ${MAX_PAGE_SIZE}`)));
+  v.optional(
+    v.pipe(
+      v.number(`${label} must be a number`),
+      v.integer(`${label} must be a whole number`),
+      v.minValue(1, `${label} must be at least 1`),
+      v.maxValue(MAX_PAGE_SIZE, `${label} must be at most ${MAX_PAGE_SIZE}`),
+    ),
+  );
 /** The playbook fields callers write (not _id, subscriptionId, source, resources or the timestamps). */
 const fields = {
   description: v.optional(v.pipe(v.string('description must be a string'), v.maxLength(5000, 'description must be at most 5000 characters'))),
@@ -30,7 +37,8 @@ export const list = defineOperation({
     filter: v.optional(v.strictObject({ tags: v.optional(tags) }, 'unknown field; filterable fields: tags'), {}),
     sort: v.optional(v.record(v.string(), v.unknown())),
   }),
-  handler: ({ params, ctx, deps }) => deps.playbookService.list(ctx, { tags: params.tags ?? params.filter.tags, limit: params.limit ?? params.pageSize ?? DEFAULT_LIMIT }),
+  handler: ({ params, ctx, deps }) =>
+    deps.playbookService.list(ctx, { tags: params.tags ?? params.filter.tags, limit: params.limit ?? params.pageSize ?? DEFAULT_LIMIT }),
 });
 
 export const search = defineOperation({
@@ -81,6 +89,9 @@ export const getResourceUploadKey = defineOperation({
 export const finalizeResourceUpload = defineOperation({
   access: 'user',
   describe: "Append the files uploaded with the key to the playbook's resources: {success: true, added, files}; added 0 when no file was sent.",
-  params: v.object({ playbookId: id('playbookId'), uploadKey: v.pipe(v.string('uploadKey must be a string'), v.minLength(1, 'uploadKey must not be empty'), v.maxLength(100)) }),
+  params: v.object({
+    playbookId: id('playbookId'),
+    uploadKey: v.pipe(v.string('uploadKey must be a string'), v.minLength(1, 'uploadKey must not be empty'), v.maxLength(100)),
+  }),
   handler: ({ params, ctx, deps }) => deps.playbookService.finalizeResourceUpload(ctx, params.playbookId, params.uploadKey),
 });

@@ -64,7 +64,10 @@ export class PlaybookService {
   }
 
   async list(ctx: AuthenticatedContext, query: { tags?: string[]; limit: number }): Promise<{ data: PlaybookRecord[]; totalCount: number }> {
-    const playbooks = await ctx.em.find(Playbook, query.tags?.length ? { tags: { $overlap: query.tags } } : {}, { orderBy: { updatedAt: 'desc', id: 'asc' }, limit: query.limit });
+    const playbooks = await ctx.em.find(Playbook, query.tags?.length ? { tags: { $overlap: query.tags } } : {}, {
+      orderBy: { updatedAt: 'desc', id: 'asc' },
+      limit: query.limit,
+    });
     return { data: playbooks.map(PLAYBOOK.toRecord), totalCount: playbooks.length };
   }
 
@@ -141,7 +144,11 @@ export class PlaybookService {
   }
 
   /** Appends the files uploaded with the key to the playbook's resources; `added: 0` (and no `files`) when none was sent. */
-  async finalizeResourceUpload(ctx: AuthenticatedContext, playbookId: string, uploadKey: string): Promise<{ success: true; added: number; files?: Resource[] }> {
+  async finalizeResourceUpload(
+    ctx: AuthenticatedContext,
+    playbookId: string,
+    uploadKey: string,
+  ): Promise<{ success: true; added: number; files?: Resource[] }> {
     await this.#find(ctx.em, playbookId);
     return this.#uploads.consume(ctx, uploadKey, RESOURCE_PURPOSE, async (uploaded, em) => {
       if (uploaded.length === 0) return { success: true as const, added: 0 };

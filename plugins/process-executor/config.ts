@@ -9,7 +9,11 @@ export const processSettings = v.object({
   ),
   PROCESS_WORK_DIR: setting(v.string(), 'where each process gets its working folder (the system temporary folder when empty)', ''),
   PROCESS_LOG_LINES: setting(env.integer('PROCESS_LOG_LINES', 10, 100_000), 'lines of output kept per process (the latest)', '1000'),
-  PROCESS_STOP_GRACE_MS: setting(env.integer('PROCESS_STOP_GRACE_MS', 100, 600_000), 'how long stopProcess waits after SIGTERM before SIGKILL, in milliseconds', '5000'),
+  PROCESS_STOP_GRACE_MS: setting(
+    env.integer('PROCESS_STOP_GRACE_MS', 100, 600_000),
+    'how long stopProcess waits after SIGTERM before SIGKILL, in milliseconds',
+    '5000',
+  ),
   PROCESS_MAX_RUNNING: setting(env.integer('PROCESS_MAX_RUNNING', 1, 1000), 'processes a subscription may have running at once', '10'),
 });
 

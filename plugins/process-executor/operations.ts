@@ -6,10 +6,14 @@ const instanceId = { instanceId: recordId('instanceId') };
 
 export const startProcess = defineOperation({
   access: 'admin',
-  describe: 'Start a command of the allow-list (PROCESS_ALLOWED_COMMANDS) with args, without a shell, in a working folder of its own; answers {instanceId, status, pid}.',
+  describe:
+    'Start a command of the allow-list (PROCESS_ALLOWED_COMMANDS) with args, without a shell, in a working folder of its own; answers {instanceId, status, pid}.',
   params: v.object({
     command: v.pipe(v.string('command must be a string'), v.minLength(1, 'command must not be empty'), v.maxLength(1000)),
-    args: v.optional(v.pipe(v.array(v.pipe(v.string('args must be strings'), v.maxLength(10_000)), 'args must be an array of strings'), v.maxLength(100, 'at most 100 args')), []),
+    args: v.optional(
+      v.pipe(v.array(v.pipe(v.string('args must be strings'), v.maxLength(10_000)), 'args must be an array of strings'), v.maxLength(100, 'at most 100 args')),
+      [],
+    ),
   }),
   handler: ({ params, ctx, deps }) => deps.processExecutor.startProcess(ctx, params.command, params.args),
 });

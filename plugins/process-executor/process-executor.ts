@@ -58,20 +58,31 @@ export class ProcessExecutor {
       throw new RpcError('FEATURE_UNAVAILABLE', 'No command is allowed: the operator sets PROCESS_ALLOWED_COMMANDS to enable processes');
     }
     if (!this.#config.PROCESS_ALLOWED_COMMANDS.includes(command)) {
-      throw validationError([{ path: 'command', message: `${command} is not an allowed command; allowed: ${this.#config.PROCESS_ALLOWED_COMMANDS.join(', ')}` }]);
+      throw validationError([
+        { path: 'command', message: `${command} is not an allowed command; allowed: ${this.#config.PROCESS_ALLOWED_COMMANDS.join(', ')}` },
+      ]);
     }
     const running = await ctx.em.count(ProcessInstance, { status: 'running' });
     if (running >= this.#config.PROCESS_MAX_RUNNING) throw conflict(`The subscription already runs ${running} processes, the most it may`);
     const id = randomUUID();
     const cwd = path.join(this.#config.PROCESS_WORK_DIR || path.join(tmpdir(), 'rpc-service-processes'), id);
     mkdirSync(cwd, { recursive: true, mode: 0o700 });
-    await this.#db.forkEm(ctx.subscriptionId).execute(
-      `insert into process_executor_instance (id, subscription_id, started_by, node_id, command, args, status, logs, started_at) values (?, ?, ?, ?, ?, ?::text[], 'running', '[]', now())`,
-      [id, ctx.subscriptionId, ctx.userId, this.#bus.nodeId, command, pgArray(args)],
-    );
+    await this.#db
+      .forkEm(ctx.subscriptionId)
+      .execute(
+        `insert into process_executor_instance (id, subscription_id, started_by, node_id, command, args, status, logs, started_at) values (?, ?, ?, ?, ?, ?::text[], 'running', '[]', now())`,
+        [id, ctx.subscriptionId, ctx.userId, this.#bus.nodeId, command, pgArray(args)],
+      );
     const child = spawn(command, args, { cwd, env: { ...BASE_ENV, HOME: cwd }, shell: false, stdio: ['pipe', 'pipe', 'pipe'] });
     let settle!: () => void;
-    const process: Running = { subscriptionId: ctx.subscriptionId, child, logs: [], partial: { stdout: '', stderr: '' }, stopping: false, ended: new Promise((resolve) => (settle = resolve)) };
+    const process: Running = {
+      subscriptionId: ctx.subscriptionId,
+      child,
+      logs: [],
+      partial: { stdout: '', stderr: '' },
+      stopping: false,
+      ended: new Promise((resolve) => (settle = resolve)),
+    };
     this.#running.set(id, process);
     child.stdout.setEncoding('utf8').on('data', (text: string) => this.#output(process, 'stdout', text));
     child.stderr.setEncoding('utf8').on('data', (text: string) => this.#output(process, 'stderr', text));
@@ -85,7 +96,19 @@ export class ProcessExecutor {
     return { instanceId: id, status: 'running', pid: child.pid ?? null };
   }
 
-  async getProcessStatus(ctx: AuthenticatedContext, id: string): Promise<{ status: ProcessStatus; exitCode: number | null; signal: string | null; error: string | null; command: string; args: string[]; startedAt: string; endedAt: string | null }> {
+  async getProcessStatus(
+    ctx: AuthenticatedContext,
+    id: string,
+  ): Promise<{
+    status: ProcessStatus;
+    exitCode: number | null;
+    signal: string | null;
+    error: string | null;
+    command: string;
+    args: string[];
+    startedAt: string;
+    endedAt: string | null;
+  }> {
     const instance = await this.#find(ctx, id);
     return {
       status: instance.status,
@@ -110,7 +133,9 @@ export class ProcessExecutor {
   async sendProcessInput(ctx: AuthenticatedContext, id: string, input: string): Promise<{ message: string }> {
     const running = await this.#local(ctx, id);
     if (!running.child.stdin.writable) throw conflict(`Process ${id} no longer reads its input`);
-    await new Promise<void>((resolve, reject) => running.child.stdin.write(input, (error) => (error ? reject(conflict(`Process ${id} did not take the input`)) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      running.child.stdin.write(input, (error) => (error ? reject(conflict(`Process ${id} did not take the input`)) : resolve())),
+    );
     return { message: `Sent ${Buffer.byteLength(input)} bytes to process ${id}` };
   }
 
@@ -180,4 +205,6 @@ export class ProcessExecutor {
 }
 
 const pending = (running: Running): string[] =>
-  (['stdout', 'stderr'] as const).filter((stream) => running.partial[stream]).map((stream) => `${stream === 'stderr' ? '[stderr] ' : ''}${running.partial[stream].slice(0, MAX_LINE)}`);
+  (['stdout', 'stderr'] as const)
+    .filter((stream) => running.partial[stream])
+    .map((stream) => `${stream === 'stderr' ? '[stderr] ' : ''}${running.partial[stream].slice(0, MAX_LINE)}`);

@@ -55,7 +55,8 @@ export class BroadcastService {
       const found = new Set(audience.userIds);
       const unknown = broadcast.targetIds!.filter((id) => !found.has(id.toLowerCase()));
       if (unknown.length > 0) {
-        const listed = unknown.slice(0, LISTED_UNKNOWN_IDS).join(', ') + (unknown.length > LISTED_UNKNOWN_IDS ? ` and ${unknown.length - LISTED_UNKNOWN_IDS} more` : '');
+        const listed =
+          unknown.slice(0, LISTED_UNKNOWN_IDS).join(', ') + (unknown.length > LISTED_UNKNOWN_IDS ? ` and ${unknown.length - LISTED_UNKNOWN_IDS} more` : '');
         throw validationError([{ path: 'targetIds', message: `not active users of this subscription: ${listed}` }]);
       }
     }
@@ -80,7 +81,15 @@ export class BroadcastService {
     const [vapidKeys, audience] = await Promise.all([pushService.vapidKeys(), this.#audience(subscriptionId, broadcast)]);
     const { title, body, url } = broadcast.payload;
     // A retried job (a node stopped mid-send) notifies nobody twice.
-    await notificationService.notify({ subscriptionId, userIds: audience.userIds, title, message: body, source: SOURCE, data: { url: url ?? null }, dedupeKey: `broadcast:${job.id}` });
+    await notificationService.notify({
+      subscriptionId,
+      userIds: audience.userIds,
+      title,
+      message: body,
+      source: SOURCE,
+      data: { url: url ?? null },
+      dedupeKey: `broadcast:${job.id}`,
+    });
 
     const message = pushMessage(broadcast.payload);
     const options = {
@@ -144,6 +153,8 @@ export class BroadcastService {
 /** targetIds name at least one user or channel for those types; with all they are not used, so not required. */
 function checkTargets({ targetType, targetIds = [] }: Broadcast): void {
   if (targetType !== 'all' && targetIds.length === 0) {
-    throw validationError([{ path: 'targetIds', message: `targetIds must name at least one ${targetType === 'users' ? 'user id' : 'channel'} when targetType is ${targetType}` }]);
+    throw validationError([
+      { path: 'targetIds', message: `targetIds must name at least one ${targetType === 'users' ? 'user id' : 'channel'} when targetType is ${targetType}` },
+    ]);
   }
 }

@@ -39,7 +39,8 @@ const payload = v.pipe(
   ),
   v.check(
     (message) => pushMessage(message).length <= MAX_PUSH_MESSAGE_BYTES,
-    (issue) => `payload is ${pushMessage(issue.input).length} bytes as JSON; a push message holds at most ${MAX_PUSH_MESSAGE_BYTES} (title, body and url together)`,
+    (issue) =>
+      `payload is ${pushMessage(issue.input).length} bytes as JSON; a push message holds at most ${MAX_PUSH_MESSAGE_BYTES} (title, body and url together)`,
   ),
 );
 

@@ -11,7 +11,10 @@ const MAILTO = /^mailto:[^\s@?#/]+@([^\s@?#/]+)$/i;
  * dot, not localhost or *.localhost) or a public address.
  */
 function isPublicHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const host = hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (isIP(host)) return isPublicAddress(host);
   return host.includes('.') && !host.endsWith('.localhost');
 }
@@ -41,7 +44,11 @@ export const pushSenderSettings = v.object({
     'how push services reach the sender (VAPID "sub"): an https: URL or a mailto: address; unset: PushSenderRpc.sendBroadcast answers FEATURE_UNAVAILABLE',
   ),
   PUSH_SEND_CONCURRENCY: setting(env.integer('PUSH_SEND_CONCURRENCY', 1, 200), 'push requests one broadcast has under way at once', '10'),
-  PUSH_SEND_TIMEOUT_MS: setting(env.integer('PUSH_SEND_TIMEOUT_MS', 100, 120_000), 'a push request not answered within this fails (the device is counted failed)', '10000'),
+  PUSH_SEND_TIMEOUT_MS: setting(
+    env.integer('PUSH_SEND_TIMEOUT_MS', 100, 120_000),
+    'a push request not answered within this fails (the device is counted failed)',
+    '10000',
+  ),
   PUSH_TTL_SECONDS: setting(
     env.integer('PUSH_TTL_SECONDS', 0, 2_419_200),
     'how long a push service keeps a broadcast for a device that is offline (TTL header; 0: deliver now or never)',

@@ -60,7 +60,8 @@ export async function sendPush(outbound: Outbound, device: PushDevice, message: 
     return { kind: 'failed', status, error: `the push service answered ${status}` };
   } catch (error) {
     const err = error as Error & { cause?: Error };
-    const reason = err.name === 'TimeoutError' ? `no answer within ${options.timeoutMs} ms` : err.cause?.message ? `${err.message}: ${err.cause.message}` : err.message;
+    const reason =
+      err.name === 'TimeoutError' ? `no answer within ${options.timeoutMs} ms` : err.cause?.message ? `${err.message}: ${err.cause.message}` : err.message;
     return { kind: 'failed', status: null, error: reason };
   }
 }

@@ -24,7 +24,10 @@ export const subscribe = defineOperation({
     subscriptionObject,
     channels: v.optional(
       v.pipe(
-        v.array(v.pipe(v.string('channels must be strings'), v.trim(), v.minLength(1, 'a channel must not be empty'), v.maxLength(100)), 'channels must be an array of strings'),
+        v.array(
+          v.pipe(v.string('channels must be strings'), v.trim(), v.minLength(1, 'a channel must not be empty'), v.maxLength(100)),
+          'channels must be an array of strings',
+        ),
         v.minLength(1, 'channels must name at least one channel'),
         v.maxLength(50, 'at most 50 channels'),
         v.transform((list) => [...new Set(list)]),

@@ -104,14 +104,17 @@ export class PushService {
 
   /** The service's VAPID key pair (made on first need), for PushSenderRpc to sign its requests with. */
   async vapidKeys(): Promise<{ publicKey: string; privateKey: string }> {
-    const read = async () => (await this.#db.execute<{ public_key: string; private_key_sealed: string }>('select public_key, private_key_sealed from push_vapid_keys where id = 1'))[0];
+    const read = async () =>
+      (
+        await this.#db.execute<{ public_key: string; private_key_sealed: string }>('select public_key, private_key_sealed from push_vapid_keys where id = 1')
+      )[0];
     let row = await read();
     if (!row) {
       const keys = webpush.generateVAPIDKeys();
-      await this.#db.execute('insert into push_vapid_keys (id, public_key, private_key_sealed, created_at) values (1, ?, ?, now()) on conflict (id) do nothing', [
-        keys.publicKey,
-        await this.#keyring.seal(SERVICE_KEYRING_ID, keys.privateKey),
-      ]);
+      await this.#db.execute(
+        'insert into push_vapid_keys (id, public_key, private_key_sealed, created_at) values (1, ?, ?, now()) on conflict (id) do nothing',
+        [keys.publicKey, await this.#keyring.seal(SERVICE_KEYRING_ID, keys.privateKey)],
+      );
       row = await read();
     }
     return { publicKey: row!.public_key, privateKey: await this.#keyring.open(SERVICE_KEYRING_ID, row!.private_key_sealed) };

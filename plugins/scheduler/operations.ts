@@ -4,7 +4,8 @@ import { defineOperation } from './deps.ts';
 import { RUN_STATUSES } from './run.entity.ts';
 import { ACTION_TYPES, CATEGORIES } from './task.entity.ts';
 
-const optionalText = (label: string, max: number) => v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
+const optionalText = (label: string, max: number) =>
+  v.optional(v.pipe(v.string(`${label} must be a string`), v.maxLength(max, `${label} must be at most ${max} characters`)));
 
 /** The context every operation takes, and a task keeps: the user it acts as, its subscription, service and project. */
 const context = v.optional(
@@ -82,7 +83,8 @@ export const findById = defineOperation({
 
 export const listRuns = defineOperation({
   access: 'user',
-  describe: "Runs of scheduled tasks, newest first: when each was due and fired (delayMs), its status, error and result; of one task (taskId) and in one status when given. Admins see every run of the subscription, others the runs of tasks acting as them.",
+  describe:
+    'Runs of scheduled tasks, newest first: when each was due and fired (delayMs), its status, error and result; of one task (taskId) and in one status when given. Admins see every run of the subscription, others the runs of tasks acting as them.',
   params: v.object({
     taskId: v.optional(recordId('taskId')),
     status: v.optional(v.picklist(RUN_STATUSES, `status must be one of ${RUN_STATUSES.join(', ')}`)),

@@ -30,7 +30,10 @@ export const TaskRun = defineEntity({
   indexes: [
     { properties: ['subscriptionId', 'taskId', 'firedAt'] },
     { properties: ['subscriptionId', 'firedAt'] },
-    { name: 'scheduler_run_running_index', expression: 'create index "scheduler_run_running_index" on "scheduler_run" ("fired_at") where "status" = \'running\'' },
+    {
+      name: 'scheduler_run_running_index',
+      expression: 'create index "scheduler_run_running_index" on "scheduler_run" ("fired_at") where "status" = \'running\'',
+    },
   ],
 });
 export type TaskRun = InferEntity<typeof TaskRun>;

@@ -114,7 +114,11 @@ export class SchedulerRunner {
     const own = ctx.role === 'admin' ? null : (await ctx.em.find(ScheduledTask, { userId: ctx.userId }, { fields: ['id'] })).map((task) => task.id);
     const taskIds = own === null ? (query.taskId ? [query.taskId] : null) : query.taskId ? own.filter((id) => id === query.taskId) : own;
     const where = { ...(taskIds ? { taskId: { $in: taskIds } } : {}), ...(query.status ? { status: query.status } : {}) };
-    const [runs, totalCount] = await ctx.em.findAndCount(TaskRun, where, { orderBy: { firedAt: 'desc', id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize });
+    const [runs, totalCount] = await ctx.em.findAndCount(TaskRun, where, {
+      orderBy: { firedAt: 'desc', id: 'asc' },
+      limit: query.pageSize,
+      offset: (query.page - 1) * query.pageSize,
+    });
     return { data: runs.map(toRecord), totalCount };
   }
 
@@ -159,7 +163,7 @@ export class SchedulerRunner {
   /** Claims and fires due tasks until none is left, keeping at most SCHEDULER_CONCURRENCY actions under way. */
   async #tick(): Promise<void> {
     try {
-      for (let claimed = CLAIM_BATCH; claimed === CLAIM_BATCH && !this.#stopped; ) {
+      for (let claimed = CLAIM_BATCH; claimed === CLAIM_BATCH && !this.#stopped;) {
         const batch = await this.#claim();
         claimed = batch.length;
         for (const run of batch) {
@@ -260,7 +264,10 @@ export class SchedulerRunner {
         const agent = agents.data[0];
         if (!agent) throw new RpcError('NOT_FOUND', `No agent named ${config.agentName}`);
         const ctx = this.#operations.contextOf(principal, `scheduler:${task.id}`);
-        const messages = [...(agent.promptText ? [{ role: 'system' as const, content: agent.promptText }] : []), { role: 'user' as const, content: config.message }];
+        const messages = [
+          ...(agent.promptText ? [{ role: 'system' as const, content: agent.promptText }] : []),
+          { role: 'user' as const, content: config.message },
+        ];
         const answer = await this.#ai.chat(ctx, messages, { model: agent.model, caller: { type: 'scheduler', name: task.name } });
         await this.#notifications.notify({
           subscriptionId: task.subscription_id,

@@ -47,7 +47,10 @@ const VIEW = defineRecord(ScheduledTask, { hide: ['subscriptionId', 'context'], 
 /** The task's context holds the user it acts as and its subscription, kept as columns of their own. */
 export type TaskRecord = InferRecord<typeof VIEW> & { context: TaskContext & { userId: string; subscriptionId: string } };
 
-const toRecord = (task: ScheduledTask): TaskRecord => ({ ...VIEW.toRecord(task), context: { ...task.context, userId: task.userId, subscriptionId: task.subscriptionId } });
+const toRecord = (task: ScheduledTask): TaskRecord => ({
+  ...VIEW.toRecord(task),
+  context: { ...task.context, userId: task.userId, subscriptionId: task.subscriptionId },
+});
 
 /**
  * Scheduled tasks of a subscription: their schedule (cron with a time zone,
@@ -65,7 +68,11 @@ export class SchedulerService {
     this.#bus = bus;
   }
 
-  async create(ctx: AuthenticatedContext, config: TaskConfig & Required<Pick<TaskConfig, 'name' | 'schedule' | 'actionType' | 'actionConfig'>>, callerContext?: ContextInput): Promise<string> {
+  async create(
+    ctx: AuthenticatedContext,
+    config: TaskConfig & Required<Pick<TaskConfig, 'name' | 'schedule' | 'actionType' | 'actionConfig'>>,
+    callerContext?: ContextInput,
+  ): Promise<string> {
     const actionConfig = this.#checkAction(config.actionType, config.actionConfig);
     const timeZone = config.timeZone ?? null;
     this.#checkSchedule(config.schedule, timeZone);
@@ -101,7 +108,10 @@ export class SchedulerService {
   async update(ctx: AuthenticatedContext, id: string, config: TaskConfig): Promise<true> {
     const task = await this.#changeable(ctx, ctx.em, id);
     const actionType = config.actionType ?? task.actionType;
-    const actionConfig = config.actionConfig !== undefined || config.actionType !== undefined ? this.#checkAction(actionType, config.actionConfig ?? task.actionConfig, 'updatedConfig') : task.actionConfig;
+    const actionConfig =
+      config.actionConfig !== undefined || config.actionType !== undefined
+        ? this.#checkAction(actionType, config.actionConfig ?? task.actionConfig, 'updatedConfig')
+        : task.actionConfig;
     const schedule = config.schedule ?? task.schedule;
     const timeZone = config.timeZone === undefined ? (task.timeZone ?? null) : config.timeZone;
     this.#checkSchedule(schedule, timeZone, 'updatedConfig');
@@ -167,11 +177,16 @@ export class SchedulerService {
   #checkAction(actionType: ActionType, actionConfig: Record<string, unknown>, prefix = 'taskConfig'): Record<string, unknown> {
     const parsed = v.safeParse(ACTION_CONFIGS[actionType], actionConfig);
     if (parsed.success && actionType === 'event' && this.#bus.isCatalogued((parsed.output as { eventName: string }).eventName)) {
-      throw validationError([{ path: `${prefix}.actionConfig.eventName`, message: 'event: this is an event of the service itself; choose a name of your own' }]);
+      throw validationError([
+        { path: `${prefix}.actionConfig.eventName`, message: 'event: this is an event of the service itself; choose a name of your own' },
+      ]);
     }
     if (parsed.success) return parsed.output as Record<string, unknown>;
     throw validationError(
-      parsed.issues.map((issue): ValidationIssue => ({ path: [`${prefix}.actionConfig`, v.getDotPath(issue)].filter(Boolean).join('.'), message: `${actionType}: ${issue.message}` })),
+      parsed.issues.map((issue): ValidationIssue => ({
+        path: [`${prefix}.actionConfig`, v.getDotPath(issue)].filter(Boolean).join('.'),
+        message: `${actionType}: ${issue.message}`,
+      })),
     );
   }
 
@@ -189,7 +204,8 @@ export class SchedulerService {
     if (userId === ctx.userId) return userId;
     if (ctx.role !== 'admin') throw forbidden('Only admins may schedule tasks that act as another user');
     const holder = await this.#users.credentialHolder(userId);
-    if (holder?.subscriptionId !== ctx.subscriptionId) throw validationError([{ path: `${prefix}.context.userId`, message: `No user ${userId} in this subscription` }]);
+    if (holder?.subscriptionId !== ctx.subscriptionId)
+      throw validationError([{ path: `${prefix}.context.userId`, message: `No user ${userId} in this subscription` }]);
     return userId;
   }
 

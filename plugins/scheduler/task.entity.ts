@@ -44,7 +44,10 @@ export const ScheduledTask = defineEntity({
   indexes: [
     { properties: ['subscriptionId', 'createdAt'] },
     // The due tasks of every subscription, in firing order: what the scheduler claims.
-    { name: 'scheduler_task_due_index', expression: 'create index "scheduler_task_due_index" on "scheduler_task" ("next_run") where "enabled" and "next_run" is not null' },
+    {
+      name: 'scheduler_task_due_index',
+      expression: 'create index "scheduler_task_due_index" on "scheduler_task" ("next_run") where "enabled" and "next_run" is not null',
+    },
   ],
 });
 export type ScheduledTask = InferEntity<typeof ScheduledTask>;

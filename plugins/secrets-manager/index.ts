@@ -27,7 +27,8 @@ export const secretsManagerPlugin = definePlugin<SecretsManagerDeps>({
     'core.events': [
       {
         name: SCOPED_SECRET_CHANGED,
-        describe: 'A scope-based secret was created, updated or deleted: {action, _id, scope, projectId, agentName, key, label, description, createdAt, updatedAt}; never its value.',
+        describe:
+          'A scope-based secret was created, updated or deleted: {action, _id, scope, projectId, agentName, key, label, description, createdAt, updatedAt}; never its value.',
       },
     ],
   },

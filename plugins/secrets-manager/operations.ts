@@ -61,7 +61,8 @@ export const remove = defineOperation({
 
 export const getSecretValue = defineOperation({
   access: 'admin',
-  describe: 'Read the value of a secret (admins only); every read is in the audit log (SecretsRpc.getAuditLog), and no value is returned unless its read was recorded.',
+  describe:
+    'Read the value of a secret (admins only); every read is in the audit log (SecretsRpc.getAuditLog), and no value is returned unless its read was recorded.',
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.scopedSecretsService.getSecretValue(ctx, params._id),
 });

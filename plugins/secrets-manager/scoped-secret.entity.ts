@@ -19,7 +19,10 @@ export const ScopedSecret = defineEntity({
     /** Sealed under the subscription's data key; never returned by a list. */
     value: p.text(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   }),
   uniques: [
     {

@@ -76,8 +76,7 @@ function checkPlace(place: Place): void {
   if (issues.length > 0) throw validationError(issues);
 }
 
-const samePlace = (a: Place, b: Place): boolean =>
-  a.scope === b.scope && a.projectId === b.projectId && a.agentName === b.agentName && a.key === b.key;
+const samePlace = (a: Place, b: Place): boolean => a.scope === b.scope && a.projectId === b.projectId && a.agentName === b.agentName && a.key === b.key;
 
 /**
  * Scope-based secrets: metadata for every user of the subscription, values
@@ -115,7 +114,9 @@ export class ScopedSecretsService {
     const value = await this.#keyring.seal(ctx.subscriptionId, input.value);
     const { secret, created } = await this.#transaction(ctx, async (em) => {
       const existing = await em.findOne(ScopedSecret, place);
-      const secret = existing ?? em.create(ScopedSecret, { id: randomUUID(), subscriptionId: ctx.subscriptionId, ...place, value, createdAt: new Date(), updatedAt: new Date() });
+      const secret =
+        existing ??
+        em.create(ScopedSecret, { id: randomUUID(), subscriptionId: ctx.subscriptionId, ...place, value, createdAt: new Date(), updatedAt: new Date() });
       secret.value = value;
       if (!existing || input.label !== undefined) secret.label = input.label ?? null;
       if (!existing || input.description !== undefined) secret.description = input.description ?? null;

@@ -16,9 +16,7 @@ export const secretsPlugin = definePlugin<SecretsDeps>({
   migrations,
   services: { secretsService: asClass(SecretsService).singleton() },
   extends: {
-    'core.events': [
-      { name: SECRET_CHANGED, describe: 'A secret was created, updated or deleted: {action, _id, zone, key, description}; never its value.' },
-    ],
+    'core.events': [{ name: SECRET_CHANGED, describe: 'A secret was created, updated or deleted: {action, _id, zone, key, description}; never its value.' }],
   },
   operations: { getData, create, update, delete: remove, getSecretValue, getAuditLog },
 });

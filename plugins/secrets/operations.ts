@@ -13,11 +13,7 @@ const key = v.pipe(nonEmpty('key', 200), v.regex(/^(\S(.*\S)?)?$/, 'key must not
 const description = v.pipe(v.string('description must be a string'), v.maxLength(1000, 'description must be at most 1000 characters'));
 const value = nonEmpty('value', MAX_VALUE_LENGTH);
 /** `<zone>:<key>` */
-const secretId = v.pipe(
-  v.string('_id must be a string'),
-  v.regex(/^[^:\s]+:\S(.*\S)?$/, '_id must be "<zone>:<key>"'),
-  v.maxLength(301, '_id is too long'),
-);
+const secretId = v.pipe(v.string('_id must be a string'), v.regex(/^[^:\s]+:\S(.*\S)?$/, '_id must be "<zone>:<key>"'), v.maxLength(301, '_id is too long'));
 
 const { page, pageSize } = listParams(25);
 
@@ -36,12 +32,20 @@ export const getData = defineOperation({
       v.pipe(
         v.strictObject(
           Object.fromEntries(
-            ['zone', 'key', 'description'].map((field) => [field, v.optional(v.picklist([1, -1, 'asc', 'desc'], `sort.${field} must be 1, -1, "asc" or "desc"`))]),
+            ['zone', 'key', 'description'].map((field) => [
+              field,
+              v.optional(v.picklist([1, -1, 'asc', 'desc'], `sort.${field} must be 1, -1, "asc" or "desc"`)),
+            ]),
           ),
           'unknown field; sortable fields: zone, key, description',
         ),
-        v.transform((sort) =>
-          Object.fromEntries(Object.entries(sort).filter(([, way]) => way !== undefined).map(([field, way]) => [field, way === 1 || way === 'asc' ? 'asc' : 'desc'])) as Record<string, 'asc' | 'desc'>,
+        v.transform(
+          (sort) =>
+            Object.fromEntries(
+              Object.entries(sort)
+                .filter(([, way]) => way !== undefined)
+                .map(([field, way]) => [field, way === 1 || way === 'asc' ? 'asc' : 'desc']),
+            ) as Record<string, 'asc' | 'desc'>,
         ),
       ),
       {},

@@ -13,7 +13,10 @@ export const Secret = defineEntity({
     /** Sealed under the subscription's data key; never leaves the service except through getSecretValue. */
     value: p.text(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   }),
   uniques: [{ properties: ['subscriptionId', 'zone', 'key'] }],
 });

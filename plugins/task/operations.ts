@@ -32,14 +32,24 @@ const comment = v.object({
   content: trimmedText('content', 20_000),
   commentId: v.optional(v.pipe(v.string(), v.uuid('commentId must be a UUID'))),
   authorContactId: v.optional(trimmedText('authorContactId', 200)),
-  createdAt: v.optional(v.pipe(date('createdAt'), v.transform((value) => value ?? undefined))),
+  createdAt: v.optional(
+    v.pipe(
+      date('createdAt'),
+      v.transform((value) => value ?? undefined),
+    ),
+  ),
   updatedAt: date('updatedAt'),
 });
 const newTask = { title: trimmedText('title', 500), ...fields, comments: v.optional(v.pipe(v.array(comment, 'comments must be an array'), v.maxLength(1000))) };
 
 const treeNode: v.GenericSchema<unknown, TreeInput> = v.object({
   ...newTask,
-  subtasks: v.optional(v.array(v.lazy(() => treeNode), 'subtasks must be an array')),
+  subtasks: v.optional(
+    v.array(
+      v.lazy(() => treeNode),
+      'subtasks must be an array',
+    ),
+  ),
 }) as never;
 
 /** The depth and the number of tasks of a tree, for its limits. */
@@ -90,7 +100,7 @@ export const findById = defineOperation({
 
 export const addComment = defineOperation({
   access: 'user',
-  describe: "Comment on a task as the caller (authorContactId: their messaging contact, else their user id); answers the comment.",
+  describe: 'Comment on a task as the caller (authorContactId: their messaging contact, else their user id); answers the comment.',
   params: v.object({ taskId: recordId('taskId'), content: trimmedText('content', 20_000) }),
   handler: ({ params, ctx, deps }) => deps.taskService.addComment(ctx, params.taskId, params.content),
 });

@@ -41,9 +41,6 @@ export const Task = defineEntity({
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   }),
-  indexes: [
-    { properties: ['subscriptionId', 'taskInstanceId', 'createdAt'] },
-    { properties: ['subscriptionId', 'parentId'] },
-  ],
+  indexes: [{ properties: ['subscriptionId', 'taskInstanceId', 'createdAt'] }, { properties: ['subscriptionId', 'parentId'] }],
 });
 export type Task = InferEntity<typeof Task>;

@@ -66,7 +66,15 @@ export class TaskService {
   readonly #users: PluginServices['userService'];
   readonly #notifications: PluginServices['notificationService'];
 
-  constructor({ bus, userService, notificationService }: { bus: EventBus; userService: PluginServices['userService']; notificationService: PluginServices['notificationService'] }) {
+  constructor({
+    bus,
+    userService,
+    notificationService,
+  }: {
+    bus: EventBus;
+    userService: PluginServices['userService'];
+    notificationService: PluginServices['notificationService'];
+  }) {
     this.#bus = bus;
     this.#users = userService;
     this.#notifications = notificationService;
@@ -77,7 +85,11 @@ export class TaskService {
     const [tasks, totalCount] = await ctx.em.findAndCount(
       Task,
       { $and: [{ taskInstanceId }, toWhere(query.filter, TASK.fields)] },
-      { orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { createdAt: 'asc' } : {}), id: 'asc' }, limit: query.pageSize, offset: (query.page - 1) * query.pageSize },
+      {
+        orderBy: { ...sort, ...(Object.keys(sort).length === 0 ? { createdAt: 'asc' } : {}), id: 'asc' },
+        limit: query.pageSize,
+        offset: (query.page - 1) * query.pageSize,
+      },
     );
     return { data: tasks.map(TASK.toRecord), totalCount };
   }
@@ -128,7 +140,13 @@ export class TaskService {
 
   /** Appends a comment by the caller (their messaging contact, else their user id). */
   async addComment(ctx: AuthenticatedContext, taskId: string, content: string): Promise<Omit<Comment, 'updatedAt'>> {
-    const comment: Comment = { commentId: randomUUID(), authorContactId: await this.#author(ctx), content, createdAt: new Date().toISOString(), updatedAt: null };
+    const comment: Comment = {
+      commentId: randomUUID(),
+      authorContactId: await this.#author(ctx),
+      content,
+      createdAt: new Date().toISOString(),
+      updatedAt: null,
+    };
     const updated = await ctx.em.execute<{ id: string }[]>(
       'update task set comments = comments || ?::jsonb, updated_at = now() where id = ? and subscription_id = ? returning id',
       [JSON.stringify([comment]), taskId, ctx.subscriptionId],
@@ -159,7 +177,14 @@ export class TaskService {
     return { created: created.length, tasks: tree };
   }
 
-  async #insert(ctx: AuthenticatedContext, em: EntityManager, taskInstanceId: string, input: TaskInput, parentId: string | null, author: string): Promise<Task> {
+  async #insert(
+    ctx: AuthenticatedContext,
+    em: EntityManager,
+    taskInstanceId: string,
+    input: TaskInput,
+    parentId: string | null,
+    author: string,
+  ): Promise<Task> {
     const now = new Date();
     const status = input.status ?? 'todo';
     const task = em.create(Task, {
@@ -229,4 +254,5 @@ export class TaskService {
   }
 }
 
-const definedOnly = <T extends object>(changes: T): Partial<T> => Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as Partial<T>;
+const definedOnly = <T extends object>(changes: T): Partial<T> =>
+  Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as Partial<T>;

@@ -28,6 +28,10 @@ export const TelephonyAssignment = defineEntity({
     createdAt: p.datetime(),
   }),
   uniques: [{ properties: ['subscriptionId', 'extension'] }],
-  indexes: [{ properties: ['subscriptionId', 'userId'] }, { properties: ['subscriptionId', 'agentConfigId'] }, { properties: ['subscriptionId', 'agentContactId'] }],
+  indexes: [
+    { properties: ['subscriptionId', 'userId'] },
+    { properties: ['subscriptionId', 'agentConfigId'] },
+    { properties: ['subscriptionId', 'agentContactId'] },
+  ],
 });
 export type TelephonyAssignment = InferEntity<typeof TelephonyAssignment>;

@@ -10,9 +10,7 @@ export const MAX_POOL_SIZE = 10_000;
 export const EXTENSION = new RegExp(`^\\d{1,${MAX_EXTENSION_DIGITS}}$`);
 
 export type TelephonyConfig =
-  | { provider: null }
-  | { provider: 'local'; extensions: readonly string[] }
-  | { provider: 'http'; apiUrl: string; apiKey: string; timeoutMs: number };
+  { provider: null } | { provider: 'local'; extensions: readonly string[] } | { provider: 'http'; apiUrl: string; apiKey: string; timeoutMs: number };
 
 /**
  * The pool `TELEPHONY_EXTENSIONS` describes: extensions and ranges such as
@@ -48,7 +46,10 @@ export const telephonySettings = v.pipe(
       v.picklist(['local', 'http'], 'TELEPHONY_PROVIDER must be local or http (or unset: no telephony)'),
       'local: an extension pool of this service (TELEPHONY_EXTENSIONS); http: an external platform (TELEPHONY_API_URL, TELEPHONY_API_KEY); unset: TelephonyManagerRpc answers FEATURE_UNAVAILABLE',
     ),
-    TELEPHONY_EXTENSIONS: setting(v.string(), "the local provider's extensions, each subscription's own numbering plan: comma-separated extensions and ranges, e.g. 100-199,300"),
+    TELEPHONY_EXTENSIONS: setting(
+      v.string(),
+      "the local provider's extensions, each subscription's own numbering plan: comma-separated extensions and ranges, e.g. 100-199,300",
+    ),
     TELEPHONY_API_URL: setting(
       v.pipe(
         v.string(),
@@ -64,7 +65,11 @@ export const telephonySettings = v.pipe(
       v.pipe(v.string(), v.regex(/^[\x21-\x7e]{1,4096}$/, 'TELEPHONY_API_KEY must be printable ASCII without spaces, at most 4096 characters')),
       "the telephony platform's credential (http provider), sent as a bearer token; never logged",
     ),
-    TELEPHONY_TIMEOUT_MS: setting(env.integer('TELEPHONY_TIMEOUT_MS', 100, 120_000), 'a request to the telephony platform not answered within this fails (UPSTREAM_ERROR)', '10000'),
+    TELEPHONY_TIMEOUT_MS: setting(
+      env.integer('TELEPHONY_TIMEOUT_MS', 100, 120_000),
+      'a request to the telephony platform not answered within this fails (UPSTREAM_ERROR)',
+      '10000',
+    ),
   }),
   v.rawTransform(({ dataset, addIssue, NEVER }): TelephonyConfig => {
     const e = dataset.value;
@@ -73,7 +78,9 @@ export const telephonySettings = v.pipe(
       .filter(([owner]) => owner !== provider)
       .flatMap(([owner, names]) => names.filter((name) => e[name] !== undefined).map((name) => ({ owner, name })));
     for (const { owner, name } of misplaced) {
-      addIssue({ message: `${name} is a setting of the ${owner} provider, but TELEPHONY_PROVIDER is ${provider ?? 'unset'}: set TELEPHONY_PROVIDER=${owner} or remove ${name}` });
+      addIssue({
+        message: `${name} is a setting of the ${owner} provider, but TELEPHONY_PROVIDER is ${provider ?? 'unset'}: set TELEPHONY_PROVIDER=${owner} or remove ${name}`,
+      });
     }
     if (misplaced.length > 0) return NEVER;
     if (provider === 'local') {

@@ -54,7 +54,12 @@ export class HttpProvider implements TelephonyProvider {
       assignee.kind === 'user'
         ? { type: 'user', userId: assignee.userId, contactId: assignee.partnerContactId }
         : { type: 'agent', agentConfigId: assignee.agentConfigId, agentContactId: assignee.agentContactId };
-    await this.#send(ctx, { method: 'POST', path: `/extensions/${extension}/assignment`, body, notFound: `Extension ${extension} does not exist on the telephony platform` });
+    await this.#send(ctx, {
+      method: 'POST',
+      path: `/extensions/${extension}/assignment`,
+      body,
+      notFound: `Extension ${extension} does not exist on the telephony platform`,
+    });
   }
 
   async disassociate(ctx: AuthenticatedContext, extension: string, kind: AssigneeKind): Promise<void> {
@@ -186,7 +191,10 @@ function platformError(ctx: AuthenticatedContext, call: Call, status: number, te
     return new RpcError('UPSTREAM_ERROR', `The telephony platform refused the service's credential (HTTP ${status}); the operator checks TELEPHONY_API_KEY`);
   }
   if (status >= 300 && status < 400) {
-    return new RpcError('UPSTREAM_ERROR', `The telephony platform answered with a redirect (HTTP ${status}), which is not followed; the operator checks TELEPHONY_API_URL`);
+    return new RpcError(
+      'UPSTREAM_ERROR',
+      `The telephony platform answered with a redirect (HTTP ${status}), which is not followed; the operator checks TELEPHONY_API_URL`,
+    );
   }
   return new RpcError('UPSTREAM_ERROR', `The telephony platform failed (HTTP ${status})`);
 }

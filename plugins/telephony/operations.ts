@@ -22,7 +22,8 @@ export const getAvailableExtensions = defineOperation({
 
 export const assignAgentExtension = defineOperation({
   access: 'admin',
-  describe: 'Assign an extension to an agent (agentConfigId, its id on the platform; agentContactId optional); CONFLICT when it is assigned; answers {success, extension, agentConfigId, agentContactId}.',
+  describe:
+    'Assign an extension to an agent (agentConfigId, its id on the platform; agentContactId optional); CONFLICT when it is assigned; answers {success, extension, agentConfigId, agentContactId}.',
   params: v.object({
     extension,
     agentConfigId: trimmedText('agentConfigId', MAX_AGENT_ID),

@@ -3,8 +3,7 @@ import type { AssigneeKind } from './assignment.entity.ts';
 
 /** Whom an extension is assigned to: a user of the subscription (with their contact id on the platform, if any), or an agent. */
 export type Assignee =
-  | { kind: 'user'; userId: string; partnerContactId: string | null }
-  | { kind: 'agent'; agentConfigId: string; agentContactId: string | null };
+  { kind: 'user'; userId: string; partnerContactId: string | null } | { kind: 'agent'; agentConfigId: string; agentContactId: string | null };
 
 /**
  * Where extensions and their assignments live. Every method acts within

@@ -24,7 +24,8 @@ export class TelephonyService {
   readonly #users: PluginServices['userService'];
 
   constructor({ config, outbound, userService }: { config: TelephonyConfig; outbound: Outbound; userService: PluginServices['userService'] }) {
-    this.#provider = config.provider === 'local' ? new LocalProvider(config.extensions) : config.provider === 'http' ? new HttpProvider(outbound, config) : null;
+    this.#provider =
+      config.provider === 'local' ? new LocalProvider(config.extensions) : config.provider === 'http' ? new HttpProvider(outbound, config) : null;
     this.#users = userService;
   }
 

@@ -2,7 +2,11 @@ import * as v from 'valibot';
 import { env, setting } from 'rpc-service/plugin';
 
 export const workflowSettings = v.object({
-  WORKFLOW_MAX_STEPS: setting(env.integer('WORKFLOW_MAX_STEPS', 1, 1_000_000), 'nodes a workflow run may run in all before it is stopped (a runaway loop)', '1000'),
+  WORKFLOW_MAX_STEPS: setting(
+    env.integer('WORKFLOW_MAX_STEPS', 1, 1_000_000),
+    'nodes a workflow run may run in all before it is stopped (a runaway loop)',
+    '1000',
+  ),
   WORKFLOW_RUN_TIMEOUT_MS: setting(
     env.integer('WORKFLOW_RUN_TIMEOUT_MS', 100, 3_600_000),
     'how long a workflow run may run between two waits before it is stopped, in milliseconds',
@@ -33,7 +37,11 @@ export const workflowSettings = v.object({
     'times a run may be started again at the same point after its thread or node was lost (out of memory, a crash) before it fails',
     '3',
   ),
-  WORKFLOW_HTTP_TIMEOUT_MS: setting(env.integer('WORKFLOW_HTTP_TIMEOUT_MS', 100, 600_000), 'how long an http node waits for an answer, in milliseconds', '30000'),
+  WORKFLOW_HTTP_TIMEOUT_MS: setting(
+    env.integer('WORKFLOW_HTTP_TIMEOUT_MS', 100, 600_000),
+    'how long an http node waits for an answer, in milliseconds',
+    '30000',
+  ),
 });
 
 export type WorkflowConfig = v.InferOutput<typeof workflowSettings>;

@@ -5,7 +5,8 @@ import { expression } from './node-types.ts';
 export const MAX_NODES = 500;
 export const MAX_EDGES = 2000;
 
-const id = (label: string) => v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(100, `${label} must be at most 100 characters`));
+const id = (label: string) =>
+  v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(100, `${label} must be at most 100 characters`));
 
 export const nodeSchema = v.object({
   id: id('id'),
@@ -82,13 +83,16 @@ export function checkGraph(
   if (starts.length !== 1) {
     issues.push({
       path: 'nodes',
-      message: starts.length === 0 ? 'a workflow needs a start node' : `a workflow has one start node, not ${starts.length} (${starts.map((node) => `"${node.id}"`).join(', ')})`,
+      message:
+        starts.length === 0
+          ? 'a workflow needs a start node'
+          : `a workflow has one start node, not ${starts.length} (${starts.map((node) => `"${node.id}"`).join(', ')})`,
     });
   }
   if (!nodes.some((node) => node.type === 'end')) issues.push({ path: 'nodes', message: 'a workflow needs an end node' });
   if (starts.length === 1) {
     const reached = new Set([starts[0]!.id]);
-    for (const queue = [starts[0]!.id]; queue.length > 0; ) {
+    for (const queue = [starts[0]!.id]; queue.length > 0;) {
       for (const next of outgoing.get(queue.shift()!) ?? []) {
         if (!reached.has(next)) {
           reached.add(next);
@@ -99,7 +103,10 @@ export function checkGraph(
     nodes.forEach((node, index) => {
       if (byId.get(node.id) !== index) return;
       if (!reached.has(node.id)) {
-        issues.push({ path: `nodes.${index}`, message: `node "${node.id}"${node.type === 'end' ? ' (an end node)' : ''} cannot be reached from the start node` });
+        issues.push({
+          path: `nodes.${index}`,
+          message: `node "${node.id}"${node.type === 'end' ? ' (an end node)' : ''} cannot be reached from the start node`,
+        });
       } else if (node.type !== 'end' && !outgoing.has(node.id)) {
         issues.push({ path: `nodes.${index}`, message: `node "${node.id}" has no edge to follow (only end nodes may end a run)` });
       }

@@ -55,7 +55,10 @@ export const WorkflowInstance = defineEntity({
     { properties: ['subscriptionId', 'workflowId', 'status', 'createdAt'] },
     { properties: ['subscriptionId', 'createdAt'] },
     // Runs whose node stopped: found by the recovery job.
-    { name: 'workflow_instance_running_index', expression: 'create index "workflow_instance_running_index" on "workflow_instance" ("lease_until") where "status" = \'running\'' },
+    {
+      name: 'workflow_instance_running_index',
+      expression: 'create index "workflow_instance_running_index" on "workflow_instance" ("lease_until") where "status" = \'running\'',
+    },
   ],
 });
 export type WorkflowInstance = InferEntity<typeof WorkflowInstance>;

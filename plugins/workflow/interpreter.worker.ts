@@ -80,7 +80,8 @@ let maxValueBytes = Infinity;
  * whole value is measured exactly once the expression ends.
  */
 function checkStep(_expr: unknown, _input: unknown, _environment: unknown, result: unknown): void {
-  if (typeof result === 'string' && result.length > maxValueBytes) throw new Error(`it made a text over ${maxValueBytes} bytes, the most a value may take (WORKFLOW_MAX_VALUE_BYTES)`);
+  if (typeof result === 'string' && result.length > maxValueBytes)
+    throw new Error(`it made a text over ${maxValueBytes} bytes, the most a value may take (WORKFLOW_MAX_VALUE_BYTES)`);
 }
 
 /** Compiled expressions, kept per thread across runs (an Expression is read-only once compiled); the oldest go first. */
@@ -161,7 +162,8 @@ class Interpreter {
       for (;;) {
         before = this.#state.variables;
         const node = this.#node(this.#state.cursor);
-        if (this.#state.steps >= this.#task.limits.maxSteps) throw new NodeError(`the run stopped at node "${node.id}": it ran ${this.#task.limits.maxSteps} nodes, the most a run may`);
+        if (this.#state.steps >= this.#task.limits.maxSteps)
+          throw new NodeError(`the run stopped at node "${node.id}": it ran ${this.#task.limits.maxSteps} nodes, the most a run may`);
         if (Date.now() > this.#deadline) throw new NodeError(`the run stopped at node "${node.id}": it ran out of time`);
         this.#state.steps += 1;
         // A node's config was checked against its type's schema (node-types.ts) when the workflow was saved.
@@ -179,7 +181,8 @@ class Interpreter {
           }
           case 'set':
             this.#state.variables = { ...before };
-            for (const [name, source] of Object.entries((config as NodeConfig<'set'>).values)) this.#state.variables[name] = (await this.#evaluate(node, source)) ?? null;
+            for (const [name, source] of Object.entries((config as NodeConfig<'set'>).values))
+              this.#state.variables[name] = (await this.#evaluate(node, source)) ?? null;
             this.#result = null;
             break;
           case 'condition':
@@ -239,7 +242,11 @@ class Interpreter {
       }
       case 'ai': {
         const ai = config as NodeConfig<'ai'>;
-        return { prompt: await this.#render(node, ai.prompt), system: ai.system === undefined ? undefined : await this.#render(node, ai.system), model: ai.model };
+        return {
+          prompt: await this.#render(node, ai.prompt),
+          system: ai.system === undefined ? undefined : await this.#render(node, ai.system),
+          model: ai.model,
+        };
       }
       default:
         return { config, variables: this.#state.variables, args: this.#state.args };
@@ -258,7 +265,8 @@ class Interpreter {
   async #next(node: WorkflowNode): Promise<string> {
     const edges = this.#task.edges.filter((edge) => edge.source === node.id);
     for (const edge of edges) {
-      if (edge.condition !== undefined && truthy(await this.#evaluate(node, edge.condition, `the condition of the edge to "${edge.target}"`))) return edge.target;
+      if (edge.condition !== undefined && truthy(await this.#evaluate(node, edge.condition, `the condition of the edge to "${edge.target}"`)))
+        return edge.target;
     }
     const fallback = edges.find((edge) => edge.condition === undefined);
     if (!fallback) throw new NodeError(`node "${node.id}": no edge's condition holds, and no edge is without one`);

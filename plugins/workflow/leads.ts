@@ -34,7 +34,10 @@ export const leadSourcesPoint = defineExtensionPoint({
   contribution: v.object({
     name: v.pipe(v.string(), v.regex(/^[A-Z][A-Za-z0-9]{1,63}$/, 'a lead source is named like a class: "CrmLeadSearch"')),
     describe: v.pipe(v.string(), v.minLength(1)),
-    properties: v.custom<v.GenericSchema>((value) => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'schema', 'properties must be a valibot schema'),
+    properties: v.custom<v.GenericSchema>(
+      (value) => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'schema',
+      'properties must be a valibot schema',
+    ),
     generate: v.function(),
   }),
 });
@@ -82,7 +85,11 @@ export function leadsOf(records: Record<string, unknown>[]): Lead[] {
 }
 
 const source = (label: string) =>
-  v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(MAX_TEXT, `${label} must be at most ${MAX_TEXT} characters`));
+  v.pipe(
+    v.string(`${label} must be a string`),
+    v.minLength(1, `${label} must not be empty`),
+    v.maxLength(MAX_TEXT, `${label} must be at most ${MAX_TEXT} characters`),
+  );
 
 /** The built-in lead sources: leads read from CSV or JSON text the caller supplies. */
 export const builtInLeadSources: LeadSourceContribution[] = [
@@ -105,7 +112,10 @@ export const builtInLeadSources: LeadSourceContribution[] = [
     name: 'JsonLeadImporter',
     describe: 'Leads from a JSON array of objects (as text in json, or as leads), with the same fields as CSV columns.',
     properties: v.pipe(
-      v.object({ json: v.optional(source('json')), leads: v.optional(v.pipe(v.array(v.record(v.string(), v.unknown()), 'leads must be an array of objects'), v.maxLength(MAX_LEADS))) }),
+      v.object({
+        json: v.optional(source('json')),
+        leads: v.optional(v.pipe(v.array(v.record(v.string(), v.unknown()), 'leads must be an array of objects'), v.maxLength(MAX_LEADS))),
+      }),
       v.check((properties) => (properties.json === undefined) !== (properties.leads === undefined), 'give either json or leads'),
     ),
     async generate(_ctx, properties) {

@@ -38,7 +38,10 @@ export const nodeTypesPoint = defineExtensionPoint({
   contribution: v.object({
     type: v.pipe(v.string(), v.regex(/^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)+$/, 'a node type is dotted, like "crm.createLead"')),
     describe: v.pipe(v.string(), v.minLength(1, 'describe must not be empty')),
-    config: v.custom<v.GenericSchema>((value) => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'schema', 'config must be a valibot schema'),
+    config: v.custom<v.GenericSchema>(
+      (value) => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'schema',
+      'config must be a valibot schema',
+    ),
     run: v.function(),
   }),
 });
@@ -86,11 +89,17 @@ function expressionProblem(source: string): string | undefined {
 }
 
 /** A variable name: where `saveAs` keeps a node's result, and what `set` assigns. */
-const variableName = (label: string) => v.pipe(v.string(`${label} must be a string`), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, `${label} must be a name of letters, digits and _`));
+const variableName = (label: string) =>
+  v.pipe(v.string(`${label} must be a string`), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, `${label} must be a name of letters, digits and _`));
 const saveAs = { saveAs: v.optional(variableName('saveAs')) };
 /** An expression (a string) for a computed value, or any other JSON value taken as it is. */
-const valueOrExpression = (label: string) => v.union([expression(label), v.record(v.string(), v.unknown()), v.array(v.unknown()), v.number(), v.boolean(), v.null()], `${label} must be an expression or a JSON value`);
-const seconds = (label: string) => v.pipe(v.number(`${label} must be a number`), v.minValue(0, `${label} must not be negative`), v.maxValue(366 * 24 * 3600, `${label} must be at most a year`));
+const valueOrExpression = (label: string) =>
+  v.union(
+    [expression(label), v.record(v.string(), v.unknown()), v.array(v.unknown()), v.number(), v.boolean(), v.null()],
+    `${label} must be an expression or a JSON value`,
+  );
+const seconds = (label: string) =>
+  v.pipe(v.number(`${label} must be a number`), v.minValue(0, `${label} must not be negative`), v.maxValue(366 * 24 * 3600, `${label} must be at most a year`));
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -145,7 +154,11 @@ export const BUILT_IN_NODE_TYPES = {
   },
   tool: {
     describe: "Calls a tool of the tool catalogue (getAvailableTools) as the workflow's caller; params an expression or an object.",
-    config: v.object({ tool: v.pipe(v.string('tool must be a string'), v.minLength(1, 'tool must not be empty')), params: v.optional(valueOrExpression('params')), ...saveAs }),
+    config: v.object({
+      tool: v.pipe(v.string('tool must be a string'), v.minLength(1, 'tool must not be empty')),
+      params: v.optional(valueOrExpression('params')),
+      ...saveAs,
+    }),
   },
   ai: {
     describe: 'Asks a chat model (the catalogue default unless model is given); prompt and system are templates; the answer is $result.',

@@ -26,7 +26,8 @@ const fieldName = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxL
 
 export const create = defineOperation({
   access: 'user',
-  describe: 'Create a workflow (name unique in the subscription, whatever its case); its graph is checked: node types and configs, edges, one start node, every node reachable, an end on every path.',
+  describe:
+    'Create a workflow (name unique in the subscription, whatever its case); its graph is checked: node types and configs, edges, one start node, every node reachable, an end on every path.',
   params: v.object({ name, ...fields }),
   handler: ({ params, ctx, deps }) => deps.workflowService.create(ctx, params),
 });
@@ -57,7 +58,8 @@ export const findById = defineOperation({
 
 export const getData = defineOperation({
   access: 'user',
-  describe: 'Workflows of the subscription with document-store filters (name, description, tags, contextId, projectId, userId, dates; $regex with $options), sorted, paged (pageSize 25 by default).',
+  describe:
+    'Workflows of the subscription with document-store filters (name, description, tags, contextId, projectId, userId, dates; $regex with $options), sorted, paged (pageSize 25 by default).',
   params: v.object(listParams(25)),
   handler: ({ params, ctx, deps }) => deps.workflowService.getData(ctx, params),
 });
@@ -71,7 +73,8 @@ export const getWorkflowTags = defineOperation({
 
 export const getFieldValues = defineOperation({
   access: 'user',
-  describe: 'Values for a form field, as {value, label}, from a collection (workflows, agentConfigs, and those plugins add), filtered and sorted; at most 1000 records read.',
+  describe:
+    'Values for a form field, as {value, label}, from a collection (workflows, agentConfigs, and those plugins add), filtered and sorted; at most 1000 records read.',
   params: v.object({
     fieldName,
     reference: v.object({
@@ -95,8 +98,12 @@ export const getAvailableTools = defineOperation({
 
 export const generateDynamicLeads = defineOperation({
   access: 'user',
-  describe: 'Leads {name, email, company} from a lead-generating tool: CsvLeadImporter {csv, delimiter?}, JsonLeadImporter {json | leads}, or one a plugin adds.',
-  params: v.object({ toolClassName: v.pipe(v.string('toolClassName must be a string'), v.minLength(1, 'toolClassName must not be empty'), v.maxLength(100)), properties: v.unknown() }),
+  describe:
+    'Leads {name, email, company} from a lead-generating tool: CsvLeadImporter {csv, delimiter?}, JsonLeadImporter {json | leads}, or one a plugin adds.',
+  params: v.object({
+    toolClassName: v.pipe(v.string('toolClassName must be a string'), v.minLength(1, 'toolClassName must not be empty'), v.maxLength(100)),
+    properties: v.unknown(),
+  }),
   handler: ({ params, ctx, deps }) => deps.workflowService.generateDynamicLeads(ctx, params.toolClassName, params.properties),
 });
 
@@ -107,7 +114,11 @@ export const executeWorkflow = defineOperation({
   access: 'user',
   describe:
     'Run a workflow (by name or _id) as the caller with workflowArgs: {result: {status: "completed", output, instanceId}}, or {status: "waiting", instanceId} when it waits (for an event, a time, or longer than WORKFLOW_EXECUTE_WAIT_MS); WORKFLOW_FAILED when the run fails.',
-  params: v.object({ workflowIdentifier: v.pipe(v.string(), v.minLength(1, 'workflowIdentifier must not be empty'), v.maxLength(200)), workflowArgs: v.optional(object('workflowArgs'), {}), context: v.optional(object('context')) }),
+  params: v.object({
+    workflowIdentifier: v.pipe(v.string(), v.minLength(1, 'workflowIdentifier must not be empty'), v.maxLength(200)),
+    workflowArgs: v.optional(object('workflowArgs'), {}),
+    context: v.optional(object('context')),
+  }),
   handler: ({ params, ctx, deps }) => deps.workflowRunner.executeWorkflow(ctx, params.workflowIdentifier, params.workflowArgs),
 });
 

@@ -52,7 +52,17 @@ export class WorkflowService {
   readonly #extensions: Extensions;
   #configSchemas?: Map<string, v.GenericSchema>;
 
-  constructor({ tools, aiCatalogue, collections, extensions }: { tools: ToolCatalogue; aiCatalogue: AiCatalogue; collections: CollectionCatalogue; extensions: Extensions }) {
+  constructor({
+    tools,
+    aiCatalogue,
+    collections,
+    extensions,
+  }: {
+    tools: ToolCatalogue;
+    aiCatalogue: AiCatalogue;
+    collections: CollectionCatalogue;
+    extensions: Extensions;
+  }) {
     this.#tools = tools;
     this.#catalogue = aiCatalogue;
     this.#collections = collections;
@@ -144,10 +154,9 @@ export class WorkflowService {
 
   /** The workflows' distinct tags, in alphabetical order. */
   async getWorkflowTags(ctx: AuthenticatedContext): Promise<{ value: string; label: string }[]> {
-    const rows = await ctx.em.execute<{ tag: string }[]>(
-      'select distinct unnest(tags) as tag from workflow_definition where subscription_id = ? order by 1',
-      [ctx.subscriptionId],
-    );
+    const rows = await ctx.em.execute<{ tag: string }[]>('select distinct unnest(tags) as tag from workflow_definition where subscription_id = ? order by 1', [
+      ctx.subscriptionId,
+    ]);
     return rows.map(({ tag }) => ({ value: tag, label: tag }));
   }
 

@@ -70,7 +70,13 @@ async function recallQuality(baseUrl: string): Promise<void> {
   const pool = new WorkerPool({ size: availableParallelism(), logger: pino({ level: 'silent' }) });
   const start = (exactSearchLimit: number) =>
     createApp({
-      config: loadConfig({ DATABASE_URL: scratch.url, MASTER_KEY: TEST_MASTER_KEY, DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rpc-bench-')), LOG_LEVEL: 'silent', MEMORY_EXACT_SEARCH_LIMIT: String(exactSearchLimit) }),
+      config: loadConfig({
+        DATABASE_URL: scratch.url,
+        MASTER_KEY: TEST_MASTER_KEY,
+        DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rpc-bench-')),
+        LOG_LEVEL: 'silent',
+        MEMORY_EXACT_SEARCH_LIMIT: String(exactSearchLimit),
+      }),
       only: ['auth', 'memory'],
     });
   let app = await start(10_000);
@@ -80,7 +86,9 @@ async function recallQuality(baseUrl: string): Promise<void> {
     const embedAll = async (list: string[]) => {
       const batches: string[][] = [];
       for (let first = 0; first < list.length; first += 256) batches.push(list.slice(first, first + 256));
-      const results = await Promise.all(batches.map((batch) => pool.run<{ vectors: Float32Array }>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS })));
+      const results = await Promise.all(
+        batches.map((batch) => pool.run<{ vectors: Float32Array }>('embed', { texts: batch, dimensions: EMBEDDING_DIMENSIONS })),
+      );
       return results.flatMap((result) => vectorsOf(result.vectors, EMBEDDING_DIMENSIONS));
     };
     const vectors = await embedAll(texts);
@@ -99,7 +107,12 @@ async function recallQuality(baseUrl: string): Promise<void> {
            select gen_random_uuid(), s, 'global', null, c, 'bench-' || n, '{}', e, now(), now()
            from unnest(?::uuid[], ?::text[], ?::vector[], ?::int[]) as t(s, c, e, n)`,
           // PostgreSQL array literals (the made-up words hold no quotes or commas): the driver would spread a JS array into a list.
-          [`{${rows.map(tenantOf).join(',')}}`, `{${rows.map((row) => `"${texts[row]}"`).join(',')}}`, `{${rows.map((row) => `"${vectorLiteral(vectors[row]!)}"`).join(',')}}`, `{${rows.join(',')}}`],
+          [
+            `{${rows.map(tenantOf).join(',')}}`,
+            `{${rows.map((row) => `"${texts[row]}"`).join(',')}}`,
+            `{${rows.map((row) => `"${vectorLiteral(vectors[row]!)}"`).join(',')}}`,
+            `{${rows.join(',')}}`,
+          ],
         );
       }
       const started = performance.now();
@@ -125,12 +138,20 @@ async function recallQuality(baseUrl: string): Promise<void> {
     };
     const measure = async (label: string, tenantOf: (query: number) => string) => {
       // One recall first: the worker thread that embeds queries starts on first use.
-      await app.createCaller({ subscriptionId: tenantOf(0), userId: randomUUID(), role: 'admin', apiKeyId: null, sessionId: null, initialContext: null })
+      await app
+        .createCaller({ subscriptionId: tenantOf(0), userId: randomUUID(), role: 'admin', apiKeyId: null, sessionId: null, initialContext: null })
         .call('MemoryRpc.recallMemories', { scope: 'global', queryText: 'warm up', topK: 10 });
       const latencies: number[] = [];
       const answers: number[][] = [];
       for (const [query, text] of queryTexts.entries()) {
-        const caller = app.createCaller({ subscriptionId: tenantOf(query), userId: randomUUID(), role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
+        const caller = app.createCaller({
+          subscriptionId: tenantOf(query),
+          userId: randomUUID(),
+          role: 'admin',
+          apiKeyId: null,
+          sessionId: null,
+          initialContext: null,
+        });
         const started = performance.now();
         const result = (await caller.call('MemoryRpc.recallMemories', { scope: 'global', queryText: text, topK: 10 })) as { memories: { score: number }[] };
         latencies.push(performance.now() - started);
@@ -148,7 +169,9 @@ async function recallQuality(baseUrl: string): Promise<void> {
       );
     };
 
-    console.log(`\nMemoryRpc.recallMemories on PostgreSQL, ${MEMORIES} memories of ${EMBEDDING_DIMENSIONS} dimensions, ${QUERIES} recalls, topK 10 (p95 of the whole call, query embedding included)`);
+    console.log(
+      `\nMemoryRpc.recallMemories on PostgreSQL, ${MEMORIES} memories of ${EMBEDDING_DIMENSIONS} dimensions, ${QUERIES} recalls, topK 10 (p95 of the whole call, query embedding included)`,
+    );
     let seconds = await load(() => single);
     await measure(`(2a) one subscription holds all (HNSW built in ${seconds.toFixed(0)} s)`, () => single);
     seconds = await load((row) => tenants[row % TENANTS]!);

@@ -33,7 +33,9 @@ async function main(): Promise<void> {
   const cliCopy = mkdtempSync(path.join(tmpdir(), 'rpc-bench-git-'));
   try {
     const name = `bench${randomUUID().slice(0, 8)}`;
-    const { user, subscriptionId } = await app.createCaller(null).call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+    const { user, subscriptionId } = await app
+      .createCaller(null)
+      .call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
     const caller = app.createCaller({ subscriptionId, userId: user._id as string, role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
     const scope = 'bench';
     for (let index = 0; index < FILES; index++) {
@@ -69,8 +71,12 @@ async function main(): Promise<void> {
     const [cliP50, serviceP50] = [percentile(cli, 50), percentile(service, 50)];
     console.log(`\ncheckpoints, a file scope of ${FILES} files (about 1 kB each, 10 folders), ${ROUNDS} rounds of one changed file`);
     console.log(`(1a) git CLI: write, add -A, commit        p50 ${cliP50.toFixed(1).padStart(7)} ms   p95 ${percentile(cli, 95).toFixed(1).padStart(7)} ms`);
-    console.log(`(1b) writeFile + createCheckpoint         p50 ${serviceP50.toFixed(1).padStart(7)} ms   p95 ${percentile(service, 95).toFixed(1).padStart(7)} ms`);
-    console.log(`(1c) getStatus of a clean scope           p50 ${percentile(status, 50).toFixed(1).padStart(7)} ms   p95 ${percentile(status, 95).toFixed(1).padStart(7)} ms`);
+    console.log(
+      `(1b) writeFile + createCheckpoint         p50 ${serviceP50.toFixed(1).padStart(7)} ms   p95 ${percentile(service, 95).toFixed(1).padStart(7)} ms`,
+    );
+    console.log(
+      `(1c) getStatus of a clean scope           p50 ${percentile(status, 50).toFixed(1).padStart(7)} ms   p95 ${percentile(status, 95).toFixed(1).padStart(7)} ms`,
+    );
     console.log(`1b/1a = ${(serviceP50 / cliP50).toFixed(2)}   (the service's checkpoint against the git CLI's)`);
   } finally {
     await app.close();

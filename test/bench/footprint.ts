@@ -62,7 +62,10 @@ async function start(args: string[], env: Record<string, string>): Promise<Start
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
-      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((response) => response.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
+        (response) => response.ok,
+        () => false,
+      );
       if (ok) return { child, port, startMs: performance.now() - started };
       await sleep(20);
     }
@@ -108,7 +111,12 @@ async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: numb
   const { child, port } = await start(['core/main.ts'], env);
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: LOAD_CLIENTS });
   const call = async (method: string, params: object, headers: Record<string, string>) => {
-    const { body } = await pool.request({ path: '/api/rpc', method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ method, params }) });
+    const { body } = await pool.request({
+      path: '/api/rpc',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ method, params }),
+    });
     const reply = (await body.json()) as { success: boolean; data: any };
     if (!reply.success) throw new Error(`${method}: ${reply.data.code} ${reply.data.error}`);
     return reply.data;
@@ -167,7 +175,9 @@ try {
   const existing = { ...watched, startMs: [...starts, watched].map((run) => run.startMs).sort((a, b) => a - b)[1]! };
   const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
   const row = (label: string, run: Run) =>
-    console.log(`${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`);
+    console.log(
+      `${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`,
+    );
   console.log(`\nfootprint (embedded database; node ${NODE_ARGS.join(' ')})`);
   row('bare node:http under tsx', bare);
   row('service, new DATA_DIR', fresh);
@@ -194,7 +204,9 @@ async function printLoad(database: string, env: Record<string, string>): Promise
   console.log(`\nunder load (${database}; ${LOAD_CLIENTS} clients, ${LOAD_SECONDS} s a run, settled = ${SETTLED_MS / 1000} s later)`);
   console.log(`${'settled before the first run'.padEnd(34)} RSS ${mb(idleRssMb)}`);
   runs.forEach((run, index) =>
-    console.log(`${`run ${index + 1}`.padEnd(34)} ${run.requestsPerSecond.toFixed(0).padStart(5)} req/s   RSS ${mb(run.rssAfterMb)} right after, ${mb(run.settledRssMb)} settled`),
+    console.log(
+      `${`run ${index + 1}`.padEnd(34)} ${run.requestsPerSecond.toFixed(0).padStart(5)} req/s   RSS ${mb(run.rssAfterMb)} right after, ${mb(run.settledRssMb)} settled`,
+    ),
   );
   console.log(`settled RSS, last run against the first: ${(runs.at(-1)!.settledRssMb - runs[0]!.settledRssMb).toFixed(0)} MB (a leak grows it run after run)`);
 }

@@ -47,7 +47,8 @@ function pages(count: number, seed: number): { title: string; markdown: string }
   }));
 }
 
-const batches = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, index) => items.slice(index * size, (index + 1) * size));
+const batches = <T>(items: T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, index) => items.slice(index * size, (index + 1) * size));
 const inputsOf = (sections: ChunkedSection[]) => sections.flatMap((section) => section.chunks.map((chunk) => embeddingInput(section.heading, chunk.text)));
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 
@@ -88,7 +89,12 @@ async function ingestionThroughput(): Promise<void> {
 async function searchLatency(baseUrl: string): Promise<void> {
   const scratch = await createScratchDatabase(baseUrl);
   const app = await createApp({
-    config: loadConfig({ DATABASE_URL: scratch.url, MASTER_KEY: TEST_MASTER_KEY, DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rpc-bench-')), LOG_LEVEL: 'silent' }),
+    config: loadConfig({
+      DATABASE_URL: scratch.url,
+      MASTER_KEY: TEST_MASTER_KEY,
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rpc-bench-')),
+      LOG_LEVEL: 'silent',
+    }),
     only: ['auth', 'knowledge-base'],
   });
   try {
@@ -101,7 +107,14 @@ async function searchLatency(baseUrl: string): Promise<void> {
     let written = 0;
     for (let seed = 1; written < CHUNKS; seed++) {
       const prepared = await index.prepare(
-        pages(50, seed).map((page) => ({ source: 'knowledge-base', recordId: randomUUID(), collection: null, title: page.title, markdown: page.markdown, metadata: { name: page.title, tags: [] } })),
+        pages(50, seed).map((page) => ({
+          source: 'knowledge-base',
+          recordId: randomUUID(),
+          collection: null,
+          title: page.title,
+          markdown: page.markdown,
+          metadata: { name: page.title, tags: [] },
+        })),
       );
       await db.forkEm(principal.subscriptionId).transactional(async (em) => {
         for (const text of prepared) written += (await index.write(ctx(em), em, text, { queueEmbedding: false })).chunks;
@@ -114,7 +127,12 @@ async function searchLatency(baseUrl: string): Promise<void> {
     const loadSeconds = (performance.now() - started) / 1000;
 
     const texts = await db.execute<{ text: string }>('select text from knowledge_base_chunk order by id limit ?', [QUERIES]);
-    const questions = texts.map((row, index) => row.text.split(/\s+/).slice(3, 3 + 5 + (index % 4)).join(' '));
+    const questions = texts.map((row, index) =>
+      row.text
+        .split(/\s+/)
+        .slice(3, 3 + 5 + (index % 4))
+        .join(' '),
+    );
     const caller = app.createCaller(principal);
     const time = async (run: (question: string) => Promise<unknown>) => {
       await run('warm up');
@@ -130,8 +148,11 @@ async function searchLatency(baseUrl: string): Promise<void> {
     const semantic = await time((queryText) => caller.call('KnowledgeBaseAdminRpc.search', { queryText, topK: 5, mode: 'semantic' }));
     const hybrid = await time((queryText) => caller.call('KnowledgeBaseAdminRpc.search', { queryText, topK: 5 }));
 
-    console.log(`\nKnowledgeBaseAdminRpc.search on PostgreSQL, ${written} chunks of one subscription (written and embedded in ${loadSeconds.toFixed(0)} s), ${QUERIES} questions, topK 5`);
-    const line = (label: string, values: number[]) => console.log(`${label.padEnd(44)} median ${percentile(values, 50).toFixed(1).padStart(5)} ms   p95 ${percentile(values, 95).toFixed(1).padStart(5)} ms`);
+    console.log(
+      `\nKnowledgeBaseAdminRpc.search on PostgreSQL, ${written} chunks of one subscription (written and embedded in ${loadSeconds.toFixed(0)} s), ${QUERIES} questions, topK 5`,
+    );
+    const line = (label: string, values: number[]) =>
+      console.log(`${label.padEnd(44)} median ${percentile(values, 50).toFixed(1).padStart(5)} ms   p95 ${percentile(values, 95).toFixed(1).padStart(5)} ms`);
     line('(2a) select 1 round trip (baseline)', roundTrip);
     line('(2b) semantic (embedding only)', semantic);
     line('(2c) hybrid (embedding and full text fused)', hybrid);

@@ -61,9 +61,7 @@ const ALL_TARGETS: Target[] = [
   },
   { label: 'g', name: 'SecretsRpc.getSecretValue (decrypted, audited)', kind: 'rpc', body: GET_SECRET_VALUE, withKey: true },
 ];
-const TARGETS = process.env.BENCH_TARGETS
-  ? ALL_TARGETS.filter((target) => process.env.BENCH_TARGETS!.split(',').includes(target.label))
-  : ALL_TARGETS;
+const TARGETS = process.env.BENCH_TARGETS ? ALL_TARGETS.filter((target) => process.env.BENCH_TARGETS!.split(',').includes(target.label)) : ALL_TARGETS;
 
 function ensureWrk(): void {
   if (spawnSync('wrk', ['--version']).error === undefined) return;
@@ -101,11 +99,10 @@ function toMs(text: string): number {
 }
 
 function runWrk(url: string, target: Target, apiKey: string, seconds: number): Sample {
-  const result = spawnSync(
-    'wrk',
-    ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', `${here}post.lua`, url],
-    { encoding: 'utf8', env: { ...process.env, BENCH_BODY: target.body, BENCH_API_KEY: target.withKey ? apiKey : '' } },
-  );
+  const result = spawnSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', `${here}post.lua`, url], {
+    encoding: 'utf8',
+    env: { ...process.env, BENCH_BODY: target.body, BENCH_API_KEY: target.withKey ? apiKey : '' },
+  });
   const output = result.stdout;
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(output);
   const p99 = /\s99%\s+([\d.]+\w+)/.exec(output);
@@ -147,9 +144,7 @@ async function measureThroughput(databaseUrl: string | undefined): Promise<Parti
       children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM'))))),
     );
   }
-  return Object.fromEntries(
-    [...samples].map(([label, list]) => [label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }]),
-  );
+  return Object.fromEntries([...samples].map(([label, list]) => [label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }]));
 }
 
 function printThroughput(summary: Partial<Record<Label, Sample>>): void {
@@ -164,7 +159,13 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
   console.log('');
   ratio('a', 'c', '   (aim: at least 0.5)');
   ratio('b', 'c', `   (aim: at least ${BASE_DATABASE_URL ? '0.25' : '0.15'})`);
-  ratio('b', 'f', BASE_DATABASE_URL ? '   (aim: at least 0.7; the ORM and RPC layers over the same query)' : '   (the ORM and RPC layers over the same query on the same PGlite)');
+  ratio(
+    'b',
+    'f',
+    BASE_DATABASE_URL
+      ? '   (aim: at least 0.7; the ORM and RPC layers over the same query)'
+      : '   (the ORM and RPC layers over the same query on the same PGlite)',
+  );
   ratio('g', 'b', '   (an audited secret read, one insert per call, against a plain list read)');
   ratio('a', 'd');
   ratio('a', 'e', '   (the RPC layer alone: same process, same runtime costs)');

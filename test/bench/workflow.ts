@@ -39,7 +39,11 @@ function twentyNodes() {
     const id = `n${index}`;
     nodes.push(
       index % 2 === 0
-        ? { id, type: 'set', config: { values: { total: `($exists(total) ? total : 0) + $args.step * ${index}`, label: `"step ${index} of " & $string($args.step)` } } }
+        ? {
+            id,
+            type: 'set',
+            config: { values: { total: `($exists(total) ? total : 0) + $args.step * ${index}`, label: `"step ${index} of " & $string($args.step)` } },
+          }
         : { id, type: 'condition', config: { expression: `total > ${index * 10}` } },
     );
   }
@@ -103,7 +107,12 @@ async function interpreterThroughput(): Promise<void> {
 async function startApp(plugins: string[], databaseUrl?: string): Promise<App> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-'));
   return createApp({
-    config: loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKFLOW_EXECUTE_WAIT_MS: '60000', ...(databaseUrl ? { DATABASE_URL: databaseUrl, MASTER_KEY: TEST_MASTER_KEY } : {}) }),
+    config: loadConfig({
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      WORKFLOW_EXECUTE_WAIT_MS: '60000',
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl, MASTER_KEY: TEST_MASTER_KEY } : {}),
+    }),
     inMemoryDatabase: !databaseUrl,
     only: plugins,
   });
@@ -111,7 +120,9 @@ async function startApp(plugins: string[], databaseUrl?: string): Promise<App> {
 
 async function signup(app: App) {
   const name = `bench${randomUUID().slice(0, 8)}`;
-  const { user, subscriptionId } = await app.createCaller(null).call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+  const { user, subscriptionId } = await app
+    .createCaller(null)
+    .call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
   return { subscriptionId, userId: user._id as string, role: 'admin' as const, apiKeyId: null, sessionId: null, initialContext: null };
 }
 
@@ -127,7 +138,9 @@ async function endToEnd(): Promise<void> {
       if (answer.result?.status !== 'completed') throw new Error('the bench workflow did not complete');
     }
     const rate = END_TO_END / ((performance.now() - started) / 1000);
-    console.log(`(1c) executeWorkflow end to end, embedded database, one caller ${rate.toFixed(0).padStart(6)} executions/s   (the run kept: a row written, read and updated)`);
+    console.log(
+      `(1c) executeWorkflow end to end, embedded database, one caller ${rate.toFixed(0).padStart(6)} executions/s   (the run kept: a row written, read and updated)`,
+    );
   } finally {
     await app.close();
   }
@@ -153,11 +166,15 @@ async function firingDelay(baseUrl: string): Promise<void> {
       if (Date.now() > deadline) throw new Error(`only ${finished} of ${TASKS} runs finished in a minute`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const rows = await app.deps.db.execute<{ delay: string; status: string }>(`select extract(epoch from fired_at - scheduled_for) * 1000 as delay, status from scheduler_run`);
+    const rows = await app.deps.db.execute<{ delay: string; status: string }>(
+      `select extract(epoch from fired_at - scheduled_for) * 1000 as delay, status from scheduler_run`,
+    );
     const delays = rows.map((row) => Number(row.delay));
     const p99 = percentile(delays, 99);
     console.log(`\nscheduler on PostgreSQL, ${TASKS} tasks due at once (event actions), one node, polling every 250 ms`);
-    console.log(`(2a) firing delay                     p50 ${percentile(delays, 50).toFixed(0).padStart(5)} ms   p99 ${p99.toFixed(0).padStart(5)} ms   (${rows.filter((row) => row.status === 'succeeded').length} succeeded)`);
+    console.log(
+      `(2a) firing delay                     p50 ${percentile(delays, 50).toFixed(0).padStart(5)} ms   p99 ${p99.toFixed(0).padStart(5)} ms   (${rows.filter((row) => row.status === 'succeeded').length} succeeded)`,
+    );
     console.log(`p99 / 1 s aim = ${(p99 / 1000).toFixed(2)}`);
   } finally {
     await app.close();

@@ -10,7 +10,19 @@ import { startHttpReceiver, type ReceivedRequest, type Reply } from '../support/
 
 const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
 const ctxOf = (t: TestApp, subscriptionId: string | null = null): RequestContext =>
-  ({ requestId: 'test', subscriptionId, userId: null, role: null, apiKeyId: null, sessionId: null, projectId: null, serviceCode: null, extra: {}, em: t.app.deps.db.forkEm(subscriptionId), log: t.app.logger }) as unknown as RequestContext;
+  ({
+    requestId: 'test',
+    subscriptionId,
+    userId: null,
+    role: null,
+    apiKeyId: null,
+    sessionId: null,
+    projectId: null,
+    serviceCode: null,
+    extra: {},
+    em: t.app.deps.db.forkEm(subscriptionId),
+    log: t.app.logger,
+  }) as unknown as RequestContext;
 const caller = { type: 'test', name: 'ai-client.test' };
 
 // The traces are those the ai-telemetry plugin records through `core.aiCalls`.
@@ -31,7 +43,7 @@ describe('AI client: the local embedder', () => {
     assert.equal(vectors.length, 4);
     for (const vector of vectors) {
       assert.equal(vector.length, 384);
-      assert.ok(Math.abs(cosine(vector, vector) - 1) < 1e-6, "unit length");
+      assert.ok(Math.abs(cosine(vector, vector) - 1) < 1e-6, 'unit length');
     }
     assert.ok(cosine(vectors[0]!, vectors[1]!) > 0.3);
     assert.ok(cosine(vectors[0]!, vectors[1]!) > cosine(vectors[0]!, vectors[2]!) + 0.2);
@@ -82,7 +94,12 @@ describe('AI client: an OpenAI-compatible provider', () => {
     t = await startTestApp({
       withNotes: false,
       plugins: ['auth', 'ai-telemetry'],
-      env: { AI_CATALOGUE_FILE: writeCatalogue(`${server.url}/v1`), LOOPBACK_AI_KEY: 'sk-loopback-secret', OUTBOUND_ALLOW_PRIVATE: 'true', AI_MAX_RETRIES: '2' },
+      env: {
+        AI_CATALOGUE_FILE: writeCatalogue(`${server.url}/v1`),
+        LOOPBACK_AI_KEY: 'sk-loopback-secret',
+        OUTBOUND_ALLOW_PRIVATE: 'true',
+        AI_MAX_RETRIES: '2',
+      },
     });
   });
   after(async () => {
@@ -94,11 +111,27 @@ describe('AI client: an OpenAI-compatible provider', () => {
   it('posts /v1/embeddings with the key of the named variable, retries 429 and 5xx, and traces the tokens returned', async () => {
     const first = server.requests.length;
     reply = (_request, index) =>
-      index === first ? { status: 429, headers: { 'retry-after': '1' } }
-      : index === first + 1 ? { status: 502 }
-      : { status: 200, json: { object: 'list', data: [{ index: 1, embedding: vector(1) }, { index: 0, embedding: vector(0) }], usage: { prompt_tokens: 12, total_tokens: 12, prompt_tokens_details: { cached_tokens: 4 } } } };
+      index === first
+        ? { status: 429, headers: { 'retry-after': '1' } }
+        : index === first + 1
+          ? { status: 502 }
+          : {
+              status: 200,
+              json: {
+                object: 'list',
+                data: [
+                  { index: 1, embedding: vector(1) },
+                  { index: 0, embedding: vector(0) },
+                ],
+                usage: { prompt_tokens: 12, total_tokens: 12, prompt_tokens_details: { cached_tokens: 4 } },
+              },
+            };
     const subscriptionId = '0b7e8a52-3c1d-4e6f-9a0b-1c2d3e4f5a6b';
-    const { vectors, traceId } = await t.app.deps.ai.embed(ctxOf(t, subscriptionId), ['first text', 'second text'], { model: 'loop-embed', caller, threadId: 'thread-1' });
+    const { vectors, traceId } = await t.app.deps.ai.embed(ctxOf(t, subscriptionId), ['first text', 'second text'], {
+      model: 'loop-embed',
+      caller,
+      threadId: 'thread-1',
+    });
     assert.deepEqual(vectors, [vector(0), vector(1)], 'in input order, whatever order the answer lists them');
     const requests = server.requests.slice(first);
     assert.equal(requests.length, 3);
@@ -114,12 +147,22 @@ describe('AI client: an OpenAI-compatible provider', () => {
     assert.equal(trace.thread_id, 'thread-1');
     assert.equal(trace.provider, 'loopback');
     assert.equal(trace.attempts, 3);
-    assert.deepEqual([trace.input_tokens, trace.output_tokens, trace.cached_tokens, trace.total_tokens], [12, 0, 4, 12], 'cached tokens are part of input, not added');
+    assert.deepEqual(
+      [trace.input_tokens, trace.output_tokens, trace.cached_tokens, trace.total_tokens],
+      [12, 0, 4, 12],
+      'cached tokens are part of input, not added',
+    );
   });
 
   it('completes a chat and traces input, output and cached tokens apart', async () => {
     const first = server.requests.length;
-    reply = () => ({ status: 200, json: { choices: [{ message: { role: 'assistant', content: 'Hello there' } }], usage: { prompt_tokens: 30, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 10 } } } });
+    reply = () => ({
+      status: 200,
+      json: {
+        choices: [{ message: { role: 'assistant', content: 'Hello there' } }],
+        usage: { prompt_tokens: 30, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 10 } },
+      },
+    });
     const result = await t.app.deps.ai.chat(ctxOf(t), [{ role: 'user', content: 'Hi' }], { model: 'loop-chat', caller, maxTokens: 50 });
     assert.equal(result.content, 'Hello there');
     assert.deepEqual(result.usage, { inputTokens: 30, outputTokens: 5, cachedTokens: 10 });
@@ -143,7 +186,9 @@ describe('AI client: an OpenAI-compatible provider', () => {
     reply = () => ({ status: 400, json: { error: { message: 'bad input' } } });
     await assert.rejects(t.app.deps.ai.embed(ctxOf(t), ['x'], { model: 'loop-embed', caller }), /answered 400/);
     assert.equal(server.requests.length - first, 1);
-    const [trace] = await t.app.deps.db.execute<Record<string, unknown>>(`select * from ai_telemetry_trace where status = 'error' order by request_timestamp desc limit 1`);
+    const [trace] = await t.app.deps.db.execute<Record<string, unknown>>(
+      `select * from ai_telemetry_trace where status = 'error' order by request_timestamp desc limit 1`,
+    );
     assert.equal(trace!.attempts, 1);
     assert.match(String(trace!.error), /answered 400/);
     assert.ok(!JSON.stringify(await t.app.deps.db.execute('select * from ai_telemetry_trace')).includes('sk-loopback-secret'));
@@ -161,7 +206,11 @@ describe('AI client: an OpenAI-compatible provider', () => {
     } finally {
       await guarded.close();
     }
-    const refused = await startTestApp({ withNotes: false, plugins: ['auth'], env: { AI_CATALOGUE_FILE: writeCatalogue(`${server.url}/v1`), LOOPBACK_AI_KEY: 'k' } });
+    const refused = await startTestApp({
+      withNotes: false,
+      plugins: ['auth'],
+      env: { AI_CATALOGUE_FILE: writeCatalogue(`${server.url}/v1`), LOOPBACK_AI_KEY: 'k' },
+    });
     const first = server.requests.length;
     try {
       await assert.rejects(refused.app.deps.ai.embed(ctxOf(refused), ['x'], { model: 'loop-embed', caller }), /not a public address/);

@@ -27,7 +27,10 @@ describe('in-process caller', () => {
     const note = await caller.call<any>('NoteRpc.add', { text: '  in process  ' });
     assert.equal(note.text, 'in process');
     const listed = await t.ok('NoteRpc.list', {}, { token: owner.token });
-    assert.deepEqual(listed.data.map((item: { _id: string }) => item._id), [note._id]);
+    assert.deepEqual(
+      listed.data.map((item: { _id: string }) => item._id),
+      [note._id],
+    );
     assert.deepEqual(await caller.call('NoteRpc.whoAmI'), {
       subscriptionId: owner.subscriptionId,
       userId: owner.user._id,

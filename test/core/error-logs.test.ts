@@ -78,7 +78,7 @@ describe('an unexpected error holding a record', () => {
     const jobs: Jobs = t.app.depsOf('leak-probe').jobs;
     const jobId = (await jobs.enqueue('persist', { encryptedValue: sealed }))!;
     let job: JobView | null = null;
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && job?.state !== 'dead'; ) {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && job?.state !== 'dead';) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       job = await jobs.get('persist', jobId);
     }
@@ -96,13 +96,22 @@ describe('an unexpected error holding a record', () => {
     assert.equal(failure?.err?.type, 'ValidationError');
     assert.match(failure!.err!.message, /^Value for LeakProbeSecret\.name is required/);
     assert.match(failure!.err!.stack, /^ValidationError: Value for LeakProbeSecret\.name is required.*\n\s+at /);
-    assert.ok(entries.some((entry) => entry.msg.startsWith('Value for LeakProbeSecret.name is required')), 'an error logged alone is its own message, without values');
+    assert.ok(
+      entries.some((entry) => entry.msg.startsWith('Value for LeakProbeSecret.name is required')),
+      'an error logged alone is its own message, without values',
+    );
     assert.equal(entries.find((entry) => entry.msg === 'a wrapped ORM error')?.err?.cause?.type, 'ValidationError');
     assert.equal(entries.find((entry) => entry.msg === 'job attempt failed' && entry.job === 'leak-probe.persist')?.err?.type, 'ValidationError');
   });
 
   it('keeps what an error says of itself, and names, without contents, the objects it carries', () => {
-    const error = Object.assign(new Error('request failed'), { code: 'E_PROBE', status: 503, retryable: true, request: { headers: { authorization: 'Bearer abc' } }, rows: [1, 2] });
+    const error = Object.assign(new Error('request failed'), {
+      code: 'E_PROBE',
+      status: 503,
+      retryable: true,
+      request: { headers: { authorization: 'Bearer abc' } },
+      rows: [1, 2],
+    });
     const logged = t.logs.length;
     t.app.logger.error({ err: error }, 'probe');
     const [line] = t.logs.slice(logged).map((text) => JSON.parse(text) as { err: Record<string, unknown> });

@@ -177,9 +177,7 @@ describe('fuzzing every operation', () => {
     const required = sample(schema, admin.userId) as Record<string, unknown>;
     const optional = Object.keys(schema.properties ?? {}).filter((key) => !(key in required));
     const candidates = [0, 1, 2].flatMap((size) =>
-      subsets(optional, size).map((keys) =>
-        keys.reduce((params, key) => ({ ...params, [key]: sample(schema.properties![key]!, admin.userId) }), required),
-      ),
+      subsets(optional, size).map((keys) => keys.reduce((params, key) => ({ ...params, [key]: sample(schema.properties![key]!, admin.userId) }), required)),
     );
     const accepted = candidates.filter(valid);
     return accepted.length > 0 ? accepted : [required];
@@ -217,7 +215,10 @@ describe('fuzzing every operation', () => {
   it('the registry has operations to fuzz, with params', () => {
     const listing = t.app.registry.listing();
     assert.ok(listing.length >= 20, `only ${listing.length} operations`);
-    assert.ok(listing.some((operation) => operation.method === 'AdminUserRpc.getData'), 'a list operation is among them');
+    assert.ok(
+      listing.some((operation) => operation.method === 'AdminUserRpc.getData'),
+      'a list operation is among them',
+    );
   });
 
   it('never answers 500 over HTTP, which is what a client sees', async () => {

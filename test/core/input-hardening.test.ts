@@ -171,7 +171,10 @@ describe('input hardening', () => {
 
     it('while valid patterns still filter', async () => {
       const found = await t.ok('AdminUserRpc.getData', { filter: { username: { $regex: `^${owner.user.username.toUpperCase()}$`, $options: 'i' } } }, admin());
-      assert.deepEqual(found.docs.map((user: { _id: string }) => user._id), [owner.user._id]);
+      assert.deepEqual(
+        found.docs.map((user: { _id: string }) => user._id),
+        [owner.user._id],
+      );
     });
   });
 
@@ -197,14 +200,20 @@ describe('input hardening', () => {
 
     // Still useful: the code, the statement's shape and the database's reason are there.
     const entries = lines.map((line) => JSON.parse(line) as { msg: string; errorId?: string; err?: Record<string, any> });
-    for (const [index, cast] of [[0, 'jsonb'], [1, 'integer']] as const) {
+    for (const [index, cast] of [
+      [0, 'jsonb'],
+      [1, 'integer'],
+    ] as const) {
       const entry = entries.find((line) => line.msg === 'operation failed' && line.errorId === failures[index]!.body.data.errorId);
       assert.ok(entry?.err, `the failure of ${cast} is logged`);
       assert.equal(entry.err.code, '22P02');
       assert.match(entry.err.message, new RegExp(`^select \\?::${cast} as value - invalid input syntax for type ${cast === 'jsonb' ? 'json' : 'integer'}`));
       assert.match(entry.err.stack, /\n\s+at /);
     }
-    assert.ok(entries.some((line) => line.msg.startsWith('select ?::jsonb as value - ')), 'an error logged alone is its own message, without values');
+    assert.ok(
+      entries.some((line) => line.msg.startsWith('select ?::jsonb as value - ')),
+      'an error logged alone is its own message, without values',
+    );
     assert.ok(entries.some((line) => line.msg === 'a wrapped database error' && line.err?.cause?.code === '22P02'));
   });
 });

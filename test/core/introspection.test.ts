@@ -16,9 +16,22 @@ describe('GET /api/rpc', () => {
     const { success, data } = await response.json();
     assert.equal(success, true);
     const methods = data.operations.map((operation: { method: string }) => operation.method);
-    assert.deepEqual(methods, t.app.registry.all().map((operation) => operation.method));
-    for (const expected of ['ApiKeyRpc.create', 'ApiKeyRpc.delete', 'ApiKeyRpc.getData', 'ApiKeyRpc.update', 'AuthRpc.getClientConfig',
-      'AuthRpc.getSession', 'AuthRpc.login', 'AuthRpc.logout', 'AuthRpc.signup', 'NoteRpc.add']) {
+    assert.deepEqual(
+      methods,
+      t.app.registry.all().map((operation) => operation.method),
+    );
+    for (const expected of [
+      'ApiKeyRpc.create',
+      'ApiKeyRpc.delete',
+      'ApiKeyRpc.getData',
+      'ApiKeyRpc.update',
+      'AuthRpc.getClientConfig',
+      'AuthRpc.getSession',
+      'AuthRpc.login',
+      'AuthRpc.logout',
+      'AuthRpc.signup',
+      'NoteRpc.add',
+    ]) {
       assert.ok(methods.includes(expected), expected);
     }
     for (const operation of data.operations) {

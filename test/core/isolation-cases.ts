@@ -81,7 +81,13 @@ const namedNew = (base: string) => uniqueName(base);
 export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   'AdminUserRpc.create': {
     'oauthProfiles[].id': exempt(OAUTH),
-    partnerContactId: ownRecord(CONTACT, (x) => ({ email: `${namedNew('contact')}@example.com`, username: namedNew('contact'), password: PASSWORD, role: 'user', partnerContactId: x.contact })),
+    partnerContactId: ownRecord(CONTACT, (x) => ({
+      email: `${namedNew('contact')}@example.com`,
+      username: namedNew('contact'),
+      password: PASSWORD,
+      role: 'user',
+      partnerContactId: x.contact,
+    })),
   },
   'AdminUserRpc.delete': { _id: notFound((x) => ({ _id: x.member })) },
   'AdminUserRpc.findById': { id: notFound((x) => ({ id: x.member })) },
@@ -108,7 +114,9 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
 
   'AITelemetryRpc.getStats': {
     'filter.threadId': nothingOfA('a filter: totals of no trace', (x) => ({ filter: { threadId: x.trace } })),
-    'filter.subscriptionId': nothingOfA('a filter within the caller’s subscription: totals of no trace', (x) => ({ filter: { subscriptionId: x.subscription } })),
+    'filter.subscriptionId': nothingOfA('a filter within the caller’s subscription: totals of no trace', (x) => ({
+      filter: { subscriptionId: x.subscription },
+    })),
   },
   'AITelemetryRpc.getThread': { threadId: nothingOfA('an unknown thread answers []', (x) => ({ threadId: x.trace })) },
   'AITelemetryRpc.getTrace': { traceId: notFound((x) => ({ traceId: x.trace })) },
@@ -133,7 +141,12 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
 
   'BillingPlanRpc.create': {
     planId: ownRecord('a plan code, unique in each subscription', (x) => ({ planId: x.planCode, name: 'Copy', currency: 'EUR' })),
-    basePlanId: invalid('a base plan is a reference inside the plan written: “no plan … in this subscription”', (x) => ({ planId: namedNew('plan'), name: 'Derived', currency: 'EUR', basePlanId: x.planCode })),
+    basePlanId: invalid('a base plan is a reference inside the plan written: “no plan … in this subscription”', (x) => ({
+      planId: namedNew('plan'),
+      name: 'Derived',
+      currency: 'EUR',
+      basePlanId: x.planCode,
+    })),
   },
   'BillingPlanRpc.delete': { _id: notFound((x) => ({ _id: x.plan })) },
   'BillingPlanRpc.findById': { _id: notFound((x) => ({ _id: x.plan })) },
@@ -150,19 +163,34 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   'CheckpointRpc.tagRelease': { commitHash: notFound((x) => ({ scope: 'notes', commitHash: x.checkpoint, tagName: namedNew('v'), message: 'Release' })) },
 
   'DiscountRpc.create': {
-    planIds: invalid('plans the discount is for: references inside the record written', (x) => ({ code: namedNew('CODE'), name: 'Copy', kind: 'percent', value: 10, planIds: [x.planCode] })),
+    planIds: invalid('plans the discount is for: references inside the record written', (x) => ({
+      code: namedNew('CODE'),
+      name: 'Copy',
+      kind: 'percent',
+      value: 10,
+      planIds: [x.planCode],
+    })),
   },
   'DiscountRpc.delete': { _id: notFound((x) => ({ _id: x.discount })) },
   'DiscountRpc.findById': { _id: notFound((x) => ({ _id: x.discount })) },
-  'DiscountRpc.redeem': { planId: invalid('the plan a redemption is for: a reference checked as input', (x, b) => ({ code: b.ids.discountCode, planId: x.planCode })) },
+  'DiscountRpc.redeem': {
+    planId: invalid('the plan a redemption is for: a reference checked as input', (x, b) => ({ code: b.ids.discountCode, planId: x.planCode })),
+  },
   'DiscountRpc.update': {
     _id: notFound((x) => ({ _id: x.discount, name: 'Changed by another tenant' })),
     planIds: invalid('references inside the record written', (x, b) => ({ _id: b.ids.discount, planIds: [x.planCode] })),
   },
 
   'DocumentRpc.create': {
-    documentInstanceId: ownRecord('a documentation instance is a name the tenant chooses; B writes in its own', (x) => ({ title: namedNew('Page'), documentInstanceId: x.docInstance })),
-    parentId: invalid('the parent page is a reference inside the page written: “no page … in documentation instance …”', (x, b) => ({ title: namedNew('Page'), documentInstanceId: b.ids.docInstance, parentId: x.page })),
+    documentInstanceId: ownRecord('a documentation instance is a name the tenant chooses; B writes in its own', (x) => ({
+      title: namedNew('Page'),
+      documentInstanceId: x.docInstance,
+    })),
+    parentId: invalid('the parent page is a reference inside the page written: “no page … in documentation instance …”', (x, b) => ({
+      title: namedNew('Page'),
+      documentInstanceId: b.ids.docInstance,
+      parentId: x.page,
+    })),
   },
   'DocumentRpc.delete': { _id: notFound((x) => ({ _id: x.page })) },
   'DocumentRpc.getAllDocuments': { documentInstanceId: nothingOfA('a filter', (x) => ({ documentInstanceId: x.docInstance })) },
@@ -224,13 +252,19 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   },
   'MemoryRpc.listMemories': {
     targetUserId: notFound((x) => ({ scope: 'user', targetUserId: x.member })),
-    offset: invalid('a cursor must be a memory of the list: “no memory with this id in this scope to continue after”', (x) => ({ scope: 'user', offset: x.memory })),
+    offset: invalid('a cursor must be a memory of the list: “no memory with this id in this scope to continue after”', (x) => ({
+      scope: 'user',
+      offset: x.memory,
+    })),
   },
   'MemoryRpc.recallMemories': { targetUserId: notFound((x) => ({ scope: 'user', targetUserId: x.member, queryText: 'mornings' })) },
   'MemoryRpc.saveMemory': {
     targetUserId: notFound((x) => ({ scope: 'user', targetUserId: x.member, memory: { content: 'Written by another tenant.' } })),
     // A given id updates that memory of the caller's scope, or saves a new one under it: ids are the caller's to choose, per subscription.
-    'memory.id': ownRecord('a memory id of the caller’s subscription', (x) => ({ scope: 'user', memory: { id: x.memory, content: namedNew('Written by another tenant') } })),
+    'memory.id': ownRecord('a memory id of the caller’s subscription', (x) => ({
+      scope: 'user',
+      memory: { id: x.memory, content: namedNew('Written by another tenant') },
+    })),
   },
 
   'NoteRpc.remove': { _id: notFound((x) => ({ _id: x.note })) },
@@ -254,15 +288,26 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   'ProcessExecutorRpc.stopProcess': { instanceId: notFound((x) => ({ instanceId: x.process })) },
 
   'PushSenderRpc.sendBroadcast': {
-    targetIds: invalid('the users a broadcast goes to must be of the caller’s subscription', (x) => ({ targetType: 'users', targetIds: [x.member], payload: { title: 'Hi', body: 'From another tenant' } })),
+    targetIds: invalid('the users a broadcast goes to must be of the caller’s subscription', (x) => ({
+      targetType: 'users',
+      targetIds: [x.member],
+      payload: { title: 'Hi', body: 'From another tenant' },
+    })),
   },
 
   'SchedulerRpc.create': {
-    'taskConfig.context.userId': invalid('the user a task acts as: a reference inside the task written', (x) => ({ taskConfig: { ...schedulerTask(), context: { userId: x.member } } })),
-    'taskConfig.context.subscriptionId': invalid('a task runs in the caller’s own subscription', (x) => ({ taskConfig: { ...schedulerTask(), context: { subscriptionId: x.subscription } } })),
+    'taskConfig.context.userId': invalid('the user a task acts as: a reference inside the task written', (x) => ({
+      taskConfig: { ...schedulerTask(), context: { userId: x.member } },
+    })),
+    'taskConfig.context.subscriptionId': invalid('a task runs in the caller’s own subscription', (x) => ({
+      taskConfig: { ...schedulerTask(), context: { subscriptionId: x.subscription } },
+    })),
     'taskConfig.context.projectId': ownRecord(PROJECT, (x) => ({ taskConfig: { ...schedulerTask(), context: { projectId: x.project } } })),
     'context.userId': invalid('as taskConfig.context.userId', (x) => ({ taskConfig: schedulerTask(), context: { userId: x.member } })),
-    'context.subscriptionId': invalid('as taskConfig.context.subscriptionId', (x) => ({ taskConfig: schedulerTask(), context: { subscriptionId: x.subscription } })),
+    'context.subscriptionId': invalid('as taskConfig.context.subscriptionId', (x) => ({
+      taskConfig: schedulerTask(),
+      context: { subscriptionId: x.subscription },
+    })),
     'context.projectId': ownRecord(PROJECT, (x) => ({ taskConfig: schedulerTask(), context: { projectId: x.project } })),
   },
   ...Object.fromEntries(
@@ -271,7 +316,9 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
       {
         taskId: notFound((x) => ({ taskId: x.schedulerTask })),
         // delete: a task of B's for each call.
-        ...ignoredContext(async (_x, b, t) => ({ taskId: operation === 'delete' ? await t.ok('SchedulerRpc.create', { taskConfig: schedulerTask() }, as(b.admin)) : b.ids.schedulerTask })),
+        ...ignoredContext(async (_x, b, t) => ({
+          taskId: operation === 'delete' ? await t.ok('SchedulerRpc.create', { taskConfig: schedulerTask() }, as(b.admin)) : b.ids.schedulerTask,
+        })),
       },
     ]),
   ),
@@ -280,12 +327,20 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   'SchedulerRpc.update': {
     taskId: notFound((x) => ({ taskId: x.schedulerTask, updatedConfig: { name: 'Changed by another tenant' } })),
     ...ignoredContext((_x, b) => ({ taskId: b.ids.schedulerTask, updatedConfig: {} })),
-    'updatedConfig.context.userId': invalid('a reference inside the task written', (x, b) => ({ taskId: b.ids.schedulerTask, updatedConfig: { context: { userId: x.member } } })),
-    'updatedConfig.context.subscriptionId': invalid('a task runs in the caller’s own subscription', (x, b) => ({ taskId: b.ids.schedulerTask, updatedConfig: { context: { subscriptionId: x.subscription } } })),
+    'updatedConfig.context.userId': invalid('a reference inside the task written', (x, b) => ({
+      taskId: b.ids.schedulerTask,
+      updatedConfig: { context: { userId: x.member } },
+    })),
+    'updatedConfig.context.subscriptionId': invalid('a task runs in the caller’s own subscription', (x, b) => ({
+      taskId: b.ids.schedulerTask,
+      updatedConfig: { context: { subscriptionId: x.subscription } },
+    })),
     'updatedConfig.context.projectId': nothingOfA(PROJECT, (x, b) => ({ taskId: b.ids.schedulerTask, updatedConfig: { context: { projectId: x.project } } })),
   },
 
-  'SecretsManagerRpc.create': { projectId: ownRecord(PROJECT, (x) => ({ scope: 'project', projectId: x.project, key: namedNew('KEY').toUpperCase(), value: 'b-value' })) },
+  'SecretsManagerRpc.create': {
+    projectId: ownRecord(PROJECT, (x) => ({ scope: 'project', projectId: x.project, key: namedNew('KEY').toUpperCase(), value: 'b-value' })),
+  },
   'SecretsManagerRpc.delete': { _id: notFound((x) => ({ _id: x.scopedSecret })) },
   'SecretsManagerRpc.getData': { projectId: nothingOfA('a filter', (x) => ({ scope: 'project', projectId: x.project })) },
   'SecretsManagerRpc.getSecretValue': { _id: notFound((x) => ({ _id: x.scopedSecret })) },
@@ -299,14 +354,32 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   'TaskRpc.addComment': { taskId: notFound((x) => ({ taskId: x.task, content: 'From another tenant' })) },
   'TaskRpc.create': {
     taskInstanceId: ownRecord('a task board is a name the tenant chooses; B writes in its own', (x) => ({ taskInstanceId: x.taskInstance, title: 'Task' })),
-    parentId: invalid('the parent task is a reference inside the task written: “No task … in task instance …”', (x, b) => ({ taskInstanceId: b.ids.taskInstance, title: 'Subtask', parentId: x.task })),
-    'comments[].commentId': ownRecord('a comment id the client chooses for a new comment', (x, b) => ({ taskInstanceId: b.ids.taskInstance, title: 'Task', comments: [{ content: 'Hello', commentId: x.comment }] })),
-    'comments[].authorContactId': ownRecord(CONTACT, (x, b) => ({ taskInstanceId: b.ids.taskInstance, title: 'Task', comments: [{ content: 'Hello', authorContactId: x.contact }] })),
+    parentId: invalid('the parent task is a reference inside the task written: “No task … in task instance …”', (x, b) => ({
+      taskInstanceId: b.ids.taskInstance,
+      title: 'Subtask',
+      parentId: x.task,
+    })),
+    'comments[].commentId': ownRecord('a comment id the client chooses for a new comment', (x, b) => ({
+      taskInstanceId: b.ids.taskInstance,
+      title: 'Task',
+      comments: [{ content: 'Hello', commentId: x.comment }],
+    })),
+    'comments[].authorContactId': ownRecord(CONTACT, (x, b) => ({
+      taskInstanceId: b.ids.taskInstance,
+      title: 'Task',
+      comments: [{ content: 'Hello', authorContactId: x.contact }],
+    })),
   },
   'TaskRpc.createTaskTree': {
     taskInstanceId: ownRecord('a task board is a name the tenant chooses', (x) => ({ taskInstanceId: x.taskInstance, tasks: [{ title: 'Tree' }] })),
-    'tasks[].comments[].commentId': ownRecord('a comment id the client chooses', (x, b) => ({ taskInstanceId: b.ids.taskInstance, tasks: [{ title: 'Tree', comments: [{ content: 'Hi', commentId: x.comment }] }] })),
-    'tasks[].comments[].authorContactId': ownRecord(CONTACT, (x, b) => ({ taskInstanceId: b.ids.taskInstance, tasks: [{ title: 'Tree', comments: [{ content: 'Hi', authorContactId: x.contact }] }] })),
+    'tasks[].comments[].commentId': ownRecord('a comment id the client chooses', (x, b) => ({
+      taskInstanceId: b.ids.taskInstance,
+      tasks: [{ title: 'Tree', comments: [{ content: 'Hi', commentId: x.comment }] }],
+    })),
+    'tasks[].comments[].authorContactId': ownRecord(CONTACT, (x, b) => ({
+      taskInstanceId: b.ids.taskInstance,
+      tasks: [{ title: 'Tree', comments: [{ content: 'Hi', authorContactId: x.contact }] }],
+    })),
   },
   // TaskRpc.delete answers {success: false} for a task that does not exist (plugins/task/README.md), so NOT_FOUND is not its answer; the same as for an unknown id it must be.
   'TaskRpc.delete': { _id: nothingOfA('{success: false}, as for no such task', (x) => ({ _id: x.task })) },
@@ -324,8 +397,15 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
 
   'UserProfileRpc.updateProfilePicture': { uploadKey: notFound((x) => ({ uploadKey: x.pictureKey })) },
   'UserProfileRpc.verifyUserChannel': {
-    identifier: invalid('the caller’s own address, checked as input', (x) => ({ otpRequestId: randomUUID(), code: '123456', identifier: x.memberEmail, channelType: 'email' })),
-    otpRequestId: exempt('a one-time code request belongs to an address, not a tenant (codes are sent before signup too); its code is the secret, and the identifier must be the caller’s own'),
+    identifier: invalid('the caller’s own address, checked as input', (x) => ({
+      otpRequestId: randomUUID(),
+      code: '123456',
+      identifier: x.memberEmail,
+      channelType: 'email',
+    })),
+    otpRequestId: exempt(
+      'a one-time code request belongs to an address, not a tenant (codes are sent before signup too); its code is the secret, and the identifier must be the caller’s own',
+    ),
   },
 
   'WorkflowRpc.cancelInstance': { instanceId: notFound((x) => ({ instanceId: x.run })) },
@@ -339,7 +419,12 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   'WorkflowRpc.getInstance': { instanceId: notFound((x) => ({ instanceId: x.run })) },
   'WorkflowRpc.listInstances': { workflowId: nothingOfA('a filter', (x) => ({ workflowId: x.workflow })) },
   'WorkflowRpc.sendEventToWorkflow': {
-    'context.id': notFound((x, b) => ({ workflowName: b.ids.workflowName, eventName: 'approved', eventData: { by: 'another tenant' }, context: { id: x.run } })),
+    'context.id': notFound((x, b) => ({
+      workflowName: b.ids.workflowName,
+      eventName: 'approved',
+      eventData: { by: 'another tenant' },
+      context: { id: x.run },
+    })),
   },
   'WorkflowRpc.update': {
     _id: notFound((x) => ({ _id: x.workflow, description: 'changed by another tenant' })),

@@ -19,7 +19,11 @@ export const SEEDS: Record<string, Seed> = {
     const name = uniqueName(`${x.label}member`);
     x.ids.contact = `${x.label}-contact`;
     x.ids.memberEmail = `${name}@example.com`;
-    const member = await t.ok('AdminUserRpc.create', { email: x.ids.memberEmail, username: name, password: PASSWORD, role: 'user', partnerContactId: x.ids.contact }, as(x.admin));
+    const member = await t.ok(
+      'AdminUserRpc.create',
+      { email: x.ids.memberEmail, username: name, password: PASSWORD, role: 'user', partnerContactId: x.ids.contact },
+      as(x.admin),
+    );
     x.ids.member = member._id;
     x.member = await t.ok('AuthRpc.login', { identifier: name, password: PASSWORD });
     x.ids.inviteCode = (await t.ok('AdminUserRpc.createInviteCode', {}, as(x.admin)))._id;
@@ -27,7 +31,13 @@ export const SEEDS: Record<string, Seed> = {
   },
   async agents(t, x) {
     x.ids.project = `${x.label}-crm`;
-    x.ids.agent = (await t.ok('AgentConfigRpc.create', { name: 'support-bot', model: 'gpt-4o-mini', messagingContactId: x.ids.contact, projectId: x.ids.project }, as(x.admin)))._id;
+    x.ids.agent = (
+      await t.ok(
+        'AgentConfigRpc.create',
+        { name: 'support-bot', model: 'gpt-4o-mini', messagingContactId: x.ids.contact, projectId: x.ids.project },
+        as(x.admin),
+      )
+    )._id;
     x.ids.avatarKey = await uploaded(t, x, 'AgentConfigRpc.getUploadKeyForAvatar', { _id: x.ids.agent }, tinyPng(), 'image/png');
   },
   async memories(t, x) {
@@ -41,7 +51,9 @@ export const SEEDS: Record<string, Seed> = {
     x.ids.planCode = `${x.label}-gold`;
     x.ids.plan = (await t.ok('BillingPlanRpc.create', { planId: x.ids.planCode, name: 'Gold', currency: 'EUR', basePlanId: 'basic' }, as(x.admin)))._id;
     x.ids.discountCode = `${x.label.toUpperCase()}10`;
-    x.ids.discount = (await t.ok('DiscountRpc.create', { code: x.ids.discountCode, name: 'Ten off', kind: 'percent', value: 10, planIds: [x.ids.planCode] }, as(x.admin)))._id;
+    x.ids.discount = (
+      await t.ok('DiscountRpc.create', { code: x.ids.discountCode, name: 'Ten off', kind: 'percent', value: 10, planIds: [x.ids.planCode] }, as(x.admin))
+    )._id;
   },
   async checkpoints(t, x) {
     await t.ok('CheckpointRpc.writeFile', { scope: 'notes', path: 'index.md', content: `# ${x.label}\n` }, as(x.admin));
@@ -50,7 +62,9 @@ export const SEEDS: Record<string, Seed> = {
   async documents(t, x) {
     x.ids.docInstance = `${x.label}-handbook`;
     x.ids.pageTitle = `${x.label} opening hours`;
-    x.ids.page = (await t.ok('DocumentRpc.create', { title: x.ids.pageTitle, documentInstanceId: x.ids.docInstance, content: 'We open at nine.' }, as(x.admin)))._id;
+    x.ids.page = (
+      await t.ok('DocumentRpc.create', { title: x.ids.pageTitle, documentInstanceId: x.ids.docInstance, content: 'We open at nine.' }, as(x.admin))
+    )._id;
   },
   async knowledgeBase(t, x) {
     const { document, jobId } = await t.ok(
@@ -60,7 +74,10 @@ export const SEEDS: Record<string, Seed> = {
     );
     x.ids.kbDocument = document._id;
     x.ids.kbJob = jobId;
-    await eventually(async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(x.admin))).status === 'ready' ? true : undefined), 20_000);
+    await eventually(
+      async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(x.admin))).status === 'ready' ? true : undefined),
+      20_000,
+    );
     const chunks = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(x.admin));
     x.ids.kbChunk = (Array.isArray(chunks) ? chunks : chunks.chunks)[0].chunkId;
     x.ids.kbKey = await uploaded(t, x, 'KnowledgeBaseAdminRpc.getUploadKey', {}, Buffer.from('Parking is underground.\n'), 'text/plain');
@@ -76,7 +93,11 @@ export const SEEDS: Record<string, Seed> = {
     x.ids.process = (await t.ok('ProcessExecutorRpc.startProcess', { command: '/bin/cat' }, as(x.admin))).instanceId;
   },
   async scheduler(t, x) {
-    const taskId = await t.ok('SchedulerRpc.create', { taskConfig: { ...schedulerTask(), schedule: `once:${new Date(Date.now() + 200).toISOString()}` } }, as(x.admin));
+    const taskId = await t.ok(
+      'SchedulerRpc.create',
+      { taskConfig: { ...schedulerTask(), schedule: `once:${new Date(Date.now() + 200).toISOString()}` } },
+      as(x.admin),
+    );
     x.ids.schedulerTask = taskId;
     await eventually(async () => {
       const { data } = await t.ok('SchedulerRpc.listRuns', { taskId }, as(x.admin));
@@ -85,13 +106,21 @@ export const SEEDS: Record<string, Seed> = {
   },
   async secrets(t, x) {
     // A secret's id is "zone:key", both chosen by the tenant.
-    x.ids.secret = (await t.ok('SecretsRpc.create', { zone: 'billing', key: `${x.label.toUpperCase()}_STRIPE_KEY`, value: `${x.label}-stripe` }, as(x.admin)))._id;
-    x.ids.scopedSecret = (await t.ok('SecretsManagerRpc.create', { scope: 'project', projectId: x.ids.project, key: 'CRM_TOKEN', value: `${x.label}-crm` }, as(x.admin)))._id;
+    x.ids.secret = (
+      await t.ok('SecretsRpc.create', { zone: 'billing', key: `${x.label.toUpperCase()}_STRIPE_KEY`, value: `${x.label}-stripe` }, as(x.admin))
+    )._id;
+    x.ids.scopedSecret = (
+      await t.ok('SecretsManagerRpc.create', { scope: 'project', projectId: x.ids.project, key: 'CRM_TOKEN', value: `${x.label}-crm` }, as(x.admin))
+    )._id;
   },
   async tasks(t, x) {
     x.ids.taskInstance = `${x.label}-board`;
     // Assigned to the member's contact: the member gets a notification.
-    const task = await t.ok('TaskRpc.create', { taskInstanceId: x.ids.taskInstance, title: 'Call back', assignees: [x.ids.contact], comments: [{ content: 'First' }] }, as(x.admin));
+    const task = await t.ok(
+      'TaskRpc.create',
+      { taskInstanceId: x.ids.taskInstance, title: 'Call back', assignees: [x.ids.contact], comments: [{ content: 'First' }] },
+      as(x.admin),
+    );
     x.ids.task = task._id;
     x.ids.comment = task.comments[0].commentId;
     await t.ok('TaskRpc.create', { taskInstanceId: x.ids.taskInstance, title: 'Dial', parentId: task._id }, as(x.admin));

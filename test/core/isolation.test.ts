@@ -40,7 +40,11 @@ describe('tenant isolation of every operation that takes an id', () => {
   async function webhook(x: Tenant) {
     const key = await t.ok('ApiKeyRpc.create', { description: 'hooks' }, as(x.admin));
     x.ids.apiKey = key._id;
-    await t.ok('ApiManagementRpc.registerWebhook', { webhookUrl: `${hooks.url}/${x.label}`, webhookSecret: 'whsec-isolation-0123456789' }, { apiKey: key.fullKey });
+    await t.ok(
+      'ApiManagementRpc.registerWebhook',
+      { webhookUrl: `${hooks.url}/${x.label}`, webhookSecret: 'whsec-isolation-0123456789' },
+      { apiKey: key.fullKey },
+    );
     await t.ok('SecretsRpc.create', { zone: 'hooks', key: 'FIRE', value: 'x' }, as(x.admin));
     const [failed] = await eventually(async () => {
       const { data } = await t.ok('ApiManagementRpc.getDeliveries', { apiKeyId: key._id, state: 'failed' }, as(x.admin));
@@ -93,7 +97,9 @@ describe('tenant isolation of every operation that takes an id', () => {
       }
     }
     assert.deepEqual(missing, []);
-    const stale = Object.entries(EXPECTATIONS).flatMap(([method, fields]) => Object.keys(fields).map((field) => `${method} ${field}`)).filter((entry) => !listed.has(entry));
+    const stale = Object.entries(EXPECTATIONS)
+      .flatMap(([method, fields]) => Object.keys(fields).map((field) => `${method} ${field}`))
+      .filter((entry) => !listed.has(entry));
     assert.deepEqual(stale, [], 'expectations for params no operation has');
   });
 
@@ -102,7 +108,9 @@ describe('tenant isolation of every operation that takes an id', () => {
     let checked = 0;
     // Calls that make records of B's come last: B may name its own records as A named theirs (a board "alpha-board"), and the reads before must not see them.
     const cases = Object.entries(EXPECTATIONS)
-      .flatMap(([method, fields]) => Object.entries(fields).flatMap(([field, expectation]) => ('exempt' in expectation ? [] : [{ method, field, expectation }])))
+      .flatMap(([method, fields]) =>
+        Object.entries(fields).flatMap(([field, expectation]) => ('exempt' in expectation ? [] : [{ method, field, expectation }])),
+      )
       .sort((x, y) => Number(Boolean(x.expectation.creates)) - Number(Boolean(y.expectation.creates)));
     for (const { method, field, expectation } of cases) {
       const label = `${method} (${field})`;
@@ -114,7 +122,9 @@ describe('tenant isolation of every operation that takes an id', () => {
       if (code !== expectation.answer) failures.push(`${label}: ${code} (expected ${expectation.answer}): ${JSON.stringify(answer).slice(0, 300)}`);
       const comparable = (reply: Answer) => normalised(expectation.creates ? { status: reply.status, code: reply.code } : reply, a.ids, nobody);
       if (JSON.stringify(comparable(answer)) !== JSON.stringify(comparable(unknown))) {
-        failures.push(`${label}: answers A's id otherwise than an unknown one:\n  A's:     ${JSON.stringify(comparable(answer)).slice(0, 400)}\n  unknown: ${JSON.stringify(comparable(unknown)).slice(0, 400)}`);
+        failures.push(
+          `${label}: answers A's id otherwise than an unknown one:\n  A's:     ${JSON.stringify(comparable(answer)).slice(0, 400)}\n  unknown: ${JSON.stringify(comparable(unknown)).slice(0, 400)}`,
+        );
       }
       const sent = JSON.stringify(params);
       const leaked = Object.entries(a.ids).filter(([, value]) => JSON.stringify(answer).includes(value) && !sent.includes(value));

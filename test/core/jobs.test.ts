@@ -99,20 +99,30 @@ describe('durable jobs', () => {
 
   /** The job's view once it is in this state. */
   const inState = (job: string, id: string, state: string, timeoutMs?: number) =>
-    until(`${job} job ${state}`, async () => {
-      const view = await jobs.get(job, id);
-      return view?.state === state ? view : null;
-    }, timeoutMs);
+    until(
+      `${job} job ${state}`,
+      async () => {
+        const view = await jobs.get(job, id);
+        return view?.state === state ? view : null;
+      },
+      timeoutMs,
+    );
 
   test('a failing job is retried on its backoff schedule, capped, then succeeds', async () => {
     const id = (await jobs.enqueue('flaky', { failures: 4 }))!;
     const done = await inState('flaky', id, 'done', 30_000);
     const runs = journal.runsOf(id);
-    assert.deepEqual(runs.map((run) => run.attempt), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      runs.map((run) => run.attempt),
+      [1, 2, 3, 4, 5],
+    );
     // Uncapped, the waits double from 1 s with jitter: 1-2, 2-4, 4-8 and 8-16 s, at least 15 s in all. Capped at 1 s, about 4 s;
     // the bound leaves room for a loaded machine's polling delays, the floor shows no retry comes early.
     const waits = runs.slice(1).map((run, index) => run.at - runs[index]!.at);
-    assert.ok(waits.every((wait) => wait >= 900), `retries after ${waits.join(', ')} ms`);
+    assert.ok(
+      waits.every((wait) => wait >= 900),
+      `retries after ${waits.join(', ')} ms`,
+    );
     assert.ok(waits.reduce((sum, wait) => sum + wait, 0) < 12_000, `retries after ${waits.join(', ')} ms (cap 1 s)`);
     assert.equal(done.attempts, 5);
     assert.deepEqual(done.output, { succeededOn: 5 });
@@ -245,7 +255,10 @@ test('shutdown lets a running job finish; a waiting job survives a restart', asy
     const waiting = (await probeJobs(first).enqueue('count', { n: 1 }, { delaySeconds: 2 }))!;
     await first.close();
     // close() returned only after the running job finished on the first node.
-    assert.deepEqual(journal.runsOf(slow).map((run) => run.node), ['first']);
+    assert.deepEqual(
+      journal.runsOf(slow).map((run) => run.node),
+      ['first'],
+    );
     assert.equal(journal.runsOf(waiting).length, 0);
 
     const second = await startTestApp({ ...options, extraPlugins: [probePlugin(journal, 'second')] });

@@ -44,7 +44,11 @@ describe('Keyring: envelope encryption per subscription', () => {
       'select subscription_id, wraps from core_data_key where subscription_id in (?, ?)',
       [a, b],
     );
-    assert.deepEqual(rows.map((row) => row.subscription_id), [a], 'a data key is made on first use only');
+    assert.deepEqual(
+      rows.map((row) => row.subscription_id),
+      [a],
+      'a data key is made on first use only',
+    );
     const wraps = typeof rows[0]!.wraps === 'string' ? JSON.parse(rows[0]!.wraps) : rows[0]!.wraps;
     assert.deepEqual(Object.keys(wraps), [t.app.deps.keyring.masterKeyId]);
   });

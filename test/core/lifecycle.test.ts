@@ -26,7 +26,10 @@ describe('restart with the embedded database', () => {
         const owner = await t.signup(username, password);
         const key = await t.ok('ApiKeyRpc.create', { description: 'survives restarts' }, { token: owner.token });
         const note = await t.ok('NoteRpc.add', { text: 'written before the restart' }, { token: owner.token });
-        assert.ok(t.logs.some((line) => line.includes('generated a new master key')), 'first start generates the key');
+        assert.ok(
+          t.logs.some((line) => line.includes('generated a new master key')),
+          'first start generates the key',
+        );
         const masterKeyFile = path.join(dataDir, 'master.key');
         const masterKeyBefore = readFileSync(masterKeyFile, 'utf8');
         assert.ok(existsSync(path.join(dataDir, 'db')), 'the database lives under DATA_DIR');
@@ -34,7 +37,11 @@ describe('restart with the embedded database', () => {
         t = undefined;
 
         t = await startTestApp({ persistent: true, dataDir });
-        assert.equal(t.logs.some((line) => line.includes('generated a new master key')), false, 'the second start reuses the key');
+        assert.equal(
+          t.logs.some((line) => line.includes('generated a new master key')),
+          false,
+          'the second start reuses the key',
+        );
         assert.equal(readFileSync(masterKeyFile, 'utf8'), masterKeyBefore);
         assert.equal(statSync(masterKeyFile).mode & 0o777, 0o600);
 
@@ -121,8 +128,17 @@ describe('health, readiness, metrics and request ids', () => {
       ok: await post(JSON.stringify({ method: 'AuthRpc.getClientConfig', params: {} })),
     };
     const expected: Record<keyof typeof responses, number> = {
-      health: 200, ready: 200, metrics: 200, listing: 200, unknownPath: 404, wrongVerb: 405,
-      unknownMethod: 404, badJson: 400, unauthenticated: 401, validation: 400, ok: 200,
+      health: 200,
+      ready: 200,
+      metrics: 200,
+      listing: 200,
+      unknownPath: 404,
+      wrongVerb: 405,
+      unknownMethod: 404,
+      badJson: 400,
+      unauthenticated: 401,
+      validation: 400,
+      ok: 200,
     };
     const seen = new Set<string>();
     for (const [name, response] of Object.entries(responses)) {

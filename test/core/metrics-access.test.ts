@@ -6,7 +6,8 @@ import { startTestApp, type TestApp } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject, START_ARGS } from '../support/process.ts';
 
 const OPEN_WARNING = '/metrics is open to anyone who reaches this address';
-const warnings = (t: TestApp) => t.logs.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((entry) => entry.level === 40 && entry.msg.startsWith(OPEN_WARNING));
+const warnings = (t: TestApp) =>
+  t.logs.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((entry) => entry.level === 40 && entry.msg.startsWith(OPEN_WARNING));
 
 describe('/metrics access', () => {
   after(killLeftoverProcesses);
@@ -57,7 +58,10 @@ describe('/metrics access', () => {
     const token = randomBytes(24).toString('base64url');
     const printed = runInProject(process.execPath, [...START_ARGS, '--print-config'], { METRICS_TOKEN: token, LOG_LEVEL: 'silent' });
     assert.deepEqual(await printed.exited(60_000), { code: 0, signal: null }, printed.stderr());
-    const line = printed.stdout().split('\n').find((text) => text.startsWith('METRICS_TOKEN '));
+    const line = printed
+      .stdout()
+      .split('\n')
+      .find((text) => text.startsWith('METRICS_TOKEN '));
     assert.match(line ?? '', /^METRICS_TOKEN +core +set /);
     assert.equal(printed.stdout().includes(token), false);
   });

@@ -55,7 +55,11 @@ describe('bodies over the limit', () => {
   };
 
   // Past the 1 MiB limit: 2 MiB as in the report; chunks are read up to the limit before the refusal, so they need more to overrun.
-  for (const [framing, size] of [['length', 2 * MiB], ['chunked', 4 * MiB], ['lying', 2 * MiB]] as const) {
+  for (const [framing, size] of [
+    ['length', 2 * MiB],
+    ['chunked', 4 * MiB],
+    ['lying', 2 * MiB],
+  ] as const) {
     it(`POST /api/rpc answers 413 to ${size / MiB} MiB ${ROUNDS} times in a row (${framing})`, async () => {
       const answers = await sendWhole({ method: 'POST', url: t.url, path: '/api/rpc', headers: JSON_TYPE, size, framing, rounds: ROUNDS });
       answers.forEach((answer, index) => assertTooLarge(answer, `round ${index + 1}`, `Request body exceeds ${MiB} bytes`));

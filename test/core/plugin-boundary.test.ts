@@ -14,7 +14,11 @@ const PACKAGES = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object
 const BUILTINS = new Set(builtinModules);
 
 /** The package a bare specifier names: `@scope/name/sub` → `@scope/name`, `name/sub` → `name`. */
-const packageOf = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (specifier: string) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 /** The database drivers, the ORM and the web framework: what plugins need of them, the SDK re-exports (EntityManager, LockMode, Router, RouteContext). */
 const CORE_PACKAGES = /^(pg|@electric-sql\/pglite|koa|@koa\/router|@mikro-orm\/.+)$/;
@@ -153,11 +157,11 @@ describe('plugin boundary', () => {
     const source = [
       "const COLUMNS = 'id, name';",
       'await em.execute(`select ${COLUMNS} from notes n join notes_tag t on t.note_id = n.id where n.id = ?`, [id]);',
-      "db.execute('insert into \"other_table\" (id) values (?) on conflict (id) do update set id = excluded.id');",
+      'db.execute(\'insert into "other_table" (id) values (?) on conflict (id) do update set id = excluded.id\');',
       "const LIST = preparedRead('list', 'select id from auth_user ' + 'where subscription_id = $1');",
       'const UPDATE = `update notes set title = v.title from unnest(?::uuid[]) as v(id, title) where notes.id = v.id`;',
       'const CTE = `with recent as (select id from notes) select id from recent where a is distinct from b for update`;',
-      "const EPOCH = `select extract(epoch from created_at) from auth_outbox`;",
+      'const EPOCH = `select extract(epoch from created_at) from auth_outbox`;',
       "throw badRequest('Choose a title from the list, or update the table first');",
       "describe: 'Create notes from a template';",
     ].join('\n');
@@ -191,7 +195,17 @@ describe('plugin boundary', () => {
       writeFileSync(path.join(folder, 'sub', 'helper.ts'), "import { x } from '../index.ts';\nexport const helper = x;\n");
       assert.deepEqual(
         forbiddenImports(folder).map((line) => line.slice(line.indexOf(': ') + 2)),
-        ['../../core/credentials/authenticator.ts', '../auth/user.service.ts', 'left-pad', '../../core/app.ts', 'pg', 'koa', '@koa/router', '@mikro-orm/core', '@electric-sql/pglite'],
+        [
+          '../../core/credentials/authenticator.ts',
+          '../auth/user.service.ts',
+          'left-pad',
+          '../../core/app.ts',
+          'pg',
+          'koa',
+          '@koa/router',
+          '@mikro-orm/core',
+          '@electric-sql/pglite',
+        ],
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -179,7 +179,11 @@ describe('createApp and plugins', () => {
     });
 
   it('refuses to start with a plugin that declares an operation of another group', async () => {
-    await refusesToStart([plugin({ id: 'thief', group: 'ThiefRpc', operations: { 'AuthRpc.login': userOp } })], 'PLUGIN_OPERATION_OUTSIDE_GROUP', '"AuthRpc.login"');
+    await refusesToStart(
+      [plugin({ id: 'thief', group: 'ThiefRpc', operations: { 'AuthRpc.login': userOp } })],
+      'PLUGIN_OPERATION_OUTSIDE_GROUP',
+      '"AuthRpc.login"',
+    );
   });
 
   it('refuses to start with a plugin that claims the group of a built-in plugin', async () => {
@@ -198,11 +202,7 @@ describe('createApp and plugins', () => {
   });
 
   it('refuses a contribution to an unknown extension point, and an invalid one to a known point', async () => {
-    await refusesToStart(
-      [plugin({ extends: { 'nobody.here': [{}] } as never })],
-      'PLUGIN_UNKNOWN_EXTENSION_POINT',
-      '"nobody.here"',
-    );
+    await refusesToStart([plugin({ extends: { 'nobody.here': [{}] } as never })], 'PLUGIN_UNKNOWN_EXTENSION_POINT', '"nobody.here"');
     await refusesToStart(
       [plugin({ extends: { 'auth.lifecycle': [{ afterSignin: () => undefined }] } as never })],
       'PLUGIN_INVALID_CONTRIBUTION',
@@ -212,7 +212,11 @@ describe('createApp and plugins', () => {
     // A function of the plugin's deps: the point must exist at load, what it returns is checked once the deps exist.
     await refusesToStart([plugin({ extends: { 'nobody.here': () => [{}] } as never })], 'PLUGIN_UNKNOWN_EXTENSION_POINT', '"nobody.here"');
     await refusesToStart([plugin({ extends: { 'core.events': () => [{ name: 'NotDotted', describe: 'x' }] } })], 'PLUGIN_INVALID_CONTRIBUTION', 'name');
-    await refusesToStart([plugin({ extends: { 'core.events': () => ({ name: 'not.listed', describe: 'x' }) } as never })], 'PLUGIN_INVALID_CONTRIBUTION', 'must be an array');
+    await refusesToStart(
+      [plugin({ extends: { 'core.events': () => ({ name: 'not.listed', describe: 'x' }) } as never })],
+      'PLUGIN_INVALID_CONTRIBUTION',
+      'must be an array',
+    );
     await refusesToStart(
       [plugin({ extends: { 'core.events': [{ name: 'note.added', describe: 'Mine too.' }] } })],
       'PLUGIN_INVALID_CONTRIBUTION',
@@ -247,7 +251,10 @@ describe('createApp and plugins', () => {
 
   it('refuses an error code of the core or of another plugin, and one that is not UPPER_SNAKE_CASE with a 4xx or 5xx status', async () => {
     refuses([plugin({ errors: { NOT_FOUND: 404 } })], 'PLUGIN_DUPLICATE_ERROR_CODE', 'the core');
-    const twins = [plugin({ id: 'first', group: 'FirstRpc', errors: { MINE_FAILED: 422 } }), plugin({ id: 'second', group: 'SecondRpc', errors: { MINE_FAILED: 422 } })];
+    const twins = [
+      plugin({ id: 'first', group: 'FirstRpc', errors: { MINE_FAILED: 422 } }),
+      plugin({ id: 'second', group: 'SecondRpc', errors: { MINE_FAILED: 422 } }),
+    ];
     refuses(twins, 'PLUGIN_DUPLICATE_ERROR_CODE', 'plugin "first"');
     await refusesToStart([plugin({ errors: { WORKFLOW_FAILED: 422 } })], 'PLUGIN_DUPLICATE_ERROR_CODE', 'plugin "workflow"');
     refuses([plugin({ errors: { 'mine-failed': 422 } })], 'PLUGIN_INVALID_ERROR_CODE', 'mine-failed');
@@ -372,7 +379,10 @@ describe('plugin deps, settings and extension points', () => {
     const t = await startTestApp({ extraPlugins: [mark, shout] });
     try {
       const contributions = t.app.depsOf('notes').extensions.get('notes.textFilters');
-      assert.deepEqual(contributions.map((c: { pluginId: string }) => c.pluginId), ['shout', 'mark']);
+      assert.deepEqual(
+        contributions.map((c: { pluginId: string }) => c.pluginId),
+        ['shout', 'mark'],
+      );
       assert.equal(typeof shoutDeps?.bus.publish, 'function');
       const account = await t.signup();
       const note = await t.ok('NoteRpc.add', { text: 'hello' }, { token: account.token });
@@ -388,22 +398,25 @@ describe('plugin deps, settings and extension points', () => {
     const t = await startTestApp();
     try {
       const listing = await (await fetch(`${t.url}/api/rpc`)).json();
-      assert.deepEqual(listing.data.events.map((event: { name: string }) => event.name), [
-        'webhook.test',
-        'dataScopeRefreshed',
-        'notification.created',
-        'secret.changed',
-        'scopedSecret.changed',
-        'task.created',
-        'task.updated',
-        'task.assigned',
-        'task.commented',
-        'workflow.completed',
-        'workflow.failed',
-        'workflow.waiting',
-        'note.added',
-        'notes.tallied',
-      ]);
+      assert.deepEqual(
+        listing.data.events.map((event: { name: string }) => event.name),
+        [
+          'webhook.test',
+          'dataScopeRefreshed',
+          'notification.created',
+          'secret.changed',
+          'scopedSecret.changed',
+          'task.created',
+          'task.updated',
+          'task.assigned',
+          'task.commented',
+          'workflow.completed',
+          'workflow.failed',
+          'workflow.waiting',
+          'note.added',
+          'notes.tallied',
+        ],
+      );
       assert.deepEqual(listing.data.events.slice(-2), [
         { name: 'note.added', describe: 'A note was added to the subscription; the payload is the note.' },
         { name: 'notes.tallied', describe: "The subscription's notes were counted again; the payload is {notes, words}." },
@@ -415,11 +428,17 @@ describe('plugin deps, settings and extension points', () => {
 
   it('starts only the plugins under test and those they need', async () => {
     const all = await importPackagePlugins([NOTES_PLUGIN]);
-    assert.deepEqual(selectPlugins(all, ['notes']).map((p) => p.id), ['notes']);
+    assert.deepEqual(
+      selectPlugins(all, ['notes']).map((p) => p.id),
+      ['notes'],
+    );
     const t = await startTestApp({ plugins: ['api-key'] });
     try {
       // ApiKeyRpc uses the auth plugin's users; nothing else starts.
-      assert.deepEqual(t.app.plugins.map((p) => p.id), ['auth', 'api-key']);
+      assert.deepEqual(
+        t.app.plugins.map((p) => p.id),
+        ['auth', 'api-key'],
+      );
       assert.equal(t.app.registry.get('AdminUserRpc.getData'), undefined);
       const account = await t.signup();
       const key = await t.ok('ApiKeyRpc.create', { description: 'in a small backend' }, { token: account.token });
@@ -459,7 +478,10 @@ describe('plugins named in PLUGINS', () => {
     const note = await t.ok('NoteRpc.add', { text: '  loaded through PLUGINS  ' }, { token: owner.token });
     assert.equal(note.text, 'loaded through PLUGINS');
     const list = await t.ok('NoteRpc.list', {}, { token: owner.token });
-    assert.deepEqual(list.data.map((n: { _id: string }) => n._id), [note._id]);
+    assert.deepEqual(
+      list.data.map((n: { _id: string }) => n._id),
+      [note._id],
+    );
     assert.equal(list.totalCount, 1);
     const refused = await t.call('NoteRpc.list', {});
     assert.equal(refused.status, 401);
@@ -467,9 +489,15 @@ describe('plugins named in PLUGINS', () => {
 
   it('imports a plugin folder by path, through its package.json main when it has one', async () => {
     const plugins = await importPackagePlugins([NOTES_PLUGIN]);
-    assert.deepEqual(plugins.map((p) => p.id), ['notes']);
+    assert.deepEqual(
+      plugins.map((p) => p.id),
+      ['notes'],
+    );
     const relative = path.relative(dir, NOTES_PLUGIN);
-    assert.deepEqual((await importPackagePlugins([`./${relative}`], dir)).map((p) => p.id), ['notes']);
+    assert.deepEqual(
+      (await importPackagePlugins([`./${relative}`], dir)).map((p) => p.id),
+      ['notes'],
+    );
 
     const folder = path.join(dir, 'by-main');
     mkdirSync(folder);
@@ -480,7 +508,10 @@ describe('plugins named in PLUGINS', () => {
     writeFileSync(path.join(folder, 'package.json'), JSON.stringify({ name: 'by-main', type: 'module', main: 'entry.mjs' }));
     writeFileSync(path.join(folder, 'entry.mjs'), source('by-main', 'ByMainRpc'));
     writeFileSync(path.join(folder, 'index.js'), source('by-index', 'ByIndexRpc'));
-    assert.deepEqual((await importPackagePlugins([folder])).map((p) => p.id), ['by-main']);
+    assert.deepEqual(
+      (await importPackagePlugins([folder])).map((p) => p.id),
+      ['by-main'],
+    );
   });
 
   it('refuses a package that is not installed, naming it', async () => {
@@ -494,7 +525,10 @@ describe('plugins named in PLUGINS', () => {
   it('refuses a module exporting a plain object, telling to wrap it in definePlugin', async () => {
     const file = path.join(dir, 'plain-plugin.mjs');
     writeFileSync(file, "export default { id: 'plain', group: 'PlainRpc', coreVersion: '^2.0.0', operations: {} };\n");
-    for (const [specifier, cwd] of [[file, undefined], ['./plain-plugin.mjs', dir]] as const) {
+    for (const [specifier, cwd] of [
+      [file, undefined],
+      ['./plain-plugin.mjs', dir],
+    ] as const) {
       await assert.rejects(importPackagePlugins([specifier], cwd), (error: unknown) => {
         assert.ok(error instanceof PluginLoadError, String(error));
         assert.match(error.message, new RegExp(`${escape(specifier)} exports a plain object, not a plugin: wrap it in definePlugin\\(\\)`));

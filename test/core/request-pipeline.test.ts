@@ -27,15 +27,37 @@ const probePlugin = definePlugin<ProbeDeps>({
   dependsOn: ['notes'],
   deps: DEPS,
   operations: {
-    duplicate: defineOperation({ access: 'user', describe: 'Insert one note twice.', params: v.object({ id: v.string() }), handler: ({ params, ctx }) => insertTwice(ctx, params.id) }),
-    explode: defineOperation({ access: 'user', describe: 'Throw a plain Error.', params: v.object({}), handler: () => Promise.reject(new Error('probe exploded')) }),
+    duplicate: defineOperation({
+      access: 'user',
+      describe: 'Insert one note twice.',
+      params: v.object({ id: v.string() }),
+      handler: ({ params, ctx }) => insertTwice(ctx, params.id),
+    }),
+    explode: defineOperation({
+      access: 'user',
+      describe: 'Throw a plain Error.',
+      params: v.object({}),
+      handler: () => Promise.reject(new Error('probe exploded')),
+    }),
     adminOnly: defineOperation({ access: 'admin', describe: 'Answer admins.', params: v.object({}), handler: () => ({ fine: true }) }),
   },
   routes(router, { http }) {
-    router.put('/probe/duplicate/:id', http.route({ access: 'user' }, ({ ctx, http: exchange }) => insertTwice(ctx, exchange.params.id!)));
-    router.get('/probe/explode', http.route({ access: 'user' }, () => Promise.reject(new Error('probe exploded'))));
-    router.get('/probe/admin-only', http.route({ access: 'admin' }, ({ http: exchange }) => void (exchange.body = { success: true, data: { fine: true } })));
-    router.get('/probe/public', http.route({ access: 'public' }, ({ ctx, http: exchange }) => void (exchange.body = { success: true, data: { userId: ctx.userId } })));
+    router.put(
+      '/probe/duplicate/:id',
+      http.route({ access: 'user' }, ({ ctx, http: exchange }) => insertTwice(ctx, exchange.params.id!)),
+    );
+    router.get(
+      '/probe/explode',
+      http.route({ access: 'user' }, () => Promise.reject(new Error('probe exploded'))),
+    );
+    router.get(
+      '/probe/admin-only',
+      http.route({ access: 'admin' }, ({ http: exchange }) => void (exchange.body = { success: true, data: { fine: true } })),
+    );
+    router.get(
+      '/probe/public',
+      http.route({ access: 'public' }, ({ ctx, http: exchange }) => void (exchange.body = { success: true, data: { userId: ctx.userId } })),
+    );
   },
 });
 
@@ -63,7 +85,10 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
   it('answers a unique violation as CONFLICT on a route as on an RPC call', async () => {
     const viaRpc = await rpc('PipelineProbeRpc.duplicate', { id: randomUUID() }, admin.token);
     const viaRoute = await route('PUT', `/probe/duplicate/${randomUUID()}`, admin.token);
-    assert.deepEqual(viaRpc, { status: 409, body: { success: false, data: { code: 'CONFLICT', error: 'A record with the same unique values already exists' } } });
+    assert.deepEqual(viaRpc, {
+      status: 409,
+      body: { success: false, data: { code: 'CONFLICT', error: 'A record with the same unique values already exists' } },
+    });
     assert.deepEqual(viaRoute, viaRpc);
   });
 
@@ -89,7 +114,10 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     const anonymousRoute = await route('GET', '/probe/explode');
     const anonymousUpload = await putUpload(t, 'any-key', Buffer.from('x'), 'text/plain');
     for (const answer of [anonymousRpc, anonymousRoute, { status: anonymousUpload.status, body: anonymousUpload.body }]) {
-      assert.deepEqual(answer, { status: 401, body: { success: false, data: { code: 'UNAUTHENTICATED', error: 'Authentication required: send X-API-Key or a session token' } } });
+      assert.deepEqual(answer, {
+        status: 401,
+        body: { success: false, data: { code: 'UNAUTHENTICATED', error: 'Authentication required: send X-API-Key or a session token' } },
+      });
     }
 
     const forbiddenRpc = await rpc('PipelineProbeRpc.adminOnly', {}, member.token);
@@ -110,12 +138,18 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     assert.equal(mine.status, 200);
     assert.match(mine.headers.get('content-type') ?? '', /^text\/plain/);
     assert.match(await mine.text(), /^\d{4}-\d\d-\d\dT[\d:.]+Z first of mine\n$/);
-    assert.deepEqual(await route('GET', '/notes/export'), { status: 401, body: { success: false, data: { code: 'UNAUTHENTICATED', error: 'Authentication required: send X-API-Key or a session token' } } });
+    assert.deepEqual(await route('GET', '/notes/export'), {
+      status: 401,
+      body: { success: false, data: { code: 'UNAUTHENTICATED', error: 'Authentication required: send X-API-Key or a session token' } },
+    });
   });
 
   it('gives uploads and downloads the answers RPC calls get: an unknown upload key or file is NOT_FOUND', async () => {
     const download = await route('GET', `/api/files/${randomUUID()}`, member.token);
-    assert.deepEqual(download, { status: 404, body: { success: false, data: { code: 'NOT_FOUND', error: `File ${download.body.data.error.split(' ')[1]} not found` } } });
+    assert.deepEqual(download, {
+      status: 404,
+      body: { success: false, data: { code: 'NOT_FOUND', error: `File ${download.body.data.error.split(' ')[1]} not found` } },
+    });
     const upload = await putUpload(t, 'no-such-key', Buffer.from('x'), 'text/plain', { token: member.token });
     assert.deepEqual([upload.status, upload.body], [404, { success: false, data: { code: 'NOT_FOUND', error: 'Upload key not found' } }]);
   });

@@ -82,7 +82,15 @@ describe('RPC envelope and errors', () => {
   });
 
   it('answers BAD_REQUEST for malformed JSON, a missing method and non-object params', async () => {
-    for (const body of ['{"method": ', '[]', '"text"', '{}', '{"method": 5}', '{"method":"ProbeRpc.bare","params":[1]}', '{"method":"ProbeRpc.bare","params":"x"}']) {
+    for (const body of [
+      '{"method": ',
+      '[]',
+      '"text"',
+      '{}',
+      '{"method": 5}',
+      '{"method":"ProbeRpc.bare","params":[1]}',
+      '{"method":"ProbeRpc.bare","params":"x"}',
+    ]) {
       const response = await post(body);
       assert.equal(response.status, 400, body);
       const json = await response.json();

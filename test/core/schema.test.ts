@@ -37,7 +37,17 @@ describe('database schema', () => {
     );
     const owned = (prefix: string) => tables.map((row) => row.table_name).filter((name) => name === prefix || name.startsWith(`${prefix}_`));
     assert.deepEqual(owned('api_key'), ['api_key']);
-    assert.deepEqual(owned('auth'), ['auth_external_login', 'auth_invite_code', 'auth_oauth_link', 'auth_oauth_state', 'auth_otp_request', 'auth_outbox', 'auth_session', 'auth_subscription', 'auth_user']);
+    assert.deepEqual(owned('auth'), [
+      'auth_external_login',
+      'auth_invite_code',
+      'auth_oauth_link',
+      'auth_oauth_state',
+      'auth_otp_request',
+      'auth_outbox',
+      'auth_session',
+      'auth_subscription',
+      'auth_user',
+    ]);
     assert.deepEqual(owned('notes'), ['notes']);
   });
 
@@ -84,26 +94,33 @@ describe('database schema', () => {
     }
   });
 
-  it('a new embedded database is a copy of the template cluster, with fsync on and a 16 MB buffer cache, and keeps its data', { skip: TEST_DATABASE_URL ? 'the embedded database only' : false }, async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-template-'));
-    try {
-      const first = await startTestApp({ dataDir, persistent: true });
-      const [settings] = await first.app.deps.db.execute(`select current_setting('fsync') as fsync, current_setting('shared_buffers') as buffers`);
-      assert.deepEqual(settings, { fsync: 'on', buffers: '16MB' });
-      const account = await first.signup();
-      await first.close();
-      // The copy was renamed into place: nothing half-made is left beside it.
-      assert.deepEqual(readdirSync(dataDir).filter((name) => name.startsWith('db')), ['db']);
-      const second = await startTestApp({ dataDir, persistent: true });
+  it(
+    'a new embedded database is a copy of the template cluster, with fsync on and a 16 MB buffer cache, and keeps its data',
+    { skip: TEST_DATABASE_URL ? 'the embedded database only' : false },
+    async () => {
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-template-'));
       try {
-        assert.equal((await second.ok('AuthRpc.getSession', {}, { token: account.token })).user._id, account.user._id);
+        const first = await startTestApp({ dataDir, persistent: true });
+        const [settings] = await first.app.deps.db.execute(`select current_setting('fsync') as fsync, current_setting('shared_buffers') as buffers`);
+        assert.deepEqual(settings, { fsync: 'on', buffers: '16MB' });
+        const account = await first.signup();
+        await first.close();
+        // The copy was renamed into place: nothing half-made is left beside it.
+        assert.deepEqual(
+          readdirSync(dataDir).filter((name) => name.startsWith('db')),
+          ['db'],
+        );
+        const second = await startTestApp({ dataDir, persistent: true });
+        try {
+          assert.equal((await second.ok('AuthRpc.getSession', {}, { token: account.token })).user._id, account.user._id);
+        } finally {
+          await second.close();
+        }
       } finally {
-        await second.close();
+        rmSync(dataDir, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   it('a migration that fails leaves nothing behind and runs again at the next start', async () => {
     let failing = true;

@@ -19,7 +19,10 @@ describe('access declared by every operation is enforced', async () => {
   it('the registry has operations to check', () => {
     assert.ok(operations('user', 'staff', 'admin').length >= 10, `only ${operations('user', 'staff', 'admin').length}`);
     assert.ok(operations('admin').length >= 5);
-    assert.ok(operations('public').every((operation) => operation.group === 'AuthRpc'), 'only AuthRpc may be public');
+    assert.ok(
+      operations('public').every((operation) => operation.group === 'AuthRpc'),
+      'only AuthRpc may be public',
+    );
   });
 
   it('answers 401 UNAUTHENTICATED without a credential, with a bad key and with a bad token', async () => {

@@ -52,7 +52,13 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     });
     // The one signup, with it as the owner's names.
     ownerName = uniqueName('sqltext');
-    const owner = await t.ok('AuthRpc.signup', { email: `${ownerName}@example.com`, username: ownerName, password: 'correct horse battery', firstName: HOSTILE, lastName: HOSTILE });
+    const owner = await t.ok('AuthRpc.signup', {
+      email: `${ownerName}@example.com`,
+      username: ownerName,
+      password: 'correct horse battery',
+      firstName: HOSTILE,
+      lastName: HOSTILE,
+    });
     assert.deepEqual([owner.user.firstName, owner.user.lastName], [HOSTILE, HOSTILE]);
     as = { token: owner.token };
   });
@@ -119,7 +125,10 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     assert.equal((await ok('SecretsRpc.getSecretValue', { zone, key: HOSTILE })).value, HOSTILE);
     assert.equal((await ok('SecretsRpc.getSecretValue', { zone: 'z', key: 'k;1' })).value, 'v');
     const listed = await ok('SecretsRpc.getData', { filter: { zone, key: HOSTILE } });
-    assert.deepEqual(listed.data.map((row: { _id: string; zone: string; key: string; description: string }) => [row._id, row.zone, row.key, row.description]), [[_id, zone, HOSTILE, HOSTILE]]);
+    assert.deepEqual(
+      listed.data.map((row: { _id: string; zone: string; key: string; description: string }) => [row._id, row.zone, row.key, row.description]),
+      [[_id, zone, HOSTILE, HOSTILE]],
+    );
     await ok('SecretsRpc.update', { _id, value: `${HOSTILE} 2`, description: `${HOSTILE} 2` });
     assert.equal((await ok('SecretsRpc.getSecretValue', { zone, key: HOSTILE })).value, `${HOSTILE} 2`);
     assert.equal((await ok('SecretsRpc.getData', { filter: { description: `${HOSTILE} 2` } })).totalCount, 1);
@@ -132,14 +141,24 @@ describe('text that looks like SQL, stored and read back by every group', () => 
   });
 
   it('SecretsManagerRpc: a scoped secret with its project, agent, key, value, label and description', async () => {
-    const created = await ok('SecretsManagerRpc.create', { scope: 'project', projectId: HOSTILE, key: HOSTILE, value: HOSTILE, label: HOSTILE, description: HOSTILE });
+    const created = await ok('SecretsManagerRpc.create', {
+      scope: 'project',
+      projectId: HOSTILE,
+      key: HOSTILE,
+      value: HOSTILE,
+      label: HOSTILE,
+      description: HOSTILE,
+    });
     const agent = await ok('SecretsManagerRpc.create', { scope: 'agent', agentName: HOSTILE, key: HOSTILE, value: `${HOSTILE} A` });
     const listed = await ok('SecretsManagerRpc.getData', { scope: 'project', projectId: HOSTILE });
     assert.deepEqual(
       listed.data.map((row: Record<string, unknown>) => [row._id, row.projectId, row.key, row.label, row.description]),
       [[created._id, HOSTILE, HOSTILE, HOSTILE, HOSTILE]],
     );
-    assert.deepEqual((await ok('SecretsManagerRpc.getData', { scope: 'agent', agentName: HOSTILE })).data.map((row: { _id: string }) => row._id), [agent._id]);
+    assert.deepEqual(
+      (await ok('SecretsManagerRpc.getData', { scope: 'agent', agentName: HOSTILE })).data.map((row: { _id: string }) => row._id),
+      [agent._id],
+    );
     assert.equal((await ok('SecretsManagerRpc.getSecretValue', { _id: created._id })).value, HOSTILE);
     assert.equal((await ok('SecretsManagerRpc.getSecretValue', { _id: agent._id })).value, `${HOSTILE} A`);
     await ok('SecretsManagerRpc.update', { _id: created._id, value: `${HOSTILE} 2`, description: `${HOSTILE} 2` });
@@ -152,7 +171,10 @@ describe('text that looks like SQL, stored and read back by every group', () => 
   it('ApiManagementRpc: a webhook URL and secret, used as stored; the key description as the label', async () => {
     const key = await ok('ApiKeyRpc.create', { description: HOSTILE });
     const webhookUrl = `${receiver.url}/hook;x$$--y;select%201?q=${encodeURIComponent(HOSTILE)}`;
-    assert.deepEqual(await ok('ApiManagementRpc.registerWebhook', { webhookUrl, webhookSecret: HOSTILE }, { apiKey: key.fullKey }), { success: true, status: 'verified' });
+    assert.deepEqual(await ok('ApiManagementRpc.registerWebhook', { webhookUrl, webhookSecret: HOSTILE }, { apiKey: key.fullKey }), {
+      success: true,
+      status: 'verified',
+    });
     const test = receiver.requests.at(-1)!;
     const url = new URL(webhookUrl);
     assert.equal(test.path, `${url.pathname}${url.search}`);
@@ -173,12 +195,21 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     const metadata = { topic: HOSTILE, nested: { [HOSTILE]: HOSTILE } };
     const { memoryId } = await ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content: HOSTILE, metadata } });
     const listed = (await ok('MemoryRpc.listMemories', { scope: 'user', limit: 200 })).memories.filter((memory: { id: string }) => memory.id === memoryId);
-    assert.deepEqual(listed.map((memory: { content: string; metadata: unknown }) => [memory.content, memory.metadata]), [[HOSTILE, metadata]]);
+    assert.deepEqual(
+      listed.map((memory: { content: string; metadata: unknown }) => [memory.content, memory.metadata]),
+      [[HOSTILE, metadata]],
+    );
     const recalled = await ok('MemoryRpc.recallMemories', { scope: 'user', queryText: HOSTILE, filter: { topic: HOSTILE } });
-    assert.deepEqual(recalled.memories.map((memory: { id: string; content: string }) => [memory.id, memory.content]), [[memoryId, HOSTILE]]);
+    assert.deepEqual(
+      recalled.memories.map((memory: { id: string; content: string }) => [memory.id, memory.content]),
+      [[memoryId, HOSTILE]],
+    );
     await ok('MemoryRpc.saveMemory', { scope: 'user', memory: { id: memoryId, content: `${HOSTILE} 2`, metadata } });
     const updated = await ok('MemoryRpc.recallMemories', { scope: 'user', queryText: HOSTILE, filter: { topic: HOSTILE } });
-    assert.deepEqual(updated.memories.map((memory: { id: string; content: string }) => [memory.id, memory.content]), [[memoryId, `${HOSTILE} 2`]]);
+    assert.deepEqual(
+      updated.memories.map((memory: { id: string; content: string }) => [memory.id, memory.content]),
+      [[memoryId, `${HOSTILE} 2`]],
+    );
     await ok('MemoryRpc.deleteMemory', { scope: 'user', memoryId });
     assert.deepEqual((await ok('MemoryRpc.recallMemories', { scope: 'user', queryText: HOSTILE, filter: { topic: HOSTILE } })).memories, []);
   });
@@ -201,10 +232,23 @@ describe('text that looks like SQL, stored and read back by every group', () => 
         { source: 'ask', target: 'done' },
       ],
     };
-    const workflow = await ok('WorkflowRpc.create', { name: HOSTILE, description: HOSTILE, tags: [HOSTILE], variables: { [HOSTILE]: HOSTILE }, contextId: HOSTILE, ...graph });
+    const workflow = await ok('WorkflowRpc.create', {
+      name: HOSTILE,
+      description: HOSTILE,
+      tags: [HOSTILE],
+      variables: { [HOSTILE]: HOSTILE },
+      contextId: HOSTILE,
+      ...graph,
+    });
     const found = await ok('WorkflowRpc.findById', { id: workflow._id });
-    assert.deepEqual([found.name, found.description, found.tags, found.variables, found.contextId, found.nodes[1].name], [HOSTILE, HOSTILE, [HOSTILE], { [HOSTILE]: HOSTILE }, HOSTILE, HOSTILE]);
-    assert.deepEqual((await ok('WorkflowRpc.getData', { filter: { name: HOSTILE } })).data.map((row: { _id: string }) => row._id), [workflow._id]);
+    assert.deepEqual(
+      [found.name, found.description, found.tags, found.variables, found.contextId, found.nodes[1].name],
+      [HOSTILE, HOSTILE, [HOSTILE], { [HOSTILE]: HOSTILE }, HOSTILE, HOSTILE],
+    );
+    assert.deepEqual(
+      (await ok('WorkflowRpc.getData', { filter: { name: HOSTILE } })).data.map((row: { _id: string }) => row._id),
+      [workflow._id],
+    );
     assert.deepEqual(await ok('WorkflowRpc.getWorkflowTags'), [{ value: HOSTILE, label: HOSTILE }]);
 
     const { result } = await ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: HOSTILE, workflowArgs: { topic: HOSTILE } });
@@ -214,7 +258,10 @@ describe('text that looks like SQL, stored and read back by every group', () => 
 
     // The model call is traced with the workflow's name as the caller's, found by it.
     const threads = await ok('AITelemetryRpc.listThreads', { filter: { callerName: HOSTILE } });
-    assert.deepEqual(threads.data.map((thread: { threadId: string; callerName: string }) => [thread.threadId, thread.callerName]), [[result.instanceId, HOSTILE]]);
+    assert.deepEqual(
+      threads.data.map((thread: { threadId: string; callerName: string }) => [thread.threadId, thread.callerName]),
+      [[result.instanceId, HOSTILE]],
+    );
     const [trace] = await ok('AITelemetryRpc.getThread', { threadId: result.instanceId });
     assert.equal(trace.callerName, HOSTILE);
     assert.equal((await ok('AITelemetryRpc.getStats', { filter: { callerName: HOSTILE } })).totalTraces, 1);
@@ -238,10 +285,24 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     const agent = await ok('AgentConfigRpc.create', { ...text, model: PEER_CHAT_MODEL, messagingContactId: HOSTILE, projectId: HOSTILE });
     const found = await ok('AgentConfigRpc.findById', { _id: agent._id });
     assert.deepEqual(
-      [found.name, found.description, found.promptText, found.role, found.fileContext, found.personality.profession, found.personality.style, found.personality.notes, found.messagingContactId, found.projectId],
+      [
+        found.name,
+        found.description,
+        found.promptText,
+        found.role,
+        found.fileContext,
+        found.personality.profession,
+        found.personality.style,
+        found.personality.notes,
+        found.messagingContactId,
+        found.projectId,
+      ],
       [HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE],
     );
-    assert.deepEqual((await ok('AgentConfigRpc.getData', { filter: { name: HOSTILE } })).data.map((row: { _id: string }) => row._id), [agent._id]);
+    assert.deepEqual(
+      (await ok('AgentConfigRpc.getData', { filter: { name: HOSTILE } })).data.map((row: { _id: string }) => row._id),
+      [agent._id],
+    );
     await ok('AgentConfigRpc.update', { _id: agent._id, promptText: `${HOSTILE} 2` });
     assert.equal((await ok('AgentConfigRpc.findById', { _id: agent._id })).promptText, `${HOSTILE} 2`);
     await ok('AgentConfigRpc.delete', { _id: agent._id });
@@ -250,15 +311,35 @@ describe('text that looks like SQL, stored and read back by every group', () => 
 
   it('KnowledgeBaseAdminRpc: a text ingested with it as name, description, collection, tag and content; found, updated and deleted', async () => {
     const content = `${HOSTILE}\n\nThe harbour ferry leaves at seven.`;
-    const { document } = await ok('KnowledgeBaseAdminRpc.ingestText', { name: HOSTILE, content, description: HOSTILE, collection: HOSTILE, tags: [HOSTILE], contactId: HOSTILE, projectId: HOSTILE });
+    const { document } = await ok('KnowledgeBaseAdminRpc.ingestText', {
+      name: HOSTILE,
+      content,
+      description: HOSTILE,
+      collection: HOSTILE,
+      tags: [HOSTILE],
+      contactId: HOSTILE,
+      projectId: HOSTILE,
+    });
     const ready = await eventually(async () => {
       const current = await ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id });
       return current.status === 'pending' || current.status === 'processing' ? undefined : current;
     }, 20_000);
     assert.equal(ready.status, 'ready', ready.error);
-    assert.deepEqual([ready.name, ready.description, ready.collection, ready.tags, ready.content, ready.contactId, ready.projectId], [HOSTILE, HOSTILE, HOSTILE, [HOSTILE], content, HOSTILE, HOSTILE]);
-    const listed = await ok('KnowledgeBaseAdminRpc.listDocuments', { collection: HOSTILE, tags: [HOSTILE], search: HOSTILE, contactId: HOSTILE, projectId: HOSTILE });
-    assert.deepEqual(listed.data.map((row: { _id: string }) => row._id), [document._id]);
+    assert.deepEqual(
+      [ready.name, ready.description, ready.collection, ready.tags, ready.content, ready.contactId, ready.projectId],
+      [HOSTILE, HOSTILE, HOSTILE, [HOSTILE], content, HOSTILE, HOSTILE],
+    );
+    const listed = await ok('KnowledgeBaseAdminRpc.listDocuments', {
+      collection: HOSTILE,
+      tags: [HOSTILE],
+      search: HOSTILE,
+      contactId: HOSTILE,
+      projectId: HOSTILE,
+    });
+    assert.deepEqual(
+      listed.data.map((row: { _id: string }) => row._id),
+      [document._id],
+    );
     const hits = await ok('KnowledgeBaseAdminRpc.search', { queryText: HOSTILE, collection: HOSTILE });
     assert.ok(hits.length > 0);
     assert.deepEqual(
@@ -290,7 +371,13 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     assert.equal(await refused('DocumentRpc.create', { title: HOSTILE, documentInstanceId }), 'CONFLICT');
     await ok('DocumentRpc.update', { _id: first._id, title: `${HOSTILE} 3`, content: `${HOSTILE} 3` });
     const versions = await ok('DocumentRpc.getVersions', { docId: first._id });
-    assert.deepEqual(versions.map((version: { title: string; content: string }) => [version.title, version.content]).sort(), [['T;1', HOSTILE], [`${HOSTILE} 3`, `${HOSTILE} 3`]].sort());
+    assert.deepEqual(
+      versions.map((version: { title: string; content: string }) => [version.title, version.content]).sort(),
+      [
+        ['T;1', HOSTILE],
+        [`${HOSTILE} 3`, `${HOSTILE} 3`],
+      ].sort(),
+    );
     for (const { _id } of [first, second]) await ok('DocumentRpc.delete', { _id });
     assert.equal((await ok('DocumentRpc.getAllDocuments', { documentInstanceId })).totalCount, 0);
   });
@@ -311,7 +398,10 @@ describe('text that looks like SQL, stored and read back by every group', () => 
       [found.name, found.description, found.actionConfig, found.tags, found.context.serviceCode, found.context.projectId],
       [HOSTILE, HOSTILE, taskConfig.actionConfig, [HOSTILE], HOSTILE, HOSTILE],
     );
-    assert.deepEqual((await ok('SchedulerRpc.getData', { filter: { name: HOSTILE } })).data.map((row: { _id: string }) => row._id), [taskId]);
+    assert.deepEqual(
+      (await ok('SchedulerRpc.getData', { filter: { name: HOSTILE } })).data.map((row: { _id: string }) => row._id),
+      [taskId],
+    );
     await ok('SchedulerRpc.update', { taskId, updatedConfig: { description: `${HOSTILE} 2` } });
     assert.equal((await ok('SchedulerRpc.findById', { taskId })).description, `${HOSTILE} 2`);
     await ok('SchedulerRpc.delete', { taskId });
@@ -331,11 +421,17 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     const comment = await ok('TaskRpc.addComment', { taskId: task._id, content: `${HOSTILE} 2` });
     const found = await ok('TaskRpc.findById', { _id: task._id });
     assert.deepEqual([found.taskInstanceId, found.title, found.description, found.tags, found.assignees], [HOSTILE, HOSTILE, HOSTILE, [HOSTILE], [HOSTILE]]);
-    assert.deepEqual(found.comments.map((row: { content: string }) => row.content), [HOSTILE, `${HOSTILE} 2`]);
+    assert.deepEqual(
+      found.comments.map((row: { content: string }) => row.content),
+      [HOSTILE, `${HOSTILE} 2`],
+    );
     assert.equal(found.comments[0].authorContactId, HOSTILE);
     assert.equal(found.comments[1].commentId, comment.commentId);
     const board = await ok('TaskRpc.getData', { taskInstanceId });
-    assert.deepEqual(board.data.map((row: { _id: string }) => row._id), [task._id]);
+    assert.deepEqual(
+      board.data.map((row: { _id: string }) => row._id),
+      [task._id],
+    );
     assert.equal((await ok('TaskRpc.getData', { taskInstanceId: 'semi;colon' })).totalCount, 0);
     await ok('TaskRpc.createTaskTree', { taskInstanceId, tasks: [{ title: `${HOSTILE} tree`, subtasks: [{ title: `${HOSTILE} leaf` }] }] });
     const titles = (await ok('TaskRpc.getData', { taskInstanceId })).data.map((row: { title: string }) => row.title);
@@ -350,8 +446,14 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     const playbook = await ok('PlaybookRpc.create', { name: HOSTILE, description: HOSTILE, content: HOSTILE, category: HOSTILE, tags: [HOSTILE] });
     const found = await ok('PlaybookRpc.findById', { _id: playbook._id });
     assert.deepEqual([found.name, found.description, found.content, found.category, found.tags], [HOSTILE, HOSTILE, HOSTILE, HOSTILE, [HOSTILE]]);
-    assert.deepEqual((await ok('PlaybookRpc.list', { tags: [HOSTILE] })).data.map((row: { _id: string }) => row._id), [playbook._id]);
-    assert.deepEqual((await ok('PlaybookRpc.search', { query: HOSTILE })).data.map((row: { _id: string }) => row._id), [playbook._id]);
+    assert.deepEqual(
+      (await ok('PlaybookRpc.list', { tags: [HOSTILE] })).data.map((row: { _id: string }) => row._id),
+      [playbook._id],
+    );
+    assert.deepEqual(
+      (await ok('PlaybookRpc.search', { query: HOSTILE })).data.map((row: { _id: string }) => row._id),
+      [playbook._id],
+    );
     await ok('PlaybookRpc.update', { _id: playbook._id, data: { content: `${HOSTILE} 2` } });
     assert.equal((await ok('PlaybookRpc.findById', { _id: playbook._id })).content, `${HOSTILE} 2`);
     await ok('PlaybookRpc.delete', { _id: playbook._id });
@@ -374,7 +476,11 @@ describe('text that looks like SQL, stored and read back by every group', () => 
   it('PushNotificationRpc, PushSenderRpc and NotificationRpc: a device on channels named with it gets a broadcast with it as title and body', async () => {
     const subscriptionObject = { endpoint: `${receiver.url}/push;x$$--y`, keys: { p256dh: P256DH, auth: 'tBHItJI5svbpez7KI4CCXg' } };
     await ok('PushNotificationRpc.subscribe', { subscriptionObject, channels: [HOSTILE, HOSTILE_WORD] });
-    const sent = await ok('PushSenderRpc.sendBroadcast', { targetType: 'channels', targetIds: [HOSTILE], payload: { title: HOSTILE, body: `${HOSTILE} body` } });
+    const sent = await ok('PushSenderRpc.sendBroadcast', {
+      targetType: 'channels',
+      targetIds: [HOSTILE],
+      payload: { title: HOSTILE, body: `${HOSTILE} body` },
+    });
     assert.match(sent.message, /1 user reached on 1 device/);
     // The push goes to the endpoint as it was stored.
     await eventually(() => receiver.requests.find((request) => request.path === '/push;x$$--y'), 10_000);
@@ -387,7 +493,10 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     assert.equal(await refused('NotificationRpc.findById', { _id: notification._id }), 'NOT_FOUND');
 
     await ok('PushNotificationRpc.unsubscribe', { subscriptionObject });
-    assert.match((await ok('PushSenderRpc.sendBroadcast', { targetType: 'channels', targetIds: [HOSTILE], payload: { title: HOSTILE, body: HOSTILE } })).message, /0 users reached on 0 devices/);
+    assert.match(
+      (await ok('PushSenderRpc.sendBroadcast', { targetType: 'channels', targetIds: [HOSTILE], payload: { title: HOSTILE, body: HOSTILE } })).message,
+      /0 users reached on 0 devices/,
+    );
   });
 
   it('CheckpointRpc: a file path and content, a checkpoint message and a tag message', async () => {
@@ -405,19 +514,40 @@ describe('text that looks like SQL, stored and read back by every group', () => 
   });
 
   it('BillingPlanRpc and DiscountRpc: a plan and a discount named and described with it', async () => {
-    const plan = await ok('BillingPlanRpc.create', { planId: 'sql-text', name: HOSTILE, currency: 'EUR', description: HOSTILE, recurringCost: 900, billingCycle: 'monthly', features: [{ key: 'seats', name: HOSTILE, limit: 3 }] });
+    const plan = await ok('BillingPlanRpc.create', {
+      planId: 'sql-text',
+      name: HOSTILE,
+      currency: 'EUR',
+      description: HOSTILE,
+      recurringCost: 900,
+      billingCycle: 'monthly',
+      features: [{ key: 'seats', name: HOSTILE, limit: 3 }],
+    });
     const foundPlan = await ok('BillingPlanRpc.findById', { _id: plan._id });
     assert.deepEqual([foundPlan.name, foundPlan.description, foundPlan.features[0].name], [HOSTILE, HOSTILE, HOSTILE]);
     const plans = await ok('BillingPlanRpc.getData', { filter: { name: HOSTILE }, sort: {}, page: 1, pageSize: 10 });
-    assert.deepEqual(plans.docs.map((row: { _id: string }) => row._id), [plan._id]);
+    assert.deepEqual(
+      plans.docs.map((row: { _id: string }) => row._id),
+      [plan._id],
+    );
     await ok('BillingPlanRpc.update', { _id: plan._id, description: `${HOSTILE} 2` });
     assert.equal((await ok('BillingPlanRpc.findById', { _id: plan._id })).description, `${HOSTILE} 2`);
 
-    const discount = await ok('DiscountRpc.create', { code: 'SQL-TEXT', name: HOSTILE, kind: 'percent', value: 10, description: HOSTILE, planIds: ['sql-text'] });
+    const discount = await ok('DiscountRpc.create', {
+      code: 'SQL-TEXT',
+      name: HOSTILE,
+      kind: 'percent',
+      value: 10,
+      description: HOSTILE,
+      planIds: ['sql-text'],
+    });
     const foundDiscount = await ok('DiscountRpc.findById', { _id: discount._id });
     assert.deepEqual([foundDiscount.name, foundDiscount.description], [HOSTILE, HOSTILE]);
     const discounts = await ok('DiscountRpc.getData', { filter: { name: HOSTILE }, sort: {}, page: 1, pageSize: 10 });
-    assert.deepEqual(discounts.docs.map((row: { _id: string }) => row._id), [discount._id]);
+    assert.deepEqual(
+      discounts.docs.map((row: { _id: string }) => row._id),
+      [discount._id],
+    );
     assert.equal((await ok('DiscountRpc.redeem', { code: 'SQL-TEXT', planId: 'sql-text' })).currentRedemptions, 1);
     assert.equal(await refused('DiscountRpc.redeem', { code: 'SQL-TEXT', planId: HOSTILE }), 'VALIDATION_ERROR');
     await ok('DiscountRpc.update', { _id: discount._id, description: `${HOSTILE} 2` });

@@ -19,8 +19,7 @@ const probePlugin = definePlugin({
   group: 'UploadProbeRpc',
   coreVersion: '^2.0.0',
   deps: ['uploadService'],
-  start: ({ uploadService }) =>
-    uploadService.definePurpose('probe-docs', { maxBytes: 64 * 1024, types: ['text/plain', 'image/png'], maxFiles: 2 }),
+  start: ({ uploadService }) => uploadService.definePurpose('probe-docs', { maxBytes: 64 * 1024, types: ['text/plain', 'image/png'], maxFiles: 2 }),
   operations: {
     getKey: defineOperation({
       access: 'user',
@@ -71,8 +70,7 @@ describe('uploads and files', () => {
   });
   after(() => t.close());
 
-  const probeKey = async (account: { token: string } = ann) =>
-    (await t.ok('UploadProbeRpc.getKey', {}, { token: account.token })).uploadKey as string;
+  const probeKey = async (account: { token: string } = ann) => (await t.ok('UploadProbeRpc.getKey', {}, { token: account.token })).uploadKey as string;
 
   it('PUT stores a file that, once finalized, any user of the subscription reads back byte for byte', async () => {
     const png = tinyPng(3);
@@ -129,7 +127,10 @@ describe('uploads and files', () => {
     assert.equal(posted.status, 200, JSON.stringify(posted.body));
     assert.deepEqual(
       posted.body.data.files.map((file: any) => [file.fileName, file.mimeType, file.size]),
-      [['a.png', 'image/png', png.length], ['notes.txt', 'text/plain', TEXT.length]],
+      [
+        ['a.png', 'image/png', png.length],
+        ['notes.txt', 'text/plain', TEXT.length],
+      ],
     );
     assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token }), 400, 'VALIDATION_ERROR', /at most 2 files/);
 
@@ -204,9 +205,7 @@ describe('uploads and files', () => {
   it('an expired key takes no files and cannot be finalized', async () => {
     const uploadKey = await probeKey();
     assert.equal((await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token })).status, 200);
-    await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '1 second' where user_id = ? and used_at is null`, [
-      ann.user._id,
-    ]);
+    await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '1 second' where user_id = ? and used_at is null`, [ann.user._id]);
     assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token }), 400, 'BAD_REQUEST', /expired/);
     assertRefused(await t.call('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token }), 400, 'BAD_REQUEST', /expired/);
   });
@@ -280,9 +279,7 @@ describe('uploads and files', () => {
       const socket = connect(Number(new URL(t.url).port), '127.0.0.1');
       await new Promise((resolve) => socket.once('connect', resolve));
       const boundary = 'cut-off-boundary';
-      const head = multipart
-        ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n`
-        : '';
+      const head = multipart ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n` : '';
       socket.write(
         `${multipart ? 'POST' : 'PUT'} /api/uploads/${uploadKey} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${carol.token}\r\n` +
           `Content-Type: ${multipart ? `multipart/form-data; boundary=${boundary}` : 'text/plain'}\r\nContent-Length: 5000\r\n\r\n` +
@@ -319,7 +316,10 @@ describe('uploads and files', () => {
     await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '2 minutes' where user_id = ?`, [other.user._id]);
     assert.equal(await t.app.deps.uploadService.sweep(), 1);
     assert.deepEqual(filesOnDisk(t, other.subscriptionId), [keptId]);
-    assert.deepEqual((await fileRows(t, other.subscriptionId)).map((row) => row.id), [keptId]);
+    assert.deepEqual(
+      (await fileRows(t, other.subscriptionId)).map((row) => row.id),
+      [keptId],
+    );
     const keys = await t.app.deps.db.execute('select id from core_upload_key where user_id = ?', [other.user._id]);
     assert.equal(keys.length, 0);
     assert.equal((await getFile(t, `/api/files/${keptId}`, { token: other.token })).status, 200);

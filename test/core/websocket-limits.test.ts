@@ -154,7 +154,10 @@ describe('WebSocket limits', () => {
     assertRefused(await attempt({ token: newcomer.token }, '10.3.1.1'), /The server holds as many WebSockets as it may/);
 
     const calls = await Promise.all(users.map((user) => t.call('AuthRpc.getSession', {}, { token: user.token })));
-    assert.deepEqual(calls.map((call) => call.status), users.map(() => 200));
+    assert.deepEqual(
+      calls.map((call) => call.status),
+      users.map(() => 200),
+    );
     await t.signup(); // the database still takes writes
 
     await closeAll(held.pop()!);
@@ -173,7 +176,8 @@ describe('WebSocket limits', () => {
   });
 
   /** Connections the server holds open (sockets, upgraded or not). */
-  const serverConnections = () => new Promise<number>((resolve, reject) => t.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+  const serverConnections = () =>
+    new Promise<number>((resolve, reject) => t.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
 
   async function until(what: string, check: () => Promise<boolean>): Promise<void> {
     const deadline = Date.now() + 5000;
@@ -191,7 +195,9 @@ describe('WebSocket limits', () => {
     socket.on('data', (chunk) => (answer += chunk));
     socket.on('error', () => undefined);
     try {
-      socket.write('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      socket.write(
+        'GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      );
       await until('the 401 arrives', async () => answer.startsWith('HTTP/1.1 401'));
       await until('the server holds no more connections than before', async () => (await serverConnections()) <= before);
     } finally {
@@ -284,7 +290,10 @@ describe('the default total, from the open-file limit', () => {
     assert.equal(held.length, OPEN_FILES / 2);
 
     const sessions = await Promise.all(Array.from({ length: 20 }, () => rpc('AuthRpc.getSession', {}, token)));
-    assert.deepEqual(sessions.map((call) => call.status), sessions.map(() => 200));
+    assert.deepEqual(
+      sessions.map((call) => call.status),
+      sessions.map(() => 200),
+    );
     assert.equal((await signup('latecomer')).status, 200, 'the database still takes writes');
     assert.equal((await fetch(`${base}/ready`)).status, 200);
   });

@@ -83,9 +83,7 @@ const faultyWork = definePlugin({
  */
 async function probe(t: TestApp, count: number, until: number, boundMs: number) {
   const shared = new SharedArrayBuffer(12);
-  const ids = await Promise.all(
-    Array.from({ length: count }, () => t.app.deps.pool.run<number>(PROBE_WORKER, { shared, until, boundMs })),
-  );
+  const ids = await Promise.all(Array.from({ length: count }, () => t.app.deps.pool.run<number>(PROBE_WORKER, { shared, until, boundMs })));
   for (const id of ids) assert.ok(Number.isInteger(id) && id > 0, `not a worker thread id: ${id}`);
   return { threads: new Set(ids).size, mostAtOnce: new Int32Array(shared)[1] };
 }

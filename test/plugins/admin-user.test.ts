@@ -4,8 +4,22 @@ import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
 
 const USER_RECORD_FIELDS = [
-  '_id', 'createdAt', 'email', 'firstName', 'isActive', 'isPhoneVerified', 'isVerified', 'lastName', 'oauthProfiles',
-  'onboardingCompleted', 'partnerContactId', 'role', 'serviceCode', 'subscriptionId', 'updatedAt', 'username',
+  '_id',
+  'createdAt',
+  'email',
+  'firstName',
+  'isActive',
+  'isPhoneVerified',
+  'isVerified',
+  'lastName',
+  'oauthProfiles',
+  'onboardingCompleted',
+  'partnerContactId',
+  'role',
+  'serviceCode',
+  'subscriptionId',
+  'updatedAt',
+  'username',
 ].sort();
 
 describe('AdminUserRpc', () => {
@@ -64,11 +78,7 @@ describe('AdminUserRpc', () => {
   });
 
   it('validates create params, naming each field, and refuses taken e-mails and usernames', async () => {
-    const response = await t.call(
-      'AdminUserRpc.create',
-      { email: 'nope', username: 'x', password: 'short', role: 'superuser' },
-      { token: admin.token },
-    );
+    const response = await t.call('AdminUserRpc.create', { email: 'nope', username: 'x', password: 'short', role: 'superuser' }, { token: admin.token });
     assert.equal(response.status, 400);
     assert.deepEqual(response.body.data.issues.map((issue: any) => issue.path).sort(), ['email', 'password', 'role', 'username']);
     const taken = await t.call(
@@ -97,14 +107,21 @@ describe('AdminUserRpc', () => {
       { docs: [`${tag}-4@example.com`, `${tag}-3@example.com`], totalDocs: 5, limit: 2, page: 1, totalPages: 3, hasNextPage: true, hasPrevPage: false },
     );
     const last = await t.ok('AdminUserRpc.getData', { filter, sort: { email: -1 }, page: 3, pageSize: 2 }, { token: admin.token });
-    assert.deepEqual(last.docs.map((doc: any) => doc.email), [`${tag}-0@example.com`]);
+    assert.deepEqual(
+      last.docs.map((doc: any) => doc.email),
+      [`${tag}-0@example.com`],
+    );
     assert.equal(last.hasNextPage, false);
     assert.equal(last.hasPrevPage, true);
 
     const staff = await t.ok('AdminUserRpc.getData', { filter: { $and: [filter, { role: { $in: ['staff'] } }] } }, { token: admin.token });
     assert.deepEqual(staff.docs.map((doc: any) => doc.email).sort(), [`${tag}-1@example.com`, `${tag}-3@example.com`]);
     assert.equal(staff.limit, 25);
-    const either = await t.ok('AdminUserRpc.getData', { filter: { $or: [{ email: `${tag}-0@example.com` }, { username: `${tag}-4` }] } }, { token: admin.token });
+    const either = await t.ok(
+      'AdminUserRpc.getData',
+      { filter: { $or: [{ email: `${tag}-0@example.com` }, { username: `${tag}-4` }] } },
+      { token: admin.token },
+    );
     assert.equal(either.totalDocs, 2);
 
     const all = await t.ok('AdminUserRpc.getData', { pageSize: 200 }, { token: admin.token });
@@ -130,7 +147,10 @@ describe('AdminUserRpc', () => {
       const response = await t.call('AdminUserRpc.getData', params, { token: admin.token });
       assert.equal(response.status, 400, JSON.stringify(params));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-      assert.ok(response.body.data.issues.some((issue: any) => issue.path === path), `${path}: ${JSON.stringify(response.body.data.issues)}`);
+      assert.ok(
+        response.body.data.issues.some((issue: any) => issue.path === path),
+        `${path}: ${JSON.stringify(response.body.data.issues)}`,
+      );
     }
   });
 
@@ -157,11 +177,7 @@ describe('AdminUserRpc', () => {
     const session = await t.ok('AuthRpc.login', { identifier: member.username, password: 'member password' });
     const key = await t.ok('ApiKeyRpc.create', { description: 'member key' }, { token: session.token });
     await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey }); // cached
-    const updated = await t.ok(
-      'AdminUserRpc.update',
-      { _id: member._id, firstName: 'Dee', isVerified: true, oauthProfiles: [] },
-      { token: admin.token },
-    );
+    const updated = await t.ok('AdminUserRpc.update', { _id: member._id, firstName: 'Dee', isVerified: true, oauthProfiles: [] }, { token: admin.token });
     assert.equal(updated.firstName, 'Dee');
     assert.equal(updated.isVerified, true);
     assert.deepEqual(updated.oauthProfiles, []);
@@ -193,7 +209,11 @@ describe('AdminUserRpc', () => {
     for (const [method, params] of attempts) {
       const refused = await t.call(method, params, { token: admin.token });
       assert.equal(refused.status, 400, method);
-      assert.deepEqual(refused.body.data.issues.map((issue: any) => issue.path), ['oauthProfiles.0'], method);
+      assert.deepEqual(
+        refused.body.data.issues.map((issue: any) => issue.path),
+        ['oauthProfiles.0'],
+        method,
+      );
       assert.match(refused.body.data.error, /only by signing in/, method);
     }
     assert.equal((await t.ok('AdminUserRpc.getData', { filter: { username: name } }, { token: admin.token })).totalDocs, 0);
@@ -266,7 +286,10 @@ describe('AdminUserRpc', () => {
     ] as const) {
       const response = await t.call('AdminUserRpc.createInviteCode', params, { token: admin.token });
       assert.equal(response.status, 400, JSON.stringify(params));
-      assert.ok(response.body.data.issues.some((issue: any) => issue.path === path), JSON.stringify(response.body.data.issues));
+      assert.ok(
+        response.body.data.issues.some((issue: any) => issue.path === path),
+        JSON.stringify(response.body.data.issues),
+      );
     }
   });
 });

@@ -5,10 +5,40 @@ import { getFile, putUpload, tinyPng } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
 
 const RECORD_FIELDS = [
-  '_id', 'name', 'model', 'description', 'agentClass', 'promptSource', 'promptText', 'promptFile', 'saveChatHistory', 'communicationModes',
-  'personalityEnabled', 'personality', 'voiceEnabled', 'ttsModel', 'selectedVoice', 'transcriptionModel', 'speakFirstOutgoing',
-  'allowOutgoingCalls', 'allowIncomingCalls', 'allowGroupParticipation', 'forkNewInstanceForCalls', 'enableDeepWork', 'capabilities',
-  'role', 'tools', 'fileContext', 'messagingContactId', 'avatarUrl', 'realtime', 'projectId', 'userId', 'subscriptionId', 'createdAt', 'updatedAt',
+  '_id',
+  'name',
+  'model',
+  'description',
+  'agentClass',
+  'promptSource',
+  'promptText',
+  'promptFile',
+  'saveChatHistory',
+  'communicationModes',
+  'personalityEnabled',
+  'personality',
+  'voiceEnabled',
+  'ttsModel',
+  'selectedVoice',
+  'transcriptionModel',
+  'speakFirstOutgoing',
+  'allowOutgoingCalls',
+  'allowIncomingCalls',
+  'allowGroupParticipation',
+  'forkNewInstanceForCalls',
+  'enableDeepWork',
+  'capabilities',
+  'role',
+  'tools',
+  'fileContext',
+  'messagingContactId',
+  'avatarUrl',
+  'realtime',
+  'projectId',
+  'userId',
+  'subscriptionId',
+  'createdAt',
+  'updatedAt',
 ].sort();
 
 describe('AgentConfigRpc', () => {
@@ -25,7 +55,11 @@ describe('AgentConfigRpc', () => {
   after(() => t.close());
 
   it('creates an agent with every field of its record, defaults for those not given', async () => {
-    const agent = await t.ok('AgentConfigRpc.create', { name: 'support-bot', model: 'gpt-4o-mini', personality: { style: 'friendly', adaptMood: true } }, as(member.token));
+    const agent = await t.ok(
+      'AgentConfigRpc.create',
+      { name: 'support-bot', model: 'gpt-4o-mini', personality: { style: 'friendly', adaptMood: true } },
+      as(member.token),
+    );
     assert.deepEqual(Object.keys(agent).sort(), RECORD_FIELDS);
     assert.equal(agent.agentClass, 'AIAgent');
     assert.equal(agent.promptSource, 'text');
@@ -77,7 +111,11 @@ describe('AgentConfigRpc', () => {
     const updated = await t.ok('AgentConfigRpc.update', { _id: agent._id, tools: ['search'] }, as(member.token));
     assert.deepEqual(updated.tools, ['search']);
     const available = await t.ok('AgentConfigRpc.getAvailableTools', {}, as(member.token));
-    assert.equal(available.some((tool: { name: string }) => tool.name === 'search'), false, 'search is a client tool, not one the server runs');
+    assert.equal(
+      available.some((tool: { name: string }) => tool.name === 'search'),
+      false,
+      'search is a client tool, not one the server runs',
+    );
     const listing = await (await fetch(`${t.url}/api/rpc`)).json();
     const description = listing.data.operations.find((operation: { method: string }) => operation.method === 'AgentConfigRpc.getAvailableTools').description;
     assert.match(description, /tools the server runs.*client runs itself/s);
@@ -126,12 +164,18 @@ describe('AgentConfigRpc', () => {
 
   it('lists with filters, sorts and paging; everyone reads, creators, admins and staff change', async () => {
     const all = await t.ok('AgentConfigRpc.getData', {}, as(member.token));
-    assert.deepEqual(all.data.map((agent: { name: string }) => agent.name), ['crm-bot', 'global-bot', 'helpdesk-bot', 'sales-bot']);
+    assert.deepEqual(
+      all.data.map((agent: { name: string }) => agent.name),
+      ['crm-bot', 'global-bot', 'helpdesk-bot', 'sales-bot'],
+    );
     assert.equal((await t.ok('AgentConfigRpc.getData', { filter: { projectId: 'crm' } }, as(member.token))).totalCount, 1);
     assert.equal((await t.ok('AgentConfigRpc.getData', { filter: { name: { $regex: '^s' } } }, as(member.token))).totalCount, 1);
     assert.equal((await t.ok('AgentConfigRpc.getData', { filter: { userId: member.user._id } }, as(member.token))).totalCount, 1);
     const sorted = await t.ok('AgentConfigRpc.getData', { sort: { name: -1 }, pageSize: 2, page: 2 }, as(member.token));
-    assert.deepEqual(sorted.data.map((agent: { name: string }) => agent.name), ['global-bot', 'crm-bot']);
+    assert.deepEqual(
+      sorted.data.map((agent: { name: string }) => agent.name),
+      ['global-bot', 'crm-bot'],
+    );
     assert.equal((await t.call('AgentConfigRpc.getData', { filter: { secret: 1 } }, as(member.token))).status, 400);
 
     const crm = all.data.find((agent: { name: string }) => agent.name === 'crm-bot');
@@ -154,7 +198,11 @@ describe('AgentConfigRpc', () => {
     ] as const) {
       assert.equal((await t.call(method, params, as(other.token))).status, 404, method);
     }
-    assert.equal((await t.ok('AgentConfigRpc.create', { name: agent.name, model: 'gpt-4o' }, as(other.token))).name, agent.name, 'names are unique per subscription');
+    assert.equal(
+      (await t.ok('AgentConfigRpc.create', { name: agent.name, model: 'gpt-4o' }, as(other.token))).name,
+      agent.name,
+      'names are unique per subscription',
+    );
   });
 
   it('sets an avatar through an upload key, replacing the previous one', async () => {

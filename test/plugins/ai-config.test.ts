@@ -119,7 +119,11 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     });
     for (const provider of config.providers) {
       assert.deepEqual(Object.keys(provider), [...PROVIDER_FIELDS, 'models']);
-      for (const model of provider.models) assert.deepEqual(model, config.models.find((each: { id: string }) => each.id === model.id));
+      for (const model of provider.models)
+        assert.deepEqual(
+          model,
+          config.models.find((each: { id: string }) => each.id === model.id),
+        );
     }
 
     assert.deepEqual(config.defaults, defaults);
@@ -222,7 +226,10 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     assert.deepEqual(await models({ provider: 'ollama', modality: 'multimodal' }), []);
     assert.deepEqual(await models({ type: 'tts', supportsModalities: ['audio-in'] }), []);
     const [model] = await ok('getModels', { provider: 'openai', type: 'image_generation' });
-    assert.deepEqual(model, SHIPPED.models.find((each: { id: string }) => each.id === 'gpt-image-1'));
+    assert.deepEqual(
+      model,
+      SHIPPED.models.find((each: { id: string }) => each.id === 'gpt-image-1'),
+    );
   });
 
   it('bad params are VALIDATION_ERROR naming the field; values the catalogue does not know list the known ones', async () => {
@@ -255,7 +262,11 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     ];
     for (const [operation, params, paths] of cases) {
       const error = await expectError(t, `AIConfigRpc.${operation}`, params, member.token, 400, 'VALIDATION_ERROR');
-      assert.deepEqual(error.issues!.map((issue) => issue.path), paths, `${operation} ${JSON.stringify(params)}`);
+      assert.deepEqual(
+        error.issues!.map((issue) => issue.path),
+        paths,
+        `${operation} ${JSON.stringify(params)}`,
+      );
     }
 
     const unknown = await expectError(t, 'AIConfigRpc.getModels', { capabilities: ['chat', 'teleport'] }, member.token, 400, 'VALIDATION_ERROR');
@@ -284,7 +295,13 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     assert.ok(!t.logs.some((line) => line.includes(MARKER)), 'nor in a log line');
 
     const openai = (await ok('getProviders')).find((provider: { name: string }) => provider.name === 'openai');
-    assert.deepEqual(openai, { name: 'openai', type: 'openai-compatible', baseUrl: 'https://api.openai.com/v1', apiKeyEnvVar: 'OPENAI_API_KEY', configured: true });
+    assert.deepEqual(openai, {
+      name: 'openai',
+      type: 'openai-compatible',
+      baseUrl: 'https://api.openai.com/v1',
+      apiKeyEnvVar: 'OPENAI_API_KEY',
+      configured: true,
+    });
     assert.equal((await ok('getProviderSettings', { providerName: 'openai' })).configured, true);
     assert.equal((await ok('getAIConfiguration')).providers[1].configured, true);
   });

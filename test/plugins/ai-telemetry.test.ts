@@ -17,7 +17,20 @@ describe('AITelemetryRpc', () => {
   const ids: Record<string, string> = {};
 
   /** A trace as the AI client writes it, at a chosen moment. */
-  const insert = async (name: string, fields: { minutes: number; threadId?: string | null; userId?: string; status?: string; caller?: string; input?: number; output?: number; cached?: number; subscriptionId?: string }) => {
+  const insert = async (
+    name: string,
+    fields: {
+      minutes: number;
+      threadId?: string | null;
+      userId?: string;
+      status?: string;
+      caller?: string;
+      input?: number;
+      output?: number;
+      cached?: number;
+      subscriptionId?: string;
+    },
+  ) => {
     ids[name] = randomUUID();
     const input = fields.input ?? 100;
     const output = fields.output ?? 20;
@@ -26,9 +39,19 @@ describe('AITelemetryRpc', () => {
         caller_type, caller_name, input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error)
        values (?, ?, ?, ?, ?, ?, ?, 'openai', 'gpt-4o-mini', 'chat', ?, ?, ?, ?, ?, ?, 1, ?)`,
       [
-        ids[name], fields.subscriptionId ?? admin.subscriptionId, fields.userId ?? admin.user._id, fields.threadId ?? null,
-        new Date(base + fields.minutes * 60_000), 100 + fields.minutes, fields.status ?? 'success',
-        fields.caller === 'workflow' ? 'workflow' : 'agent', fields.caller ?? 'support-bot', input, output, fields.cached ?? 0, input + output,
+        ids[name],
+        fields.subscriptionId ?? admin.subscriptionId,
+        fields.userId ?? admin.user._id,
+        fields.threadId ?? null,
+        new Date(base + fields.minutes * 60_000),
+        100 + fields.minutes,
+        fields.status ?? 'success',
+        fields.caller === 'workflow' ? 'workflow' : 'agent',
+        fields.caller ?? 'support-bot',
+        input,
+        output,
+        fields.cached ?? 0,
+        input + output,
         fields.status === 'error' ? 'the provider answered 500' : null,
       ],
     );
@@ -51,7 +74,10 @@ describe('AITelemetryRpc', () => {
   it('groups traces by thread (a trace without one by its id), latest first, with the summary fields', async () => {
     const { data, totalCount } = await t.ok('AITelemetryRpc.listThreads', {}, as(admin.token));
     assert.equal(totalCount, 3);
-    assert.deepEqual(data.map((thread: { threadId: string }) => thread.threadId), ['thread-a', ids.solo, 'thread-b']);
+    assert.deepEqual(
+      data.map((thread: { threadId: string }) => thread.threadId),
+      ['thread-a', ids.solo, 'thread-b'],
+    );
     const [a] = data;
     assert.deepEqual(a, {
       threadId: 'thread-a',
@@ -66,7 +92,10 @@ describe('AITelemetryRpc', () => {
       hasErrors: true,
     });
     const oldest = await t.ok('AITelemetryRpc.listThreads', { sort: { direction: 'asc' } }, as(admin.token));
-    assert.deepEqual(oldest.data.map((thread: { threadId: string }) => thread.threadId), ['thread-b', ids.solo, 'thread-a']);
+    assert.deepEqual(
+      oldest.data.map((thread: { threadId: string }) => thread.threadId),
+      ['thread-b', ids.solo, 'thread-a'],
+    );
     const other = await t.ok('AITelemetryRpc.listThreads', { sort: { direction: 'sideways' } }, as(admin.token));
     assert.equal(other.data[0].threadId, 'thread-a', 'anything but asc is newest first');
     const paged = await t.ok('AITelemetryRpc.listThreads', { page: 2, pageSize: 2 }, as(admin.token));
@@ -94,15 +123,18 @@ describe('AITelemetryRpc', () => {
 
   it('returns a thread ascending, a lone trace by its id, and a trace or NOT_FOUND', async () => {
     const thread = await t.ok('AITelemetryRpc.getThread', { threadId: 'thread-a' }, as(admin.token));
-    assert.deepEqual(thread.map((trace: { traceId: string }) => trace.traceId), [ids.a1, ids.a2, ids.a3]);
+    assert.deepEqual(
+      thread.map((trace: { traceId: string }) => trace.traceId),
+      [ids.a1, ids.a2, ids.a3],
+    );
     assert.equal(thread[1].status, 'error');
     assert.equal(thread[1].error, 'the provider answered 500');
-    assert.deepEqual(
-      [thread[0].inputTokens, thread[0].outputTokens, thread[0].cachedTokens, thread[0].totalTokens],
-      [100, 20, 40, 120],
-    );
+    assert.deepEqual([thread[0].inputTokens, thread[0].outputTokens, thread[0].cachedTokens, thread[0].totalTokens], [100, 20, 40, 120]);
     const lone = await t.ok('AITelemetryRpc.getThread', { threadId: ids.solo }, as(admin.token));
-    assert.deepEqual(lone.map((trace: { traceId: string }) => trace.traceId), [ids.solo]);
+    assert.deepEqual(
+      lone.map((trace: { traceId: string }) => trace.traceId),
+      [ids.solo],
+    );
     assert.deepEqual(await t.ok('AITelemetryRpc.getThread', { threadId: 'nothing' }, as(admin.token)), []);
 
     const trace = await t.ok('AITelemetryRpc.getTrace', { traceId: ids.b1 }, as(admin.token));
@@ -137,7 +169,10 @@ describe('AITelemetryRpc', () => {
 
   it("shows other roles only their own calls, and another subscription's to no one", async () => {
     const mine = await t.ok('AITelemetryRpc.listThreads', {}, as(member.token));
-    assert.deepEqual(mine.data.map((thread: { threadId: string }) => thread.threadId), ['thread-b']);
+    assert.deepEqual(
+      mine.data.map((thread: { threadId: string }) => thread.threadId),
+      ['thread-b'],
+    );
     assert.equal((await t.call('AITelemetryRpc.getTrace', { traceId: ids.a1 }, as(member.token))).status, 404);
     assert.equal((await t.ok('AITelemetryRpc.getStats', {}, as(member.token))).totalTraces, 1);
   });

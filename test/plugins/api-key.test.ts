@@ -53,8 +53,21 @@ describe('ApiKeyRpc', () => {
       for (const field of ['fullKey', 'keyHash', 'encryptedKey']) assert.equal(field in record, false, field);
       assert.deepEqual(
         Object.keys(record).sort(),
-        ['_id', 'createdAt', 'description', 'initialContext', 'isEnabled', 'lastTestedAt', 'prefix', 'subscriptionId',
-          'updatedAt', 'userId', 'webhookSecret', 'webhookStatus', 'webhookUrl'].sort(),
+        [
+          '_id',
+          'createdAt',
+          'description',
+          'initialContext',
+          'isEnabled',
+          'lastTestedAt',
+          'prefix',
+          'subscriptionId',
+          'updatedAt',
+          'userId',
+          'webhookSecret',
+          'webhookStatus',
+          'webhookUrl',
+        ].sort(),
       );
     }
   });
@@ -72,7 +85,10 @@ describe('ApiKeyRpc', () => {
       const response = await t.call('ApiKeyRpc.create', params, { token: owner.token });
       assert.equal(response.status, 400, JSON.stringify(params));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-      assert.ok(response.body.data.issues.some((issue: any) => issue.path === field), JSON.stringify(response.body));
+      assert.ok(
+        response.body.data.issues.some((issue: any) => issue.path === field),
+        JSON.stringify(response.body),
+      );
       assert.match(response.body.data.error, new RegExp(field));
     }
     assert.equal((await t.ok('ApiKeyRpc.getData', {}, { token: owner.token })).totalCount, before);
@@ -136,7 +152,10 @@ describe('ApiKeyRpc', () => {
     const theirs = await t.ok('ApiKeyRpc.create', { description: 'theirs' }, { token: other.token });
 
     const otherList = await t.ok('ApiKeyRpc.getData', {}, { token: other.token });
-    assert.deepEqual(otherList.data.map((record: any) => record._id), [theirs._id]);
+    assert.deepEqual(
+      otherList.data.map((record: any) => record._id),
+      [theirs._id],
+    );
 
     for (const [method, params] of [
       ['ApiKeyRpc.update', { _id: mine._id, description: 'hijacked' }],

@@ -45,8 +45,7 @@ describe('ApiManagementRpc: webhooks', () => {
   const secretEvent = (key: string, token = admin.token) => t.ok('SecretsRpc.create', { zone: 'hooks', key, value: 'never-in-a-webhook' }, { token });
   const deliveriesOf = async (apiKeyId: string, state?: string) =>
     (await t.ok('ApiManagementRpc.getDeliveries', { apiKeyId, ...(state ? { state } : {}) }, { token: admin.token })).data;
-  const keyRecord = async (id: string) =>
-    (await t.ok('ApiKeyRpc.getData', {}, { token: admin.token })).data.find((key: { _id: string }) => key._id === id);
+  const keyRecord = async (id: string) => (await t.ok('ApiKeyRpc.getData', {}, { token: admin.token })).data.find((key: { _id: string }) => key._id === id);
   /** Test events to the receiver are left out: the deliveries are what these tests follow. */
   const events = (r: Receiver) => r.requests.filter((request) => !request.body.includes('"webhook.test"'));
 
@@ -133,7 +132,10 @@ describe('ApiManagementRpc: webhooks', () => {
     const [done] = await deliveriesOf(key._id);
     assert.equal(done.state, 'delivered');
     assert.equal(done.attempts, 3);
-    assert.deepEqual(done.attemptLog.map((attempt: { statusCode: number }) => attempt.statusCode), [500, 500, 200]);
+    assert.deepEqual(
+      done.attemptLog.map((attempt: { statusCode: number }) => attempt.statusCode),
+      [500, 500, 200],
+    );
     assert.equal(done.eventId, payloads[0]!.id);
   });
 
@@ -151,7 +153,10 @@ describe('ApiManagementRpc: webhooks', () => {
     await secretEvent('SECOND');
     await secretEvent('THIRD');
     const received = await eventually(() => (events(r).length >= 5 ? events(r) : undefined), 10_000);
-    assert.deepEqual(received.map((request) => verified(request).data.key), ['FIRST', 'FIRST', 'FIRST', 'SECOND', 'THIRD']);
+    assert.deepEqual(
+      received.map((request) => verified(request).data.key),
+      ['FIRST', 'FIRST', 'FIRST', 'SECOND', 'THIRD'],
+    );
   });
 
   it('records events published back to back in their order', async () => {
@@ -162,7 +167,10 @@ describe('ApiManagementRpc: webhooks', () => {
     );
     await Promise.all(published);
     const received = await eventually(() => (events(r).length >= 6 ? events(r) : undefined), 10_000);
-    assert.deepEqual(received.map((request) => verified(request).data.key), ['BURST_0', 'BURST_1', 'BURST_2', 'BURST_3', 'BURST_4', 'BURST_5']);
+    assert.deepEqual(
+      received.map((request) => verified(request).data.key),
+      ['BURST_0', 'BURST_1', 'BURST_2', 'BURST_3', 'BURST_4', 'BURST_5'],
+    );
   });
 
   it('stops sending to the webhook of a disabled API key', async () => {
@@ -190,7 +198,11 @@ describe('ApiManagementRpc: webhooks', () => {
     const r = await receiver((request, index): Reply => {
       if (request.body.includes('"webhook.test"')) return { status: 200 };
       if (request.path === '/elsewhere') return { status: 200 };
-      return index === 1 ? { status: 503, headers: { 'retry-after': '2' } } : index === 2 ? { status: 302, headers: { location: '/elsewhere' } } : { status: 200 };
+      return index === 1
+        ? { status: 503, headers: { 'retry-after': '2' } }
+        : index === 2
+          ? { status: 302, headers: { location: '/elsewhere' } }
+          : { status: 200 };
     });
     const key = await keyWithWebhook(r.url);
     await secretEvent('THROTTLED');
@@ -201,7 +213,10 @@ describe('ApiManagementRpc: webhooks', () => {
       const delivered = await deliveriesOf(key._id, 'delivered');
       return delivered.length ? delivered : undefined;
     });
-    assert.deepEqual(done.attemptLog.map((attempt: { statusCode: number }) => attempt.statusCode), [503, 302, 200]);
+    assert.deepEqual(
+      done.attemptLog.map((attempt: { statusCode: number }) => attempt.statusCode),
+      [503, 302, 200],
+    );
     assert.match(done.attemptLog[1].error, /302 \(redirects are not followed\)/);
   });
 
@@ -252,7 +267,10 @@ describe('ApiManagementRpc: webhooks', () => {
     await secretEvent('OWN_TENANT');
     await eventually(() => (events(r).length >= 1 ? true : undefined), 5000);
     await new Promise((resolve) => setTimeout(resolve, 600));
-    assert.deepEqual(events(r).map((request) => verified(request).data.key), ['OWN_TENANT']);
+    assert.deepEqual(
+      events(r).map((request) => verified(request).data.key),
+      ['OWN_TENANT'],
+    );
 
     assert.deepEqual(await t.ok('ApiManagementRpc.listApiKeysForWebhook', {}, { token: other.token }), []);
     assert.equal((await t.ok('ApiManagementRpc.getDeliveries', {}, { token: other.token })).totalCount, 0);
@@ -277,7 +295,11 @@ describe('ApiManagementRpc: the outbound guard and restarts', () => {
         assert.equal(response.status, 400, url);
         assert.match(response.body.data.issues[0].message, /publicly reachable/);
       }
-      const named = await t.ok('ApiManagementRpc.registerWebhook', { webhookUrl: `http://localhost:${r.port}/`, webhookSecret: SECRET }, { apiKey: key.fullKey });
+      const named = await t.ok(
+        'ApiManagementRpc.registerWebhook',
+        { webhookUrl: `http://localhost:${r.port}/`, webhookSecret: SECRET },
+        { apiKey: key.fullKey },
+      );
       assert.equal(named.status, 'unreachable');
       assert.match(named.error, /not a public address/);
       assert.equal(r.requests.length, 0);
@@ -290,7 +312,14 @@ describe('ApiManagementRpc: the outbound guard and restarts', () => {
   it('loses nothing across a restart between attempts', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-webhook-'));
     const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
-    const options = { dataDir, persistent: true, withNotes: false, plugins: PLUGINS, env: { ...ENV, WEBHOOK_RETRY_SCHEDULE: '0,2s' }, ...(scratch ? { databaseUrl: scratch.url } : {}) };
+    const options = {
+      dataDir,
+      persistent: true,
+      withNotes: false,
+      plugins: PLUGINS,
+      env: { ...ENV, WEBHOOK_RETRY_SCHEDULE: '0,2s' },
+      ...(scratch ? { databaseUrl: scratch.url } : {}),
+    };
     const r = await startHttpReceiver((request, index) => ({ status: request.body.includes('"webhook.test"') || index >= 2 ? 200 : 500 }));
     try {
       let t = await startTestApp(options);
@@ -339,14 +368,19 @@ describe('ApiManagementRpc: the outbound guard and restarts', () => {
       t = await startTestApp({ ...options, plugins: PLUGINS });
       try {
         const record = (await t.ok('ApiKeyRpc.getData', {}, { token: admin.token })).data.find((candidate: { _id: string }) => candidate._id === key._id);
-        assert.deepEqual([record.webhookUrl, record.webhookSecret, record.webhookStatus, record.lastTestedAt], [r.url, '********', 'verified', '2026-11-20T10:00:00.000Z']);
+        assert.deepEqual(
+          [record.webhookUrl, record.webhookSecret, record.webhookStatus, record.lastTestedAt],
+          [r.url, '********', 'verified', '2026-11-20T10:00:00.000Z'],
+        );
         await t.ok('ApiKeyRpc.delete', { _id: gone._id }, { token: admin.token });
         const options = await t.ok('ApiManagementRpc.listApiKeysForWebhook', {}, { token: admin.token });
         assert.deepEqual(options, [{ value: key._id, label: 'moved' }]);
         await t.ok('SecretsRpc.create', { zone: 'hooks', key: 'MOVED', value: 'x' }, { token: admin.token });
         await eventually(() => (r.requests.length === 1 ? true : undefined), 5000);
         assert.equal(verified(r.requests[0]!).data.key, 'MOVED');
-        const columns = await t.app.deps.db.execute(`select column_name from information_schema.columns where table_name = 'api_key' and column_name like 'webhook%'`);
+        const columns = await t.app.deps.db.execute(
+          `select column_name from information_schema.columns where table_name = 'api_key' and column_name like 'webhook%'`,
+        );
         assert.deepEqual(columns, []);
       } finally {
         await t.close();

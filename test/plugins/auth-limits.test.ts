@@ -95,7 +95,10 @@ describe('login and signup limits: one client cannot lock out another', () => {
   });
 
   it('sees no proxy to warn about when TRUST_PROXY is on', () => {
-    assert.deepEqual(t.logs.filter((line) => line.includes('TRUST_PROXY')), []);
+    assert.deepEqual(
+      t.logs.filter((line) => line.includes('TRUST_PROXY')),
+      [],
+    );
   });
 });
 

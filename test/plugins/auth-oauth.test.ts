@@ -141,7 +141,10 @@ describe('OAuth login with an OpenID provider', () => {
     );
     const onCreate = refusedOn(created, 'oauthProfiles.0');
     assert.equal((await t.call('AdminUserRpc.getData', { filter: { username: decoy } }, { token: x.token })).body.data.totalDocs, 0, 'nothing was created');
-    const onUpdate = refusedOn(await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: claim }, { token: x.token }), 'oauthProfiles.0');
+    const onUpdate = refusedOn(
+      await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: claim }, { token: x.token }),
+      'oauthProfiles.0',
+    );
     const unchanged = await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token });
     assert.deepEqual([unchanged.oauthProfiles, unchanged.firstName], [[], null], 'nothing was changed');
 
@@ -192,7 +195,10 @@ describe('OAuth login with an OpenID provider', () => {
     ]);
 
     // Keeping a link that is not this user's is refused, and changes nothing.
-    const stranger = [{ provider: 'acme', id: first }, { provider: 'acme', id: uniqueName('stranger') }];
+    const stranger = [
+      { provider: 'acme', id: first },
+      { provider: 'acme', id: uniqueName('stranger') },
+    ];
     refusedOn(await t.call('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: stranger }, { token: account.token }), 'oauthProfiles.1');
     assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token })).oauthProfiles.length, 2);
 
@@ -292,7 +298,9 @@ describe('OAuth login with an OpenID provider', () => {
   it('an expired external session reads as expired and its link no longer works', async () => {
     const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
     await t.app.deps.db.execute(`update auth_external_login set expires_at = now() - interval '1 second' where id = ?`, [started.sessionId]);
-    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), { status: 'expired' });
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
+      status: 'expired',
+    });
     const link = await new TestBrowser().get(started.loginUrl);
     assert.equal(link.status, 400);
     const mangled = await new TestBrowser().get(`${t.url}/auth/acme?external=not-a-session`);

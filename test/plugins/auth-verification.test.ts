@@ -69,17 +69,25 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
 
     const without = await t.call('AuthRpc.signup', { email: address, username: name, password: 'long password' });
     assert.equal(without.status, 400);
-    assert.deepEqual(without.body.data.issues.map((issue: any) => issue.path), ['verifications.email']);
+    assert.deepEqual(
+      without.body.data.issues.map((issue: any) => issue.path),
+      ['verifications.email'],
+    );
 
     const wrong = await t.call('AuthRpc.signup', {
-      email: address, username: name, password: 'long password',
+      email: address,
+      username: name,
+      password: 'long password',
       verifications: { email: { otpRequestId: requested.otpRequestId, code: code === '000000' ? '111111' : '000000' } },
     });
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body.data.issues[0].path, 'verifications.email.code');
 
     const created = await t.ok('AuthRpc.signup', {
-      email: address, username: name, password: 'long password', verifications: { email: { otpRequestId: requested.otpRequestId, code } },
+      email: address,
+      username: name,
+      password: 'long password',
+      verifications: { email: { otpRequestId: requested.otpRequestId, code } },
     });
     assert.equal(created.user.isVerified, true);
     assert.equal(created.user.role, 'admin');
@@ -87,7 +95,9 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
     assert.equal(signups.at(-1)?.joinedExisting, false);
 
     const again = await t.call('AuthRpc.signup', {
-      email: `${uniqueName()}@example.com`, username: uniqueName(), verifications: { email: { otpRequestId: requested.otpRequestId, code } },
+      email: `${uniqueName()}@example.com`,
+      username: uniqueName(),
+      verifications: { email: { otpRequestId: requested.otpRequestId, code } },
     });
     assert.equal(again.status, 400);
     assert.match(again.body.data.error, /already used/);
@@ -97,7 +107,9 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
     const { requested, code } = await mailCode(`${uniqueName('other')}@example.com`);
     const name = uniqueName();
     const response = await t.call('AuthRpc.signup', {
-      email: `${name}@example.com`, username: name, verifications: { email: { otpRequestId: requested.otpRequestId, code } },
+      email: `${name}@example.com`,
+      username: name,
+      verifications: { email: { otpRequestId: requested.otpRequestId, code } },
     });
     assert.equal(response.status, 400);
     assert.equal(response.body.data.issues[0].path, 'verifications.email.otpRequestId');
@@ -155,7 +167,11 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
     const name = uniqueName('codelogin');
     const address = `${name}@example.com`;
     const first = await mailCode(address);
-    await t.ok('AuthRpc.signup', { email: address, username: name, verifications: { email: { otpRequestId: first.requested.otpRequestId, code: first.code } } });
+    await t.ok('AuthRpc.signup', {
+      email: address,
+      username: name,
+      verifications: { email: { otpRequestId: first.requested.otpRequestId, code: first.code } },
+    });
     const { requested, code } = await mailCode(address);
     const session = await t.ok('AuthRpc.login', { otpRequestId: requested.otpRequestId, code });
     assert.equal(session.user.username, name);
@@ -181,7 +197,11 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
     provider = await startTextProvider();
     t = await startTestApp({
       env: {
-        SMS_API_URL: provider.url, SMS_ACCOUNT_SID: 'AC123', SMS_AUTH_TOKEN: 'token-xyz', SMS_FROM: '+15550000000', WHATSAPP_FROM: '+15550000001',
+        SMS_API_URL: provider.url,
+        SMS_ACCOUNT_SID: 'AC123',
+        SMS_AUTH_TOKEN: 'token-xyz',
+        SMS_FROM: '+15550000000',
+        WHATSAPP_FROM: '+15550000001',
         SIGNUP_REQUIRE_PHONE_VERIFICATION: 'true',
       },
     });
@@ -201,7 +221,8 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
     assert.equal(text.form.get('From'), '+15550000000');
     const name = uniqueName('phone');
     const created = await t.ok('AuthRpc.signup', {
-      email: `${name}@example.com`, username: name,
+      email: `${name}@example.com`,
+      username: name,
       verifications: { phone: { otpRequestId: requested.otpRequestId, code: codeIn(text.form.get('Body')!) } },
     });
     assert.equal(created.user.phoneNumber, '+15551234567');
@@ -289,16 +310,15 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
   it('writes codes to the outbox when no channel is configured, never to the log', async () => {
     const address = `${uniqueName('outbox')}@example.com`;
     const requested = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
-    const [row] = await t.app.deps.db.execute<{ recipient: string; body: string }>(
-      'select recipient, body from auth_outbox where recipient = ?',
-      [address],
-    );
+    const [row] = await t.app.deps.db.execute<{ recipient: string; body: string }>('select recipient, body from auth_outbox where recipient = ?', [address]);
     assert.ok(row, 'the message is in the outbox');
     const code = codeIn(row.body);
     assert.ok(!t.logs.some((line) => line.includes(code)), 'the code is not in the log');
     assert.ok(t.logs.some((line) => line.includes('written to the outbox')));
     assert.deepEqual(await t.ok('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code }), {
-      verified: true, otpRequestId: requested.otpRequestId, finalized: false,
+      verified: true,
+      otpRequestId: requested.otpRequestId,
+      finalized: false,
     });
   });
 
@@ -310,7 +330,10 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
       // Without the plugin its migration does not run: the core's migrations leave the table as the core made it.
       const old = await startTestApp({ ...options, plugins: [] });
       const message = { id: randomUUID(), channel: 'sms', recipient: '+15550001111', subject: 'Your code', body: 'Your code is 123456' };
-      await old.app.deps.db.execute('insert into core_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())', Object.values(message));
+      await old.app.deps.db.execute(
+        'insert into core_outbox (id, channel, recipient, subject, body, created_at) values (?, ?, ?, ?, ?, now())',
+        Object.values(message),
+      );
       await old.close();
       const moved = await startTestApp({ ...options, plugins: ['auth'] });
       try {

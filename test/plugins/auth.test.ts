@@ -53,7 +53,10 @@ describe('AuthRpc: signup, login, sessions', () => {
       const response = await t.call('AuthRpc.signup', params);
       assert.equal(response.status, 400, JSON.stringify(params));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-      assert.ok(response.body.data.issues.some((issue: any) => issue.path === field), JSON.stringify(response.body.data));
+      assert.ok(
+        response.body.data.issues.some((issue: any) => issue.path === field),
+        JSON.stringify(response.body.data),
+      );
     }
     const [count] = await t.app.deps.db.execute<{ n: number }>(`select count(*)::int as n from auth_user where email = 'a@example.com'`);
     assert.equal(count!.n, 0);

@@ -55,24 +55,43 @@ describe('BillingPlanRpc', () => {
     ] as const) {
       const response = await t.call('BillingPlanRpc.create', params, as(admin));
       assert.equal(code(response), 'VALIDATION_ERROR', JSON.stringify(params));
-      assert.ok(response.body.data.issues.some((issue: { path: string }) => issue.path === path), `${JSON.stringify(params)}: ${JSON.stringify(response.body.data.issues)}`);
+      assert.ok(
+        response.body.data.issues.some((issue: { path: string }) => issue.path === path),
+        `${JSON.stringify(params)}: ${JSON.stringify(response.body.data.issues)}`,
+      );
     }
     assert.equal(code(await t.call('BillingPlanRpc.create', { planId: 'starter', name: 'Again', currency: 'EUR' }, as(admin))), 'CONFLICT');
     assert.equal(code(await t.call('BillingPlanRpc.create', { planId: 'mine', name: 'Mine', currency: 'EUR' }, as(member))), 'FORBIDDEN');
-    assert.equal((await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'x1' } }, as(member))).totalDocs, 0, 'nothing was written by the refused calls');
+    assert.equal(
+      (await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'x1' } }, as(member))).totalDocs,
+      0,
+      'nothing was written by the refused calls',
+    );
   });
 
   it('updates a plan in part, keeps its planId, and archives it on delete: readable by id, gone from the public list', async () => {
-    const plan = await t.ok('BillingPlanRpc.create', { planId: 'team', name: 'Team', currency: 'USD', recurringCost: 4900, isPublic: true, sortOrder: 2 }, as(admin));
+    const plan = await t.ok(
+      'BillingPlanRpc.create',
+      { planId: 'team', name: 'Team', currency: 'USD', recurringCost: 4900, isPublic: true, sortOrder: 2 },
+      as(admin),
+    );
     const changed = await t.ok('BillingPlanRpc.update', { _id: plan._id, description: 'For teams', trialDays: 14 }, as(staff));
     assert.deepEqual([changed.description, changed.trialDays, changed.recurringCost, changed.name], ['For teams', 14, 4900, 'Team']);
     assert.ok(changed.updatedAt >= plan.updatedAt);
     assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, planId: 'renamed' }, as(admin))), 'VALIDATION_ERROR');
-    assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, billingCycle: 'one_time' }, as(admin))), 'VALIDATION_ERROR', 'the merged plan is checked');
+    assert.equal(
+      code(await t.call('BillingPlanRpc.update', { _id: plan._id, billingCycle: 'one_time' }, as(admin))),
+      'VALIDATION_ERROR',
+      'the merged plan is checked',
+    );
     assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, name: 'Mine' }, as(member))), 'FORBIDDEN');
 
     await t.ok('BillingPlanRpc.create', { planId: 'hidden', name: 'Hidden', currency: 'USD' }, as(admin));
-    await t.ok('BillingPlanRpc.create', { planId: 'solo', name: 'Solo', currency: 'USD', recurringCost: 900, isPublic: true, sortOrder: 1, features: [{ key: 'seats', limit: 1 }] }, as(admin));
+    await t.ok(
+      'BillingPlanRpc.create',
+      { planId: 'solo', name: 'Solo', currency: 'USD', recurringCost: 900, isPublic: true, sortOrder: 1, features: [{ key: 'seats', limit: 1 }] },
+      as(admin),
+    );
     const visible = await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member));
     assert.deepEqual(visible, [
       { planId: 'solo', name: 'Solo', description: '', currency: 'USD', oneTimeCost: 0, recurringCost: 900, billingCycle: 'monthly' },
@@ -82,7 +101,10 @@ describe('BillingPlanRpc', () => {
     assert.deepEqual(await t.ok('BillingPlanRpc.delete', { _id: plan._id }, as(admin)), { success: true, message: 'Plan team archived' });
     const archived = await t.ok('BillingPlanRpc.findById', { _id: plan._id }, as(member));
     assert.deepEqual([archived.isArchived, archived.planId], [true, 'team']);
-    assert.deepEqual((await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member))).map((p: { planId: string }) => p.planId), ['solo']);
+    assert.deepEqual(
+      (await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member))).map((p: { planId: string }) => p.planId),
+      ['solo'],
+    );
     assert.equal((await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'team' } }, as(member))).totalDocs, 1, 'archived, not removed');
     assert.equal((await t.ok('BillingPlanRpc.delete', { _id: plan._id }, as(admin))).message, 'Plan team was already archived');
   });
@@ -97,9 +119,16 @@ describe('BillingPlanRpc', () => {
       { ...third, docs: third.docs.map((plan: { planId: string }) => plan.planId) },
       { docs: ['tier-1'], totalDocs: 7, limit: 3, page: 3, totalPages: 3, hasNextPage: false, hasPrevPage: true },
     );
-    assert.deepEqual((await t.ok('BillingPlanRpc.getData', { ...query, page: 2, pageSize: 3 }, as(member))).docs.map((plan: { planId: string }) => plan.planId), ['tier-4', 'tier-3', 'tier-2']);
+    assert.deepEqual(
+      (await t.ok('BillingPlanRpc.getData', { ...query, page: 2, pageSize: 3 }, as(member))).docs.map((plan: { planId: string }) => plan.planId),
+      ['tier-4', 'tier-3', 'tier-2'],
+    );
     assert.deepEqual((await t.ok('BillingPlanRpc.getData', { ...query, page: 4, pageSize: 3 }, as(member))).docs, []);
-    assert.equal((await t.ok('BillingPlanRpc.getData', { filter: { recurringCost: { $gte: 5000 }, currency: 'GBP' }, sort: {}, page: 1, pageSize: 10 }, as(member))).totalDocs, 3);
+    assert.equal(
+      (await t.ok('BillingPlanRpc.getData', { filter: { recurringCost: { $gte: 5000 }, currency: 'GBP' }, sort: {}, page: 1, pageSize: 10 }, as(member)))
+        .totalDocs,
+      3,
+    );
     for (const missing of ['filter', 'sort', 'page', 'pageSize'] as const) {
       const { [missing]: _left, ...params } = { ...query, page: 1, pageSize: 3 };
       assert.equal(code(await t.call('BillingPlanRpc.getData', params, as(member))), 'VALIDATION_ERROR', missing);
@@ -109,8 +138,25 @@ describe('BillingPlanRpc', () => {
   });
 
   it('resolves features through base plans, and refuses a loop', async () => {
-    const base = await t.ok('BillingPlanRpc.create', { planId: 'base', name: 'Base', currency: 'USD', features: [{ key: 'seats', name: 'Seats', limit: 3 }, { key: 'support' }] }, as(admin));
-    const pro = await t.ok('BillingPlanRpc.create', { planId: 'pro', name: 'Pro', currency: 'USD', basePlanId: 'base', features: [{ key: 'seats', limit: 25 }, { key: 'api.calls', limit: 100000 }] }, as(admin));
+    const base = await t.ok(
+      'BillingPlanRpc.create',
+      { planId: 'base', name: 'Base', currency: 'USD', features: [{ key: 'seats', name: 'Seats', limit: 3 }, { key: 'support' }] },
+      as(admin),
+    );
+    const pro = await t.ok(
+      'BillingPlanRpc.create',
+      {
+        planId: 'pro',
+        name: 'Pro',
+        currency: 'USD',
+        basePlanId: 'base',
+        features: [
+          { key: 'seats', limit: 25 },
+          { key: 'api.calls', limit: 100000 },
+        ],
+      },
+      as(admin),
+    );
     assert.deepEqual((await t.ok('BillingPlanRpc.findById', { _id: pro._id }, as(member))).features, [
       { key: 'seats', name: null, limit: 25 },
       { key: 'api.calls', name: null, limit: 100000 },
@@ -125,10 +171,17 @@ describe('BillingPlanRpc', () => {
     const loop = await t.call('BillingPlanRpc.update', { _id: base._id, basePlanId: 'pro' }, as(admin));
     assert.equal(code(loop), 'VALIDATION_ERROR');
     assert.match(loop.body.data.issues[0].message, /loop/);
-    assert.deepEqual(await t.ok('BillingPlanRpc.getFieldValues', { fieldName: 'plan', reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } } }, as(member)), [
-      { value: 'base', label: 'Base' },
-      { value: 'pro', label: 'Pro' },
-    ]);
+    assert.deepEqual(
+      await t.ok(
+        'BillingPlanRpc.getFieldValues',
+        { fieldName: 'plan', reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } } },
+        as(member),
+      ),
+      [
+        { value: 'base', label: 'Base' },
+        { value: 'pro', label: 'Pro' },
+      ],
+    );
   });
 
   it('keeps plans to their subscription', async () => {

@@ -15,7 +15,8 @@ type Session = { token: string };
 const as = (session: Session) => ({ token: session.token });
 
 /** The real git CLI on a scope's repository. */
-const gitIn = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: dir } }).trim();
+const gitIn = (dir: string, ...args: string[]) =>
+  execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: dir } }).trim();
 
 /** What `git log` says of the scope's history, in listCheckpoints' terms. */
 function cliHistory(dir: string) {
@@ -73,7 +74,11 @@ describe('CheckpointRpc', () => {
     assert.equal(gitIn(dir, 'cat-file', '-t', 'v1'), 'tag', 'createCheckpoint tags with an annotated tag');
 
     await t.ok('CheckpointRpc.writeFile', { scope, path: 'docs/guide.md', content: 'Guide v2\n' }, as(member));
-    await t.ok('CheckpointRpc.writeFile', { scope, path: 'logo.png', content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 255]).toString('base64'), encoding: 'base64' }, as(member));
+    await t.ok(
+      'CheckpointRpc.writeFile',
+      { scope, path: 'logo.png', content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 255]).toString('base64'), encoding: 'base64' },
+      as(member),
+    );
     assert.deepEqual(await t.ok('CheckpointRpc.deleteFile', { scope, path: 'index.md' }, as(member)), { success: true });
     assert.deepEqual((await t.ok('CheckpointRpc.getStatus', { scope }, as(member))).files, [
       { path: 'docs/guide.md', change: 'modified' },
@@ -88,10 +93,19 @@ describe('CheckpointRpc', () => {
     );
     assert.equal(history[0]!.message, 'Second version');
     assert.equal(gitIn(dir, 'log', '-1', '--format=%ae'), `${member.username}@example.com`, 'the author is the caller');
-    assert.deepEqual(await t.ok('CheckpointRpc.tagRelease', { scope, commitHash: second.slice(0, 8), tagName: 'release-2', message: 'Second release' }, as(admin)), { tagName: 'release-2' });
+    assert.deepEqual(
+      await t.ok('CheckpointRpc.tagRelease', { scope, commitHash: second.slice(0, 8), tagName: 'release-2', message: 'Second release' }, as(admin)),
+      { tagName: 'release-2' },
+    );
     assert.equal(gitIn(dir, 'tag', '-l', '-n1', 'release-2').replace(/\s+/g, ' '), 'release-2 Second release');
-    assert.equal((await t.call('CheckpointRpc.tagRelease', { scope, commitHash: first, tagName: 'release-2', message: 'Again' }, as(admin))).body.data.code, 'CONFLICT');
-    assert.deepEqual((await t.ok('CheckpointRpc.readFile', { scope, path: 'logo.png', encoding: 'base64' }, as(member))).content, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 255]).toString('base64'));
+    assert.equal(
+      (await t.call('CheckpointRpc.tagRelease', { scope, commitHash: first, tagName: 'release-2', message: 'Again' }, as(admin))).body.data.code,
+      'CONFLICT',
+    );
+    assert.deepEqual(
+      (await t.ok('CheckpointRpc.readFile', { scope, path: 'logo.png', encoding: 'base64' }, as(member))).content,
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 255]).toString('base64'),
+    );
     assert.equal((await t.ok('CheckpointRpc.readFile', { scope, path: 'docs/guide.md', hash: first }, as(member))).content, 'Guide v1\n');
     assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: 'logo.png', hash: first }, as(member))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: 'docs', hash: first }, as(member))).body.data.code, 'NOT_FOUND');
@@ -101,9 +115,16 @@ describe('CheckpointRpc', () => {
     ]);
     // A tag that exists already refuses the checkpoint, which is then not made; tags git would confuse with the branch are refused.
     assert.equal((await t.call('CheckpointRpc.createCheckpoint', { scope, message: 'Again', tagName: 'v1' }, as(admin))).body.data.code, 'CONFLICT');
-    assert.deepEqual(cliHistory(dir).map((checkpoint) => checkpoint.hash), [second, first]);
+    assert.deepEqual(
+      cliHistory(dir).map((checkpoint) => checkpoint.hash),
+      [second, first],
+    );
     for (const tagName of ['main', 'HEAD', first]) {
-      assert.equal((await t.call('CheckpointRpc.tagRelease', { scope, commitHash: first, tagName, message: 'x' }, as(admin))).body.data.code, 'VALIDATION_ERROR', tagName);
+      assert.equal(
+        (await t.call('CheckpointRpc.tagRelease', { scope, commitHash: first, tagName, message: 'x' }, as(admin))).body.data.code,
+        'VALIDATION_ERROR',
+        tagName,
+      );
     }
 
     // Restore: the files equal the first checkpoint, as a third checkpoint on top.
@@ -117,9 +138,15 @@ describe('CheckpointRpc', () => {
       assert.match(restored.message, new RegExp(`restored to checkpoint ${first.slice(0, 7)}`));
       history = await agreeWithGit(t, admin, scope, dir);
       restoreCommit = history[0]!.hash;
-      assert.deepEqual(history.slice(1).map((checkpoint) => checkpoint.hash), [second, first]);
+      assert.deepEqual(
+        history.slice(1).map((checkpoint) => checkpoint.hash),
+        [second, first],
+      );
       assert.equal(gitIn(dir, 'rev-parse', 'HEAD^{tree}'), gitIn(dir, 'rev-parse', `${first}^{tree}`), 'the new checkpoint holds the first one’s files');
-      assert.deepEqual((await t.ok('CheckpointRpc.listFiles', { scope }, as(admin))).map((file: { path: string }) => file.path), ['docs/guide.md', 'index.md']);
+      assert.deepEqual(
+        (await t.ok('CheckpointRpc.listFiles', { scope }, as(admin))).map((file: { path: string }) => file.path),
+        ['docs/guide.md', 'index.md'],
+      );
       const refreshed = await eventually(() => events.find((message) => message.event === 'dataScopeRefreshed'));
       assert.deepEqual(refreshed.payload, { scope, hash: history[0]!.hash, action: 'restore' });
 
@@ -127,8 +154,14 @@ describe('CheckpointRpc', () => {
       const rolledBack = await t.ok('CheckpointRpc.rollback', { scope, hash: second }, as(admin));
       assert.match(rolledBack.message, /rolled back/);
       history = await agreeWithGit(t, admin, scope, dir);
-      assert.deepEqual(history.map((checkpoint) => checkpoint.hash), [second, first]);
-      assert.deepEqual((await t.ok('CheckpointRpc.listFiles', { scope }, as(admin))).map((file: { path: string }) => file.path), ['docs/guide.md', 'logo.png']);
+      assert.deepEqual(
+        history.map((checkpoint) => checkpoint.hash),
+        [second, first],
+      );
+      assert.deepEqual(
+        (await t.ok('CheckpointRpc.listFiles', { scope }, as(admin))).map((file: { path: string }) => file.path),
+        ['docs/guide.md', 'logo.png'],
+      );
       assert.equal((await t.ok('CheckpointRpc.readFile', { scope, path: 'docs/guide.md' }, as(admin))).content, 'Guide v2\n');
       await eventually(() => events.find((message) => message.event === 'dataScopeRefreshed' && message.payload.action === 'rollback'));
     } finally {
@@ -139,7 +172,10 @@ describe('CheckpointRpc', () => {
     assert.equal(gitIn(dir, 'cat-file', '-t', restoreCommit), 'commit', 'the discarded commit is still an object of the repository');
     assert.equal((await t.call('CheckpointRpc.rollback', { scope, hash: restoreCommit }, as(admin))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('CheckpointRpc.rollback', { scope, hash: 'abcdef0' }, as(admin))).body.data.code, 'NOT_FOUND');
-    assert.deepEqual(cliHistory(dir).map((checkpoint) => checkpoint.hash), [second, first]);
+    assert.deepEqual(
+      cliHistory(dir).map((checkpoint) => checkpoint.hash),
+      [second, first],
+    );
     assert.ok((await t.ok('CheckpointRpc.listScopes', {}, as(member))).includes(scope));
   });
 
@@ -147,7 +183,19 @@ describe('CheckpointRpc', () => {
     const scope = 'paths';
     await t.ok('CheckpointRpc.writeFile', { scope, path: 'a/b.txt', content: 'x' }, as(admin));
     const gitNames = ['.git.', '.GIT ', 'git~1/config', 'a/.git\u200c/x', '.git::$INDEX_ALLOCATION/x', 'a/.gitignore', '.gitmodules', '.gitattributes'];
-    for (const bad of ['../escape.txt', 'a/../../x', '/etc/passwd', '.git/config', 'a/.git/hooks', 'a//b', './a', 'a\\..\\b', '', ...gitNames, `a/${'x'.repeat(256)}`]) {
+    for (const bad of [
+      '../escape.txt',
+      'a/../../x',
+      '/etc/passwd',
+      '.git/config',
+      'a/.git/hooks',
+      'a//b',
+      './a',
+      'a\\..\\b',
+      '',
+      ...gitNames,
+      `a/${'x'.repeat(256)}`,
+    ]) {
       const response = await t.call('CheckpointRpc.writeFile', { scope, path: bad, content: 'x' }, as(admin));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR', bad);
       assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: bad }, as(admin))).body.data.code, 'VALIDATION_ERROR', bad);
@@ -157,7 +205,11 @@ describe('CheckpointRpc', () => {
     for (const fine of ['.github/ci.yml', 'notes:1.txt', '.gitkeep']) await t.ok('CheckpointRpc.writeFile', { scope, path: fine, content: 'x' }, as(admin));
     await t.ok('CheckpointRpc.createCheckpoint', { scope, message: 'Look-alikes' }, as(admin));
     gitIn(scopeDir(admin.subscriptionId, scope), 'fsck', '--strict');
-    for (const params of [{ scope: '../x', path: 'f' }, { scope: 'Upper', path: 'f' }, { scope: '', path: 'f' }]) {
+    for (const params of [
+      { scope: '../x', path: 'f' },
+      { scope: 'Upper', path: 'f' },
+      { scope: '', path: 'f' },
+    ]) {
       assert.equal((await t.call('CheckpointRpc.writeFile', { ...params, content: 'x' }, as(admin))).body.data.code, 'VALIDATION_ERROR', params.scope);
     }
     assert.equal((await t.call('CheckpointRpc.writeFile', { scope, path: 'a/b.txt/c', content: 'x' }, as(admin))).body.data.code, 'CONFLICT');
@@ -166,7 +218,10 @@ describe('CheckpointRpc', () => {
     assert.equal((await t.call('CheckpointRpc.restore', { scope, hash: 'not-a-hash' }, as(admin))).body.data.code, 'VALIDATION_ERROR');
     assert.equal((await t.call('CheckpointRpc.getStatus', { scope: 'never-written' }, as(admin))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('CheckpointRpc.readFile', { scope, path: 'missing.txt' }, as(admin))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('CheckpointRpc.writeFile', { scope, path: 'big.bin', content: 'x'.repeat(512 * 1024 + 1) }, as(admin))).body.data.code, 'VALIDATION_ERROR');
+    assert.equal(
+      (await t.call('CheckpointRpc.writeFile', { scope, path: 'big.bin', content: 'x'.repeat(512 * 1024 + 1) }, as(admin))).body.data.code,
+      'VALIDATION_ERROR',
+    );
     assert.equal((await t.call('CheckpointRpc.listCheckpoints', { scope }, as(admin))).body.data.length, 1);
   });
 
@@ -176,14 +231,21 @@ describe('CheckpointRpc', () => {
     for (const content of ['not base64!', 'AQID\n', 'AQI', 'AQ=', 'AQ==AQ==', '%%%%', 'AQID BAUG', '_-_-']) {
       const response = await t.call('CheckpointRpc.writeFile', { scope, path: 'bad.bin', content, encoding: 'base64' }, as(admin));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR', content);
-      assert.deepEqual(response.body.data.issues.map((issue: { path: string }) => issue.path), ['content'], content);
+      assert.deepEqual(
+        response.body.data.issues.map((issue: { path: string }) => issue.path),
+        ['content'],
+        content,
+      );
       assert.match(response.body.data.issues[0].message, /content must be base64/);
       // An existing file is not overwritten with what a lenient decoder would make of it.
       const over = await t.call('CheckpointRpc.writeFile', { scope, path: 'kept.bin', content, encoding: 'base64' }, as(admin));
       assert.equal(over.body.data.code, 'VALIDATION_ERROR', content);
     }
     const files = await t.ok('CheckpointRpc.listFiles', { scope }, as(admin));
-    assert.deepEqual(files.map((file: { path: string }) => file.path), ['kept.bin']);
+    assert.deepEqual(
+      files.map((file: { path: string }) => file.path),
+      ['kept.bin'],
+    );
     assert.equal((await t.ok('CheckpointRpc.readFile', { scope, path: 'kept.bin', encoding: 'base64' }, as(admin))).content, 'AQID');
     // The same text is fine as utf8, and the empty file is valid base64.
     await t.ok('CheckpointRpc.writeFile', { scope, path: 'note.txt', content: 'not base64!' }, as(admin));
@@ -213,10 +275,13 @@ describe('CheckpointRpc', () => {
     const deleted = await t.ok('WorkflowRpc.create', { name: 'Offboarding', ...graph }, as(member));
     assert.ok((await t.ok('CheckpointRpc.listScopes', {}, as(admin))).includes('workflows'));
     const status = await t.ok('CheckpointRpc.getStatus', { scope: 'workflows' }, as(admin));
-    assert.deepEqual(status.files.map((file: { path: string; change: string }) => [file.path, file.change]).sort(), [
-      [`${deleted._id}.json`, 'added'],
-      [`${kept._id}.json`, 'added'],
-    ].sort());
+    assert.deepEqual(
+      status.files.map((file: { path: string; change: string }) => [file.path, file.change]).sort(),
+      [
+        [`${deleted._id}.json`, 'added'],
+        [`${kept._id}.json`, 'added'],
+      ].sort(),
+    );
     const { commitHash } = await t.ok('CheckpointRpc.createCheckpoint', { scope: 'workflows', message: 'Two workflows' }, as(member));
     await agreeWithGit(t, admin, 'workflows', scopeDir(admin.subscriptionId, 'workflows'));
 
@@ -224,9 +289,20 @@ describe('CheckpointRpc', () => {
     await t.ok('WorkflowRpc.delete', { _id: deleted._id }, as(member));
     await t.ok('WorkflowRpc.update', { _id: kept._id, description: 'Changed' }, as(admin));
     const later = await t.ok('WorkflowRpc.create', { name: 'Later', ...graph }, as(admin));
-    assert.deepEqual((await t.ok('CheckpointRpc.getStatus', { scope: 'workflows' }, as(admin))).files.map((file: { change: string }) => file.change).sort(), ['added', 'deleted', 'modified']);
-    assert.equal((await t.call('CheckpointRpc.writeFile', { scope: 'workflows', path: 'x.json', content: '{}' }, as(admin))).body.data.code, 'VALIDATION_ERROR');
-    assert.equal((await t.call('CheckpointRpc.restore', { scope: 'workflows', hash: commitHash }, as(member))).body.data.code, 'FORBIDDEN', 'records of every member: admin or staff');
+    assert.deepEqual((await t.ok('CheckpointRpc.getStatus', { scope: 'workflows' }, as(admin))).files.map((file: { change: string }) => file.change).sort(), [
+      'added',
+      'deleted',
+      'modified',
+    ]);
+    assert.equal(
+      (await t.call('CheckpointRpc.writeFile', { scope: 'workflows', path: 'x.json', content: '{}' }, as(admin))).body.data.code,
+      'VALIDATION_ERROR',
+    );
+    assert.equal(
+      (await t.call('CheckpointRpc.restore', { scope: 'workflows', hash: commitHash }, as(member))).body.data.code,
+      'FORBIDDEN',
+      'records of every member: admin or staff',
+    );
 
     await t.ok('CheckpointRpc.restore', { scope: 'workflows', hash: commitHash }, as(admin));
     const back = await t.ok('WorkflowRpc.findById', { id: deleted._id }, as(admin));
@@ -238,7 +314,7 @@ describe('CheckpointRpc', () => {
     assert.deepEqual(await t.ok('CheckpointRpc.getStatus', { scope: 'workflows' }, as(admin)), { isClean: true, files: [] });
     await agreeWithGit(t, admin, 'workflows', scopeDir(admin.subscriptionId, 'workflows'));
     // The other subscription's workflows are not part of this one's scope.
-    assert.deepEqual((await t.ok('CheckpointRpc.listFiles', { scope: 'workflows' }, as(stranger))), []);
+    assert.deepEqual(await t.ok('CheckpointRpc.listFiles', { scope: 'workflows' }, as(stranger)), []);
 
     // A checkpoint whose files name another subscription's record (placed in the repository behind the service's back) is refused whole.
     await t.ok('CheckpointRpc.createCheckpoint', { scope: 'workflows', message: 'None yet' }, as(stranger));

@@ -19,7 +19,8 @@ describe('DiscountRpc', () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'billing-plan', 'discount'] });
     ({ admin, staff, member, stranger } = await signupTeam(t));
     // The plans discounts refer to: solo and pro active, team archived, base in the admin's subscription only.
-    for (const planId of ['base', 'solo', 'pro', 'team']) await t.ok('BillingPlanRpc.create', { planId, name: planId[0]!.toUpperCase() + planId.slice(1), currency: 'USD' }, as(admin));
+    for (const planId of ['base', 'solo', 'pro', 'team'])
+      await t.ok('BillingPlanRpc.create', { planId, name: planId[0]!.toUpperCase() + planId.slice(1), currency: 'USD' }, as(admin));
     const team = (await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'team' } }, as(admin))).docs[0];
     await t.ok('BillingPlanRpc.delete', { _id: team._id }, as(admin));
   });
@@ -54,7 +55,10 @@ describe('DiscountRpc', () => {
     ] as const) {
       const response = await t.call('DiscountRpc.create', params, as(admin));
       assert.equal(code(response), 'VALIDATION_ERROR', JSON.stringify(params));
-      assert.ok(response.body.data.issues.some((issue: { path: string }) => issue.path === path), `${JSON.stringify(params)}: ${JSON.stringify(response.body.data.issues)}`);
+      assert.ok(
+        response.body.data.issues.some((issue: { path: string }) => issue.path === path),
+        `${JSON.stringify(params)}: ${JSON.stringify(response.body.data.issues)}`,
+      );
     }
     assert.equal(code(await t.call('DiscountRpc.create', { code: 'welcome10', name: 'Again', kind: 'percent', value: 5 }, as(admin))), 'CONFLICT');
     assert.equal(code(await t.call('DiscountRpc.create', { code: 'MINE5', name: 'Mine', kind: 'percent', value: 5 }, as(member))), 'FORBIDDEN');
@@ -72,10 +76,15 @@ describe('DiscountRpc', () => {
 
   it('redeems a discount limited to 10 exactly 10 times out of 50 concurrent tries', async () => {
     const discount = await t.ok('DiscountRpc.create', { code: 'LIMITED', name: 'Limited', kind: 'percent', value: 20, maxRedemptions: 10 }, as(admin));
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => t.call('DiscountRpc.redeem', { code: index % 2 ? 'limited' : 'LIMITED' }, as(index % 3 ? member : staff))));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, index) => t.call('DiscountRpc.redeem', { code: index % 2 ? 'limited' : 'LIMITED' }, as(index % 3 ? member : staff))),
+    );
     const succeeded = answers.filter((answer) => answer.status === 200);
     assert.equal(succeeded.length, 10);
-    assert.deepEqual(succeeded.map((answer) => answer.body.data.currentRedemptions).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(
+      succeeded.map((answer) => answer.body.data.currentRedemptions).sort((a, b) => a - b),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
     assert.ok(answers.filter((answer) => answer.status !== 200).every((answer) => code(answer) === 'CONFLICT'));
     const stored = await t.ok('DiscountRpc.findById', { _id: discount._id }, as(member));
     assert.equal(stored.currentRedemptions, 10);
@@ -84,8 +93,16 @@ describe('DiscountRpc', () => {
 
   it('redeems only inside the validity window and for the plans the discount applies to', async () => {
     const hour = 3600_000;
-    await t.ok('DiscountRpc.create', { code: 'LATER', name: 'Later', kind: 'percent', value: 5, validFrom: new Date(Date.now() + hour).toISOString() }, as(admin));
-    await t.ok('DiscountRpc.create', { code: 'OVER', name: 'Over', kind: 'percent', value: 5, validUntil: new Date(Date.now() - hour).toISOString() }, as(admin));
+    await t.ok(
+      'DiscountRpc.create',
+      { code: 'LATER', name: 'Later', kind: 'percent', value: 5, validFrom: new Date(Date.now() + hour).toISOString() },
+      as(admin),
+    );
+    await t.ok(
+      'DiscountRpc.create',
+      { code: 'OVER', name: 'Over', kind: 'percent', value: 5, validUntil: new Date(Date.now() - hour).toISOString() },
+      as(admin),
+    );
     assert.match((await t.call('DiscountRpc.redeem', { code: 'LATER' }, as(member))).body.data.error, /valid from/);
     assert.match((await t.call('DiscountRpc.redeem', { code: 'OVER' }, as(member))).body.data.error, /expired/);
     assert.equal(code(await t.call('DiscountRpc.redeem', { code: 'NOSUCH' }, as(member))), 'NOT_FOUND');
@@ -93,13 +110,28 @@ describe('DiscountRpc', () => {
     const zone = process.env.TZ;
     process.env.TZ = 'America/New_York';
     try {
-      assert.equal((await t.ok('DiscountRpc.create', { code: 'NOZONE', name: 'No zone', kind: 'percent', value: 5, validFrom: '2099-01-01 10:00' }, as(admin))).validFrom, '2099-01-01T10:00:00.000Z');
+      assert.equal(
+        (await t.ok('DiscountRpc.create', { code: 'NOZONE', name: 'No zone', kind: 'percent', value: 5, validFrom: '2099-01-01 10:00' }, as(admin))).validFrom,
+        '2099-01-01T10:00:00.000Z',
+      );
     } finally {
       if (zone === undefined) delete process.env.TZ;
       else process.env.TZ = zone;
     }
 
-    await t.ok('DiscountRpc.create', { code: 'SOLO-ONLY', name: 'Solo only', kind: 'fixed', value: 300, currency: 'USD', planIds: ['solo'], validUntil: new Date(Date.now() + hour).toISOString() }, as(admin));
+    await t.ok(
+      'DiscountRpc.create',
+      {
+        code: 'SOLO-ONLY',
+        name: 'Solo only',
+        kind: 'fixed',
+        value: 300,
+        currency: 'USD',
+        planIds: ['solo'],
+        validUntil: new Date(Date.now() + hour).toISOString(),
+      },
+      as(admin),
+    );
     const redeemed = await t.ok('DiscountRpc.redeem', { code: 'solo-only', planId: 'solo' }, as(member));
     assert.deepEqual(redeemed, {
       _id: redeemed._id,
@@ -116,9 +148,14 @@ describe('DiscountRpc', () => {
     const withoutPlan = await t.call('DiscountRpc.redeem', { code: 'SOLO-ONLY' }, as(member));
     assert.deepEqual([code(withoutPlan), withoutPlan.body.data.issues[0].path], ['VALIDATION_ERROR', 'planId']);
     assert.equal(code(await t.call('DiscountRpc.redeem', { code: 'SOLO-ONLY', planId: 'team' }, as(member))), 'CONFLICT', 'team is archived');
-    assert.deepEqual(await t.ok('DiscountRpc.getFieldValues', { fieldName: 'discount', reference: { valueField: '_id', displayField: 'code', filter: { planIds: 'solo' } } }, as(member)), [
-      { value: redeemed._id, label: 'SOLO-ONLY' },
-    ]);
+    assert.deepEqual(
+      await t.ok(
+        'DiscountRpc.getFieldValues',
+        { fieldName: 'discount', reference: { valueField: '_id', displayField: 'code', filter: { planIds: 'solo' } } },
+        as(member),
+      ),
+      [{ value: redeemed._id, label: 'SOLO-ONLY' }],
+    );
     const paged = await t.ok('DiscountRpc.getData', { filter: {}, sort: { code: 1 }, page: 2, pageSize: 2 }, as(member));
     assert.deepEqual([paged.page, paged.limit, paged.docs.length, paged.hasPrevPage], [2, 2, 2, true]);
   });
@@ -137,7 +174,11 @@ describe('DiscountRpc', () => {
     // The same code is free in another subscription, once that subscription has the plan.
     await t.ok('BillingPlanRpc.create', { planId: 'solo', name: 'Their solo', currency: 'USD' }, as(stranger));
     await t.ok('DiscountRpc.create', { code: 'solo-only', name: 'Theirs', kind: 'percent', value: 50, planIds: ['solo'] }, as(stranger));
-    assert.equal(code(await t.call('DiscountRpc.create', { code: 'X-PLAN', name: 'X', kind: 'percent', value: 5, planIds: ['base'] }, as(stranger))), 'VALIDATION_ERROR', "another subscription's plan");
+    assert.equal(
+      code(await t.call('DiscountRpc.create', { code: 'X-PLAN', name: 'X', kind: 'percent', value: 5, planIds: ['base'] }, as(stranger))),
+      'VALIDATION_ERROR',
+      "another subscription's plan",
+    );
     assert.equal((await t.ok('DiscountRpc.findById', { _id: discount._id }, as(admin))).currentRedemptions, 1);
   });
 });

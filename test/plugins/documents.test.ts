@@ -111,7 +111,12 @@ describe('DocumentRpc', () => {
       pages.push(
         await t.ok(
           'DocumentRpc.create',
-          { title: `Release ${index}`, documentInstanceId, content: `Release ${index} of the rocket engine fixes ignition timing.`, tags: index % 2 ? ['odd'] : ['even'] },
+          {
+            title: `Release ${index}`,
+            documentInstanceId,
+            content: `Release ${index} of the rocket engine fixes ignition timing.`,
+            tags: index % 2 ? ['odd'] : ['even'],
+          },
           as(owner),
         ),
       );
@@ -119,7 +124,11 @@ describe('DocumentRpc', () => {
     assert.equal((await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'rocket engine ignition' }, as(owner))).length, 5);
     const odd = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'rocket engine ignition', topK: 10, filter: { tags: 'odd' } }, as(owner));
     assert.deepEqual(odd.map((hit: any) => hit.payload.metadata.title).sort(), ['Release 1', 'Release 3', 'Release 5']);
-    const titled = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'rocket', filter: { title: { $in: ['Release 2', 'Release 4'] } } }, as(owner));
+    const titled = await t.ok(
+      'DocumentRpc.search',
+      { documentInstanceId, queryText: 'rocket', filter: { title: { $in: ['Release 2', 'Release 4'] } } },
+      as(owner),
+    );
     assert.deepEqual(titled.map((hit: any) => hit.payload.metadata.title).sort(), ['Release 2', 'Release 4']);
 
     await t.ok('DocumentRpc.update', { _id: pages[1]._id, isArchived: true }, as(owner));
@@ -217,16 +226,26 @@ describe('DocumentRpc', () => {
   it('deletes a page with every page under it and takes them out of search', async () => {
     const documentInstanceId = instance();
     const top = await t.ok('DocumentRpc.create', { title: 'Top', documentInstanceId, content: 'Satellites orbit the planet.' }, as(owner));
-    const middle = await t.ok('DocumentRpc.create', { title: 'Middle', documentInstanceId, parentId: top._id, content: 'Telescopes watch the satellites.' }, as(owner));
+    const middle = await t.ok(
+      'DocumentRpc.create',
+      { title: 'Middle', documentInstanceId, parentId: top._id, content: 'Telescopes watch the satellites.' },
+      as(owner),
+    );
     await t.ok('DocumentRpc.create', { title: 'Bottom', documentInstanceId, parentId: middle._id, content: 'Satellite dishes point at the sky.' }, as(owner));
     const sibling = await t.ok('DocumentRpc.create', { title: 'Sibling', documentInstanceId, content: 'Satellites need fuel.' }, as(owner));
     assert.equal((await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'satellites', topK: 10 }, as(owner))).length, 4);
 
     assert.deepEqual(await t.ok('DocumentRpc.delete', { _id: top._id }, as(owner)), { success: true, deletedCount: 3 });
     const left = await t.ok('DocumentRpc.getAllDocuments', { documentInstanceId }, as(owner));
-    assert.deepEqual(left.data.map((page: any) => page._id), [sibling._id]);
+    assert.deepEqual(
+      left.data.map((page: any) => page._id),
+      [sibling._id],
+    );
     const hits = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'satellites', topK: 10 }, as(owner));
-    assert.deepEqual(hits.map((hit: any) => hit.payload.metadata.recordId), [sibling._id]);
+    assert.deepEqual(
+      hits.map((hit: any) => hit.payload.metadata.recordId),
+      [sibling._id],
+    );
     assert.equal((await chunksOf(middle._id)).length, 0);
     assert.equal((await t.call('DocumentRpc.getById', { docId: middle._id }, as(owner))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('DocumentRpc.getVersions', { docId: top._id }, as(owner))).body.data.code, 'NOT_FOUND');

@@ -39,7 +39,11 @@ describe('Markdown chunking', () => {
       assert.match(chunks[index]!, /^\S/);
     }
     // Every sentence is in some chunk whole.
-    for (const sentence of sentences) assert.ok(chunks.some((chunk) => chunk.includes(sentence)), sentence);
+    for (const sentence of sentences)
+      assert.ok(
+        chunks.some((chunk) => chunk.includes(sentence)),
+        sentence,
+      );
   });
 
   it('splits long code blocks and lists at lines and items, and long sections into several', () => {
@@ -50,8 +54,14 @@ describe('Markdown chunking', () => {
     assert.ok(sections.every((section) => section.heading === 'Code › Sample' && section.text.length <= options.sectionSize));
     const chunks = sections.flatMap((section) => section.chunks.map((chunk) => chunk.text));
     assert.ok(chunks.every((chunk) => chunk.length <= options.chunkSize));
-    assert.ok(chunks.some((chunk) => chunk.includes('console.log(0);\nconsole.log(1);')), 'code lines stay together');
-    assert.ok(chunks.some((chunk) => /^- item \d+ of the list\n- item/m.test(chunk)), 'list items stay whole');
+    assert.ok(
+      chunks.some((chunk) => chunk.includes('console.log(0);\nconsole.log(1);')),
+      'code lines stay together',
+    );
+    assert.ok(
+      chunks.some((chunk) => /^- item \d+ of the list\n- item/m.test(chunk)),
+      'list items stay whole',
+    );
   });
 
   it('hashes heading and text, so a renamed heading changes the chunk; blank input gives nothing', () => {

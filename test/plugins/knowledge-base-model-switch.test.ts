@@ -8,14 +8,19 @@ import { HANDBOOK } from '../fixtures/handbook.ts';
 describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
   it('fills the other column with the new model while search answers from the old one, then cuts over', async () => {
     const vectorsNow = (app: TestApp) =>
-      app.app.deps.db.execute<{ id: string; a: string | null; b: string | null }>('select id, embedding_a::text as a, embedding_b::text as b from knowledge_base_chunk order by id');
+      app.app.deps.db.execute<{ id: string; a: string | null; b: string | null }>(
+        'select id, embedding_a::text as a, embedding_b::text as b from knowledge_base_chunk order by id',
+      );
     await withModelChange(['auth', 'knowledge-base'], async ({ peer, start }) => {
       const { received } = peer;
       const first = await start();
       const admin = await first.signup();
       const as = { token: admin.token };
       const { document } = await first.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Orbit handbook', content: HANDBOOK }, as);
-      await eventually(async () => ((await first.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as)).status === 'ready' ? true : undefined), 20_000);
+      await eventually(
+        async () => ((await first.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as)).status === 'ready' ? true : undefined),
+        20_000,
+      );
       const before = await vectorsNow(first);
       assert.ok(before.length >= 4 && before.every((row) => row.a !== null && row.b === null));
       await first.close();
@@ -43,7 +48,10 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
           const rows = await vectorsNow(second);
           return rows.every((row) => row.a === null) ? rows : undefined;
         }, 90_000);
-        assert.deepEqual(after.map((row) => row.id), before.map((row) => row.id));
+        assert.deepEqual(
+          after.map((row) => row.id),
+          before.map((row) => row.id),
+        );
         for (const [index, row] of after.entries()) {
           assert.deepEqual(JSON.parse(row.b!), [...JSON.parse(before[index]!.a!)].reverse());
         }

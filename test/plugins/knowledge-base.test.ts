@@ -52,7 +52,11 @@ describe('KnowledgeBaseAdminRpc', () => {
       if (request.path === '/data.bin') return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from([0, 1, 2, 3]) };
       return { status: 404 };
     });
-    t = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { JOBS_POLL_MS: '500', OUTBOUND_ALLOWED_HOSTS: `127.0.0.1:${web.port}` } });
+    t = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'knowledge-base'],
+      env: { JOBS_POLL_MS: '500', OUTBOUND_ALLOWED_HOSTS: `127.0.0.1:${web.port}` },
+    });
     admin = await t.signup();
     member = await addUser(t, admin.subscriptionId, 'user');
     stranger = await t.signup();
@@ -71,7 +75,14 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.equal(document.status, 'pending');
     assert.match(jobId, /^[0-9a-f-]{36}$/);
     assert.deepEqual(
-      { name: document.name, docType: document.docType, sourceType: document.sourceType, version: document.version, userId: document.userId, collection: document.collection },
+      {
+        name: document.name,
+        docType: document.docType,
+        sourceType: document.sourceType,
+        version: document.version,
+        userId: document.userId,
+        collection: document.collection,
+      },
       { name: 'Orbit handbook', docType: 'markdown', sourceType: 'text', version: 1, userId: admin.user._id, collection: 'manuals' },
     );
     const done = await ready(admin, document._id);
@@ -121,12 +132,18 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.ok(maxBytes >= 1024 * 1024 && maxBytes <= 20 * 1024 * 1024, 'KB_MAX_FILE_BYTES, capped by UPLOAD_MAX_BYTES');
     const pdf = await pdfOf(['The fleet has twelve delivery vans.', 'Vans are serviced every six months at the depot.']);
     assert.equal((await putUpload(t, uploadKey, pdf, 'application/pdf', { ...as(admin), fileName: 'fleet.pdf' })).status, 200);
-    assert.equal((await putUpload(t, uploadKey, Buffer.from('Plain notes: the depot opens at seven.'), 'text/plain', { ...as(admin), fileName: 'notes.txt' })).status, 200);
+    assert.equal(
+      (await putUpload(t, uploadKey, Buffer.from('Plain notes: the depot opens at seven.'), 'text/plain', { ...as(admin), fileName: 'notes.txt' })).status,
+      200,
+    );
     const { documents } = await t.ok('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, collection: 'fleet', tags: ['vans'] }, as(admin));
-    assert.deepEqual(documents.map((document: any) => [document.name, document.docType, document.sourceType]), [
-      ['fleet.pdf', 'pdf', 'file'],
-      ['notes.txt', 'text', 'file'],
-    ]);
+    assert.deepEqual(
+      documents.map((document: any) => [document.name, document.docType, document.sourceType]),
+      [
+        ['fleet.pdf', 'pdf', 'file'],
+        ['notes.txt', 'text', 'file'],
+      ],
+    );
     const pdfDocument = await ready(admin, documents[0]._id);
     assert.equal(pdfDocument.status, 'ready');
     assert.equal(pdfDocument.sizeBytes, pdf.length);
@@ -159,18 +176,28 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.match(page.content, /^# Timetable/m);
     const fetched = web.requests.find((request) => request.path === '/ferry.html')!;
     assert.match(fetched.headers.accept!, /text\/html/);
-    const [hit] = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'when does the ferry leave the harbour', topK: 1, filter: { tags: 'travel' } }, as(member));
+    const [hit] = await t.ok(
+      'KnowledgeBaseAdminRpc.search',
+      { queryText: 'when does the ferry leave the harbour', topK: 1, filter: { tags: 'travel' } },
+      as(member),
+    );
     assert.deepEqual([hit.documentId, hit.metadata.docType, hit.metadata.sourceType], [document._id, 'html', 'url']);
 
     // The page changed: ingesting it again as a new version fetches it again.
     ferryTimes = 'From May the ferry leaves the harbour at eight.';
     await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url, documentId: document._id }, as(admin));
-    await eventually(async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin))).content.includes('From May') ? true : undefined), 20_000);
+    await eventually(
+      async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin))).content.includes('From May') ? true : undefined),
+      20_000,
+    );
     const versions = await t.ok('KnowledgeBaseAdminRpc.getDocumentVersions', { docId: document._id }, as(admin));
-    assert.deepEqual(versions.map((version: any) => [version.version, version.sourceUrl, version.docType, version.current]), [
-      [2, url, 'html', true],
-      [1, url, 'html', false],
-    ]);
+    assert.deepEqual(
+      versions.map((version: any) => [version.version, version.sourceUrl, version.docType, version.current]),
+      [
+        [2, url, 'html', true],
+        [1, url, 'html', false],
+      ],
+    );
 
     // The parser follows the content type, whatever the URL says.
     const pdf = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: `${web.url}/fleet`, name: 'Fleet' }, as(admin));
@@ -206,35 +233,58 @@ describe('KnowledgeBaseAdminRpc', () => {
 
   it('keeps versions on re-ingest: search answers from the new text only', async () => {
     const first = await ingest(admin, { name: 'Parking', content: 'Visitors park in the north lot.' });
-    const { document } = await t.ok('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'Parking', content: 'Visitors park in the underground garage.' }, as(admin));
+    const { document } = await t.ok(
+      'KnowledgeBaseAdminRpc.ingestText',
+      { documentId: first._id, name: 'Parking', content: 'Visitors park in the underground garage.' },
+      as(admin),
+    );
     assert.equal(document.version, 2);
     assert.equal(document.status, 'pending');
     const second = await ready(admin, first._id);
     assert.equal(second.content, 'Visitors park in the underground garage.');
     const versions = await t.ok('KnowledgeBaseAdminRpc.getDocumentVersions', { docId: first._id }, as(member));
-    assert.deepEqual(versions.map((version: any) => [version.version, version.current, version.docType]), [
-      [2, true, 'markdown'],
-      [1, false, 'markdown'],
-    ]);
+    assert.deepEqual(
+      versions.map((version: any) => [version.version, version.current, version.docType]),
+      [
+        [2, true, 'markdown'],
+        [1, false, 'markdown'],
+      ],
+    );
     const hits = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'where do visitors park', filter: { name: 'Parking' } }, as(member));
-    assert.deepEqual(hits.map((hit: any) => hit.text), ['Visitors park in the underground garage.']);
+    assert.deepEqual(
+      hits.map((hit: any) => hit.text),
+      ['Visitors park in the underground garage.'],
+    );
   });
 
   it('updates metadata without embedding again, and soft-deletes: out of search at once, chunks removed by the job', async () => {
     const document = await ingest(admin, { name: 'Kitchen', content: 'The kitchen dishwasher runs every evening at eight.', tags: ['office'] });
     const before = await chunkRows(document._id);
-    const updated = await t.ok('KnowledgeBaseAdminRpc.updateDocument', { docId: document._id, updates: { name: 'Office kitchen', tags: ['office', 'facilities'], collection: 'facilities' } }, as(admin));
+    const updated = await t.ok(
+      'KnowledgeBaseAdminRpc.updateDocument',
+      { docId: document._id, updates: { name: 'Office kitchen', tags: ['office', 'facilities'], collection: 'facilities' } },
+      as(admin),
+    );
     assert.deepEqual([updated.name, updated.tags, updated.collection, updated.version], ['Office kitchen', ['office', 'facilities'], 'facilities', 1]);
     assert.deepEqual(await chunkRows(document._id), before, 'same chunks, same embeddings');
     const filtered = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'dishwasher', filter: { tags: 'facilities' } }, as(member));
-    assert.deepEqual(filtered.map((hit: any) => [hit.name, hit.collection]), [['Office kitchen', 'facilities']]);
+    assert.deepEqual(
+      filtered.map((hit: any) => [hit.name, hit.collection]),
+      [['Office kitchen', 'facilities']],
+    );
 
     const deleted = await t.ok('KnowledgeBaseAdminRpc.deleteDocument', { docId: document._id }, as(admin));
     assert.equal(deleted.status, 'deleted');
     assert.ok(deleted.deletedAt);
     const afterDelete = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'dishwasher', topK: 100 }, as(member));
-    assert.ok(afterDelete.every((hit: any) => hit.documentId !== document._id), 'no hit of the deleted document');
-    assert.ok((await chunkRows(document._id)).every((chunk) => chunk.withdrawn), 'withdrawn until the job removes them');
+    assert.ok(
+      afterDelete.every((hit: any) => hit.documentId !== document._id),
+      'no hit of the deleted document',
+    );
+    assert.ok(
+      (await chunkRows(document._id)).every((chunk) => chunk.withdrawn),
+      'withdrawn until the job removes them',
+    );
     const listed = await t.ok('KnowledgeBaseAdminRpc.listDocuments', { search: 'dishwasher' }, as(member));
     assert.equal(listed.totalCount, 0);
     const inBin = await t.ok('KnowledgeBaseAdminRpc.listDocuments', { status: 'deleted' }, as(member));
@@ -249,11 +299,18 @@ describe('KnowledgeBaseAdminRpc', () => {
     const chunks = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(member));
     assert.equal(chunks.length, document.chunkCount);
     assert.deepEqual(Object.keys(chunks[0]).sort(), ['chunkId', 'embedded', 'heading', 'ordinal', 'sectionId', 'text']);
-    assert.deepEqual(chunks.map((chunk: any) => chunk.ordinal), chunks.map((_: unknown, index: number) => index));
+    assert.deepEqual(
+      chunks.map((chunk: any) => chunk.ordinal),
+      chunks.map((_: unknown, index: number) => index),
+    );
     assert.ok(chunks.every((chunk: any) => chunk.embedded));
 
     const refunds = chunks.find((chunk: any) => /Refunds/.test(chunk.text));
-    const edited = await t.ok('KnowledgeBaseAdminRpc.updateChunk', { docId: document._id, chunkId: refunds.chunkId, text: 'Refunds arrive by bank transfer within three days.' }, as(admin));
+    const edited = await t.ok(
+      'KnowledgeBaseAdminRpc.updateChunk',
+      { docId: document._id, chunkId: refunds.chunkId, text: 'Refunds arrive by bank transfer within three days.' },
+      as(admin),
+    );
     assert.equal(edited.text, 'Refunds arrive by bank transfer within three days.');
     assert.equal(edited.embedded, true);
     const [hit] = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'refunds bank transfer', filter: { name: 'Chunks' }, topK: 1 }, as(member));
@@ -264,11 +321,17 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.equal(empty.body.data.code, 'VALIDATION_ERROR');
     assert.match(JSON.stringify(empty.body.data.issues), /text/);
 
-    assert.deepEqual(await t.ok('KnowledgeBaseAdminRpc.deleteChunk', { docId: document._id, chunkId: refunds.chunkId }, as(admin)), { success: true, chunkCount: document.chunkCount - 1 });
+    assert.deepEqual(await t.ok('KnowledgeBaseAdminRpc.deleteChunk', { docId: document._id, chunkId: refunds.chunkId }, as(admin)), {
+      success: true,
+      chunkCount: document.chunkCount - 1,
+    });
     const left = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(member));
     assert.equal(left.length, chunks.length - 1);
     assert.equal((await t.call('KnowledgeBaseAdminRpc.deleteChunk', { docId: document._id, chunkId: refunds.chunkId }, as(admin))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.updateChunk', { docId: document._id, chunkId: refunds.chunkId, text: 'x' }, as(admin))).body.data.code, 'NOT_FOUND');
+    assert.equal(
+      (await t.call('KnowledgeBaseAdminRpc.updateChunk', { docId: document._id, chunkId: refunds.chunkId, text: 'x' }, as(admin))).body.data.code,
+      'NOT_FOUND',
+    );
 
     const reindexed = await t.ok('KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }, as(admin));
     assert.deepEqual(reindexed, { success: true, chunkCount: document.chunkCount - 1 });
@@ -278,9 +341,22 @@ describe('KnowledgeBaseAdminRpc', () => {
     const subscriber = await t.signup();
     const me = subscriber.user._id;
     const started = new Date().toISOString();
-    const alpha = await ingest(subscriber, { name: 'Alpha', content: 'Comets have icy tails.', tags: ['space', 'ice'], collection: 'astro', contactId: 'c-1', projectId: 'p-1' });
+    const alpha = await ingest(subscriber, {
+      name: 'Alpha',
+      content: 'Comets have icy tails.',
+      tags: ['space', 'ice'],
+      collection: 'astro',
+      contactId: 'c-1',
+      projectId: 'p-1',
+    });
     const beta = await ingest(subscriber, { name: 'beta', content: 'Volcanoes erupt lava.', tags: ['earth'], format: 'text', contactId: 'c-2' });
-    const gamma = await ingest(subscriber, { name: 'Gamma', content: '<p>Glaciers are rivers of ice.</p>', format: 'html', tags: ['earth', 'ice'], userId: null });
+    const gamma = await ingest(subscriber, {
+      name: 'Gamma',
+      content: '<p>Glaciers are rivers of ice.</p>',
+      format: 'html',
+      tags: ['earth', 'ice'],
+      userId: null,
+    });
     const list = (params: Record<string, unknown>) => t.ok('KnowledgeBaseAdminRpc.listDocuments', params, as(subscriber));
     const names = async (params: Record<string, unknown>) => (await list(params)).data.map((document: any) => document.name);
 
@@ -335,11 +411,24 @@ describe('KnowledgeBaseAdminRpc', () => {
 
     const jobs = await t.ok('KnowledgeBaseAdminRpc.listJobs', {}, as(subscriber));
     assert.equal(jobs.totalCount, 2);
-    assert.deepEqual(jobs.data.map((job: any) => [job.documentId, job.state]), [
-      [queued.document._id, 'cancelled'],
-      [done._id, 'done'],
+    assert.deepEqual(
+      jobs.data.map((job: any) => [job.documentId, job.state]),
+      [
+        [queued.document._id, 'cancelled'],
+        [done._id, 'done'],
+      ],
+    );
+    assert.deepEqual(Object.keys(jobs.data[0]).sort(), [
+      'createdAt',
+      'createdBy',
+      'documentId',
+      'error',
+      'finishedAt',
+      'jobId',
+      'startedAt',
+      'state',
+      'version',
     ]);
-    assert.deepEqual(Object.keys(jobs.data[0]).sort(), ['createdAt', 'createdBy', 'documentId', 'error', 'finishedAt', 'jobId', 'startedAt', 'state', 'version']);
     assert.equal((await t.ok('KnowledgeBaseAdminRpc.listJobs', { state: 'done' }, as(subscriber))).data[0].documentId, done._id);
     assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: queued.jobId }, as(subscriber))).state, 'cancelled');
 
@@ -384,7 +473,10 @@ describe('KnowledgeBaseAdminRpc', () => {
       await small.ok('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'One', content: 'z'.repeat(1500) }, as(owner));
 
       const { uploadKey } = await small.ok('KnowledgeBaseAdminRpc.getUploadKey', {}, as(owner));
-      assert.equal((await putUpload(small, uploadKey, Buffer.from('Parking is underground.\n'), 'text/plain', { ...as(owner), fileName: 'parking.txt' })).status, 200);
+      assert.equal(
+        (await putUpload(small, uploadKey, Buffer.from('Parking is underground.\n'), 'text/plain', { ...as(owner), fileName: 'parking.txt' })).status,
+        200,
+      );
       assert.equal((await small.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey }, as(owner))).body.data.code, 'QUOTA_EXCEEDED');
       const unknown = await small.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, documentId: '00000000-0000-4000-8000-000000000000' }, as(owner));
       assert.equal(unknown.body.data.code, 'NOT_FOUND');
@@ -411,7 +503,11 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.equal((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(member))).name, 'Rules');
 
     // A document may belong to another user of the subscription, never to someone outside it.
-    const { document: owned } = await t.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Badge log', content: 'Badge 7 was lost.', userId: member.user._id }, as(admin));
+    const { document: owned } = await t.ok(
+      'KnowledgeBaseAdminRpc.ingestText',
+      { name: 'Badge log', content: 'Badge 7 was lost.', userId: member.user._id },
+      as(admin),
+    );
     assert.equal(owned.userId, member.user._id);
     const before = (await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(admin))).documents.used;
     for (const userId of [stranger.user._id, '00000000-0000-4000-8000-000000000000']) {

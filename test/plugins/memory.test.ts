@@ -55,7 +55,11 @@ describe('MemoryRpc', () => {
     assert.equal(copies.length, 1);
     assert.deepEqual(copies[0].metadata, { source: 'call' });
 
-    const updated = await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { id: first.memoryId, content: 'Prefers green tea over coffee' } }, as(member.token));
+    const updated = await t.ok(
+      'MemoryRpc.saveMemory',
+      { scope: 'user', memory: { id: first.memoryId, content: 'Prefers green tea over coffee' } },
+      as(member.token),
+    );
     assert.equal(updated.memoryId, first.memoryId);
     const [best] = (await recall(member.token, 'green tea')).memories;
     assert.equal(best.id, first.memoryId);
@@ -63,10 +67,13 @@ describe('MemoryRpc', () => {
     assert.deepEqual(best.metadata, { source: 'call' }, 'metadata stays when not given');
 
     const chosenId = randomUUID();
-    assert.equal((await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { id: chosenId, content: 'Has a dog named Rex' } }, as(member.token))).memoryId, chosenId);
+    assert.equal(
+      (await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { id: chosenId, content: 'Has a dog named Rex' } }, as(member.token))).memoryId,
+      chosenId,
+    );
   });
 
-  it("keeps user memories to their user, shares global ones inside the subscription only", async () => {
+  it('keeps user memories to their user, shares global ones inside the subscription only', async () => {
     const other = await t.signup();
     await save(admin.token, 'Admin private note about the quarterly budget');
     const global = await t.ok('MemoryRpc.saveMemory', { scope: 'global', memory: { content: 'Office closes at 6 pm on Fridays' } }, as(admin.token));
@@ -78,7 +85,10 @@ describe('MemoryRpc', () => {
     const outsider = await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'when does the office close' }, as(other.token));
     assert.equal(outsider.memories.length, 0);
     assert.equal((await t.ok('MemoryRpc.listMemories', { scope: 'user' }, as(other.token))).memories.length, 0);
-    for (const [token, scope] of [[other.token, 'global'], [member.token, 'user']] as const) {
+    for (const [token, scope] of [
+      [other.token, 'global'],
+      [member.token, 'user'],
+    ] as const) {
       const response = await t.call('MemoryRpc.deleteMemory', { scope, memoryId: global.memoryId }, as(token));
       assert.equal(response.status, 404);
     }
@@ -92,11 +102,20 @@ describe('MemoryRpc', () => {
     // Not a CONFLICT telling the other tenant the id exists: a memory of its own.
     assert.deepEqual(await saveAs(other.token, 'Warehouse opens at 7 am'), { success: true, memoryId: id, message: 'Memory saved' });
     const contentOf = async (token: string) => {
-      const listed = (await t.ok('MemoryRpc.listMemories', { scope: 'global', limit: 200 }, as(token))).memories.filter((memory: { id: string }) => memory.id === id);
-      const recalled = (await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'front desk warehouse opens closes', topK: 100 }, as(token))).memories;
-      return { listed: listed.map((memory: { content: string }) => memory.content), recalled: recalled.filter((memory: { id: string }) => memory.id === id).map((memory: { content: string }) => memory.content) };
+      const listed = (await t.ok('MemoryRpc.listMemories', { scope: 'global', limit: 200 }, as(token))).memories.filter(
+        (memory: { id: string }) => memory.id === id,
+      );
+      const recalled = (await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'front desk warehouse opens closes', topK: 100 }, as(token)))
+        .memories;
+      return {
+        listed: listed.map((memory: { content: string }) => memory.content),
+        recalled: recalled.filter((memory: { id: string }) => memory.id === id).map((memory: { content: string }) => memory.content),
+      };
     };
-    assert.deepEqual(await contentOf(member.token), { listed: ['Front desk closes at noon on Saturdays'], recalled: ['Front desk closes at noon on Saturdays'] });
+    assert.deepEqual(await contentOf(member.token), {
+      listed: ['Front desk closes at noon on Saturdays'],
+      recalled: ['Front desk closes at noon on Saturdays'],
+    });
     assert.deepEqual(await contentOf(other.token), { listed: ['Warehouse opens at 7 am'], recalled: ['Warehouse opens at 7 am'] });
 
     // Saving under the id again updates the caller's own memory only; deleting it deletes the caller's only.
@@ -108,7 +127,11 @@ describe('MemoryRpc', () => {
 
     // Inside one subscription the id stays one memory's: another scope does not reach it, and the same content under another id is a CONFLICT.
     assert.equal((await t.call('MemoryRpc.saveMemory', { scope: 'user', memory: { id, content: 'Mine now' } }, as(member.token))).body.data.code, 'NOT_FOUND');
-    const again = await t.call('MemoryRpc.saveMemory', { scope: 'global', memory: { id: randomUUID(), content: 'Front desk closes at noon on Saturdays' } }, as(member.token));
+    const again = await t.call(
+      'MemoryRpc.saveMemory',
+      { scope: 'global', memory: { id: randomUUID(), content: 'Front desk closes at noon on Saturdays' } },
+      as(member.token),
+    );
     assert.equal(again.body.data.code, 'CONFLICT');
   });
 
@@ -187,11 +210,17 @@ describe('MemoryRpc', () => {
       pages.push(page.memories.map((memory: { id: string }) => memory.id));
       cursor = page.next_page_offset;
     } while (cursor);
-    assert.deepEqual(pages.map((page) => page.length), [10, 10, 5]);
+    assert.deepEqual(
+      pages.map((page) => page.length),
+      [10, 10, 5],
+    );
     assert.deepEqual(pages.flat(), ids, 'oldest first, each once');
 
     const byIndex = await t.ok('MemoryRpc.listMemories', { scope: 'user', limit: 10, offset: 20 }, as(pager.token));
-    assert.deepEqual(byIndex.memories.map((memory: { id: string }) => memory.id), ids.slice(20));
+    assert.deepEqual(
+      byIndex.memories.map((memory: { id: string }) => memory.id),
+      ids.slice(20),
+    );
     assert.equal(byIndex.next_page_offset, null);
     assert.equal((await t.ok('MemoryRpc.listMemories', { scope: 'user', offset: 0 }, as(pager.token))).next_page_offset, 10);
     const unknown = await t.call('MemoryRpc.listMemories', { scope: 'user', offset: randomUUID() }, as(pager.token));
@@ -222,7 +251,16 @@ describe('MemoryRpc', () => {
     for (let start = 0; start < texts.length; start += 500) {
       const rows = texts.slice(start, start + 500).map((text, offset) => {
         const index = start + offset;
-        return [randomUUID(), bulk.subscriptionId, 'user', bulk.user._id, text, `hash-${index}`, JSON.stringify({ bucket: index % 100 }), `[${vectors[index]!.join(',')}]`];
+        return [
+          randomUUID(),
+          bulk.subscriptionId,
+          'user',
+          bulk.user._id,
+          text,
+          `hash-${index}`,
+          JSON.stringify({ bucket: index % 100 }),
+          `[${vectors[index]!.join(',')}]`,
+        ];
       });
       await t.app.deps.db.execute(
         `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at) values ${rows
@@ -235,7 +273,11 @@ describe('MemoryRpc', () => {
     assert.equal(result.memories.length, 10);
     assert.ok(result.memories.every((memory: { metadata: { bucket: number } }) => memory.metadata.bucket === 42));
     const scores = result.memories.map((memory: { score: number }) => memory.score);
-    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best first');
+    assert.deepEqual(
+      scores,
+      [...scores].sort((a, b) => b - a),
+      'best first',
+    );
   });
 });
 
@@ -246,9 +288,11 @@ describe('MemoryRpc: switching the embedding model', () => {
         'select id, content, embedding_a::text as a, embedding_b::text as b from memory order by content',
       );
     const state = async (app: TestApp) =>
-      (await app.app.deps.db.execute<{ active_slot: string; active_model: string; next_model: string | null }>(
-        `select active_slot, active_model, next_model from core_embedding_state where table_name = 'memory'`,
-      ))[0]!;
+      (
+        await app.app.deps.db.execute<{ active_slot: string; active_model: string; next_model: string | null }>(
+          `select active_slot, active_model, next_model from core_embedding_state where table_name = 'memory'`,
+        )
+      )[0]!;
     await withModelChange(['auth', 'memory'], async ({ peer, start }) => {
       const first = await start();
       const admin = await first.signup();

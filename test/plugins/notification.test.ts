@@ -39,7 +39,10 @@ describe('NotificationRpc', () => {
     assert.deepEqual(Object.keys(page.data[0]).sort(), ['_id', 'data', 'message', 'read', 'source', 'timestamp', 'title', 'userId']);
     assert.ok(page.data.every((notification: { userId: string; read: boolean }) => notification.userId === member.user._id && !notification.read));
     assert.equal((await t.ok('NotificationRpc.getData', { page: 2 }, as(member))).data.length, 2);
-    assert.deepEqual((await t.ok('NotificationRpc.getData', { filter: { title: 'Event 3' } }, as(member))).data.map((n: { title: string }) => n.title), ['Event 3']);
+    assert.deepEqual(
+      (await t.ok('NotificationRpc.getData', { filter: { title: 'Event 3' } }, as(member))).data.map((n: { title: string }) => n.title),
+      ['Event 3'],
+    );
   });
 
   it('marks and deletes only the caller’s own notifications, counting what changed', async () => {
@@ -68,10 +71,20 @@ describe('NotificationRpc', () => {
 
   it('notifies a user once per dedupe key, however often a producer runs', async () => {
     const once = (userIds: string[]) =>
-      notificationService().notify({ subscriptionId: admin.subscriptionId, userIds, title: 'Once', message: 'Only once', source: 'test', dedupeKey: 'test:once' });
+      notificationService().notify({
+        subscriptionId: admin.subscriptionId,
+        userIds,
+        title: 'Once',
+        message: 'Only once',
+        source: 'test',
+        dedupeKey: 'test:once',
+      });
     assert.equal((await once([member.user._id])).length, 1);
     assert.deepEqual(await once([member.user._id]), []);
-    assert.deepEqual((await once([member.user._id, admin.user._id])).map((record) => record.userId), [admin.user._id]);
+    assert.deepEqual(
+      (await once([member.user._id, admin.user._id])).map((record) => record.userId),
+      [admin.user._id],
+    );
     assert.equal((await t.ok('NotificationRpc.getData', { filter: { title: 'Once' } }, as(member))).totalCount, 1);
     assert.equal((await t.ok('NotificationRpc.getData', { filter: { title: 'Once' } }, as(admin))).totalCount, 1);
   });
@@ -83,17 +96,23 @@ describe('NotificationRpc', () => {
     socket.on('message', (data) => messages.push(JSON.parse(data.toString())));
     try {
       await eventually(() => (messages.some((message) => message.type === 'ready') ? true : undefined));
-      const task = await t.ok('TaskRpc.create', { taskInstanceId: 'board', title: 'Call the supplier', assignees: ['contact-member', 'contact-nobody'] }, as(admin));
+      const task = await t.ok(
+        'TaskRpc.create',
+        { taskInstanceId: 'board', title: 'Call the supplier', assignees: ['contact-member', 'contact-nobody'] },
+        as(admin),
+      );
       const pushed = await eventually(() => messages.find((message) => message.event === 'notification.created'));
-      assert.deepEqual([pushed.payload.title, pushed.payload.message, pushed.payload.source, pushed.payload.data], [
-        'A task was assigned to you',
-        'Call the supplier',
-        'task',
-        { taskId: task._id, taskInstanceId: 'board' },
-      ]);
+      assert.deepEqual(
+        [pushed.payload.title, pushed.payload.message, pushed.payload.source, pushed.payload.data],
+        ['A task was assigned to you', 'Call the supplier', 'task', { taskId: task._id, taskInstanceId: 'board' }],
+      );
       const [stored] = (await t.ok('NotificationRpc.getData', {}, as(member))).data;
       assert.equal(stored._id, pushed.payload._id);
-      assert.equal((await t.ok('NotificationRpc.getData', {}, as(admin))).data.filter((n: { source: string }) => n.source === 'task').length, 0, 'the assigner is not notified');
+      assert.equal(
+        (await t.ok('NotificationRpc.getData', {}, as(admin))).data.filter((n: { source: string }) => n.source === 'task').length,
+        0,
+        'the assigner is not notified',
+      );
     } finally {
       socket.close();
     }
@@ -117,10 +136,26 @@ describe('NotificationRpc', () => {
       const moved = await startTestApp({ ...options, plugins: ['auth', 'notification'] });
       try {
         assert.deepEqual((await moved.ok('NotificationRpc.getData', {}, as(account))).data, [
-          { _id: id, title: 'Kept', message: 'Made before the move', read: true, timestamp: '2026-11-20T10:00:00.000Z', userId: account.user._id, source: 'task', data: { taskId: 't1' } },
+          {
+            _id: id,
+            title: 'Kept',
+            message: 'Made before the move',
+            read: true,
+            timestamp: '2026-11-20T10:00:00.000Z',
+            userId: account.user._id,
+            source: 'task',
+            data: { taskId: 't1' },
+          },
         ]);
         const service: PluginServices['notificationService'] = moved.app.depsOf('notification').notificationService;
-        const again = { subscriptionId: account.subscriptionId, userIds: [account.user._id], title: 'Kept', message: 'Again', source: 'test', dedupeKey: 'test:kept' };
+        const again = {
+          subscriptionId: account.subscriptionId,
+          userIds: [account.user._id],
+          title: 'Kept',
+          message: 'Again',
+          source: 'test',
+          dedupeKey: 'test:kept',
+        };
         assert.deepEqual(await service.notify(again), [], 'the dedupe keys count as before');
       } finally {
         await moved.close();

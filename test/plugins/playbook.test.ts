@@ -24,7 +24,19 @@ describe('PlaybookRpc', () => {
   it('creates, finds, updates and deletes playbooks; findById raises "Playbook <id> not found"', async () => {
     const playbook = await create({ name: 'Onboarding', content: '1. Welcome\n2. Setup', tags: ['cs'] });
     assert.deepEqual(Object.keys(playbook).sort(), [
-      '_id', 'category', 'content', 'createdAt', 'createdBy', 'description', 'isActive', 'name', 'resources', 'source', 'subscriptionId', 'tags', 'updatedAt',
+      '_id',
+      'category',
+      'content',
+      'createdAt',
+      'createdBy',
+      'description',
+      'isActive',
+      'name',
+      'resources',
+      'source',
+      'subscriptionId',
+      'tags',
+      'updatedAt',
     ]);
     assert.deepEqual([playbook.source, playbook.isActive, playbook.resources, playbook.category, playbook.description], ['api', true, [], null, '']);
     assert.deepEqual(await t.ok('PlaybookRpc.findById', { _id: playbook._id }, as(owner)), playbook);
@@ -42,7 +54,11 @@ describe('PlaybookRpc', () => {
     assert.deepEqual([all.data.length, all.totalCount], [3, 3]);
     assert.deepEqual(names(await t.ok('PlaybookRpc.list', { tags: ['support'] }, as(owner))), ['Outage response']);
     assert.deepEqual(names(await t.ok('PlaybookRpc.list', { filter: { tags: ['phone'] } }, as(owner))), ['Renewal call']);
-    assert.deepEqual(names(await t.ok('PlaybookRpc.list', { tags: ['phone'], filter: { tags: ['support'] } }, as(owner))), ['Renewal call'], 'tags wins over filter.tags');
+    assert.deepEqual(
+      names(await t.ok('PlaybookRpc.list', { tags: ['phone'], filter: { tags: ['support'] } }, as(owner))),
+      ['Renewal call'],
+      'tags wins over filter.tags',
+    );
     const limited = await t.ok('PlaybookRpc.list', { pageSize: 2 }, as(owner));
     assert.deepEqual([limited.data.length, limited.totalCount], [2, 2], 'totalCount counts what was returned');
     assert.equal((await t.ok('PlaybookRpc.list', { limit: 1, pageSize: 2 }, as(owner))).data.length, 1);
@@ -54,7 +70,11 @@ describe('PlaybookRpc', () => {
   it('searches name, description, content and tags, name matches first', async () => {
     assert.deepEqual(names(await t.ok('PlaybookRpc.search', { query: 'outage' }, as(owner))), ['Outage response']);
     assert.deepEqual(names(await t.ok('PlaybookRpc.search', { query: 'CONTRACT' }, as(owner))), ['Renewal call']);
-    assert.deepEqual(names(await t.ok('PlaybookRpc.search', { query: 'call' }, as(owner))), ['Renewal call', 'Outage response'], 'the name match first, then the content match');
+    assert.deepEqual(
+      names(await t.ok('PlaybookRpc.search', { query: 'call' }, as(owner))),
+      ['Renewal call', 'Outage response'],
+      'the name match first, then the content match',
+    );
     assert.deepEqual(names(await t.ok('PlaybookRpc.search', { query: 'email' }, as(owner))), ['Cold outreach']);
     assert.deepEqual(names(await t.ok('PlaybookRpc.search', { tags: ['sales'], query: 'hello' }, as(owner))), ['Cold outreach']);
     assert.deepEqual(names(await t.ok('PlaybookRpc.search', { query: '100%_' }, as(owner))), [], 'LIKE characters are text');
@@ -71,10 +91,13 @@ describe('PlaybookRpc', () => {
     assert.equal((await putUpload(t, uploadKey, Buffer.from('%PDF-1.4 not really'), 'application/pdf', { ...as(owner), fileName: 'deck.pdf' })).status, 200);
     const finalized = await t.ok('PlaybookRpc.finalizeResourceUpload', { playbookId: playbook._id, uploadKey }, as(owner));
     assert.deepEqual([finalized.success, finalized.added], [true, 2]);
-    assert.deepEqual(finalized.files.map((file: { fileName: string; mimeType: string; size: number }) => [file.fileName, file.mimeType, file.size]), [
-      ['script.md', 'text/markdown', 15],
-      ['deck.pdf', 'application/pdf', 19],
-    ]);
+    assert.deepEqual(
+      finalized.files.map((file: { fileName: string; mimeType: string; size: number }) => [file.fileName, file.mimeType, file.size]),
+      [
+        ['script.md', 'text/markdown', 15],
+        ['deck.pdf', 'application/pdf', 19],
+      ],
+    );
     assert.deepEqual((await t.ok('PlaybookRpc.findById', { _id: playbook._id }, as(owner))).resources, finalized.files);
     const file = await fetch(`${t.url}/api/files/${finalized.files[0].fileId}`, { headers: { authorization: `Bearer ${owner.token}` } });
     assert.deepEqual([file.status, await file.text()], [200, '# Script\nHello!']);
@@ -82,14 +105,17 @@ describe('PlaybookRpc', () => {
     assert.equal(theirs.status, 404, "another subscription's caller cannot read the file");
 
     const empty = await t.ok('PlaybookRpc.getResourceUploadKey', { playbookId: playbook._id }, as(owner));
-    assert.deepEqual(await t.ok('PlaybookRpc.finalizeResourceUpload', { playbookId: playbook._id, uploadKey: empty.uploadKey }, as(owner)), { success: true, added: 0 });
+    assert.deepEqual(await t.ok('PlaybookRpc.finalizeResourceUpload', { playbookId: playbook._id, uploadKey: empty.uploadKey }, as(owner)), {
+      success: true,
+      added: 0,
+    });
 
     await t.ok('PlaybookRpc.delete', { _id: playbook._id }, as(owner));
     const deleted = await fetch(`${t.url}/api/files/${finalized.files[0].fileId}`, { headers: { authorization: `Bearer ${owner.token}` } });
     assert.equal(deleted.status, 404, 'the files went with the playbook');
   });
 
-  it("keeps playbooks and their files to their subscription", async () => {
+  it('keeps playbooks and their files to their subscription', async () => {
     const [mine] = (await t.ok('PlaybookRpc.list', { tags: ['support'] }, as(owner))).data;
     assert.deepEqual((await t.ok('PlaybookRpc.list', {}, as(stranger))).data, []);
     assert.deepEqual((await t.ok('PlaybookRpc.search', { query: 'outage' }, as(stranger))).data, []);

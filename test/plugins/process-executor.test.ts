@@ -14,12 +14,17 @@ describe('ProcessExecutorRpc', () => {
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const as = (session: { token: string }) => ({ token: session.token });
-  const start = (command: string, args: string[] = [], session: { token: string } = admin) => t.call('ProcessExecutorRpc.startProcess', { command, args }, as(session));
+  const start = (command: string, args: string[] = [], session: { token: string } = admin) =>
+    t.call('ProcessExecutorRpc.startProcess', { command, args }, as(session));
   const status = (instanceId: string) => t.ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, as(admin));
   const logs = async (instanceId: string) => (await t.ok('ProcessExecutorRpc.getProcessLogs', { instanceId }, as(admin))).logs as string[];
 
   before(async () => {
-    t = await startTestApp({ withNotes: false, plugins: ['auth', 'process-executor'], env: { PROCESS_ALLOWED_COMMANDS: '/bin/cat,/bin/sh', PROCESS_STOP_GRACE_MS: '500' } });
+    t = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'process-executor'],
+      env: { PROCESS_ALLOWED_COMMANDS: '/bin/cat,/bin/sh', PROCESS_STOP_GRACE_MS: '500' },
+    });
     admin = await t.signup();
     member = await addUser(t, admin.subscriptionId, 'user');
     stranger = await t.signup();
@@ -43,13 +48,18 @@ describe('ProcessExecutorRpc', () => {
 
   it('records how a process ended: exited, failed with its code, stderr marked; no shell, and none of the service’s environment', async () => {
     process.env.PROCESS_TEST_SECRET = 'the service environment';
-    const ok = (await start('/bin/sh', ['-c', 'echo "$0 $1" && echo warning >&2 && echo "secret=${PROCESS_TEST_SECRET:-none} home=$HOME"', 'one; rm -rf /', 'two'])).body.data.instanceId;
+    const ok = (
+      await start('/bin/sh', ['-c', 'echo "$0 $1" && echo warning >&2 && echo "secret=${PROCESS_TEST_SECRET:-none} home=$HOME"', 'one; rm -rf /', 'two'])
+    ).body.data.instanceId;
     const exited = await eventually(async () => ((await status(ok)).status !== 'running' ? status(ok) : undefined));
     assert.deepEqual([exited.status, exited.exitCode], ['exited', 0]);
     const lines = await logs(ok);
     assert.equal(lines[0], 'one; rm -rf / two', 'arguments reach the command as they are');
     assert.ok(lines.includes('[stderr] warning'));
-    assert.match(lines.find((line) => line.startsWith('secret='))!, /^secret=none home=\/.+\/rpc-service-processes\/[0-9a-f-]{36}$/);
+    assert.match(
+      lines.find((line) => line.startsWith('secret='))!,
+      /^secret=none home=\/.+\/rpc-service-processes\/[0-9a-f-]{36}$/,
+    );
 
     const failing = (await start('/bin/sh', ['-c', 'exit 3'])).body.data.instanceId;
     const failed = await eventually(async () => ((await status(failing)).status !== 'running' ? status(failing) : undefined));

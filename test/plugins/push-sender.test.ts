@@ -89,7 +89,10 @@ function checkVapid(request: PushRequest, publicKey: string, origin: string): vo
     key: { kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33).toString('base64url') },
     format: 'jwk',
   });
-  assert.ok(verify('sha256', Buffer.from(`${header}.${claims}`), { key: verifier, dsaEncoding: 'ieee-p1363' }, base64url(signature)), 'signed with the VAPID private key');
+  assert.ok(
+    verify('sha256', Buffer.from(`${header}.${claims}`), { key: verifier, dsaEncoding: 'ieee-p1363' }, base64url(signature)),
+    'signed with the VAPID private key',
+  );
   const { aud, exp, sub } = JSON.parse(base64url(claims).toString()) as { aud: string; exp: number; sub: string };
   assert.equal(aud, origin, 'the audience is the origin of the endpoint');
   const now = Date.now() / 1000;
@@ -145,13 +148,18 @@ describe('PushSenderRpc', () => {
     const ecdh = createECDH('prime256v1');
     const device: Device = { name, endpoint: `${push.origin}/push/${name}`, ecdh, publicKey: ecdh.generateKeys(), authSecret: randomBytes(16) };
     devices.set(name, device);
-    const subscriptionObject = { endpoint: device.endpoint, keys: { p256dh: device.publicKey.toString('base64url'), auth: device.authSecret.toString('base64url') } };
+    const subscriptionObject = {
+      endpoint: device.endpoint,
+      keys: { p256dh: device.publicKey.toString('base64url'), auth: device.authSecret.toString('base64url') },
+    };
     await t.ok('PushNotificationRpc.subscribe', { subscriptionObject, ...(channels ? { channels } : {}) }, as(session));
   }
 
   // The job service's own table tells which broadcast jobs exist; the job's state and output come through its API.
   const broadcastJobIds = async () =>
-    (await t.app.deps.db.execute<{ id: string }>("select id from core_jobs.job where name = 'push-sender.broadcast' order by created_on, id")).map((row) => row.id);
+    (await t.app.deps.db.execute<{ id: string }>("select id from core_jobs.job where name = 'push-sender.broadcast' order by created_on, id")).map(
+      (row) => row.id,
+    );
 
   /** Sends a broadcast and waits for its job to finish: the answer's message, the job's report, and the requests the push service got. */
   async function broadcast(session: Session, params: Record<string, unknown>) {
@@ -188,7 +196,9 @@ describe('PushSenderRpc', () => {
       data: unknown;
     }[];
   const deviceNames = async () =>
-    (await t.app.deps.db.execute<{ endpoint: string }>('select endpoint from push_subscription order by endpoint')).map((row) => row.endpoint.replace(/^.*\/push\//, ''));
+    (await t.app.deps.db.execute<{ endpoint: string }>('select endpoint from push_subscription order by endpoint')).map((row) =>
+      row.endpoint.replace(/^.*\/push\//, ''),
+    );
 
   before(async () => {
     push = await startPushService((path) => ({ '/push/m3-gone': 410, '/push/m3-missing': 404, '/push/m3-broken': 500 })[path] ?? 201);
@@ -245,7 +255,14 @@ describe('PushSenderRpc', () => {
       assert.deepEqual(await notificationsOf(admin), [], 'users not listed get nothing in the app');
       // The job run again, as after its node died mid-send: nobody gets a second notification.
       const { broadcastService } = t.app.depsOf('push-sender');
-      const ctx = t.app.deps.operations.contextOf({ subscriptionId: admin.subscriptionId, userId: staff.user._id, role: 'staff', apiKeyId: null, sessionId: null, initialContext: null });
+      const ctx = t.app.deps.operations.contextOf({
+        subscriptionId: admin.subscriptionId,
+        userId: staff.user._id,
+        role: 'staff',
+        apiKeyId: null,
+        sessionId: null,
+        initialContext: null,
+      });
       const rerun = { id: sent.jobId, name: 'push-sender.broadcast', attempt: 2, signal: new AbortController().signal };
       await broadcastService.deliver(ctx, { targetType: 'users', targetIds: [member1.user._id, member2.user._id], payload }, rerun);
       for (const member of [member1, member2]) assert.equal((await notificationsOf(member)).length, 1);
@@ -262,7 +279,11 @@ describe('PushSenderRpc', () => {
     assert.equal(alerts.message, 'Broadcast initiated: 2 users reached on 2 devices, 2 users notified in the app');
     assertDelivered(alerts.requests, ['m1-laptop', 'm2-phone'], payload);
 
-    const news = await broadcast(admin, { targetType: 'channels', targetIds: ['news', 'sports'], payload: { ...payload, url: 'https://news.example.com/today' } });
+    const news = await broadcast(admin, {
+      targetType: 'channels',
+      targetIds: ['news', 'sports'],
+      payload: { ...payload, url: 'https://news.example.com/today' },
+    });
     assert.equal(news.message, 'Broadcast initiated: 2 users reached on 2 devices, 2 users notified in the app');
     assertDelivered(news.requests, ['m1-phone', 'm2-phone'], { ...payload, url: 'https://news.example.com/today' });
     assert.deepEqual(news.report, { devices: 2, sent: 2, removed: 0, failed: 0 });
@@ -306,11 +327,18 @@ describe('PushSenderRpc', () => {
     const sent = await broadcast(staff, { targetType: 'users', targetIds: [member3.user._id], payload });
     assert.equal(sent.message, 'Broadcast initiated: 1 user reached on 4 devices, 1 user notified in the app');
     assert.deepEqual(sent.report, { devices: 4, sent: 1, removed: 2, failed: 1 });
-    assert.deepEqual(await deviceNames(), before.filter((name) => name !== 'm3-gone' && name !== 'm3-missing'));
+    assert.deepEqual(
+      await deviceNames(),
+      before.filter((name) => name !== 'm3-gone' && name !== 'm3-missing'),
+    );
 
     const failed = t.logs.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'push failed');
     assert.deepEqual([failed.status, failed.broadcastId, failed.host], [500, sent.jobId, `127.0.0.1:${push.port}`]);
-    const secrets = [payload.title, payload.body, ...[...devices.values()].flatMap((device) => [device.publicKey.toString('base64url'), device.authSecret.toString('base64url')])];
+    const secrets = [
+      payload.title,
+      payload.body,
+      ...[...devices.values()].flatMap((device) => [device.publicKey.toString('base64url'), device.authSecret.toString('base64url')]),
+    ];
     const [{ private_key_sealed: sealed }] = await t.app.deps.db.execute<{ private_key_sealed: string }>('select private_key_sealed from push_vapid_keys');
     secrets.push(await t.app.deps.keyring.open('00000000-0000-0000-0000-000000000000', sealed!));
     for (const line of t.logs) {
@@ -351,7 +379,10 @@ describe('PushSenderRpc', () => {
       assert.equal(error.issues[0].path, path, JSON.stringify(params).slice(0, 200));
       assert.ok(error.error.includes(mentions), `${error.error} mentions ${mentions}`);
     }
-    assert.ok(!(await refused(staff, { targetType: 'users', targetIds: [member1.user._id, stranger.user._id], payload })).error.includes(member1.user._id), 'only the ids refused are named');
+    assert.ok(
+      !(await refused(staff, { targetType: 'users', targetIds: [member1.user._id, stranger.user._id], payload })).error.includes(member1.user._id),
+      'only the ids refused are named',
+    );
 
     assert.equal((await broadcastJobIds()).length, jobsBefore, 'nothing queued');
     assert.equal(push.requests.length, requestsBefore, 'nothing pushed');

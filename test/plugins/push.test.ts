@@ -15,7 +15,10 @@ describe('PushNotificationRpc', () => {
   let owner: Awaited<ReturnType<TestApp['signup']>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const as = (session: { token: string }) => ({ token: session.token });
-  const rows = () => t.app.deps.db.execute<{ user_id: string; endpoint: string; channels: string[] }>('select user_id, endpoint, channels from push_subscription order by endpoint');
+  const rows = () =>
+    t.app.deps.db.execute<{ user_id: string; endpoint: string; channels: string[] }>(
+      'select user_id, endpoint, channels from push_subscription order by endpoint',
+    );
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'push'] });
@@ -28,7 +31,9 @@ describe('PushNotificationRpc', () => {
     const { publicKey } = await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(owner));
     assert.match(publicKey, /^[A-Za-z0-9_-]{87}$/, 'an uncompressed P-256 point, base64url');
     assert.equal((await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(stranger))).publicKey, publicKey);
-    const [stored] = await t.app.deps.db.execute<{ public_key: string; private_key_sealed: string }>('select public_key, private_key_sealed from push_vapid_keys');
+    const [stored] = await t.app.deps.db.execute<{ public_key: string; private_key_sealed: string }>(
+      'select public_key, private_key_sealed from push_vapid_keys',
+    );
     assert.equal(stored!.public_key, publicKey);
     assert.match(stored!.private_key_sealed, /^k1\./, 'sealed by the keyring');
     assert.match(await t.app.deps.keyring.open(SERVICE_KEYRING_ID, stored!.private_key_sealed), /^[A-Za-z0-9_-]{43}$/);
@@ -46,24 +51,36 @@ describe('PushNotificationRpc', () => {
     );
     // The same browser subscribing again changes its channels, not the number of subscriptions.
     await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('a'), channels: ['alerts'] }, as(owner));
-    assert.deepEqual((await rows()).map((row) => row.channels), [['alerts'], ['news', 'alerts']]);
+    assert.deepEqual(
+      (await rows()).map((row) => row.channels),
+      [['alerts'], ['news', 'alerts']],
+    );
     // Knowing the endpoint without the browser's auth secret takes nothing over.
     const impostor = { ...browser('a'), keys: { ...browser('a').keys, auth: 'AAAAAAAAAAAAAAAAAAAAAA' } };
     const colleague = await addUser(t, owner.subscriptionId, 'user');
-    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: impostor, channels: ['spam'] }, as(colleague))).body.data.code, 'CONFLICT');
-    assert.deepEqual((await rows()).map((row) => [row.user_id, row.channels]), [
-      [owner.user._id, ['alerts']],
-      [owner.user._id, ['news', 'alerts']],
-    ]);
+    assert.equal(
+      (await t.call('PushNotificationRpc.subscribe', { subscriptionObject: impostor, channels: ['spam'] }, as(colleague))).body.data.code,
+      'CONFLICT',
+    );
+    assert.deepEqual(
+      (await rows()).map((row) => [row.user_id, row.channels]),
+      [
+        [owner.user._id, ['alerts']],
+        [owner.user._id, ['news', 'alerts']],
+      ],
+    );
 
     // Another user's unsubscribe of this endpoint changes nothing.
     assert.deepEqual(await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: browser('a') }, as(stranger)), { success: true });
     assert.equal((await rows()).length, 2);
     await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: { endpoint: browser('a').endpoint, keys: { p256dh: 'x', auth: 'y' } } }, as(owner));
-    assert.deepEqual((await rows()).map((row) => row.endpoint), ['https://push.example.com/send/b']);
+    assert.deepEqual(
+      (await rows()).map((row) => row.endpoint),
+      ['https://push.example.com/send/b'],
+    );
   });
 
-  it("keeps endpoints per subscription: one another tenant subscribed is neither refused nor shown, and each sends to its own", async () => {
+  it('keeps endpoints per subscription: one another tenant subscribed is neither refused nor shown, and each sends to its own', async () => {
     const { pushService } = t.app.depsOf('push');
     const shared = browser('shared');
     await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: shared, channels: ['news'] }, as(owner));
@@ -76,7 +93,11 @@ describe('PushNotificationRpc', () => {
         .map((device) => device.auth);
     assert.deepEqual(await devices(owner), [shared.keys.auth]);
     assert.deepEqual(await devices(stranger), [elsewhere.keys.auth]);
-    assert.deepEqual((await pushService.devices(owner.subscriptionId, [owner.user._id], ['spam'])).length, 0, "the other tenant's channels are not the owner's");
+    assert.deepEqual(
+      (await pushService.devices(owner.subscriptionId, [owner.user._id], ['spam'])).length,
+      0,
+      "the other tenant's channels are not the owner's",
+    );
     // Within the owner's subscription the endpoint with another secret is still refused, and each tenant unsubscribes only its own.
     const colleague = await addUser(t, owner.subscriptionId, 'user');
     assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: elsewhere }, as(colleague))).body.data.code, 'CONFLICT');
@@ -99,7 +120,10 @@ describe('PushNotificationRpc', () => {
       const response = await t.call('PushNotificationRpc.subscribe', { subscriptionObject }, as(owner));
       assert.deepEqual([response.body.data.code, response.body.data.issues[0].path], ['VALIDATION_ERROR', path], JSON.stringify(subscriptionObject));
     }
-    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c'), channels: [] }, as(owner))).body.data.issues[0].path, 'channels');
+    assert.equal(
+      (await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c'), channels: [] }, as(owner))).body.data.issues[0].path,
+      'channels',
+    );
     assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c') })).status, 401);
     assert.ok(!(await rows()).some((row) => row.endpoint.endsWith('/c')));
   });

@@ -37,7 +37,12 @@ describe('SchedulerRpc: firing', () => {
   after(() => t.close());
 
   it('fires a once: task once, raising its event with its data, then keeps nextRun null', async () => {
-    const taskId = await create(member, { name: 'Launch', schedule: onceIn(1000), actionType: 'event', actionConfig: { eventName: 'launch.started', eventData: { wave: 1 } } });
+    const taskId = await create(member, {
+      name: 'Launch',
+      schedule: onceIn(1000),
+      actionType: 'event',
+      actionConfig: { eventName: 'launch.started', eventData: { wave: 1 } },
+    });
     const [run] = await finishedRuns(t, member, taskId);
     assert.deepEqual([run.status, run.taskName, run.actionType, run.attempts, run.error], ['succeeded', 'Launch', 'event', 1, null]);
     assert.ok(run.delayMs >= 0 && run.delayMs < 2000, `fired ${run.delayMs} ms late`);
@@ -50,12 +55,22 @@ describe('SchedulerRpc: firing', () => {
     assert.equal((await runsOf(t, member, taskId)).length, 1, 'fired once');
 
     // The service's own events are not a tenant's to raise.
-    const own = await t.call('SchedulerRpc.create', { taskConfig: { name: 'Spoof', schedule: '* * * * *', actionType: 'event', actionConfig: { eventName: 'workflow.completed' } } }, as(member));
+    const own = await t.call(
+      'SchedulerRpc.create',
+      { taskConfig: { name: 'Spoof', schedule: '* * * * *', actionType: 'event', actionConfig: { eventName: 'workflow.completed' } } },
+      as(member),
+    );
     assert.deepEqual([own.body.data.code, own.body.data.issues[0].path], ['VALIDATION_ERROR', 'taskConfig.actionConfig.eventName']);
   });
 
   it('does not fire a disabled task, and fires one catch-up run for a task whose runs were missed', async () => {
-    const disabled = await create(member, { name: 'Off', schedule: onceIn(500), enabled: false, actionType: 'event', actionConfig: { eventName: 'off.fired' } });
+    const disabled = await create(member, {
+      name: 'Off',
+      schedule: onceIn(500),
+      enabled: false,
+      actionType: 'event',
+      actionConfig: { eventName: 'off.fired' },
+    });
     const missed = await create(member, { name: 'Hourly', schedule: '0 * * * *', actionType: 'event', actionConfig: { eventName: 'hourly.tick' } });
     // As after a downtime: the task was due three hours ago and has not fired since.
     await t.app.deps.db.execute(`update scheduler_task set next_run = now() - interval '3 hours' where id = ?`, [missed]);
@@ -72,9 +87,24 @@ describe('SchedulerRpc: firing', () => {
   it('calls an operation as the task’s user with that user’s rights, never outside their subscription', async () => {
     const adminTask = await create(admin, { name: 'Admin task', schedule: '0 0 1 1 *', actionType: 'event', actionConfig: { eventName: 'new.year' } });
     const strangerTask = await create(stranger, { name: 'Stranger task', schedule: '0 0 1 1 *', actionType: 'event', actionConfig: { eventName: 'new.year' } });
-    const listing = await create(member, { name: 'List tasks', schedule: onceIn(300), actionType: 'rpc', actionConfig: { method: 'SchedulerRpc.findById', params: { taskId: adminTask } } });
-    const forbidden = await create(member, { name: 'Disable admin', schedule: onceIn(300), actionType: 'rpc', actionConfig: { method: 'SchedulerRpc.disable', params: { taskId: adminTask } } });
-    const outside = await create(member, { name: 'Peek', schedule: onceIn(300), actionType: 'rpc', actionConfig: { method: 'SchedulerRpc.disable', params: { taskId: strangerTask } } });
+    const listing = await create(member, {
+      name: 'List tasks',
+      schedule: onceIn(300),
+      actionType: 'rpc',
+      actionConfig: { method: 'SchedulerRpc.findById', params: { taskId: adminTask } },
+    });
+    const forbidden = await create(member, {
+      name: 'Disable admin',
+      schedule: onceIn(300),
+      actionType: 'rpc',
+      actionConfig: { method: 'SchedulerRpc.disable', params: { taskId: adminTask } },
+    });
+    const outside = await create(member, {
+      name: 'Peek',
+      schedule: onceIn(300),
+      actionType: 'rpc',
+      actionConfig: { method: 'SchedulerRpc.disable', params: { taskId: strangerTask } },
+    });
 
     const [listed] = await finishedRuns(t, member, listing);
     assert.equal(listed.status, 'succeeded');
@@ -91,12 +121,20 @@ describe('SchedulerRpc: firing', () => {
   });
 
   it("shows a run's result only to the user the task acts as and to admins", async () => {
-    const peek = await create(admin, { name: 'Admin peek', schedule: onceIn(300), actionType: 'rpc', actionConfig: { method: 'AuthRpc.getSession', params: {} } });
+    const peek = await create(admin, {
+      name: 'Admin peek',
+      schedule: onceIn(300),
+      actionType: 'rpc',
+      actionConfig: { method: 'AuthRpc.getSession', params: {} },
+    });
     const [run] = await finishedRuns(t, admin, peek);
     assert.equal(run.result.user._id, admin.user._id);
     assert.equal((await t.ok('SchedulerRpc.listRuns', { taskId: peek }, as(member))).totalCount, 0);
     const everything = await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(member));
-    assert.ok(everything.data.length > 0 && everything.data.every((listed: { _id: string }) => listed._id !== run._id), "the member's own runs, not the admin's");
+    assert.ok(
+      everything.data.length > 0 && everything.data.every((listed: { _id: string }) => listed._id !== run._id),
+      "the member's own runs, not the admin's",
+    );
     // An admin reads the runs of every task of the subscription.
     const mine = everything.data[0]._id;
     assert.ok((await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(admin))).data.some((listed: { _id: string }) => listed._id === mine));
@@ -108,7 +146,10 @@ describe('SchedulerRpc: firing', () => {
     const { schedulerRunner } = t.app.depsOf('scheduler');
     // As if its node had died mid-action each time it was fired: still running, long past its lease.
     const stalled = (attempts: number) =>
-      t.app.deps.db.execute(`update scheduler_run set status = 'running', finished_at = null, attempts = ?, fired_at = now() - interval '1 day' where id = ?`, [attempts, run._id]);
+      t.app.deps.db.execute(`update scheduler_run set status = 'running', finished_at = null, attempts = ?, fired_at = now() - interval '1 day' where id = ?`, [
+        attempts,
+        run._id,
+      ]);
     // Taken up by this call or by the scheduled recovery job, whichever comes first.
     await stalled(2);
     await schedulerRunner.recover();
@@ -129,25 +170,44 @@ describe('SchedulerRpc: firing', () => {
   });
 
   it('runs a workflow, and records a failure for an aiMessage when no AI provider is configured', async () => {
-    await t.ok('WorkflowRpc.create', {
-      name: 'Greeter',
-      nodes: [
-        { id: 'start', type: 'start' },
-        { id: 'done', type: 'end', config: { output: '"Hello " & $args.name' } },
-      ],
-      edges: [{ source: 'start', target: 'done' }],
-    }, as(member));
-    const workflowTask = await create(member, { name: 'Greet', schedule: onceIn(300), actionType: 'workflow', actionConfig: { workflowIdentifier: 'Greeter', workflowArgs: { name: 'Ada' } } });
+    await t.ok(
+      'WorkflowRpc.create',
+      {
+        name: 'Greeter',
+        nodes: [
+          { id: 'start', type: 'start' },
+          { id: 'done', type: 'end', config: { output: '"Hello " & $args.name' } },
+        ],
+        edges: [{ source: 'start', target: 'done' }],
+      },
+      as(member),
+    );
+    const workflowTask = await create(member, {
+      name: 'Greet',
+      schedule: onceIn(300),
+      actionType: 'workflow',
+      actionConfig: { workflowIdentifier: 'Greeter', workflowArgs: { name: 'Ada' } },
+    });
     const [greeted] = await finishedRuns(t, member, workflowTask);
     assert.equal(greeted.status, 'succeeded');
     assert.equal(greeted.result.result.output, 'Hello Ada');
 
     await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'gpt-4o-mini', promptText: 'You close deals.' }, as(member));
-    const aiTask = await create(member, { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } });
+    const aiTask = await create(member, {
+      name: 'Nudge',
+      schedule: onceIn(300),
+      actionType: 'aiMessage',
+      actionConfig: { agentName: 'Closer', message: 'Any news?' },
+    });
     const [unanswered] = await finishedRuns(t, member, aiTask);
     assert.equal(unanswered.status, 'failed');
     assert.match(unanswered.error, /^FEATURE_UNAVAILABLE/);
-    const nobody = await create(member, { name: 'Nobody', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Ghost', message: 'Hello?' } });
+    const nobody = await create(member, {
+      name: 'Nobody',
+      schedule: onceIn(300),
+      actionType: 'aiMessage',
+      actionConfig: { agentName: 'Ghost', message: 'Hello?' },
+    });
     assert.equal((await finishedRuns(t, member, nobody))[0].error, 'NOT_FOUND: No agent named Ghost');
   });
 });
@@ -155,13 +215,21 @@ describe('SchedulerRpc: firing', () => {
 describe('SchedulerRpc: aiMessage with a provider', () => {
   it('asks the agent’s model and stores the answer as a notification for the task’s user', async () => {
     const peer = await startModelPeer();
-    const t = await startTestApp({ withNotes: false, plugins: ['auth', 'scheduler', 'agent-config', 'notification'], env: { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } });
+    const t = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'scheduler', 'agent-config', 'notification'],
+      env: { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' },
+    });
     const answered: BusEvent[] = [];
     t.app.deps.bus.subscribe('notification.created', (event) => void answered.push(event));
     try {
       const user = await t.signup();
       await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'peer-chat', promptText: 'You close deals.' }, as(user));
-      const taskId = await t.ok('SchedulerRpc.create', { taskConfig: { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } } }, as(user));
+      const taskId = await t.ok(
+        'SchedulerRpc.create',
+        { taskConfig: { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } } },
+        as(user),
+      );
       const [run] = await finishedRuns(t, user, taskId);
       assert.deepEqual([run.status, run.result], ['succeeded', { agentName: 'Closer', answer: 'You said: Any news?' }]);
       assert.deepEqual(peer.chats.at(-1), [
@@ -169,7 +237,10 @@ describe('SchedulerRpc: aiMessage with a provider', () => {
         { role: 'user', content: 'Any news?' },
       ]);
       const [notification] = (await t.ok('NotificationRpc.getData', {}, as(user))).data;
-      assert.deepEqual([notification.title, notification.message, notification.source, notification.data], ['Closer answered (Nudge)', 'You said: Any news?', 'scheduler', { taskId, agentName: 'Closer' }]);
+      assert.deepEqual(
+        [notification.title, notification.message, notification.source, notification.data],
+        ['Closer answered (Nudge)', 'You said: Any news?', 'scheduler', { taskId, agentName: 'Closer' }],
+      );
       assert.deepEqual([(answered[0]?.payload as { _id: string })._id, answered[0]?.userIds], [notification._id, [user.user._id]]);
     } finally {
       await t.close();
@@ -189,7 +260,13 @@ describe('SchedulerRpc: two nodes on one PostgreSQL', { skip: TEST_DATABASE_URL 
       const due = onceIn(4000);
       const ids: string[] = [];
       for (let index = 0; index < 200; index++) {
-        ids.push(await first.ok('SchedulerRpc.create', { taskConfig: { name: `Task ${index}`, schedule: due, actionType: 'event', actionConfig: { eventName: 'batch.fired', eventData: { index } } } }, as(user)));
+        ids.push(
+          await first.ok(
+            'SchedulerRpc.create',
+            { taskConfig: { name: `Task ${index}`, schedule: due, actionType: 'event', actionConfig: { eventName: 'batch.fired', eventData: { index } } } },
+            as(user),
+          ),
+        );
       }
       const runs = await eventually(async () => {
         const listed = (await second.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(user))).data as { taskId: string; status: string }[];

@@ -17,9 +17,11 @@ describe('SchedulerRpc: tasks', () => {
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const as = (session: { token: string }) => ({ token: session.token });
-  const create = async (session: { token: string }, taskConfig: Record<string, unknown>) => t.ok('SchedulerRpc.create', { taskConfig }, as(session)) as Promise<string>;
+  const create = async (session: { token: string }, taskConfig: Record<string, unknown>) =>
+    t.ok('SchedulerRpc.create', { taskConfig }, as(session)) as Promise<string>;
   const find = (session: { token: string }, taskId: string) => t.ok('SchedulerRpc.findById', { taskId }, as(session));
-  const refusal = async (method: string, params: Record<string, unknown>, session: { token: string } = admin) => (await t.call(method, params, as(session))).body.data;
+  const refusal = async (method: string, params: Record<string, unknown>, session: { token: string } = admin) =>
+    (await t.call(method, params, as(session))).body.data;
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'scheduler'] });
@@ -34,11 +36,36 @@ describe('SchedulerRpc: tasks', () => {
     assert.match(id, /^[0-9a-f-]{36}$/);
     const task = await find(member, id);
     assert.deepEqual(Object.keys(task).sort(), [
-      '_id', 'actionConfig', 'actionType', 'category', 'context', 'createdAt', 'createdBy', 'description', 'enabled', 'lastRun', 'name', 'nextRun', 'schedule', 'tags', 'timeZone', 'updatedAt',
+      '_id',
+      'actionConfig',
+      'actionType',
+      'category',
+      'context',
+      'createdAt',
+      'createdBy',
+      'description',
+      'enabled',
+      'lastRun',
+      'name',
+      'nextRun',
+      'schedule',
+      'tags',
+      'timeZone',
+      'updatedAt',
     ]);
     assert.deepEqual(
       [task.name, task.schedule, task.timeZone, task.actionType, task.actionConfig, task.category, task.tags, task.enabled, task.lastRun],
-      ['Morning digest', '0 9 * * 1-5', 'America/New_York', 'event', { eventName: 'digest.ready', eventData: { kind: 'daily' } }, 'user', ['digest'], true, null],
+      [
+        'Morning digest',
+        '0 9 * * 1-5',
+        'America/New_York',
+        'event',
+        { eventName: 'digest.ready', eventData: { kind: 'daily' } },
+        'user',
+        ['digest'],
+        true,
+        null,
+      ],
     );
     assert.deepEqual(task.context, { userId: member.user._id, subscriptionId: admin.subscriptionId });
     // 09:00 in New York on a weekday: 13:00 or 14:00 UTC, within the coming four days.
@@ -62,7 +89,11 @@ describe('SchedulerRpc: tasks', () => {
       [eventTask({ actionConfig: {} }), 'taskConfig.actionConfig.eventName', /event: /],
       [eventTask({ actionType: 'rpc', actionConfig: { method: 'not a method' } }), 'taskConfig.actionConfig.method', /Group\.operation/],
       [eventTask({ actionType: 'workflow', actionConfig: { workflowArgs: {} } }), 'taskConfig.actionConfig.workflowIdentifier', /workflow: /],
-      [eventTask({ actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: '' } }), 'taskConfig.actionConfig.message', /aiMessage: message must not be empty/],
+      [
+        eventTask({ actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: '' } }),
+        'taskConfig.actionConfig.message',
+        /aiMessage: message must not be empty/,
+      ],
       [eventTask({ category: 'misc' }), 'taskConfig.category', /one of system, user, campaign, automation/],
       [eventTask({ name: '' }), 'taskConfig.name', /must not be empty/],
     ] as const) {
@@ -71,14 +102,21 @@ describe('SchedulerRpc: tasks', () => {
       assert.equal(data.issues[0].path, path, JSON.stringify(data.issues));
       assert.match(data.issues[0].message, message);
     }
-    assert.equal((await t.ok('SchedulerRpc.getData', { filter: { name: 'Morning digest', userId: admin.user._id } }, as(admin))).totalCount, 0, 'nothing was saved');
+    assert.equal(
+      (await t.ok('SchedulerRpc.getData', { filter: { name: 'Morning digest', userId: admin.user._id } }, as(admin))).totalCount,
+      0,
+      'nothing was saved',
+    );
   });
 
   it('updates, disables (no next run), enables (next run from now) and deletes, answering true', async () => {
     const id = await create(admin, eventTask());
     assert.equal(await t.ok('SchedulerRpc.update', { taskId: id, updatedConfig: { schedule: '30 6 * * *', name: 'Early digest' } }, as(admin)), true);
     let task = await find(admin, id);
-    assert.deepEqual([task.name, task.schedule, new Date(task.nextRun).getUTCHours(), new Date(task.nextRun).getUTCMinutes()], ['Early digest', '30 6 * * *', 6, 30]);
+    assert.deepEqual(
+      [task.name, task.schedule, new Date(task.nextRun).getUTCHours(), new Date(task.nextRun).getUTCMinutes()],
+      ['Early digest', '30 6 * * *', 6, 30],
+    );
 
     assert.equal(await t.ok('SchedulerRpc.disable', { taskId: id }, as(admin)), true);
     task = await find(admin, id);
@@ -91,7 +129,11 @@ describe('SchedulerRpc: tasks', () => {
     const bad = await refusal('SchedulerRpc.update', { taskId: id, updatedConfig: { timeZone: 'Nowhere/Special' } });
     assert.deepEqual([bad.code, bad.issues[0].path], ['VALIDATION_ERROR', 'updatedConfig.timeZone']);
     const mismatched = await refusal('SchedulerRpc.update', { taskId: id, updatedConfig: { actionType: 'rpc' } });
-    assert.deepEqual([mismatched.code, mismatched.issues[0].path], ['VALIDATION_ERROR', 'updatedConfig.actionConfig.method'], 'a new action type needs its own config');
+    assert.deepEqual(
+      [mismatched.code, mismatched.issues[0].path],
+      ['VALIDATION_ERROR', 'updatedConfig.actionConfig.method'],
+      'a new action type needs its own config',
+    );
     assert.equal((await find(admin, id)).schedule, '30 6 * * *', 'a refused update changes nothing');
     await t.ok('SchedulerRpc.update', { taskId: id, updatedConfig: { actionType: 'rpc', actionConfig: { method: 'AuthRpc.whoAmI' } } }, as(admin));
     assert.deepEqual((await find(admin, id)).actionConfig, { method: 'AuthRpc.whoAmI', params: {} });
@@ -102,7 +144,12 @@ describe('SchedulerRpc: tasks', () => {
 
   it('acts as the caller; only admins name another user of the subscription; never another subscription', async () => {
     const forMember = await create(admin, eventTask({ name: 'For member', context: { userId: member.user._id, serviceCode: 'crm', projectId: 'p-1' } }));
-    assert.deepEqual((await find(admin, forMember)).context, { userId: member.user._id, subscriptionId: admin.subscriptionId, serviceCode: 'crm', projectId: 'p-1' });
+    assert.deepEqual((await find(admin, forMember)).context, {
+      userId: member.user._id,
+      subscriptionId: admin.subscriptionId,
+      serviceCode: 'crm',
+      projectId: 'p-1',
+    });
     assert.equal((await refusal('SchedulerRpc.create', { taskConfig: eventTask({ context: { userId: admin.user._id } }) }, member)).code, 'FORBIDDEN');
     const outsider = await refusal('SchedulerRpc.create', { taskConfig: eventTask({ context: { userId: stranger.user._id } }) });
     assert.deepEqual([outsider.code, outsider.issues[0].path], ['VALIDATION_ERROR', 'taskConfig.context.userId']);

@@ -114,7 +114,8 @@ describe('SecretsManagerRpc', () => {
   });
 
   it('lists with defaults page 1 and pageSize 50, filtered by scope, project and agent', async () => {
-    for (let index = 0; index < 50; index++) await create({ scope: 'project', projectId: 'bulk', key: `K${String(index).padStart(2, '0')}`, value: `v${index}` });
+    for (let index = 0; index < 50; index++)
+      await create({ scope: 'project', projectId: 'bulk', key: `K${String(index).padStart(2, '0')}`, value: `v${index}` });
     const first = await t.ok('SecretsManagerRpc.getData', {}, as(member.token));
     assert.equal(first.data.length, 50);
     assert.equal(first.totalCount, 54);
@@ -152,7 +153,7 @@ describe('SecretsManagerRpc', () => {
     assert.equal(log.totalCount, 1);
   });
 
-  it('keeps tenants apart, and a value copied into another tenant\'s row does not decrypt', async () => {
+  it("keeps tenants apart, and a value copied into another tenant's row does not decrypt", async () => {
     const other = await t.signup();
     const [secret] = (await t.ok('SecretsManagerRpc.getData', { scope: 'subscription' }, as(member.token))).data;
     assert.equal((await t.ok('SecretsManagerRpc.getData', {}, as(other.token))).totalCount, 0);

@@ -31,9 +31,7 @@ describe('SecretsRpc', () => {
     const noDescription = await create({ zone: 'common', key: 'SENTRY_DSN', value: 'https://sentry.example/1' });
     assert.equal(noDescription.description, '');
 
-    const [row] = await t.app.deps.db.execute<{ value: string }>(
-      `select value from secrets where zone = 'production' and key = 'STRIPE_KEY'`,
-    );
+    const [row] = await t.app.deps.db.execute<{ value: string }>(`select value from secrets where zone = 'production' and key = 'STRIPE_KEY'`);
     assert.ok(row!.value.startsWith('k1.'));
     assert.ok(!row!.value.includes(VALUE));
   });
@@ -50,7 +48,10 @@ describe('SecretsRpc', () => {
       const response = await t.call('SecretsRpc.create', params, as(admin.token));
       assert.equal(response.status, 400, JSON.stringify(params));
       assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-      assert.deepEqual(response.body.data.issues.map((issue: { path: string }) => issue.path), [path]);
+      assert.deepEqual(
+        response.body.data.issues.map((issue: { path: string }) => issue.path),
+        [path],
+      );
     }
     const duplicate = await t.call('SecretsRpc.create', { zone: 'production', key: 'STRIPE_KEY', value: 'other' }, as(admin.token));
     assert.equal(duplicate.status, 409);
@@ -69,7 +70,10 @@ describe('SecretsRpc', () => {
     assert.deepEqual(Object.keys(first.data[0]).sort(), ['_id', 'description', 'key', 'zone']);
     assert.equal(first.data[0].key, 'KEY_00');
     const second = await t.ok('SecretsRpc.getData', { filter: { zone: 'bulk' }, page: 2 }, as(member.token));
-    assert.deepEqual(second.data.map((secret: { key: string }) => secret.key), ['KEY_25', 'KEY_26']);
+    assert.deepEqual(
+      second.data.map((secret: { key: string }) => secret.key),
+      ['KEY_25', 'KEY_26'],
+    );
 
     const exactZone = await t.ok('SecretsRpc.getData', { filter: { zone: 'bul' } }, as(member.token));
     assert.equal(exactZone.totalCount, 0, 'zone matches exactly');
@@ -84,7 +88,10 @@ describe('SecretsRpc', () => {
 
     for (const direction of [-1, 'desc']) {
       const sorted = await t.ok('SecretsRpc.getData', { filter: { zone: 'bulk' }, sort: { key: direction }, pageSize: 2 }, as(member.token));
-      assert.deepEqual(sorted.data.map((secret: { key: string }) => secret.key), ['KEY_26', 'KEY_25']);
+      assert.deepEqual(
+        sorted.data.map((secret: { key: string }) => secret.key),
+        ['KEY_26', 'KEY_25'],
+      );
     }
     const ascending = await t.ok('SecretsRpc.getData', { filter: { zone: 'bulk' }, sort: { key: 'asc' }, pageSize: 1 }, as(member.token));
     assert.equal(ascending.data[0].key, 'KEY_00');
@@ -155,7 +162,10 @@ describe('SecretsRpc', () => {
     assert.ok(viaSession && viaSession.apiKeyId === null);
 
     const deletes = await t.ok('SecretsRpc.getAuditLog', { filter: { action: 'delete' } }, as(admin.token));
-    assert.deepEqual(deletes.data.map((entry: { target: string; userId: string }) => [entry.target, entry.userId]), [['staging:TEMP', member.user._id]]);
+    assert.deepEqual(
+      deletes.data.map((entry: { target: string; userId: string }) => [entry.target, entry.userId]),
+      [['staging:TEMP', member.user._id]],
+    );
     const paged = await t.ok('SecretsRpc.getAuditLog', { pageSize: 2, page: 2 }, as(admin.token));
     assert.equal(paged.data.length, 2);
     assert.ok(paged.totalCount > 30);
@@ -183,7 +193,7 @@ describe('SecretsRpc', () => {
     assert.equal((await t.ok('SecretsRpc.getSecretValue', { zone: 'production', key: 'STRIPE_KEY' }, as(admin.token))).value, VALUE);
   });
 
-  it('keeps tenants apart, and a value copied into another tenant\'s row does not decrypt', async () => {
+  it("keeps tenants apart, and a value copied into another tenant's row does not decrypt", async () => {
     const other = await t.signup();
     assert.equal((await t.ok('SecretsRpc.getData', {}, as(other.token))).totalCount, 0);
     for (const [method, params] of [

@@ -25,10 +25,36 @@ describe('TaskRpc', () => {
   it('creates a task with exactly the documented defaults, and finds it', async () => {
     const task = await create(member, { title: 'Write the launch post' });
     assert.deepEqual(Object.keys(task).sort(), [
-      '_id', 'assignees', 'comments', 'completedAt', 'createdAt', 'description', 'dueDate', 'isArchived', 'parentId', 'priority', 'status', 'tags', 'taskInstanceId', 'title', 'updatedAt',
+      '_id',
+      'assignees',
+      'comments',
+      'completedAt',
+      'createdAt',
+      'description',
+      'dueDate',
+      'isArchived',
+      'parentId',
+      'priority',
+      'status',
+      'tags',
+      'taskInstanceId',
+      'title',
+      'updatedAt',
     ]);
     assert.deepEqual(
-      [task.taskInstanceId, task.description, task.status, task.priority, task.assignees, task.parentId, task.dueDate, task.completedAt, task.tags, task.comments, task.isArchived],
+      [
+        task.taskInstanceId,
+        task.description,
+        task.status,
+        task.priority,
+        task.assignees,
+        task.parentId,
+        task.dueDate,
+        task.completedAt,
+        task.tags,
+        task.comments,
+        task.isArchived,
+      ],
       ['board-1', null, 'todo', 'medium', [], null, null, null, [], [], false],
     );
     assert.deepEqual(await t.ok('TaskRpc.findById', { _id: task._id }, as(admin)), task);
@@ -92,7 +118,10 @@ describe('TaskRpc', () => {
     const second = await t.ok('TaskRpc.addComment', { taskId: task._id, content: 'Second' }, as(admin));
     assert.equal(second.authorContactId, 'contact-admin');
     const comments = (await t.ok('TaskRpc.findById', { _id: task._id }, as(member))).comments;
-    assert.deepEqual(comments.map((comment: { content: string }) => comment.content), ['Imported note', 'First!', 'Second']);
+    assert.deepEqual(
+      comments.map((comment: { content: string }) => comment.content),
+      ['Imported note', 'First!', 'Second'],
+    );
     assert.equal(comments[2].updatedAt, null);
     assert.equal((await t.call('TaskRpc.addComment', { taskId: task._id, content: '' }, as(member))).body.data.issues[0].path, 'content');
     assert.equal((await t.call('TaskRpc.addComment', { taskId: task._id, content: 'Sneaky' }, as(stranger))).body.data.code, 'NOT_FOUND');
@@ -113,33 +142,40 @@ describe('TaskRpc', () => {
     );
     assert.equal(tree.created, 5);
     const [epic, chore] = tree.tasks;
-    assert.deepEqual([epic.title, epic.subtasks[0].title, epic.subtasks[0].priority, epic.subtasks[0].subtasks.map((task: { title: string }) => task.title), chore.tags], [
-      'Epic',
-      'Story',
-      'high',
-      ['Step 1', 'Step 2'],
-      ['ops'],
-    ]);
+    assert.deepEqual(
+      [epic.title, epic.subtasks[0].title, epic.subtasks[0].priority, epic.subtasks[0].subtasks.map((task: { title: string }) => task.title), chore.tags],
+      ['Epic', 'Story', 'high', ['Step 1', 'Step 2'], ['ops']],
+    );
     assert.equal(epic.subtasks[0].parentId, epic._id);
     assert.equal(epic.subtasks[0].subtasks[0].parentId, epic.subtasks[0]._id);
     assert.ok(epic.subtasks[0].subtasks[1].completedAt);
 
     const invalid = await t.call(
       'TaskRpc.createTaskTree',
-      { taskInstanceId: 'board-bad', tasks: [{ title: 'Epic', subtasks: [{ title: 'Story', subtasks: [{ title: 'Step', status: 'someday' }] }] }, { title: 'Fine' }] },
+      {
+        taskInstanceId: 'board-bad',
+        tasks: [{ title: 'Epic', subtasks: [{ title: 'Story', subtasks: [{ title: 'Step', status: 'someday' }] }] }, { title: 'Fine' }],
+      },
       as(member),
     );
     assert.deepEqual([invalid.body.data.code, invalid.body.data.issues[0].path], ['VALIDATION_ERROR', 'tasks.0.subtasks.0.subtasks.0.status']);
     assert.equal((await t.ok('TaskRpc.getData', { taskInstanceId: 'board-bad' }, as(member))).totalCount, 0, 'nothing was created');
     assert.equal((await t.call('TaskRpc.createTaskTree', { taskInstanceId: 'board-bad', tasks: [] }, as(member))).body.data.issues[0].path, 'tasks');
-    const deep = { title: 'L1', subtasks: [{ title: 'L2', subtasks: [{ title: 'L3', subtasks: [{ title: 'L4', subtasks: [{ title: 'L5', subtasks: [{ title: 'L6' }] }] }] }] }] };
+    const deep = {
+      title: 'L1',
+      subtasks: [{ title: 'L2', subtasks: [{ title: 'L3', subtasks: [{ title: 'L4', subtasks: [{ title: 'L5', subtasks: [{ title: 'L6' }] }] }] }] }],
+    };
     const tooDeep = await t.call('TaskRpc.createTaskTree', { taskInstanceId: 'board-bad', tasks: [deep] }, as(member));
     assert.match(tooDeep.body.data.issues[0].message, /at most 5 levels deep/);
     assert.equal((await t.ok('TaskRpc.getData', { taskInstanceId: 'board-bad' }, as(member))).totalCount, 0);
   });
 
   it('lists one task instance with filters, sort and paging (page 1, pageSize 50 by default), never another tenant’s', async () => {
-    for (const [title, status, tags] of [['Alpha', 'todo', ['x']], ['Beta', 'done', ['y']], ['Gamma', 'todo', ['x', 'y']]] as const) {
+    for (const [title, status, tags] of [
+      ['Alpha', 'todo', ['x']],
+      ['Beta', 'done', ['y']],
+      ['Gamma', 'todo', ['x', 'y']],
+    ] as const) {
       await t.ok('TaskRpc.create', { taskInstanceId: 'board-list', title, status, tags: [...tags] }, as(member));
     }
     await t.ok('TaskRpc.create', { taskInstanceId: 'board-list', title: 'Theirs' }, as(stranger));
@@ -151,7 +187,10 @@ describe('TaskRpc', () => {
     assert.deepEqual(await titles({ filter: { tags: 'y' } }), ['Beta', 'Gamma']);
     assert.deepEqual(await titles({ filter: { title: { $regex: '^a', $options: 'i' } } }), ['Alpha']);
     assert.deepEqual(await titles({ page: 2, pageSize: 2 }), ['Gamma']);
-    assert.deepEqual((await list({}, stranger)).data.map((task: { title: string }) => task.title), ['Theirs']);
+    assert.deepEqual(
+      (await list({}, stranger)).data.map((task: { title: string }) => task.title),
+      ['Theirs'],
+    );
     assert.equal((await t.call('TaskRpc.getData', { taskInstanceId: 'board-list', pageSize: 0 }, as(member))).body.data.issues[0].path, 'pageSize');
     assert.equal((await t.call('TaskRpc.getData', {}, as(member))).body.data.issues[0].path, 'taskInstanceId');
     const theirs = (await list({}, stranger)).data[0];

@@ -68,7 +68,11 @@ describe('TelephonyManagerRpc with the local provider', () => {
 
   it('assigns an extension to a user, lists it, keeps it out of the available ones and gives it back when disassociated', async () => {
     assert.deepEqual(await api.available(member), POOL, 'the configured pool, duplicates dropped');
-    assert.deepEqual(await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '102' }, admin), { success: true, extension: '102', appUserId: member.user._id });
+    assert.deepEqual(await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '102' }, admin), {
+      success: true,
+      extension: '102',
+      appUserId: member.user._id,
+    });
     await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '0200' }, admin);
     assert.deepEqual(await api.ofUser(member, member.user._id), ['102', '0200'], 'numeric order');
     assert.deepEqual(await api.ofUser(colleague, member.user._id), ['102', '0200'], 'any user of the subscription reads them');
@@ -108,7 +112,12 @@ describe('TelephonyManagerRpc with the local provider', () => {
     ]);
     const outcomes = responses.map((response) => (response.body.success ? 'assigned' : response.body.data.code)).sort();
     assert.deepEqual(outcomes, ['CONFLICT', 'CONFLICT', 'CONFLICT', 'CONFLICT', 'CONFLICT', 'assigned']);
-    const holders = [...(await api.ofUser(member, member.user._id)), ...(await api.ofAgent(member, 'racer-0')), ...(await api.ofAgent(member, 'racer-1')), ...(await api.ofAgent(member, 'racer-2'))];
+    const holders = [
+      ...(await api.ofUser(member, member.user._id)),
+      ...(await api.ofAgent(member, 'racer-0')),
+      ...(await api.ofAgent(member, 'racer-1')),
+      ...(await api.ofAgent(member, 'racer-2')),
+    ];
     assert.deepEqual(holders, ['104'], 'one holder, the one that was answered success');
     assert.ok(!(await api.available(member)).includes('104'));
     const winner = responses.findIndex((response) => response.body.success);
@@ -155,7 +164,11 @@ describe('TelephonyManagerRpc with the local provider', () => {
       ['getExtensionsForAgent', { agentContactId: '' }, 'agentContactId'],
     ] as const) {
       const error = await api.refused(method, params, admin);
-      assert.deepEqual([error.status, error.code, error.issues?.[0]?.path], [400, 'VALIDATION_ERROR', path], `${method} ${JSON.stringify(params).slice(0, 80)}`);
+      assert.deepEqual(
+        [error.status, error.code, error.issues?.[0]?.path],
+        [400, 'VALIDATION_ERROR', path],
+        `${method} ${JSON.stringify(params).slice(0, 80)}`,
+      );
     }
     const outside = await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '999' }, admin);
     assert.match(outside.error, /extension 999 is not in the numbering plan \(TELEPHONY_EXTENSIONS\)/);
@@ -260,10 +273,12 @@ async function startPlatform() {
       if (!tenants.has(tenant)) tenants.set(tenant, new Map());
       const assignments = tenants.get(tenant)!;
       const pool = ['500', '501', '502', '503'];
-      const extensionsWhere = (match: (assignment: Assignment) => boolean) => [...assignments].filter(([, assignment]) => match(assignment)).map(([extension]) => extension);
+      const extensionsWhere = (match: (assignment: Assignment) => boolean) =>
+        [...assignments].filter(([, assignment]) => match(assignment)).map(([extension]) => extension);
       const path = url.pathname.replace(/^\/api\/v1/, '');
       let match: RegExpExecArray | null;
-      if (req.method === 'GET' && path === '/extensions/available') return json(res, 200, { extensions: pool.filter((extension) => !assignments.has(extension)) });
+      if (req.method === 'GET' && path === '/extensions/available')
+        return json(res, 200, { extensions: pool.filter((extension) => !assignments.has(extension)) });
       if ((match = /^\/extensions\/(\d+)\/assignment$/.exec(path))) {
         const extension = match[1]!;
         if (!pool.includes(extension)) return json(res, 404, { error: `Extension ${extension} does not exist` });
@@ -276,7 +291,8 @@ async function startPlatform() {
         }
         if (req.method === 'DELETE') {
           const held = assignments.get(extension);
-          if (!held || held.type !== url.searchParams.get('type')) return json(res, 404, { error: `Extension ${extension} has no ${url.searchParams.get('type')} assignment` });
+          if (!held || held.type !== url.searchParams.get('type'))
+            return json(res, 404, { error: `Extension ${extension} has no ${url.searchParams.get('type')} assignment` });
           assignments.delete(extension);
           return json(res, 204);
         }
@@ -285,7 +301,8 @@ async function startPlatform() {
         const userId = url.searchParams.get('userId');
         const agent = url.searchParams.get('agentContactId');
         if (userId) return json(res, 200, { extensions: extensionsWhere((a) => a.type === 'user' && a.userId === userId) });
-        if (agent) return json(res, 200, { extensions: extensionsWhere((a) => a.type === 'agent' && (a.agentContactId === agent || a.agentConfigId === agent)) });
+        if (agent)
+          return json(res, 200, { extensions: extensionsWhere((a) => a.type === 'agent' && (a.agentContactId === agent || a.agentConfigId === agent)) });
       }
       json(res, 404, { error: 'no such route' });
     });
@@ -318,7 +335,13 @@ describe('TelephonyManagerRpc with the http provider', () => {
     t = await startTestApp({
       withNotes: false,
       plugins: PLUGINS,
-      env: { TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: `${platform.url}/`, TELEPHONY_API_KEY: API_KEY, TELEPHONY_TIMEOUT_MS: String(TIMEOUT_MS), OUTBOUND_ALLOW_PRIVATE: 'true' },
+      env: {
+        TELEPHONY_PROVIDER: 'http',
+        TELEPHONY_API_URL: `${platform.url}/`,
+        TELEPHONY_API_KEY: API_KEY,
+        TELEPHONY_TIMEOUT_MS: String(TIMEOUT_MS),
+        OUTBOUND_ALLOW_PRIVATE: 'true',
+      },
     });
     api = telephony(t);
     admin = await t.signup();
@@ -334,7 +357,11 @@ describe('TelephonyManagerRpc with the http provider', () => {
     await t.ok('AdminUserRpc.update', { _id: member.user._id, partnerContactId: 'pbx-contact-9' }, as(admin));
     const first = platform.requests.length;
     assert.deepEqual(await api.available(member), ['500', '501', '502', '503']);
-    assert.deepEqual(await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '501' }, admin), { success: true, extension: '501', appUserId: member.user._id });
+    assert.deepEqual(await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '501' }, admin), {
+      success: true,
+      extension: '501',
+      appUserId: member.user._id,
+    });
     await api.ok('assignAgentExtension', { extension: '502', agentConfigId: 'agent/1', agentContactId: 'contact-1' }, admin);
     assert.deepEqual(await api.ofUser(member, member.user._id), ['501']);
     assert.deepEqual(await api.ofAgent(member, 'contact-1'), ['502']);
@@ -396,10 +423,17 @@ describe('TelephonyManagerRpc with the http provider', () => {
 
     platform.state.answer = (res) => platform.json(res, 422, { error: 'agent-3 has no line licence' });
     const refused = await api.refused('assignAgentExtension', { extension: '500', agentConfigId: 'agent-3' }, admin);
-    assert.deepEqual([refused.status, refused.code, refused.error], [400, 'VALIDATION_ERROR', 'Invalid params: the telephony platform refused it: agent-3 has no line licence']);
+    assert.deepEqual(
+      [refused.status, refused.code, refused.error],
+      [400, 'VALIDATION_ERROR', 'Invalid params: the telephony platform refused it: agent-3 has no line licence'],
+    );
     platform.state.answer = (res) => platform.json(res, 400, { error: `${'x'.repeat(500)}` });
     const long = await api.refused('assignAgentExtension', { extension: '500', agentConfigId: 'agent-3' }, admin);
-    assert.deepEqual([long.code, long.error], ['VALIDATION_ERROR', 'Invalid params: the telephony platform refused it: HTTP 400'], 'a long message is not passed on');
+    assert.deepEqual(
+      [long.code, long.error],
+      ['VALIDATION_ERROR', 'Invalid params: the telephony platform refused it: HTTP 400'],
+      'a long message is not passed on',
+    );
     platform.state.answer = (res) => platform.json(res, 404, 'not an object');
     const plain = await api.refused('getExtensionsForAgent', { agentContactId: 'ghost' }, member);
     assert.deepEqual([plain.code, plain.error], ['NOT_FOUND', 'Agent ghost is not known to the telephony platform'], 'the service’s own message without one');
@@ -417,7 +451,11 @@ describe('TelephonyManagerRpc with the http provider', () => {
       ['500', (res) => platform.json(res, 500, { error: 'database on fire' }), /^The telephony platform failed \(HTTP 500\)$/],
       ['503', (res) => platform.json(res, 503), /failed \(HTTP 503\)/],
       ['a redirect', (res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end(), /redirect \(HTTP 302\), which is not followed/],
-      ['malformed JSON', (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"extensions": ["500",'), /gave an answer this service cannot read/],
+      [
+        'malformed JSON',
+        (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"extensions": ["500",'),
+        /gave an answer this service cannot read/,
+      ],
       ['the wrong shape', (res) => platform.json(res, 200, { extensions: '500' }), /cannot read/],
       ['a bad extension', (res) => platform.json(res, 200, { extensions: ['500', 'DROP TABLE'] }), /cannot read/],
       ['an empty body', (res) => res.writeHead(200).end(), /cannot read/],
@@ -436,7 +474,10 @@ describe('TelephonyManagerRpc with the http provider', () => {
 
     const everything = JSON.stringify(t.logs);
     assert.ok(!everything.includes(API_KEY), 'the key is never logged');
-    assert.ok(t.logs.some((line) => line.includes('telephony platform request failed')), 'failures are logged for the operator');
+    assert.ok(
+      t.logs.some((line) => line.includes('telephony platform request failed')),
+      'failures are logged for the operator',
+    );
   });
 
   it('answers UPSTREAM_ERROR when the platform cannot be reached', async () => {
@@ -520,15 +561,24 @@ describe('TelephonyManagerRpc settings', () => {
       [{ TELEPHONY_PROVIDER: 'local', TELEPHONY_EXTENSIONS: '1-999999999999999' }, /more than 10000 extensions/],
       [{ TELEPHONY_PROVIDER: 'local', TELEPHONY_EXTENSIONS: ' , ' }, /names no extension/],
       [{ TELEPHONY_EXTENSIONS: '100' }, /TELEPHONY_EXTENSIONS is a setting of the local provider, but TELEPHONY_PROVIDER is unset/],
-      [{ TELEPHONY_PROVIDER: 'local', TELEPHONY_EXTENSIONS: '100', TELEPHONY_API_URL: 'https://pbx.example.com' }, /TELEPHONY_API_URL is a setting of the http provider, but TELEPHONY_PROVIDER is local/],
+      [
+        { TELEPHONY_PROVIDER: 'local', TELEPHONY_EXTENSIONS: '100', TELEPHONY_API_URL: 'https://pbx.example.com' },
+        /TELEPHONY_API_URL is a setting of the http provider, but TELEPHONY_PROVIDER is local/,
+      ],
       [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://pbx.example.com' }, /TELEPHONY_PROVIDER=http needs TELEPHONY_API_KEY/],
       [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_KEY: 'secret-key' }, /TELEPHONY_PROVIDER=http needs TELEPHONY_API_URL/],
       [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'pbx.example.com', TELEPHONY_API_KEY: 'secret-key' }, /must be an http or https URL/],
       [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'ftp://pbx.example.com', TELEPHONY_API_KEY: 'secret-key' }, /must be an http or https URL/],
       [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://u:p@pbx.example.com', TELEPHONY_API_KEY: 'secret-key' }, /must not hold credentials/],
       [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://pbx.example.com/?tenant=1', TELEPHONY_API_KEY: 'secret-key' }, /without a query/],
-      [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://pbx.example.com', TELEPHONY_API_KEY: 'secret key\nX-Evil: 1' }, /printable ASCII without spaces/],
-      [{ TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://pbx.example.com', TELEPHONY_API_KEY: 'k', TELEPHONY_TIMEOUT_MS: '5' }, /TELEPHONY_TIMEOUT_MS must be at least 100/],
+      [
+        { TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://pbx.example.com', TELEPHONY_API_KEY: 'secret key\nX-Evil: 1' },
+        /printable ASCII without spaces/,
+      ],
+      [
+        { TELEPHONY_PROVIDER: 'http', TELEPHONY_API_URL: 'https://pbx.example.com', TELEPHONY_API_KEY: 'k', TELEPHONY_TIMEOUT_MS: '5' },
+        /TELEPHONY_TIMEOUT_MS must be at least 100/,
+      ],
     ] as const) {
       const found = problem(env);
       assert.match(found, message, JSON.stringify(env));

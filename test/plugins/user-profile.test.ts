@@ -9,9 +9,25 @@ import { addUser } from '../support/users.ts';
 type Account = Awaited<ReturnType<TestApp['signup']>>;
 
 const SELF_VIEW_FIELDS = [
-  '_id', 'email', 'subscriptionId', 'serviceCode', 'username', 'firstName', 'lastName', 'role', 'isActive', 'isVerified',
-  'phoneNumber', 'isPhoneVerified', 'onboardingCompleted', 'profilePicture', 'jobTitle', 'department', 'oauthProfiles',
-  'createdAt', 'updatedAt',
+  '_id',
+  'email',
+  'subscriptionId',
+  'serviceCode',
+  'username',
+  'firstName',
+  'lastName',
+  'role',
+  'isActive',
+  'isVerified',
+  'phoneNumber',
+  'isPhoneVerified',
+  'onboardingCompleted',
+  'profilePicture',
+  'jobTitle',
+  'department',
+  'oauthProfiles',
+  'createdAt',
+  'updatedAt',
 ].sort();
 
 describe('UserProfileRpc: profile and password', () => {
@@ -52,11 +68,7 @@ describe('UserProfileRpc: profile and password', () => {
   it('updateUserProfile names each bad field and changes nothing', async () => {
     const ann = await t.signup();
     await t.ok('UserProfileRpc.updateUserProfile', { firstName: 'Ann' }, { token: ann.token });
-    const response = await t.call(
-      'UserProfileRpc.updateUserProfile',
-      { firstName: 'Bea', lastName: 'x'.repeat(101), department: 42 },
-      { token: ann.token },
-    );
+    const response = await t.call('UserProfileRpc.updateUserProfile', { firstName: 'Bea', lastName: 'x'.repeat(101), department: 42 }, { token: ann.token });
     assert.equal(response.status, 400);
     assert.equal(response.body.data.code, 'VALIDATION_ERROR');
     assert.deepEqual(response.body.data.issues.map((issue: any) => issue.path).sort(), ['department', 'lastName']);
@@ -76,7 +88,10 @@ describe('UserProfileRpc: profile and password', () => {
     assert.deepEqual(wrong.body.data.issues, [{ path: 'currentPassword', message: 'Current password is incorrect' }]);
     const short = await t.call('UserProfileRpc.changePassword', { currentPassword: ann.password, newPassword: 'short' }, { token: ann.token });
     assert.equal(short.status, 400);
-    assert.deepEqual(short.body.data.issues.map((issue: any) => issue.path), ['newPassword']);
+    assert.deepEqual(
+      short.body.data.issues.map((issue: any) => issue.path),
+      ['newPassword'],
+    );
     // Neither changed anything: the old password still logs in.
     await t.ok('AuthRpc.login', { identifier: ann.user.username, password: ann.password });
     assert.ok(!t.logs.some((line) => line.includes('not my password') || line.includes(ann.password)), 'no password in the logs');
@@ -88,11 +103,7 @@ describe('UserProfileRpc: profile and password', () => {
     await t.ok('AuthRpc.getSession', {}, { token: elsewhere.token }); // cached now: revocation must still apply at once
     const key = await t.ok('ApiKeyRpc.create', { description: 'script' }, { token: ann.token });
 
-    const changed = await t.call(
-      'UserProfileRpc.changePassword',
-      { currentPassword: ann.password, newPassword: 'a brand new password' },
-      { token: ann.token },
-    );
+    const changed = await t.call('UserProfileRpc.changePassword', { currentPassword: ann.password, newPassword: 'a brand new password' }, { token: ann.token });
     assert.deepEqual(changed.body, { success: true, data: true });
 
     const revoked = await t.call('AuthRpc.getSession', {}, { token: elsewhere.token });
@@ -148,8 +159,7 @@ describe('UserProfileRpc: profile picture', () => {
   });
   after(() => t.close());
 
-  const newKey = async (account: { token: string } = ann) =>
-    t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: account.token });
+  const newKey = async (account: { token: string } = ann) => t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: account.token });
 
   it('upload with PUT, set it, and read it back byte for byte; a second one replaces and deletes the first', async () => {
     const first = tinyPng(2, [10, 200, 10, 255]);
@@ -219,9 +229,7 @@ describe('UserProfileRpc: profile picture', () => {
   it('an expired key cannot be finalized', async () => {
     const { uploadKey } = await newKey();
     assert.equal((await putUpload(t, uploadKey, tinyPng(), 'image/png', { token: ann.token })).status, 200);
-    await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '1 second' where user_id = ? and used_at is null`, [
-      ann.user._id,
-    ]);
+    await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '1 second' where user_id = ? and used_at is null`, [ann.user._id]);
     const late = await t.call('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: ann.token });
     assert.equal(late.status, 400);
     assert.match(late.body.data.error, /expired/);

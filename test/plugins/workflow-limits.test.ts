@@ -128,7 +128,7 @@ describe('workflow runs within their limits, in a real process', () => {
     assert.equal((await runToEnd(linear(setNode('small', { s: '"ok"' })))).status, 'completed');
   });
 
-  it("fails a run whose variables or output would be larger than allowed, keeping nothing of them", async () => {
+  it('fails a run whose variables or output would be larger than allowed, keeping nothing of them', async () => {
     const half = '$join([1..60000].("xxxxxxxxx"))';
     const variables = await runToEnd(linear(setNode('a', { a: half }), setNode('b', { b: half })));
     assert.equal(variables.status, 'failed');

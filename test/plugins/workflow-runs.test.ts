@@ -32,7 +32,12 @@ const mathPlugin = definePlugin({
     ],
   },
   operations: {
-    double: defineOperation({ access: 'user', describe: 'Doubles a number.', params: v.object({ value: v.number() }), handler: ({ params }) => ({ doubled: params.value * 2 }) }),
+    double: defineOperation({
+      access: 'user',
+      describe: 'Doubles a number.',
+      params: v.object({ value: v.number() }),
+      handler: ({ params }) => ({ doubled: params.value * 2 }),
+    }),
   },
 });
 
@@ -70,13 +75,16 @@ describe('WorkflowRpc: runs', () => {
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   let web: Awaited<ReturnType<typeof startHttpReceiver>>;
   const as = (session: Session) => ({ token: session.token });
-  const save = (session: Session, name: string, graph: Graph, extra: Record<string, unknown> = {}) => t.ok('WorkflowRpc.create', { name, ...graph, ...extra }, as(session));
+  const save = (session: Session, name: string, graph: Graph, extra: Record<string, unknown> = {}) =>
+    t.ok('WorkflowRpc.create', { name, ...graph, ...extra }, as(session));
   const execute = (session: Session, workflowIdentifier: string, workflowArgs: Record<string, unknown> = {}) =>
     t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier, workflowArgs }, as(session));
 
   before(async () => {
     web = await startHttpReceiver((request) =>
-      request.path === '/slow' ? { status: 200, delayMs: 800, json: { slow: true } } : { status: 201, json: { echoed: JSON.parse(request.body || 'null'), path: request.path } },
+      request.path === '/slow'
+        ? { status: 200, delayMs: 800, json: { slow: true } }
+        : { status: 201, json: { echoed: JSON.parse(request.body || 'null'), path: request.path } },
     );
     t = await startTestApp({
       withNotes: false,
@@ -102,7 +110,10 @@ describe('WorkflowRpc: runs', () => {
     const waiting = await instanceOf(t, member, instanceId);
     assert.deepEqual([waiting.status, waiting.waitingFor, waiting.cursor, waiting.workflowId], ['waiting', 'approved', 'approval', workflow._id]);
     assert.deepEqual(waiting.variables.greeting, 'Hello Ada');
-    assert.deepEqual(waiting.history.map((step: { node: string; status: string }) => `${step.node}:${step.status}`), ['start:done', 'tags:done', 'check:done', 'greet:done', 'approval:waiting']);
+    assert.deepEqual(
+      waiting.history.map((step: { node: string; status: string }) => `${step.node}:${step.status}`),
+      ['start:done', 'tags:done', 'check:done', 'greet:done', 'approval:waiting'],
+    );
 
     const sent = await t.call('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Approval', eventName: 'approved', eventData: { by: 'Grace' } }, as(member));
     assert.deepEqual(sent.body, { success: true });
@@ -209,7 +220,11 @@ describe('WorkflowRpc: runs', () => {
     await save(member, 'Square', graph({ variable: 'n', saveAs: 'squared' }));
     assert.equal((await execute(member, 'Square', { n: 12 })).body.data.result.output, 144);
     // A tool node calls the tool's operation as the run's user.
-    await save(member, 'Double', linearGraph([{ id: 'twice', type: 'tool', config: { tool: 'math.double', params: '{"value": $args.n}', saveAs: 'twice' } }], 'twice.doubled'));
+    await save(
+      member,
+      'Double',
+      linearGraph([{ id: 'twice', type: 'tool', config: { tool: 'math.double', params: '{"value": $args.n}', saveAs: 'twice' } }], 'twice.doubled'),
+    );
     assert.equal((await execute(member, 'Double', { n: 21 })).body.data.result.output, 42);
     const refused = await t.call('WorkflowRpc.create', { name: 'Bad square', ...graph({ saveAs: 'squared' }) }, as(member));
     assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].path], ['VALIDATION_ERROR', 'nodes.2.config.variable']);
@@ -271,7 +286,11 @@ describe('WorkflowRpc: runs', () => {
       const [running] = (await t.ok('WorkflowRpc.listInstances', { status: 'running' }, as(member))).data;
       return running?.workflowName === 'Slow then wait' ? running._id : undefined;
     });
-    const sent = await t.call('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Slow then wait', eventName: 'go', eventData: { early: true }, context: { id: instanceId } }, as(member));
+    const sent = await t.call(
+      'WorkflowRpc.sendEventToWorkflow',
+      { workflowName: 'Slow then wait', eventName: 'go', eventData: { early: true }, context: { id: instanceId } },
+      as(member),
+    );
     assert.deepEqual(sent.body, { success: true });
     const answer = await run;
     assert.deepEqual(answer.body.data.result, { status: 'completed', output: { early: true }, instanceId });
@@ -281,7 +300,10 @@ describe('WorkflowRpc: runs', () => {
     await save(member, 'Orphan', approvalGraph());
     const { instanceId } = (await execute(member, 'Orphan', { name: 'Kim' })).body.data;
     // As if the node running it had died after its last checkpoint: running, at the wait's next node, lease run out.
-    await t.app.deps.db.execute(`update workflow_instance set status = 'running', cursor = 'done', waiting_for = null, lease_until = now() - interval '1 minute' where id = ?`, [instanceId]);
+    await t.app.deps.db.execute(
+      `update workflow_instance set status = 'running', cursor = 'done', waiting_for = null, lease_until = now() - interval '1 minute' where id = ?`,
+      [instanceId],
+    );
     const { recovered } = await t.app.depsOf('workflow').workflowRunner.recover();
     assert.ok(recovered >= 1);
     const done = await ended(t, member, instanceId);
@@ -290,7 +312,14 @@ describe('WorkflowRpc: runs', () => {
 
   it("shows a run's variables and output only to whoever started it and to admins", async () => {
     await t.ok('SecretsRpc.create', { zone: 'ops', key: 'token', value: 'admin-only-value' }, as(admin));
-    await save(member, 'Peek', linearGraph([{ id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: '{"zone": "ops", "key": "token"}', saveAs: 'secret' } }], 'secret'));
+    await save(
+      member,
+      'Peek',
+      linearGraph(
+        [{ id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: '{"zone": "ops", "key": "token"}', saveAs: 'secret' } }],
+        'secret',
+      ),
+    );
     // The member's own run has the member's rights.
     const own = await execute(member, 'Peek');
     assert.equal(own.body.data.code, 'WORKFLOW_FAILED');
@@ -313,7 +342,10 @@ describe('WorkflowRpc: runs', () => {
         assert.equal((await t.call(method, params, as(reader))).body.data.code, 'NOT_FOUND', method);
       }
       const listed = await t.ok('WorkflowRpc.listInstances', { pageSize: 200 }, as(reader));
-      assert.ok(listed.data.every((run: { userId: string }) => run.userId === reader.user._id), 'only their own runs');
+      assert.ok(
+        listed.data.every((run: { userId: string }) => run.userId === reader.user._id),
+        'only their own runs',
+      );
       assert.doesNotMatch(JSON.stringify(listed), /admin-only-value/);
     }
     assert.equal((await instanceOf(t, admin, instanceId)).output.value, 'admin-only-value');
@@ -339,7 +371,11 @@ describe('WorkflowRpc: runs', () => {
     const cancelled = await t.ok('WorkflowRpc.cancelInstance', { instanceId }, as(member));
     assert.equal(cancelled.status, 'cancelled');
     assert.equal((await t.call('WorkflowRpc.cancelInstance', { instanceId }, as(member))).body.data.code, 'CONFLICT');
-    const late = await t.call('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Parked', eventName: 'approved', eventData: {}, context: { id: instanceId } }, as(member));
+    const late = await t.call(
+      'WorkflowRpc.sendEventToWorkflow',
+      { workflowName: 'Parked', eventName: 'approved', eventData: {}, context: { id: instanceId } },
+      as(member),
+    );
     assert.equal(late.body.success, false);
     assert.match(late.body.data.error, /has ended \(cancelled\)/);
   });
@@ -360,12 +396,20 @@ const askGraph = (): Graph => ({
 describe('WorkflowRpc: ai nodes', () => {
   it('asks the chat model through the AI client, and fails the run naming the node when no provider is configured', async () => {
     const peer = await startModelPeer();
-    const configured = await startTestApp({ withNotes: false, plugins: ['auth', 'workflow', 'ai-telemetry'], env: { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } });
+    const configured = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'workflow', 'ai-telemetry'],
+      env: { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' },
+    });
     const unconfigured = await startTestApp({ withNotes: false, plugins: ['auth', 'workflow'] });
     try {
       const user = await configured.signup();
       await configured.ok('WorkflowRpc.create', { name: 'Ask', ...askGraph() }, { token: user.token });
-      const answered = await configured.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Ask', workflowArgs: { topic: 'the tides' } }, { token: user.token });
+      const answered = await configured.ok(
+        'WorkflowRpc.executeWorkflow',
+        { workflowIdentifier: 'Ask', workflowArgs: { topic: 'the tides' } },
+        { token: user.token },
+      );
       assert.equal(answered.result.output, 'You said: Summarise the tides');
       assert.deepEqual(peer.chats.at(-1), [
         { role: 'system', content: 'Be brief' },
@@ -373,11 +417,18 @@ describe('WorkflowRpc: ai nodes', () => {
       ]);
       // The call is a trace of the AI client, in the run's thread.
       const thread = await configured.ok('AITelemetryRpc.getThread', { threadId: answered.result.instanceId }, { token: user.token });
-      assert.deepEqual(thread.map((trace: { callerType: string; callerName: string; status: string }) => [trace.callerType, trace.callerName, trace.status]), [['workflow', 'Ask', 'success']]);
+      assert.deepEqual(
+        thread.map((trace: { callerType: string; callerName: string; status: string }) => [trace.callerType, trace.callerName, trace.status]),
+        [['workflow', 'Ask', 'success']],
+      );
 
       const other = await unconfigured.signup();
       await unconfigured.ok('WorkflowRpc.create', { name: 'Ask', ...askGraph() }, { token: other.token });
-      const failed = await unconfigured.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Ask', workflowArgs: { topic: 'x' } }, { token: other.token });
+      const failed = await unconfigured.call(
+        'WorkflowRpc.executeWorkflow',
+        { workflowIdentifier: 'Ask', workflowArgs: { topic: 'x' } },
+        { token: other.token },
+      );
       assert.equal(failed.body.data.code, 'WORKFLOW_FAILED');
       assert.match(failed.body.data.error, /node "ask": FEATURE_UNAVAILABLE/);
     } finally {
@@ -392,24 +443,36 @@ describe('WorkflowRpc: runs across a restart', () => {
   it('resumes a waiting run by its event, and fires a delay, after the app restarts', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rpc-workflow-restart-'));
     const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
-    const options = { withNotes: false, plugins: ['auth', 'workflow'], dataDir: path.join(dir, 'data'), persistent: true, databaseUrl: scratch?.url, env: { JOBS_POLL_MS: '500' } };
+    const options = {
+      withNotes: false,
+      plugins: ['auth', 'workflow'],
+      dataDir: path.join(dir, 'data'),
+      persistent: true,
+      databaseUrl: scratch?.url,
+      env: { JOBS_POLL_MS: '500' },
+    };
     try {
       const first = await startTestApp(options);
       const user = await first.signup();
       await first.ok('WorkflowRpc.create', { name: 'Approval', ...approvalGraph() }, { token: user.token });
-      await first.ok('WorkflowRpc.create', {
-        name: 'Nap',
-        nodes: [
-          { id: 'start', type: 'start' },
-          { id: 'nap', type: 'delay', config: { seconds: 2 } },
-          { id: 'done', type: 'end', config: { output: '"rested"' } },
-        ],
-        edges: [
-          { source: 'start', target: 'nap' },
-          { source: 'nap', target: 'done' },
-        ],
-      }, { token: user.token });
-      const waiting = (await first.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Approval', workflowArgs: { name: 'Bo' } }, { token: user.token })).instanceId;
+      await first.ok(
+        'WorkflowRpc.create',
+        {
+          name: 'Nap',
+          nodes: [
+            { id: 'start', type: 'start' },
+            { id: 'nap', type: 'delay', config: { seconds: 2 } },
+            { id: 'done', type: 'end', config: { output: '"rested"' } },
+          ],
+          edges: [
+            { source: 'start', target: 'nap' },
+            { source: 'nap', target: 'done' },
+          ],
+        },
+        { token: user.token },
+      );
+      const waiting = (await first.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Approval', workflowArgs: { name: 'Bo' } }, { token: user.token }))
+        .instanceId;
       const napping = (await first.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Nap' }, { token: user.token })).instanceId;
       assert.ok((await instanceOf(first, user, napping)).wakeAt);
       await first.close();

@@ -41,11 +41,32 @@ describe('WorkflowRpc: records', () => {
   after(() => t.close());
 
   it('creates, finds, updates and deletes a workflow with all its fields', async () => {
-    const created = await create(admin, { name: 'Onboarding', description: 'Greets big spenders', variables: { greeting: null }, tags: ['sales', 'sales', 'welcome'], contextId: 'campaign-7' });
+    const created = await create(admin, {
+      name: 'Onboarding',
+      description: 'Greets big spenders',
+      variables: { greeting: null },
+      tags: ['sales', 'sales', 'welcome'],
+      contextId: 'campaign-7',
+    });
     assert.deepEqual(Object.keys(created).sort(), [
-      '_id', 'contextId', 'createdAt', 'description', 'edges', 'name', 'nodes', 'projectId', 'subscriptionId', 'tags', 'updatedAt', 'userId', 'variables',
+      '_id',
+      'contextId',
+      'createdAt',
+      'description',
+      'edges',
+      'name',
+      'nodes',
+      'projectId',
+      'subscriptionId',
+      'tags',
+      'updatedAt',
+      'userId',
+      'variables',
     ]);
-    assert.deepEqual([created.name, created.description, created.tags, created.contextId, created.subscriptionId], ['Onboarding', 'Greets big spenders', ['sales', 'welcome'], 'campaign-7', admin.subscriptionId]);
+    assert.deepEqual(
+      [created.name, created.description, created.tags, created.contextId, created.subscriptionId],
+      ['Onboarding', 'Greets big spenders', ['sales', 'welcome'], 'campaign-7', admin.subscriptionId],
+    );
     assert.deepEqual(created.nodes[0], { id: 'start', type: 'start', config: {} }, 'configs are stored as checked, defaults filled in');
     assert.deepEqual(created.edges, graph().edges);
     assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: created._id }, as(member)), created);
@@ -61,49 +82,94 @@ describe('WorkflowRpc: records', () => {
 
   it('refuses a graph with an unknown node type, a dangling edge, no start, an unreachable end or a bad expression, naming the node', async () => {
     const { nodes, edges } = graph();
-    const unknown = await issuesOf({ nodes: [...nodes.slice(0, 3), { id: 'mail', type: 'sendFax', config: {} }, nodes[3]], edges: [...edges, { source: 'greet', target: 'mail' }, { source: 'mail', target: 'done' }] });
-    assert.deepEqual(unknown.map((issue) => issue.path), ['nodes.3.type']);
+    const unknown = await issuesOf({
+      nodes: [...nodes.slice(0, 3), { id: 'mail', type: 'sendFax', config: {} }, nodes[3]],
+      edges: [...edges, { source: 'greet', target: 'mail' }, { source: 'mail', target: 'done' }],
+    });
+    assert.deepEqual(
+      unknown.map((issue) => issue.path),
+      ['nodes.3.type'],
+    );
     assert.match(unknown[0]!.message, /node "mail": unknown node type "sendFax"; known: start, end, set, condition, rpc, http, wait, delay, tool, ai/);
 
     const dangling = await issuesOf({ nodes, edges: [...edges, { source: 'greet', target: 'nowhere' }] });
-    assert.deepEqual(dangling.map((issue) => [issue.path, issue.message]), [['edges.4.target', 'edge 4: no node "nowhere"']]);
+    assert.deepEqual(
+      dangling.map((issue) => [issue.path, issue.message]),
+      [['edges.4.target', 'edge 4: no node "nowhere"']],
+    );
 
     const noStart = await issuesOf({ nodes: nodes.slice(1), edges: edges.slice(1) });
     assert.ok(noStart.some((issue) => issue.path === 'nodes' && issue.message === 'a workflow needs a start node'));
-    assert.deepEqual(await issuesOf({}).then((issues) => issues.map((issue) => issue.message)), ['a workflow needs a start node', 'a workflow needs an end node'], 'an empty graph');
+    assert.deepEqual(
+      await issuesOf({}).then((issues) => issues.map((issue) => issue.message)),
+      ['a workflow needs a start node', 'a workflow needs an end node'],
+      'an empty graph',
+    );
 
     const unreachable = await issuesOf({ nodes: [...nodes, { id: 'late', type: 'end' }], edges });
-    assert.deepEqual(unreachable.map((issue) => [issue.path, issue.message]), [['nodes.4', 'node "late" (an end node) cannot be reached from the start node']]);
+    assert.deepEqual(
+      unreachable.map((issue) => [issue.path, issue.message]),
+      [['nodes.4', 'node "late" (an end node) cannot be reached from the start node']],
+    );
 
     const deadEnd = await issuesOf({ nodes, edges: edges.filter((edge) => edge.source !== 'greet') });
-    assert.deepEqual(deadEnd.map((issue) => issue.message), ['node "greet" has no edge to follow (only end nodes may end a run)']);
+    assert.deepEqual(
+      deadEnd.map((issue) => issue.message),
+      ['node "greet" has no edge to follow (only end nodes may end a run)'],
+    );
 
     const badConfig = await issuesOf({
-      nodes: [nodes[0], { id: 'check', type: 'condition', config: { expression: '$args.amount >' } }, { id: 'greet', type: 'set', config: { values: {} } }, nodes[3]],
+      nodes: [
+        nodes[0],
+        { id: 'check', type: 'condition', config: { expression: '$args.amount >' } },
+        { id: 'greet', type: 'set', config: { values: {} } },
+        nodes[3],
+      ],
       edges,
     });
-    assert.deepEqual(badConfig.map((issue) => issue.path), ['nodes.1.config.expression', 'nodes.2.config.values']);
+    assert.deepEqual(
+      badConfig.map((issue) => issue.path),
+      ['nodes.1.config.expression', 'nodes.2.config.values'],
+    );
     assert.match(badConfig[0]!.message, /^node "check": expression is not a valid JSONata expression/);
     assert.match(badConfig[1]!.message, /node "greet": values must set at least one variable/);
 
     const twoStarts = await issuesOf({ nodes: [...nodes, { id: 'again', type: 'start' }], edges: [...edges, { source: 'again', target: 'done' }] });
     assert.ok(twoStarts.some((issue) => issue.message === 'a workflow has one start node, not 2 ("start", "again")'));
     const intoStart = await issuesOf({ nodes, edges: [...edges, { source: 'greet', target: 'start' }] });
-    assert.deepEqual(intoStart.map((issue) => issue.path), ['edges.4.target']);
+    assert.deepEqual(
+      intoStart.map((issue) => issue.path),
+      ['edges.4.target'],
+    );
 
     const references = await issuesOf({
-      nodes: [nodes[0], { id: 'look', type: 'tool', config: { tool: 'crystal.ball' } }, { id: 'ask', type: 'ai', config: { prompt: 'Hi {{ $args.name }}', model: 'local-lexical-384' } }, nodes[3]],
-      edges: [{ source: 'start', target: 'look' }, { source: 'look', target: 'ask' }, { source: 'ask', target: 'done' }],
+      nodes: [
+        nodes[0],
+        { id: 'look', type: 'tool', config: { tool: 'crystal.ball' } },
+        { id: 'ask', type: 'ai', config: { prompt: 'Hi {{ $args.name }}', model: 'local-lexical-384' } },
+        nodes[3],
+      ],
+      edges: [
+        { source: 'start', target: 'look' },
+        { source: 'look', target: 'ask' },
+        { source: 'ask', target: 'done' },
+      ],
     });
-    assert.deepEqual(references.map((issue) => issue.message), [
-      'node "look": crystal.ball is not an available tool (see getAvailableTools)',
-      'node "ask": local-lexical-384 is not a chat model of the AI catalogue',
-    ]);
+    assert.deepEqual(
+      references.map((issue) => issue.message),
+      ['node "look": crystal.ball is not an available tool (see getAvailableTools)', 'node "ask": local-lexical-384 is not a chat model of the AI catalogue'],
+    );
     const badTemplate = await issuesOf({
       nodes: [nodes[0], { id: 'call', type: 'http', config: { url: 'https://example.com/{{ $args.( }}' } }, nodes[3]],
-      edges: [{ source: 'start', target: 'call' }, { source: 'call', target: 'done' }],
+      edges: [
+        { source: 'start', target: 'call' },
+        { source: 'call', target: 'done' },
+      ],
     });
-    assert.deepEqual(badTemplate.map((issue) => issue.path), ['nodes.1.config.url']);
+    assert.deepEqual(
+      badTemplate.map((issue) => issue.path),
+      ['nodes.1.config.url'],
+    );
 
     // An update that breaks the graph changes nothing.
     const kept = await create(admin, { name: 'Kept' });
@@ -116,7 +182,10 @@ describe('WorkflowRpc: records', () => {
     const mine = await create(member, { name: 'Member flow' });
     const taken = await t.call('WorkflowRpc.create', { ...graph(), name: 'MEMBER FLOW' }, as(admin));
     assert.equal(taken.body.data.code, 'CONFLICT');
-    assert.equal((await t.call('WorkflowRpc.create', { ...graph(), name: '7d3c7a55-2f3e-4c1f-9a8b-6f0e2d1c3b4a' }, as(admin))).body.data.issues[0].path, 'name');
+    assert.equal(
+      (await t.call('WorkflowRpc.create', { ...graph(), name: '7d3c7a55-2f3e-4c1f-9a8b-6f0e2d1c3b4a' }, as(admin))).body.data.issues[0].path,
+      'name',
+    );
     // Another subscription may use the name.
     assert.equal((await create(stranger, { name: 'Member flow' })).name, 'Member flow');
 
@@ -139,7 +208,12 @@ describe('WorkflowRpc: records', () => {
 
   it('lists with document-store filters ($regex with $options, tags, dates), sort and paging; tags and field values for forms', async () => {
     const tenant = await t.signup();
-    for (const [name, tags] of [['Lead intake', ['sales', 'crm']], ['lead scoring', ['sales']], ['Invoice reminder', ['billing']], ['Churn alert', []]] as const) {
+    for (const [name, tags] of [
+      ['Lead intake', ['sales', 'crm']],
+      ['lead scoring', ['sales']],
+      ['Invoice reminder', ['billing']],
+      ['Churn alert', []],
+    ] as const) {
       await create(tenant, { name, tags: [...tags] });
     }
     const list = (params: Record<string, unknown>) => t.ok('WorkflowRpc.getData', params, as(tenant));
@@ -152,7 +226,10 @@ describe('WorkflowRpc: records', () => {
     assert.deepEqual(await names({ filter: { tags: 'sales' }, sort: { name: -1 } }), ['lead scoring', 'Lead intake']);
     assert.deepEqual(await names({ filter: { tags: { $in: ['crm', 'billing'] } }, sort: { name: 1 } }), ['Invoice reminder', 'Lead intake']);
     assert.deepEqual(await names({ filter: { tags: { $nin: ['sales'] } }, sort: { name: 1 } }), ['Churn alert', 'Invoice reminder']);
-    assert.deepEqual(await names({ filter: { $or: [{ name: 'Churn alert' }, { tags: 'billing' }] }, sort: { createdAt: 1 } }), ['Invoice reminder', 'Churn alert']);
+    assert.deepEqual(await names({ filter: { $or: [{ name: 'Churn alert' }, { tags: 'billing' }] }, sort: { createdAt: 1 } }), [
+      'Invoice reminder',
+      'Churn alert',
+    ]);
     const paged = await list({ sort: { name: 1 }, page: 2, pageSize: 3 });
     assert.deepEqual([paged.totalCount, paged.data.map((workflow: { name: string }) => workflow.name)], [4, ['lead scoring']]);
     for (const [params, path] of [
@@ -175,27 +252,49 @@ describe('WorkflowRpc: records', () => {
 
     const values = await t.ok(
       'WorkflowRpc.getFieldValues',
-      { fieldName: 'workflowId', reference: { collection: 'workflows', valueField: '_id', displayField: 'name', filter: { tags: 'sales' }, sort: { name: 1 } } },
+      {
+        fieldName: 'workflowId',
+        reference: { collection: 'workflows', valueField: '_id', displayField: 'name', filter: { tags: 'sales' }, sort: { name: 1 } },
+      },
       as(tenant),
     );
-    assert.deepEqual(values.map((value: { label: string }) => value.label), ['Lead intake', 'lead scoring']);
+    assert.deepEqual(
+      values.map((value: { label: string }) => value.label),
+      ['Lead intake', 'lead scoring'],
+    );
     assert.ok(values.every((value: { value: string }) => /^[0-9a-f-]{36}$/.test(value.value)));
 
     await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'gpt-4o-mini' }, as(tenant));
     await t.ok('AgentConfigRpc.create', { name: 'Helper', model: 'gpt-4o' }, as(tenant));
     assert.deepEqual(
-      await t.ok('WorkflowRpc.getFieldValues', { fieldName: 'agent', reference: { collection: 'agentConfigs', valueField: 'name', displayField: 'model', sort: { name: 1 } } }, as(tenant)),
+      await t.ok(
+        'WorkflowRpc.getFieldValues',
+        { fieldName: 'agent', reference: { collection: 'agentConfigs', valueField: 'name', displayField: 'model', sort: { name: 1 } } },
+        as(tenant),
+      ),
       [
         { value: 'Closer', label: 'gpt-4o-mini' },
         { value: 'Helper', label: 'gpt-4o' },
       ],
     );
-    const unknownCollection = await t.call('WorkflowRpc.getFieldValues', { fieldName: 'x', reference: { collection: 'secrets', valueField: '_id', displayField: 'name' } }, as(tenant));
+    const unknownCollection = await t.call(
+      'WorkflowRpc.getFieldValues',
+      { fieldName: 'x', reference: { collection: 'secrets', valueField: '_id', displayField: 'name' } },
+      as(tenant),
+    );
     assert.deepEqual([unknownCollection.body.data.code, unknownCollection.body.data.issues[0].path], ['VALIDATION_ERROR', 'reference.collection']);
-    const unknownField = await t.call('WorkflowRpc.getFieldValues', { fieldName: 'x', reference: { collection: 'workflows', valueField: 'nodes', displayField: 'name' } }, as(tenant));
+    const unknownField = await t.call(
+      'WorkflowRpc.getFieldValues',
+      { fieldName: 'x', reference: { collection: 'workflows', valueField: 'nodes', displayField: 'name' } },
+      as(tenant),
+    );
     assert.equal(unknownField.body.data.issues[0].path, 'reference.valueField');
     // Another subscription's workflows are not among the values.
-    const strangers = await t.ok('WorkflowRpc.getFieldValues', { fieldName: 'x', reference: { collection: 'workflows', valueField: '_id', displayField: 'name' } }, as(stranger));
+    const strangers = await t.ok(
+      'WorkflowRpc.getFieldValues',
+      { fieldName: 'x', reference: { collection: 'workflows', valueField: '_id', displayField: 'name' } },
+      as(stranger),
+    );
     assert.ok(!strangers.some((value: { label: string }) => value.label === 'Lead intake'));
   });
 
@@ -222,16 +321,25 @@ describe('WorkflowRpc: records', () => {
       { name: 'Alan Turing', email: null, company: null },
     ]);
     assert.deepEqual(
-      await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'CsvLeadImporter', properties: { csv: 'name;email;company\nLin;lin@example.org;Acme', delimiter: ';' } }, as(member)),
+      await t.ok(
+        'WorkflowRpc.generateDynamicLeads',
+        { toolClassName: 'CsvLeadImporter', properties: { csv: 'name;email;company\nLin;lin@example.org;Acme', delimiter: ';' } },
+        as(member),
+      ),
       [{ name: 'Lin', email: 'lin@example.org', company: 'Acme' }],
     );
     assert.deepEqual(
-      await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'JsonLeadImporter', properties: { json: '[{"fullName":"Bo Diddley","email":"bo@example.net","company":"Chess"},{"phone":"1"}]' } }, as(member)),
+      await t.ok(
+        'WorkflowRpc.generateDynamicLeads',
+        { toolClassName: 'JsonLeadImporter', properties: { json: '[{"fullName":"Bo Diddley","email":"bo@example.net","company":"Chess"},{"phone":"1"}]' } },
+        as(member),
+      ),
       [{ name: 'Bo Diddley', email: 'bo@example.net', company: 'Chess' }],
     );
-    assert.deepEqual(await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'JsonLeadImporter', properties: { leads: [{ email: 'x@example.com' }] } }, as(member)), [
-      { name: 'x', email: 'x@example.com', company: null },
-    ]);
+    assert.deepEqual(
+      await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'JsonLeadImporter', properties: { leads: [{ email: 'x@example.com' }] } }, as(member)),
+      [{ name: 'x', email: 'x@example.com', company: null }],
+    );
     for (const [params, path] of [
       [{ toolClassName: 'Oracle', properties: {} }, 'toolClassName'],
       [{ toolClassName: 'CsvLeadImporter', properties: {} }, 'properties.csv'],

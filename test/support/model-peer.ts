@@ -49,7 +49,10 @@ export async function startModelPeer() {
   const catalogue = JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
   catalogue.providers.push({ name: 'loopback', type: 'openai-compatible', baseUrl: `${server.url}/v1`, apiKeyEnvVar: null });
   const like = (id: string) => catalogue.models.find((model: { id: string }) => model.id === id);
-  catalogue.models.push({ ...like('text-embedding-3-small'), id: PEER_EMBEDDING_MODEL, provider: 'loopback' }, { ...like('gpt-4o-mini'), id: PEER_CHAT_MODEL, provider: 'loopback' });
+  catalogue.models.push(
+    { ...like('text-embedding-3-small'), id: PEER_EMBEDDING_MODEL, provider: 'loopback' },
+    { ...like('gpt-4o-mini'), id: PEER_CHAT_MODEL, provider: 'loopback' },
+  );
   catalogue.defaults.embedding = PEER_EMBEDDING_MODEL;
   catalogue.defaults.chat = PEER_CHAT_MODEL;
   peer.catalogueFile = path.join(dir, 'catalogue.json');
@@ -70,7 +73,10 @@ type ModelPeer = Awaited<ReturnType<typeof startModelPeer>>;
  * `start({ newModel: true })` with the peer's model instead. Jobs are polled
  * every 500 ms. Everything is removed at the end.
  */
-export async function withModelChange(plugins: string[], run: (args: { peer: ModelPeer; start(options?: { newModel?: boolean }): Promise<TestApp> }) => Promise<void>) {
+export async function withModelChange(
+  plugins: string[],
+  run: (args: { peer: ModelPeer; start(options?: { newModel?: boolean }): Promise<TestApp> }) => Promise<void>,
+) {
   const peer = await startModelPeer();
   const dir = mkdtempSync(path.join(tmpdir(), 'rpc-model-change-'));
   const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
@@ -79,7 +85,10 @@ export async function withModelChange(plugins: string[], run: (args: { peer: Mod
     await run({
       peer,
       start: ({ newModel = false } = {}) =>
-        startTestApp({ ...options, env: { JOBS_POLL_MS: '500', ...(newModel ? { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } : {}) } }),
+        startTestApp({
+          ...options,
+          env: { JOBS_POLL_MS: '500', ...(newModel ? { AI_CATALOGUE_FILE: peer.catalogueFile, OUTBOUND_ALLOW_PRIVATE: 'true' } : {}) },
+        }),
     });
   } finally {
     await peer.close();

@@ -54,7 +54,9 @@ function sendOnce({ method, url, path, headers, size, framing }: NaiveRequest): 
     socket.on('error', (err: NodeJS.ErrnoException) => (error ??= err.code ?? err.message));
     socket.on('close', () => resolve({ ...parseResponse(Buffer.concat(received)), error }));
     const framingHeader = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${size + (framing === 'lying' ? MiB : 0)}`;
-    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    const head = Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
     socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${head}${framingHeader}\r\n\r\n`);
     if (framing === 'chunked') {
       for (let at = 0; at < size; at += 64 * 1024) {

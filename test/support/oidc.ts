@@ -25,7 +25,15 @@ export async function startOpenIdProvider() {
     accounts,
     configure(redirectUris: string[]) {
       const provider = new Provider(issuer, {
-        clients: [{ client_id: 'rpc-service', client_secret: 'test-client-secret', redirect_uris: redirectUris, response_types: ['code'], grant_types: ['authorization_code'] }],
+        clients: [
+          {
+            client_id: 'rpc-service',
+            client_secret: 'test-client-secret',
+            redirect_uris: redirectUris,
+            response_types: ['code'],
+            grant_types: ['authorization_code'],
+          },
+        ],
         claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['given_name'] },
         scopes: ['openid', 'email', 'profile'],
         pkce: { required: () => true },

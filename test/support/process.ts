@@ -56,10 +56,7 @@ export function runInProject(command: string, args: string[], env: Record<string
     exited(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`process ${child.pid} did not exit within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`)),
-          timeoutMs,
-        );
+        timer = setTimeout(() => reject(new Error(`process ${child.pid} did not exit within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`)), timeoutMs);
       });
       return Promise.race([exit, timeout]).finally(() => clearTimeout(timer));
     },

@@ -64,9 +64,7 @@ export async function postUpload(
 ): Promise<HttpAnswer> {
   const form = new FormData();
   for (const file of files) form.append(file.field ?? 'file', new Blob([new Uint8Array(file.bytes)], { type: file.type }), file.name);
-  return answerOf(
-    await fetch(`${t.url}/api/uploads/${uploadKey}`, { method: 'POST', headers: credentialHeaders(options), body: form }),
-  );
+  return answerOf(await fetch(`${t.url}/api/uploads/${uploadKey}`, { method: 'POST', headers: credentialHeaders(options), body: form }));
 }
 
 /** `GET` of a file path such as `/api/files/<id>`: status, headers and the raw bytes. */

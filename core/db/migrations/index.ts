@@ -6,4 +6,11 @@ import { Migration20261124144132_embedding_state } from './Migration202611241441
 import { Migration20261124161545_notifications } from './Migration20261124161545_notifications.ts';
 import { Migration20261125162418_notification_dedupe_key } from './Migration20261125162418_notification_dedupe_key.ts';
 
-export const migrations = [Migration20261123171538_initial, Migration20261123215714_keyring_and_audit, Migration20261123224152_ai_trace, Migration20261124144132_embedding_state, Migration20261124161545_notifications, Migration20261125162418_notification_dedupe_key];
+export const migrations = [
+  Migration20261123171538_initial,
+  Migration20261123215714_keyring_and_audit,
+  Migration20261123224152_ai_trace,
+  Migration20261124144132_embedding_state,
+  Migration20261124161545_notifications,
+  Migration20261125162418_notification_dedupe_key,
+];

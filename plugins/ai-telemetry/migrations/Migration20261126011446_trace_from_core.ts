@@ -10,7 +10,6 @@ const NAMED_AFTER_IT = { constraints: ['pkey'], indexes: ['subscription_id_reque
  * any plugin's, so the table, its rows and its indexes are renamed in place.
  */
 export class Migration20261126011446_trace_from_core extends Migration {
-
   override async up(): Promise<void> {
     this.renameTable('core_ai_trace', 'ai_telemetry_trace', NAMED_AFTER_IT);
   }
@@ -18,5 +17,4 @@ export class Migration20261126011446_trace_from_core extends Migration {
   override async down(): Promise<void> {
     this.renameTable('ai_telemetry_trace', 'core_ai_trace', NAMED_AFTER_IT);
   }
-
 }

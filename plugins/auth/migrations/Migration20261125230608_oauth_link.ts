@@ -1,9 +1,10 @@
 import { Migration } from 'rpc-service/plugin';
 
 export class Migration20261125230608_oauth_link extends Migration {
-
   override async up(): Promise<void> {
-    this.addSql(`create table "auth_oauth_link" ("provider" text not null, "subject" text not null, "user_id" uuid not null, "subscription_id" uuid not null, "email" text null, "created_at" timestamptz not null, constraint "auth_oauth_link_pkey" primary key ("provider", "subject"));`);
+    this.addSql(
+      `create table "auth_oauth_link" ("provider" text not null, "subject" text not null, "user_id" uuid not null, "subscription_id" uuid not null, "email" text null, "created_at" timestamptz not null, constraint "auth_oauth_link_pkey" primary key ("provider", "subject"));`,
+    );
     this.addSql(`create index "auth_oauth_link_user_id_index" on "auth_oauth_link" ("user_id");`);
 
     // A profile the OAuth login wrote carries the verified address it linked by, the user's own. Any other (set through
@@ -30,5 +31,4 @@ export class Migration20261125230608_oauth_link extends Migration {
 
     this.addSql(`drop table if exists "auth_oauth_link" cascade;`);
   }
-
 }

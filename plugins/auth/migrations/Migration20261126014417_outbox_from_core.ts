@@ -9,7 +9,6 @@ const NAMED_AFTER_IT = { constraints: ['pkey'], indexes: ['created_at_index'] };
  * index are renamed to this plugin's names, not made anew.
  */
 export class Migration20261126014417_outbox_from_core extends Migration {
-
   override async up(): Promise<void> {
     this.renameTable('core_outbox', 'auth_outbox', NAMED_AFTER_IT);
   }
@@ -17,5 +16,4 @@ export class Migration20261126014417_outbox_from_core extends Migration {
   override async down(): Promise<void> {
     this.renameTable('auth_outbox', 'core_outbox', NAMED_AFTER_IT);
   }
-
 }

@@ -1,7 +1,6 @@
 import { Migration } from 'rpc-service/plugin';
 
 export class Migration20261125221702_subscription_scoped_id extends Migration {
-
   override async up(): Promise<void> {
     this.addSql(`alter table "memory_memory" drop constraint "memory_memory_pkey";`);
 
@@ -15,5 +14,4 @@ export class Migration20261125221702_subscription_scoped_id extends Migration {
 
     this.addSql(`alter table "memory_memory" add constraint "memory_memory_pkey" primary key ("id");`);
   }
-
 }

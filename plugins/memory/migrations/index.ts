@@ -5,4 +5,10 @@ import { Migration20261124144254_model_switch } from './Migration20261124144254_
 import { Migration20261125221702_subscription_scoped_id } from './Migration20261125221702_subscription_scoped_id.ts';
 import { Migration20261126011353_rename_table } from './Migration20261126011353_rename_table.ts';
 
-export const migrations = [Migration20261123230425_initial, Migration20261124003915_exact_search_index, Migration20261124144254_model_switch, Migration20261125221702_subscription_scoped_id, Migration20261126011353_rename_table];
+export const migrations = [
+  Migration20261123230425_initial,
+  Migration20261124003915_exact_search_index,
+  Migration20261124144254_model_switch,
+  Migration20261125221702_subscription_scoped_id,
+  Migration20261126011353_rename_table,
+];

@@ -9,7 +9,6 @@ const NAMED_AFTER_IT = { constraints: ['pkey', 'user_id_dedupe_key_unique'], ind
  * and constraints are renamed to this plugin's names, not made anew.
  */
 export class Migration20261126011501_from_core extends Migration {
-
   override async up(): Promise<void> {
     this.renameTable('core_notification', 'notification', NAMED_AFTER_IT);
   }
@@ -17,5 +16,4 @@ export class Migration20261126011501_from_core extends Migration {
   override async down(): Promise<void> {
     this.renameTable('notification', 'core_notification', NAMED_AFTER_IT);
   }
-
 }

@@ -5,7 +5,6 @@ const NAMED_AFTER_IT = { constraints: ['pkey'], indexes: ['subscription_id_updat
 
 /** The table is named after the plugin alone (`playbook`, not `playbook_playbook`); its rows, constraints and indexes are kept and renamed with it. */
 export class Migration20261126011349_rename_table extends Migration {
-
   override async up(): Promise<void> {
     this.renameTable('playbook_playbook', 'playbook', NAMED_AFTER_IT);
   }
@@ -13,5 +12,4 @@ export class Migration20261126011349_rename_table extends Migration {
   override async down(): Promise<void> {
     this.renameTable('playbook', 'playbook_playbook', NAMED_AFTER_IT);
   }
-
 }

@@ -5,7 +5,6 @@ const NAMED_AFTER_IT = { constraints: ['pkey', 'subscription_id_zone_key_unique'
 
 /** The table is named after the plugin alone (`secrets`, not `secrets_secret`); its rows, constraints and indexes are kept and renamed with it. */
 export class Migration20261126011525_rename_table extends Migration {
-
   override async up(): Promise<void> {
     this.renameTable('secrets_secret', 'secrets', NAMED_AFTER_IT);
   }
@@ -13,5 +12,4 @@ export class Migration20261126011525_rename_table extends Migration {
   override async down(): Promise<void> {
     this.renameTable('secrets', 'secrets_secret', NAMED_AFTER_IT);
   }
-
 }
