@@ -1,5 +1,6 @@
 import { jobBuilder, operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { WorkflowConfig } from './config.ts';
+import type { NodeEffects } from './effects.ts';
 import type { WorkflowRunner } from './runner.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
@@ -10,7 +11,7 @@ import type { WorkflowService } from './workflow.service.ts';
  */
 export const DEPS = ['db', 'pool', 'jobs', 'operations', 'outbound', 'ai', 'aiCatalogue', 'tools', 'collections', 'bus', 'userService'] as const;
 
-export type WorkflowDeps = Deps<typeof DEPS, { workflowService: WorkflowService; workflowRunner: WorkflowRunner }, WorkflowConfig>;
+export type WorkflowDeps = Deps<typeof DEPS, { workflowService: WorkflowService; workflowRunner: WorkflowRunner; nodeEffects: NodeEffects }, WorkflowConfig>;
 
 export const defineOperation = operationBuilder<WorkflowDeps>();
 export const defineJob = jobBuilder<WorkflowDeps>();

@@ -25,6 +25,7 @@ import {
 } from './operations.ts';
 import { PendingEvent } from './pending-event.entity.ts';
 import { WorkflowRunner } from './runner.ts';
+import { NodeEffects } from './effects.ts';
 import { Workflow } from './workflow.entity.ts';
 import { WorkflowService } from './workflow.service.ts';
 
@@ -46,7 +47,11 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
   entities: [Workflow, WorkflowInstance, PendingEvent],
   migrations,
   extensionPoints: [nodeTypesPoint, leadSourcesPoint],
-  services: { workflowService: asClass(WorkflowService).singleton(), workflowRunner: asClass(WorkflowRunner).singleton() },
+  services: {
+    workflowService: asClass(WorkflowService).singleton(),
+    workflowRunner: asClass(WorkflowRunner).singleton(),
+    nodeEffects: asClass(NodeEffects).singleton(),
+  },
   extends: {
     'core.events': [
       { name: 'workflow.completed', describe: 'A run you started completed: {instanceId, workflowId, workflowName, output}.' },

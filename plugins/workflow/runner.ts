@@ -4,37 +4,38 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import {
   defineRecord,
   notFound,
-  OutboundRefusedError,
   RpcError,
   WorkerTaskError,
-  type AiClient,
   type AuthenticatedContext,
   type Database,
   type EntityManager,
   type EventBus,
-  type Extensions,
   type InferRecord,
   type Jobs,
   type Logger,
   type OperationCaller,
-  type Outbound,
   type PluginServices,
   type Principal,
-  type ToolCatalogue,
   type WorkerPool,
 } from 'rpc-service/plugin';
 import type { WorkflowConfig } from './config.ts';
+import type { NodeEffects } from './effects.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import { WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
-import { CLOCK, EXPRESSION_LIMITS, type Checkpoint, type EffectReply, type EffectRequest, type RunOutcome, type RunState, type RunTask } from './interpreter.worker.ts';
+import {
+  CLOCK,
+  EXPRESSION_LIMITS,
+  type Checkpoint,
+  type EffectReply,
+  type EffectRequest,
+  type RunOutcome,
+  type RunState,
+  type RunTask,
+} from './interpreter.worker.ts';
 import { PendingEvent } from './pending-event.entity.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
-type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;
-
 const INTERPRETER = fileURLToPath(new URL('./interpreter.worker.ts', import.meta.url));
-/** Largest HTTP answer body an http node reads. */
-const MAX_HTTP_BODY = 1024 * 1024;
 /** Steps of history an instance keeps (the latest). */
 const MAX_HISTORY = 1000;
 /** How often a part's time limits are looked at, and how far past them the host lets it go before stepping in. */
@@ -68,12 +69,9 @@ export class WorkflowRunner {
   readonly #pool: WorkerPool;
   readonly #jobs: Jobs;
   readonly #operations: OperationCaller;
-  readonly #outbound: Outbound;
-  readonly #ai: AiClient;
-  readonly #tools: ToolCatalogue;
   readonly #bus: EventBus;
   readonly #users: PluginServices['userService'];
-  readonly #extensions: Extensions;
+  readonly #effects: NodeEffects;
   readonly #workflows: WorkflowService;
   readonly #config: WorkflowConfig;
   readonly #logger: Logger;
@@ -85,12 +83,9 @@ export class WorkflowRunner {
     pool: WorkerPool;
     jobs: Jobs;
     operations: OperationCaller;
-    outbound: Outbound;
-    ai: AiClient;
-    tools: ToolCatalogue;
     bus: EventBus;
     userService: PluginServices['userService'];
-    extensions: Extensions;
+    nodeEffects: NodeEffects;
     workflowService: WorkflowService;
     config: WorkflowConfig;
     logger: Logger;
@@ -99,12 +94,9 @@ export class WorkflowRunner {
     this.#pool = deps.pool;
     this.#jobs = deps.jobs;
     this.#operations = deps.operations;
-    this.#outbound = deps.outbound;
-    this.#ai = deps.ai;
-    this.#tools = deps.tools;
     this.#bus = deps.bus;
     this.#users = deps.userService;
-    this.#extensions = deps.extensions;
+    this.#effects = deps.nodeEffects;
     this.#workflows = deps.workflowService;
     this.#config = deps.config;
     this.#logger = deps.logger;
@@ -155,7 +147,13 @@ export class WorkflowRunner {
    * not waiting for this event yet), else to the oldest run of the workflow
    * waiting for it. NOT_FOUND when there is no such run.
    */
-  async sendEventToWorkflow(ctx: AuthenticatedContext, workflowName: string, eventName: string, eventData: Record<string, unknown>, instanceId?: string): Promise<void> {
+  async sendEventToWorkflow(
+    ctx: AuthenticatedContext,
+    workflowName: string,
+    eventName: string,
+    eventData: Record<string, unknown>,
+    instanceId?: string,
+  ): Promise<void> {
     const workflow = await this.#workflows.findByIdentifier(ctx.em, workflowName);
     const claimed = await ctx.em.fork().transactional(async (em) => {
       const [row] = instanceId
@@ -168,9 +166,15 @@ export class WorkflowRunner {
              order by created_at, id limit 1 for update skip locked`,
             [workflow.id, ctx.subscriptionId, eventName],
           );
-      if (!row) throw notFound(instanceId ? `No run ${instanceId} of workflow ${workflow.name}` : `No run of workflow ${workflow.name} is waiting for event ${eventName}`);
+      if (!row)
+        throw notFound(
+          instanceId ? `No run ${instanceId} of workflow ${workflow.name}` : `No run of workflow ${workflow.name} is waiting for event ${eventName}`,
+        );
       if (row.status === 'waiting' && row.waiting_for === eventName) {
-        await em.execute(`update workflow_instance set status = 'running', waiting_for = null, lease_until = ?, updated_at = now() where id = ?`, [this.#leaseEnd(), row.id]);
+        await em.execute(`update workflow_instance set status = 'running', waiting_for = null, lease_until = ?, updated_at = now() where id = ?`, [
+          this.#leaseEnd(),
+          row.id,
+        ]);
         return row.id;
       }
       if (row.status !== 'running' && row.status !== 'waiting') throw notFound(`Run ${row.id} of workflow ${workflow.name} has ended (${row.status})`);
@@ -301,7 +305,12 @@ export class WorkflowRunner {
           await this.#keep(tx, instanceId, outcome.state, history, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
           await this.#jobs.enqueue('resume', { instanceId }, { em: tx, runAt: new Date(outcome.until), ctx: this.#operations.contextOf(principal!) });
         } else if (outcome.status === 'completed') {
-          await this.#keep(tx, instanceId, outcome.state, history, { status: 'completed', output: JSON.stringify(outcome.output ?? null), lease_until: null, finished_at: new Date() });
+          await this.#keep(tx, instanceId, outcome.state, history, {
+            status: 'completed',
+            output: JSON.stringify(outcome.output ?? null),
+            lease_until: null,
+            finished_at: new Date(),
+          });
         } else {
           await this.#keep(tx, instanceId, outcome.state, history, { status: 'failed', error: outcome.error, lease_until: null, finished_at: new Date() });
         }
@@ -343,7 +352,7 @@ export class WorkflowRunner {
       }
       pending.add(message.id);
       if (outOfTime) return reply({ id: message.id, ok: false, error: 'the run ran out of time' });
-      void this.#effect(principal, ctx, instance, message, () => stopped).then(reply);
+      void this.#effects.run(principal, ctx, instance, message, () => stopped).then(reply);
     });
     const clock = new SharedArrayBuffer(CLOCK.cells * Float64Array.BYTES_PER_ELEMENT);
     const cells = new Float64Array(clock);
@@ -410,70 +419,15 @@ export class WorkflowRunner {
     return row ? row.attempts : null;
   }
 
-  /** Does the work of a node for the run's user: an operation, a tool, an HTTP request, a chat completion or a contributed type. */
-  async #effect(principal: Principal, ctx: AuthenticatedContext, instance: WorkflowInstance, request: EffectRequest, stopped: () => boolean): Promise<EffectReply> {
-    if (stopped()) return { id: request.id, ok: false, error: 'the run was cancelled' };
-    const { input } = request;
-    try {
-      switch (request.type) {
-        case 'rpc':
-          return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(input.method as string, input.params)) ?? null };
-        case 'tool': {
-          const tool = this.#tools.get(input.tool as string);
-          if (!tool) return { id: request.id, ok: false, error: `${input.tool} is not an available tool` };
-          return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(tool.method, input.params)) ?? null };
-        }
-        case 'http':
-          return { id: request.id, ok: true, value: await this.#http(input as never) };
-        case 'ai': {
-          const messages = [...(input.system ? [{ role: 'system' as const, content: input.system as string }] : []), { role: 'user' as const, content: input.prompt as string }];
-          const answer = await this.#ai.chat(ctx, messages, { model: input.model as string | undefined, caller: { type: 'workflow', name: instance.workflowName }, threadId: instance.id });
-          return { id: request.id, ok: true, value: answer.content };
-        }
-        default: {
-          const contributed = this.#extensions.get('workflow.nodeTypes').find(({ value }) => value.type === request.type);
-          if (!contributed) return { id: request.id, ok: false, error: `no node type ${request.type} is loaded` };
-          return { id: request.id, ok: true, value: (await contributed.value.run(ctx, input as never)) ?? null };
-        }
-      }
-    } catch (error) {
-      if (error instanceof RpcError) return { id: request.id, ok: false, error: `${error.code}: ${error.message}` };
-      if (error instanceof OutboundRefusedError) return { id: request.id, ok: false, error: error.message };
-      ctx.log.error({ err: error, instanceId: instance.id, node: request.node }, 'a workflow node failed');
-      return { id: request.id, ok: false, error: 'the node failed' };
-    }
-  }
-
-  /** An http node's request, through the outbound guard: `{status, headers, body}` (JSON parsed when the answer says so). */
-  async #http(input: { url: string; method: string; headers: Record<string, string>; body?: unknown }): Promise<unknown> {
-    const json = input.body !== undefined && typeof input.body !== 'string';
-    let response: OutboundResponse;
-    try {
-      response = await this.#outbound.fetch(input.url, {
-        method: input.method,
-        headers: { ...(json ? { 'content-type': 'application/json' } : {}), ...input.headers },
-        body: input.body === undefined || input.method === 'GET' ? undefined : json ? JSON.stringify(input.body) : (input.body as string),
-        signal: AbortSignal.timeout(this.#config.WORKFLOW_HTTP_TIMEOUT_MS),
-      });
-    } catch (error) {
-      if (error instanceof OutboundRefusedError) throw error;
-      throw new RpcError('UPSTREAM_ERROR', `${input.method} ${input.url} failed: ${(error as Error).name === 'TimeoutError' ? 'no answer in time' : 'the connection failed'}`);
-    }
-    const text = await readText(response, MAX_HTTP_BODY);
-    const type = response.headers.get('content-type') ?? '';
-    let body: unknown = text;
-    if (/json/i.test(type)) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = text;
-      }
-    }
-    return { status: response.status, headers: Object.fromEntries(response.headers), body };
-  }
-
   /** Writes a run's state and history (its latest MAX_HISTORY steps), with other columns; false when it is no longer running (only with `onlyRunning`). */
-  async #keep(em: EntityManager, id: string, state: RunState, history: WorkflowInstance['history'], columns: Record<string, unknown>, onlyRunning = false): Promise<boolean> {
+  async #keep(
+    em: EntityManager,
+    id: string,
+    state: RunState,
+    history: WorkflowInstance['history'],
+    columns: Record<string, unknown>,
+    onlyRunning = false,
+  ): Promise<boolean> {
     const names = Object.keys(columns);
     const kept = await em.execute(
       `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?, history = ?::jsonb, attempts = 0,
@@ -493,7 +447,9 @@ export class WorkflowRunner {
         : outcome.status === 'failed'
           ? { name: 'workflow.failed', payload: { ...about, error: outcome.error } }
           : { name: 'workflow.waiting', payload: { ...about, ...(outcome.status === 'waiting' ? { event: outcome.event } : { until: outcome.until }) } };
-    await this.#bus.publish({ ...payload, subscriptionId: instance.subscriptionId, userIds: [instance.userId] }).catch((err) => this.#logger.warn({ err }, 'could not announce a workflow run'));
+    await this.#bus
+      .publish({ ...payload, subscriptionId: instance.subscriptionId, userIds: [instance.userId] })
+      .catch((err) => this.#logger.warn({ err }, 'could not announce a workflow run'));
   }
 
   /** The run's user as a caller, with their current role; null when they are gone or inactive. */
@@ -542,15 +498,4 @@ export class WorkflowRunner {
       clearTimeout(timer);
     }
   }
-}
-
-async function readText(response: OutboundResponse, maxBytes: number): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const part of response.body ?? []) {
-    size += part.length;
-    if (size > maxBytes) throw new RpcError('UPSTREAM_ERROR', `the answer is larger than ${maxBytes} bytes`);
-    parts.push(Buffer.from(part));
-  }
-  return Buffer.concat(parts).toString('utf8');
 }
