@@ -1,4 +1,3 @@
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlCondition } from '../db/json-filter.ts';
 import type { Database } from '../db/orm.ts';
@@ -10,31 +9,6 @@ import { conflict } from '../rpc/errors.ts';
 import type { RequestContext } from '../rpc/context.ts';
 import type { AiCaller, AiClient } from './ai-client.ts';
 import type { AiCatalogue } from './catalogue.ts';
-
-/**
- * For each table of embeddings (keyed by its name): which of its two vector
- * columns answers searches and with which model, and the switch to another
- * model under way, if any. Read and written by EmbeddingColumns, in SQL.
- */
-export const EmbeddingState = defineEntity({
-  name: 'EmbeddingState',
-  tableName: 'core_embedding_state',
-  properties: (p) => ({
-    tableName: p.text().primary(),
-    /** `a` or `b`: the column `embedding_a` or `embedding_b`. */
-    activeSlot: p.text(),
-    activeModel: p.text(),
-    /** The model the other column is being filled with; null when no switch is under way. */
-    nextModel: p.text().nullable(),
-    /** The other column may hold vectors of no model in use (an earlier model, an abandoned switch): it is emptied before it is filled. */
-    inactiveDirty: p.boolean().default(false),
-    /** Until when one node's switch job holds the switch. */
-    leaseUntil: p.datetime().nullable(),
-    switchStartedAt: p.datetime().nullable(),
-    switchedAt: p.datetime().nullable(),
-  }),
-});
-export type EmbeddingState = InferEntity<typeof EmbeddingState>;
 
 export type VectorColumn = 'embedding_a' | 'embedding_b';
 

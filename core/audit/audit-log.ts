@@ -1,36 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthenticatedContext } from '../rpc/context.ts';
 import { toOrderBy, toWhere, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
 import { defineRecord, type InferRecord } from '../rpc/records.ts';
-
-/** One audited action: who did what to which record, when, and with which credential. */
-export const AuditEntry = defineEntity({
-  name: 'AuditEntry',
-  tableName: 'core_audit_log',
-  properties: (p) => ({
-    id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
-    at: p.datetime(),
-    /** What kind of record: `secret`, ... */
-    kind: p.text(),
-    /** The operation group that acted (`SecretsRpc`). */
-    group: p.text(),
-    /** `read`, `create`, `update`, `delete`, ... */
-    action: p.text(),
-    targetId: p.text(),
-    /** A readable name of the record (`production:STRIPE_KEY`); never a value. */
-    target: p.text(),
-    userId: p.uuid().nullable(),
-    role: p.text().nullable(),
-    apiKeyId: p.uuid().nullable(),
-    sessionId: p.uuid().nullable(),
-    requestId: p.text(),
-  }),
-  indexes: [{ properties: ['subscriptionId', 'kind', 'at'] }],
-});
-export type AuditEntry = InferEntity<typeof AuditEntry>;
+import { AuditEntry } from './audit-entry.entity.ts';
 
 export interface AuditAction {
   kind: string;

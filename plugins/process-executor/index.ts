@@ -5,7 +5,7 @@ import { DEPS, type ProcessDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { getProcessLogs, getProcessStatus, sendProcessInput, startProcess, stopProcess } from './operations.ts';
 import { ProcessExecutor } from './process-executor.ts';
-import { ProcessInstance } from './process.entity.ts';
+import { ProcessInstance } from './instance.entity.ts';
 
 /** ProcessExecutorRpc: commands the operator allows, started by admins, with their output, input and end. */
 export const processExecutorPlugin = definePlugin<ProcessDeps>({

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { conflict, pgArray, RpcError, validationError, type AuthenticatedContext, type Database, type EventBus, type Logger } from 'rpc-service/plugin';
 import type { ProcessConfig } from './config.ts';
-import { ProcessInstance, type ProcessStatus } from './process.entity.ts';
+import { ProcessInstance, type ProcessStatus } from './instance.entity.ts';
 
 /** Characters a line of output keeps at most. */
 const MAX_LINE = 4000;

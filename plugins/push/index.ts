@@ -3,7 +3,7 @@ import { definePlugin } from 'rpc-service/plugin';
 import { DEPS, type PushDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { getVapidPublicKey, subscribe, unsubscribe } from './operations.ts';
-import { PushSubscription } from './push.entity.ts';
+import { PushSubscription } from './subscription.entity.ts';
 import { PushService } from './push.service.ts';
 import { VapidKeys } from './vapid-keys.entity.ts';
 

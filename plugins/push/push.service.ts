@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import webpush from 'web-push';
 import { conflict, pgArray, validationError, type AuthenticatedContext, type Database, type Keyring, type Outbound } from 'rpc-service/plugin';
-import { PushSubscription } from './push.entity.ts';
+import { PushSubscription } from './subscription.entity.ts';
 
 export interface SubscriptionObject {
   endpoint: string;

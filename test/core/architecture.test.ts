@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +55,27 @@ export async function importProblems(root: string): Promise<{ cycles: string[]; 
   }
 }
 
+/** Files of core/, plugins/ and the example plugin that define entities other than as the one entity of a `<name>.entity.ts`. */
+export function misplacedEntities(root: string): string[] {
+  const folders = ['core', 'plugins', 'test/fixtures/notes-plugin'];
+  return folders.flatMap((folder) =>
+    (readdirSync(path.join(root, folder), { recursive: true }) as string[])
+      .filter((file) => file.endsWith('.ts'))
+      .map((file) => path.join(folder, file))
+      .flatMap((file) => {
+        const count = readFileSync(path.join(root, file), 'utf8').match(/\bdefineEntity\(/g)?.length ?? 0;
+        const isEntityFile = file.endsWith('.entity.ts');
+        return (isEntityFile && count !== 1) || (!isEntityFile && count > 0) ? [`${file}: ${count}`] : [];
+      }),
+  );
+}
+
 describe('architecture', () => {
+  it('defines each entity once, alone in a <name>.entity.ts file', () => {
+    const misplaced = misplacedEntities(ROOT);
+    assert.deepEqual(misplaced, [], `files with defineEntity calls outside the one-entity-per-file rule:\n${misplaced.join('\n')}`);
+  });
+
   it('has no import cycle in core/, plugins/ or workers/ and no import from core/ into plugins/', async () => {
     const { cycles, coreToPlugins, unresolved } = await importProblems(ROOT);
     // An import the tool cannot resolve would leave its edge out of the graph unseen.
