@@ -81,7 +81,7 @@ export function describeSettings(schema: v.GenericSchema, owner: string): Settin
       name,
       owner,
       default: fallback === undefined ? null : String(fallback),
-      description: v.getDescription(inner as never) ?? '',
+      description: v.getDescription(inner) ?? '',
     };
   });
 }

@@ -94,7 +94,7 @@ export function entityScope({ name, describe, entity }: { name: string; describe
     describe,
     async export(ctx, em) {
       const { names } = fieldsOf(em);
-      const rows = await em.find(entityName, { subscriptionId: ctx.subscriptionId }, { orderBy: { id: 'asc' } as never });
+      const rows = await em.find<{ id: string; subscriptionId: string }>(entityName, { subscriptionId: ctx.subscriptionId }, { orderBy: { id: 'asc' } });
       return Object.fromEntries(
         rows.map((row: Record<string, unknown>) => {
           const record = Object.fromEntries(

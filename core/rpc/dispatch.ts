@@ -87,7 +87,7 @@ export class Dispatcher {
       const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
       const ctx = this.#pipeline.context(request.requestId, principal);
-      const result = operation.handler({ params: parsed.output, ctx: ctx as never, deps: operation.deps, transport: request.transport });
+      const result = operation.handler({ params: parsed.output, ctx, deps: operation.deps, transport: request.transport });
       const userId = principal?.userId ?? null;
       return result instanceof Promise
         ? result.then(

@@ -50,7 +50,7 @@ const treeNode: v.GenericSchema<unknown, TreeInput> = v.object({
       'subtasks must be an array',
     ),
   ),
-}) as never;
+});
 
 /** The depth and the number of tasks of a tree, for its limits. */
 function measure(tasks: TreeInput[], depth = 1): { depth: number; count: number } {
