@@ -27,6 +27,7 @@ class WholeStatementDialect extends PGliteKnexDialect {
  */
 class WholeStatementConnection extends PGliteConnection {
   override createKnex(): void {
+    // createKnexClient is typed for knex's built-in dialect names; a dialect class is what knex takes at run time.
     this.client = this.createKnexClient(WholeStatementDialect as never);
     const dialect = this.getKnex().client as WholeStatementDialect & { ormConfig: Configuration };
     dialect.ormConfig = this.config;

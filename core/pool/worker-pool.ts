@@ -82,6 +82,7 @@ export class WorkerPool {
     const stop = signal ?? AbortSignal.timeout(this.#taskTimeoutMs);
     try {
       const filename = pathToFileURL(file).href;
+      // piscina types transferList with its own Transferable, which Node's MessagePort is at run time but not by name.
       return (await (port
         ? this.#conversations.run(data, { filename, transferList: [port] as never, signal: stop })
         : this.#piscina.run(data, { filename, signal: stop }))) as T;

@@ -92,6 +92,7 @@ function compiled(source: string): jsonata.Expression {
   let expression = COMPILED.get(source);
   if (!expression) {
     expression = jsonata(source, EXPRESSION_LIMITS);
+    // JSONata's hook on every step is bound under this symbol; its types only name string bindings.
     expression.assign(Symbol.for('jsonata.__evaluate_exit') as never, checkStep);
     if (COMPILED.size >= MAX_COMPILED) COMPILED.delete(COMPILED.keys().next().value!);
     COMPILED.set(source, expression);
