@@ -127,6 +127,22 @@ export function foreignTables(pluginFolder: string, pluginId: string, pluginIds:
   return [...new Set(offending)];
 }
 
+/**
+ * Services a plugin names in its DEPS (deps.ts or index.ts) that no other line
+ * of its source mentions: it would receive them for nothing, and be ordered
+ * after their exporters for nothing.
+ */
+export function unusedDeps(pluginFolder: string): string[] {
+  const sources = (readdirSync(pluginFolder, { recursive: true }) as string[])
+    .filter((file) => /\.ts$/.test(file) && !file.split(path.sep).includes('migrations'))
+    .map((file) => readFileSync(path.join(pluginFolder, file), 'utf8'));
+  const declaration = sources.map((text) => /export const DEPS = \[([^\]]*)\]/.exec(text)).find(Boolean);
+  if (!declaration) return [];
+  const names = [...declaration[1]!.matchAll(/'(\w+)'/g)].map((match) => match[1]!);
+  const rest = sources.join('\n').replace(declaration[0], '');
+  return names.filter((name) => !new RegExp(`\\b${name}\\b`).test(rest)).map((name) => `${path.relative(ROOT, pluginFolder)}: ${name}`);
+}
+
 /** A plugin's id, as its index.ts declares it. */
 const pluginIdOf = (folder: string) => /\bid: '([a-z][a-z0-9-]*)'/.exec(readFileSync(path.join(folder, 'index.ts'), 'utf8'))![1]!;
 
@@ -143,6 +159,11 @@ describe('plugin boundary', () => {
     assert.ok(folders.length >= 5, `found ${folders.length} plugin folders`);
     const offending = folders.flatMap(forbiddenImports);
     assert.deepEqual(offending, [], `imports that reach past the SDK:\n${offending.join('\n')}`);
+  });
+
+  it('plugins use every service they name in their deps', () => {
+    const unused = pluginFolders().flatMap(unusedDeps);
+    assert.deepEqual(unused, [], `deps named but never used:\n${unused.join('\n')}`);
   });
 
   it("plugins' SQL names only their own tables and the core's SHARED_TABLES", () => {
