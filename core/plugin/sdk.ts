@@ -59,6 +59,7 @@ export {
   password,
   username,
   isUuid,
+  topK,
 } from '../rpc/schemas.ts';
 export {
   listParams,
@@ -125,7 +126,14 @@ export {
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
 export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../rpc/data-scopes.ts';
 export type { DataFolders } from '../data-folders.ts';
-export { MAX_FIELD_VALUES, type CollectionCatalogue, type CollectionDeclaration, type FieldReference } from '../rpc/collections.ts';
+export {
+  MAX_FIELD_VALUES,
+  fieldValuesParams,
+  collectionFieldValuesParams,
+  type CollectionCatalogue,
+  type CollectionDeclaration,
+  type FieldReference,
+} from '../rpc/collections.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
 export { RateLimiter, type Limit } from '../rate-limiter.ts';

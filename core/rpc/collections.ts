@@ -3,7 +3,7 @@ import { PluginLoadError } from '../plugin/errors.ts';
 import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
 import type { AuthenticatedContext } from './context.ts';
 import { validationError } from './errors.ts';
-import type { ListQuery } from './list-query.ts';
+import { requiredListParams, type ListQuery } from './list-query.ts';
 
 /**
  * A collection of records that forms may pick values from (`getFieldValues`
@@ -44,6 +44,20 @@ export interface FieldReference {
   filter?: Record<string, unknown>;
   sort?: ListQuery['sort'];
 }
+
+const fieldName = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(100));
+const referenceEntries = {
+  valueField: fieldName,
+  displayField: fieldName,
+  filter: v.optional(requiredListParams().filter, {}),
+  sort: v.optional(requiredListParams().sort),
+};
+
+/** The params of a group's getFieldValues over its own records: `{fieldName, reference: {valueField, displayField, filter?, sort?}}`. */
+export const fieldValuesParams = v.object({ fieldName, reference: v.object(referenceEntries) });
+
+/** The same where the reference names the collection it reads (`reference.collection`). */
+export const collectionFieldValuesParams = v.object({ fieldName, reference: v.object({ collection: fieldName, ...referenceEntries }) });
 
 /** Records read for one lookup at most. */
 export const MAX_FIELD_VALUES = 1000;

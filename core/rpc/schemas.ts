@@ -102,3 +102,15 @@ export const jsonObjectText = (label: string) =>
     // The text passed the dispatcher's check; what it decodes to (an escaped \u0000, say) has not.
     v.check((object) => unsafeInputIssues(object).length === 0, `${label} must not contain a NUL character (\\u0000) or nest too deeply`),
   );
+
+/** How many results a search answers: a whole number from 1 to `max`, `fallback` when omitted. */
+export const topK = (max: number, fallback = 5) =>
+  v.optional(
+    v.pipe(
+      v.number('topK must be a number'),
+      v.integer('topK must be a whole number'),
+      v.minValue(1, 'topK must be at least 1'),
+      v.maxValue(max, `topK must be at most ${max}`),
+    ),
+    fallback,
+  );

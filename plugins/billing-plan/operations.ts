@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { currencyCode, minorUnits, recordId, requiredListParams, trimmedText } from 'rpc-service/plugin';
+import { currencyCode, fieldValuesParams, minorUnits, recordId, requiredListParams, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { BILLING_CYCLES } from './plan.entity.ts';
 
@@ -50,7 +50,6 @@ const planFields = {
 };
 const name = trimmedText('name', 200);
 const resolveFeatures = v.optional(v.boolean('resolveFeatures must be true or false'), false);
-const fieldName = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(100));
 
 export const create = defineOperation({
   access: 'staff',
@@ -90,14 +89,7 @@ export const getData = defineOperation({
 export const getFieldValues = defineOperation({
   access: 'user',
   describe: 'Values for a form field, as {value, label}, from the plans (reference.filter applied, at most 1000 read); fieldName is not used.',
-  params: v.object({
-    fieldName,
-    reference: v.object({
-      valueField: fieldName,
-      displayField: fieldName,
-      filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object'), {}),
-    }),
-  }),
+  params: fieldValuesParams,
   handler: ({ params, ctx, deps }) => deps.planService.getFieldValues(ctx, params.reference),
 });
 

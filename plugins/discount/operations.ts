@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { currencyCode, isoTime, minorUnits, recordId, requiredListParams, stringList, trimmedText } from 'rpc-service/plugin';
+import { currencyCode, fieldValuesParams, isoTime, minorUnits, recordId, requiredListParams, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { DISCOUNT_KINDS } from './discount.entity.ts';
 
@@ -33,7 +33,6 @@ const name = trimmedText('name', 200);
 const kind = v.picklist(DISCOUNT_KINDS, 'kind must be percent or fixed');
 /** 1 to 100 for percent, minor units for fixed: the service checks the range by kind. */
 const value = minorUnits('value');
-const fieldName = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(100));
 
 export const create = defineOperation({
   access: 'staff',
@@ -81,14 +80,7 @@ export const getData = defineOperation({
 export const getFieldValues = defineOperation({
   access: 'user',
   describe: 'Values for a form field, as {value, label}, from the discounts (reference.filter applied, at most 1000 read); fieldName is not used.',
-  params: v.object({
-    fieldName,
-    reference: v.object({
-      valueField: fieldName,
-      displayField: fieldName,
-      filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object'), {}),
-    }),
-  }),
+  params: fieldValuesParams,
   handler: ({ params, ctx, deps }) => deps.discountService.getFieldValues(ctx, params.reference),
 });
 

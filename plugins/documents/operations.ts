@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { recordId } from 'rpc-service/plugin';
+import { recordId, topK } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 
 const MAX_CONTENT_LENGTH = 1_000_000;
@@ -90,15 +90,7 @@ export const search = defineOperation({
   params: v.object({
     documentInstanceId: instanceId,
     queryText: text('queryText', 10_000),
-    topK: v.optional(
-      v.pipe(
-        v.number('topK must be a number'),
-        v.integer('topK must be a whole number'),
-        v.minValue(1, 'topK must be at least 1'),
-        v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`),
-      ),
-      5,
-    ),
+    topK: topK(MAX_TOP_K),
     filter: v.optional(v.unknown()),
   }),
   handler: ({ params, ctx, deps }) => deps.pageService.search(ctx, params),

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { isoTime, recordId } from 'rpc-service/plugin';
+import { isoTime, recordId, topK } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
@@ -205,15 +205,7 @@ export const search = defineOperation({
     'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
   params: v.object({
     queryText: text('queryText', 10_000),
-    topK: v.optional(
-      v.pipe(
-        v.number('topK must be a number'),
-        v.integer('topK must be a whole number'),
-        v.minValue(1, 'topK must be at least 1'),
-        v.maxValue(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`),
-      ),
-      5,
-    ),
+    topK: topK(MAX_TOP_K),
     filter: v.optional(v.unknown()),
     collection: v.optional(v.nullable(text('collection', 200))),
     mode: v.optional(v.picklist(['hybrid', 'semantic'], 'mode must be hybrid or semantic'), 'hybrid'),

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { envelope, isUuid, listParams, recordId, stringList } from 'rpc-service/plugin';
+import { collectionFieldValuesParams, envelope, isUuid, listParams, recordId, stringList } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { graphFields } from './graph.ts';
 import { INSTANCE_STATUSES } from './instance.entity.ts';
@@ -22,7 +22,6 @@ const fields = {
   tags: v.optional(tags),
   contextId: v.optional(v.nullable(v.pipe(v.string('contextId must be a string'), v.maxLength(200)))),
 };
-const fieldName = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(100));
 
 export const create = defineOperation({
   access: 'user',
@@ -75,16 +74,7 @@ export const getFieldValues = defineOperation({
   access: 'user',
   describe:
     'Values for a form field, as {value, label}, from a collection (workflows, agentConfigs, and those plugins add), filtered and sorted; at most 1000 records read.',
-  params: v.object({
-    fieldName,
-    reference: v.object({
-      collection: fieldName,
-      valueField: fieldName,
-      displayField: fieldName,
-      filter: v.optional(v.record(v.string(), v.unknown(), 'filter must be an object')),
-      sort: v.optional(v.record(v.string(), v.union([v.picklist([1, -1]), v.picklist(['asc', 'desc'])]), 'sort maps fields to 1, -1, asc or desc')),
-    }),
-  }),
+  params: collectionFieldValuesParams,
   handler: ({ params, ctx, deps }) => deps.workflowService.getFieldValues(ctx, params.reference),
 });
 
