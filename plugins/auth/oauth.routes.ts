@@ -1,4 +1,4 @@
-import { RpcError, SESSION_COOKIE, type RouteContext, type Router } from 'rpc-service/plugin';
+import { SESSION_COOKIE, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { AuthDeps } from './deps.ts';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
@@ -11,28 +11,31 @@ function page(ctx: RouteContext, status: number, title: string, text: string): v
   ctx.body = `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></body></html>`;
 }
 
+/**
+ * A browser opens these routes, so a refusal or failure is a page, with the
+ * code and status the request pipeline gives it (an unexpected one logged
+ * with its error id, which the page shows).
+ */
+const failurePage = (ctx: RouteContext, error: RpcError, errorId?: string) =>
+  page(ctx, error.status, 'Login failed', errorId ? `Something went wrong; try again later (error id ${errorId})` : error.message);
+
 /** `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login. */
-export function oauthRoutes(router: Router, { oauthService, http, logger }: AuthDeps): void {
+export function oauthRoutes(router: Router, { oauthService, http }: AuthDeps): void {
   const baseUrl = (ctx: RouteContext) => http.baseUrl(ctx.req);
+  const browserRoute = { access: 'public', answerError: failurePage } as const;
 
-  const failed = (ctx: RouteContext, error: unknown) => {
-    if (error instanceof RpcError) return page(ctx, error.status, 'Login failed', error.message);
-    logger.error({ err: error }, 'OAuth login failed');
-    page(ctx, 500, 'Login failed', 'Something went wrong; try again later');
-  };
-
-  router.get('/auth/:provider', async (ctx) => {
-    try {
+  router.get(
+    '/auth/:provider',
+    http.route(browserRoute, async ({ http: ctx }) => {
       const external = typeof ctx.query.external === 'string' ? ctx.query.external : undefined;
       ctx.set('Cache-Control', 'no-store');
       ctx.redirect(await oauthService.authorizationUrl(ctx.params.provider!, baseUrl(ctx), external));
-    } catch (error) {
-      failed(ctx, error);
-    }
-  });
+    }),
+  );
 
-  router.get('/auth/:provider/callback', async (ctx) => {
-    try {
+  router.get(
+    '/auth/:provider/callback',
+    http.route(browserRoute, async ({ http: ctx }) => {
       if (typeof ctx.query.error === 'string') {
         return page(ctx, 400, 'Login cancelled', `The provider answered: ${ctx.query.error}`);
       }
@@ -43,8 +46,6 @@ export function oauthRoutes(router: Router, { oauthService, http, logger }: Auth
       ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: login.expiresAt }));
       ctx.set('Cache-Control', 'no-store');
       ctx.redirect(`${http.publicUrl ?? ''}/`);
-    } catch (error) {
-      failed(ctx, error);
-    }
-  });
+    }),
+  );
 }

@@ -144,6 +144,13 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     });
   });
 
+  it('lets a route a browser opens answer with a page: the OAuth routes, with the status the pipeline gives', async () => {
+    const response = await fetch(`${t.url}/auth/no-such-provider`, { redirect: 'manual' });
+    assert.equal(response.status, 404);
+    assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(await response.text(), /<h1>Login failed<\/h1><p>OAuth provider &quot;no-such-provider&quot; is not configured<\/p>/);
+  });
+
   it('gives uploads and downloads the answers RPC calls get: an unknown upload key or file is NOT_FOUND', async () => {
     const download = await route('GET', `/api/files/${randomUUID()}`, member.token);
     assert.deepEqual(download, {
