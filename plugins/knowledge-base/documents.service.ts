@@ -32,6 +32,8 @@ export interface DocumentMetadata {
 }
 
 const DOCUMENT = defineRecord(KnowledgeDocument, { hide: ['subscriptionId', 'searchVector'] });
+/** A version as getDocumentVersions lists it: not its text (source, markdown), which stay with the document. */
+const VERSION = defineRecord(DocumentVersion, { hide: ['id', 'subscriptionId', 'documentId', 'source', 'markdown'] });
 export type DocumentRecord = InferRecord<typeof DOCUMENT>;
 
 export interface ListDocumentsQuery {
@@ -215,17 +217,8 @@ export class DocumentsService {
   async getDocumentVersions(ctx: AuthenticatedContext, id: string) {
     const document = await this.#find(ctx.em, id);
     const versions = await ctx.em.find(DocumentVersion, { documentId: id }, { orderBy: { version: 'desc' } });
-    return versions.map((version) => ({
-      version: version.version,
-      docType: version.docType,
-      fileId: version.fileId ?? null,
-      fileName: version.fileName ?? null,
-      sourceUrl: version.sourceUrl ?? null,
-      sizeBytes: Number(version.sizeBytes),
-      current: version.version === document.version,
-      createdBy: version.createdBy,
-      createdAt: version.createdAt.toISOString(),
-    }));
+    return versions.map((version) => ({ ...VERSION.toRecord(version), current: version.version === document.version }));
+
   }
 
   async reindexDocument(ctx: AuthenticatedContext, id: string): Promise<{ success: true; chunkCount: number }> {

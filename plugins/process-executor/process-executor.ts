@@ -3,7 +3,18 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { conflict, pgArray, RpcError, validationError, type AuthenticatedContext, type Database, type EventBus, type Logger } from 'rpc-service/plugin';
+import {
+  conflict,
+  defineRecord,
+  pgArray,
+  RpcError,
+  validationError,
+  type AuthenticatedContext,
+  type Database,
+  type EventBus,
+  type InferRecord,
+  type Logger,
+} from 'rpc-service/plugin';
 import type { ProcessConfig } from './config.ts';
 import { ProcessInstance, type ProcessStatus } from './instance.entity.ts';
 
@@ -22,6 +33,10 @@ interface Running {
   stopping: boolean;
   ended: Promise<void>;
 }
+
+/** What getProcessStatus answers: the process's state, without who started it, where, or its output (getProcessLogs). */
+const STATUS = defineRecord(ProcessInstance, { hide: ['id', 'subscriptionId', 'startedBy', 'nodeId', 'logs'] });
+export type ProcessStatusRecord = InferRecord<typeof STATUS>;
 
 /**
  * Runs the commands an operator allows (PROCESS_ALLOWED_COMMANDS), without
@@ -96,30 +111,8 @@ export class ProcessExecutor {
     return { instanceId: id, status: 'running', pid: child.pid ?? null };
   }
 
-  async getProcessStatus(
-    ctx: AuthenticatedContext,
-    id: string,
-  ): Promise<{
-    status: ProcessStatus;
-    exitCode: number | null;
-    signal: string | null;
-    error: string | null;
-    command: string;
-    args: string[];
-    startedAt: string;
-    endedAt: string | null;
-  }> {
-    const instance = await this.#find(ctx, id);
-    return {
-      status: instance.status,
-      exitCode: instance.exitCode ?? null,
-      signal: instance.signal ?? null,
-      error: instance.error ?? null,
-      command: instance.command,
-      args: instance.args,
-      startedAt: instance.startedAt.toISOString(),
-      endedAt: instance.endedAt?.toISOString() ?? null,
-    };
+  async getProcessStatus(ctx: AuthenticatedContext, id: string): Promise<ProcessStatusRecord> {
+    return STATUS.toRecord(await this.#find(ctx, id));
   }
 
   async getProcessLogs(ctx: AuthenticatedContext, id: string): Promise<{ logs: string[] }> {

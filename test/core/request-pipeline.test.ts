@@ -131,19 +131,6 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     assert.deepEqual((await route('GET', '/probe/public', member.token)).body.data, { userId: member.user._id });
   });
 
-  it("serves the example plugin's route to its caller only: the caller's notes as text, 401 without credentials", async () => {
-    await t.ok('NoteRpc.add', { text: 'first of mine' }, { token: member.token });
-    await t.ok('NoteRpc.add', { text: "the admin's" }, { token: admin.token });
-    const mine = await fetch(`${t.url}/notes/export`, { headers: { authorization: `Bearer ${member.token}` } });
-    assert.equal(mine.status, 200);
-    assert.match(mine.headers.get('content-type') ?? '', /^text\/plain/);
-    assert.match(await mine.text(), /^\d{4}-\d\d-\d\dT[\d:.]+Z first of mine\n$/);
-    assert.deepEqual(await route('GET', '/notes/export'), {
-      status: 401,
-      body: { success: false, data: { code: 'UNAUTHENTICATED', error: 'Authentication required: send X-API-Key or a session token' } },
-    });
-  });
-
   it('lets a route a browser opens answer with a page: the OAuth routes, with the status the pipeline gives', async () => {
     const response = await fetch(`${t.url}/auth/no-such-provider`, { redirect: 'manual' });
     assert.equal(response.status, 404);
