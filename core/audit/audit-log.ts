@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthenticatedContext } from '../rpc/context.ts';
 import { toOrderBy, toWhere, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
 import { defineRecord, type InferRecord } from '../rpc/records.ts';
-import { AuditEntry } from './audit-entry.entity.ts';
+import { AuditEntry } from './audit-log.entity.ts';
 
 export interface AuditAction {
   kind: string;

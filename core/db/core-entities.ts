@@ -1,5 +1,5 @@
 import { EmbeddingState } from '../ai/embedding-state.entity.ts';
-import { AuditEntry } from '../audit/audit-entry.entity.ts';
+import { AuditEntry } from '../audit/audit-log.entity.ts';
 import { DataKey } from '../credentials/data-key.entity.ts';
 import { EventPayload } from '../events/event-payload.entity.ts';
 import { RateLimitBucket } from '../rate-limit.entity.ts';

@@ -3,7 +3,7 @@ import { defineExtensionPoint } from '../plugin/extension-points.ts';
 
 /** One event a plugin emits to clients (WebSocket now, webhooks later), as listed in `GET /api/rpc`. */
 export interface EventDeclaration {
-  /** Dotted, lower-case: `note.added`; a name the specification gives stays as it is (`dataScopeRefreshed`). */
+  /** Dotted, lower-case: `note.added`; a name clients already know stays as it is (`dataScopeRefreshed`). */
   name: string;
   /** One line: when it is sent and what its payload holds. */
   describe: string;

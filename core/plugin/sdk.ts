@@ -69,7 +69,6 @@ export {
   pageOf,
   listOf,
   MAX_PAGE_SIZE,
-  TIMESTAMP_FIELDS,
   type FieldMap,
   type FieldType,
   type ListQuery,

@@ -4,7 +4,8 @@ import { validationError, type RpcError, type ValidationIssue } from './errors.t
 import { isUuid } from './schemas.ts';
 
 /**
- * The document-store-style list filters of DESIGN §3, translated into
+ * The document-store-style list filters (README.md, The endpoint: `$eq`,
+ * `$in`, `$regex` and the rest), translated into
  * MikroORM conditions on an entity's own fields only. Anything else is a
  * VALIDATION_ERROR naming the offending path; no raw SQL is ever built.
  */
@@ -14,12 +15,6 @@ export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date' | 'tag
 
 /** API field name → entity property and its type. */
 export type FieldMap = Record<string, { property: string; type: FieldType }>;
-
-/** The timestamps most records have, for FieldMaps: `{...TIMESTAMP_FIELDS, ...}`. */
-export const TIMESTAMP_FIELDS: FieldMap = {
-  createdAt: { property: 'createdAt', type: 'date' },
-  updatedAt: { property: 'updatedAt', type: 'date' },
-};
 
 export const MAX_PAGE_SIZE = 200;
 const MAX_REGEX_LENGTH = 200;
@@ -44,13 +39,13 @@ const listFields = (maxPageSize: number) => {
   };
 };
 
-/** `filter`, `sort`, `page`, `pageSize` params with the spec's defaults. */
+/** `filter`, `sort`, `page`, `pageSize` params, each optional: no filter, no sort, page 1, the operation's page size. */
 export const listParams = (defaultPageSize: number, maxPageSize = MAX_PAGE_SIZE) => {
   const { filter, sort, page, pageSize } = listFields(maxPageSize);
   return { filter: v.optional(filter, {}), sort: v.optional(sort, {}), page: v.optional(page, 1), pageSize: v.optional(pageSize, defaultPageSize) };
 };
 
-/** The same params where the spec requires all four (BillingPlanRpc.getData, DiscountRpc.getData). */
+/** The same params where the operation requires all four (BillingPlanRpc.getData, DiscountRpc.getData). */
 export const requiredListParams = (maxPageSize = MAX_PAGE_SIZE) => listFields(maxPageSize);
 
 /** The params listParams gives a handler. */
@@ -61,7 +56,7 @@ export interface ListQuery {
   pageSize: number;
 }
 
-/** The paged envelope of the spec's document-store lists (`getData` with page and pageSize). */
+/** The paged envelope of document-store lists (`getData` with page and pageSize): `{docs, totalDocs, limit, page, totalPages, hasNextPage, hasPrevPage}`. */
 export interface Page<T> {
   docs: T[];
   totalDocs: number;

@@ -61,8 +61,8 @@ export const operationBuilder =
 
 /**
  * A success answer with fields beside (or instead of) `data`, for the few
- * operations the spec shapes that way: `{success: true, message}` or a bare
- * `{success: true}`.
+ * operations whose documented answer has that shape: `{success: true,
+ * message}` or a bare `{success: true}` (their plugins' READMEs say which).
  */
 export class Envelope {
   constructor(readonly fields: Record<string, unknown>) {}

@@ -22,7 +22,7 @@ export const apiManagementPlugin = definePlugin<ApiManagementDeps>({
   services: { webhookService: asClass(WebhookService).singleton(), webhookStore: asClass(WebhookStore).singleton() },
   extends: {
     'core.events': [{ name: WEBHOOK_TEST, describe: 'Sent by registerWebhook to the webhook being registered only: {apiKeyId, message}.' }],
-    // ApiKeyRpc's records show a key's webhook (the spec places those fields on the API key).
+    // ApiKeyRpc's records show a key's webhook (plugins/api-key/README.md lists those fields on the key).
     'api-key.recordFields': (deps) => [{ fields: (subscriptionId, apiKeyIds) => deps.webhookStore.recordFields(subscriptionId, apiKeyIds) }],
   },
   subscribers: { '*': (event, { webhookService }) => webhookService.onEvent(event) },

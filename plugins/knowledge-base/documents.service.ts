@@ -218,7 +218,6 @@ export class DocumentsService {
     const document = await this.#find(ctx.em, id);
     const versions = await ctx.em.find(DocumentVersion, { documentId: id }, { orderBy: { version: 'desc' } });
     return versions.map((version) => ({ ...VERSION.toRecord(version), current: version.version === document.version }));
-
   }
 
   async reindexDocument(ctx: AuthenticatedContext, id: string): Promise<{ success: true; chunkCount: number }> {

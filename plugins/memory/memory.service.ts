@@ -19,7 +19,7 @@ import {
 import type { MemoryConfig } from './config.ts';
 import type { Scope } from './memory.entity.ts';
 
-/** Written by hand: the spec's memory is `{id, content, metadata}`, read from raw rows (vector search), not an entity's record. */
+/** Written by hand: a memory is `{id, content, metadata}` (plugins/memory/README.md), read from raw rows (vector search), not an entity's record. */
 export interface MemoryRecord {
   id: string;
   content: string;

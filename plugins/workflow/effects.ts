@@ -67,6 +67,7 @@ export class NodeEffects {
           return { id: request.id, ok: true, value: (await this.#operations.as(principal).call(tool.method, input.params)) ?? null };
         }
         case 'http':
+          // The interpreter built it from an http node's checked config (interpreter.worker.ts, #inputs).
           return { id: request.id, ok: true, value: await this.#http(input as unknown as HttpInput) };
         case 'ai': {
           const messages = [
@@ -83,6 +84,7 @@ export class NodeEffects {
         default: {
           const contributed = this.#extensions.get('workflow.nodeTypes').find(({ value }) => value.type === request.type);
           if (!contributed) return { id: request.id, ok: false, error: `no node type ${request.type} is loaded` };
+          // A contributed type's input is {config, variables, args}, as the interpreter builds it for any type it does not know.
           return { id: request.id, ok: true, value: (await contributed.value.run(ctx, input as unknown as NodeRunInput)) ?? null };
         }
       }

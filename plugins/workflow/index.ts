@@ -26,8 +26,8 @@ import {
 import { PendingEvent } from './pending-event.entity.ts';
 import { WorkflowRunner } from './runner.ts';
 import { NodeEffects } from './effects.ts';
-import { Workflow } from './workflow.entity.ts';
-import { WorkflowService } from './workflow.service.ts';
+import { Workflow } from './definition.entity.ts';
+import { WORKFLOW, WorkflowService } from './workflow.service.ts';
 
 declare module 'rpc-service/plugin' {
   interface PluginErrorCodes {
@@ -62,7 +62,7 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
       {
         name: 'workflows',
         describe: "The subscription's workflows (fields as getData returns them).",
-        fields: ['_id', 'name', 'description', 'contextId', 'projectId', 'userId', 'createdAt', 'updatedAt'],
+        fields: Object.keys(WORKFLOW.fields),
         list: (ctx, query) => deps.workflowService.listForCollection(ctx, query),
       },
     ],

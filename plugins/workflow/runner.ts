@@ -391,6 +391,7 @@ export class WorkflowRunner {
         maxOutputBytes: this.#config.WORKFLOW_MAX_OUTPUT_BYTES,
       },
       clock,
+      // The worker-side type of the port (node:worker_threads) is the same object the channel made here.
       port: port2 as unknown as MessagePort,
     };
     try {

@@ -24,7 +24,7 @@ import {
 import { checkGraph, type WorkflowEdge, type WorkflowNode } from './graph.ts';
 import { builtInLeadSources, LeadSourceError, type Lead, type LeadSourceContribution } from './leads.ts';
 import { BUILT_IN_NODE_TYPES } from './node-types.ts';
-import { Workflow } from './workflow.entity.ts';
+import { Workflow } from './definition.entity.ts';
 
 export interface WorkflowInput {
   name?: string;
