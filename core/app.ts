@@ -7,23 +7,17 @@ import Koa from 'koa';
 import { asFunction, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { DestinationStream } from 'pino';
 import { ConfigError, CoreSettings, type Config } from './config.ts';
-import {
-  Authenticator,
-  credentialsPoint,
-  type CredentialScheme,
-  type CredentialSchemeContribution,
-  type CredentialVerifier,
-} from './credentials/authenticator.ts';
+import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialVerifier } from './credentials/authenticator.ts';
 import { Credentials } from './credentials/credentials.ts';
 import { SecretBox } from './credentials/crypto.ts';
 import { Keyring } from './credentials/keyring.ts';
 import { resolveMasterKeys } from './credentials/master-key.ts';
 import { AuditLog } from './audit/audit-log.ts';
-import { AiClient, aiCallsPoint, type AiCallRecorder } from './ai/ai-client.ts';
+import { AiClient, aiCallsPoint } from './ai/ai-client.ts';
 import { loadCatalogue } from './ai/catalogue.ts';
-import { ToolCatalogue, toolsPoint, type ToolDeclaration } from './ai/tools.ts';
-import { CollectionCatalogue, collectionsPoint, type CollectionDeclaration } from './rpc/collections.ts';
-import { DataScopeCatalogue, dataScopesPoint, type DataScopeDeclaration } from './rpc/data-scopes.ts';
+import { ToolCatalogue, toolsPoint } from './ai/tools.ts';
+import { CollectionCatalogue, collectionsPoint } from './rpc/collections.ts';
+import { DataScopeCatalogue, dataScopesPoint } from './rpc/data-scopes.ts';
 import { DataFolders } from './data-folders.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
@@ -180,10 +174,10 @@ export async function createApp(options: AppOptions): Promise<App> {
 
     const authenticator = new Authenticator(credentialVerifiers(extensions), core.credentials);
     const registry = buildRegistry(plugins, (plugin) => scopes.get(plugin.id)!.cradle);
-    core.tools.load(extensions.all<ToolDeclaration>(toolsPoint.id), registry);
-    core.collections.load(extensions.all<CollectionDeclaration>(collectionsPoint.id));
-    core.dataScopes.load(extensions.all<DataScopeDeclaration>(dataScopesPoint.id));
-    core.ai.load(extensions.all<AiCallRecorder>(aiCallsPoint.id));
+    core.tools.load(extensions.all('core.tools'), registry);
+    core.collections.load(extensions.all('core.collections'));
+    core.dataScopes.load(extensions.all('core.dataScopes'));
+    core.ai.load(extensions.all('core.aiCalls'));
     const pipeline = new RequestPipeline(authenticator, { db, logger });
     const dispatcher = new Dispatcher(registry, pipeline);
     core.http.bind(pipeline, logger);
@@ -329,7 +323,7 @@ function addContributions(plugins: readonly Plugin[], scopes: Map<string, Awilix
 /** The events of `core.events`; each name is declared once. */
 function eventCatalogue(extensions: ExtensionRegistry): EventDeclaration[] {
   const owners = new Map<string, string>();
-  return extensions.all<EventDeclaration>(eventsPoint.id).map(({ pluginId, value }) => {
+  return extensions.all('core.events').map(({ pluginId, value }) => {
     const owner = owners.get(value.name);
     if (owner) throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": event "${value.name}" is already declared by plugin "${owner}"`);
     owners.set(value.name, pluginId);
@@ -340,7 +334,7 @@ function eventCatalogue(extensions: ExtensionRegistry): EventDeclaration[] {
 /** The verifier of each credential scheme, from the plugins that contributed one. */
 function credentialVerifiers(extensions: ExtensionRegistry): Partial<Record<CredentialScheme, CredentialVerifier>> {
   const verifiers: Partial<Record<CredentialScheme, CredentialVerifier>> = {};
-  for (const { pluginId, value } of extensions.all<CredentialSchemeContribution>(credentialsPoint.id)) {
+  for (const { pluginId, value } of extensions.all('core.credentials')) {
     if (verifiers[value.scheme]) {
       throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `Plugin "${pluginId}": the ${value.scheme} credential scheme already has a verifier`);
     }

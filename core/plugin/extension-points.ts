@@ -69,8 +69,9 @@ export class ExtensionRegistry {
   }
 
   /** Every contribution to a point, in load order of the contributors. */
-  all<T>(id: string): readonly Contribution<T>[] {
-    return (this.#byPoint.get(id) ?? []) as Contribution<T>[];
+  all<K extends ExtensionPointId>(id: K): readonly Contribution<ExtensionPoints[K]>[] {
+    // What add() stored for this id passed the point's schema, and its type is the one ExtensionPoints declares.
+    return (this.#byPoint.get(id) ?? []) as Contribution<ExtensionPoints[K]>[];
   }
 
   /** The view one owner has: its own points only. */
@@ -78,7 +79,7 @@ export class ExtensionRegistry {
     return {
       get: <K extends ExtensionPointId>(id: K) => {
         if (!ownPoints.includes(id)) throw new Error(`${owner} reads extension point "${id}", which it does not declare`);
-        return this.all<ExtensionPoints[K]>(id);
+        return this.all(id);
       },
     };
   }
