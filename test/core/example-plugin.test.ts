@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, type TestApp } from '../support/harness.ts';
+import { routeJson, startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
 
 /** What the example plugin (test/fixtures/notes-plugin) shows beside its operations: a route and a contribution typed by its deps. */
@@ -16,10 +16,7 @@ describe('the example plugin', () => {
   });
   after(() => t.close());
 
-  const route = async (method: string, path: string, token?: string) => {
-    const response = await fetch(`${t.url}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
-    return { status: response.status, body: await response.json() };
-  };
+  const route = (method: string, path: string, token?: string) => routeJson(t, method, path, token);
 
   it("serves the example plugin's route to its caller only: the caller's notes as text, 401 without credentials", async () => {
     await t.ok('NoteRpc.add', { text: 'first of mine' }, { token: member.token });

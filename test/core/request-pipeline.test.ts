@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { definePlugin, defineOperation, type Deps, type RequestContext } from '../../core/plugin/sdk.ts';
 import { Note } from '../fixtures/notes-plugin/note.entity.ts';
-import { startTestApp, type TestApp } from '../support/harness.ts';
+import { routeJson, startTestApp, type TestApp } from '../support/harness.ts';
 import { putUpload } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
 
@@ -73,10 +73,7 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
   });
   after(() => t.close());
 
-  const route = async (method: string, path: string, token?: string) => {
-    const response = await fetch(`${t.url}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
-    return { status: response.status, body: await response.json() };
-  };
+  const route = (method: string, path: string, token?: string) => routeJson(t, method, path, token);
   const rpc = async (method: string, params: object, token?: string) => {
     const answer = await t.call(method, params, token ? { token } : {});
     return { status: answer.status, body: answer.body };

@@ -136,4 +136,10 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
 }
 
 /** A fixed master key for PostgreSQL test runs (embedded runs generate their own). */
+/** A request to a route outside /api/rpc, with a session token when given: its status and JSON body. */
+export async function routeJson(t: TestApp, method: string, path: string, token?: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${t.url}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return { status: response.status, body: await response.json() };
+}
+
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
