@@ -30,6 +30,12 @@ const remember = (plugins: Plugin[], folder: string): Plugin[] => {
   return plugins;
 };
 
+/** The plugins of the service's own plugins folder: an author whose plugin clashes with one is told it is built in. */
+const builtInPlugins = new WeakSet<Plugin>();
+
+/** What the peer dependency of a plugin package on the service should say. */
+const SDK_RANGE = `^${semver.major(CORE_VERSION)}`;
+
 /** Imports every plugin in `plugins/<name>/index.ts` of the given folder. */
 export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
   if (!existsSync(folder)) return [];
@@ -38,7 +44,9 @@ export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
     if (!entry.isDirectory()) continue;
     const index = ['index.ts', 'index.js'].map((file) => path.join(folder, entry.name, file)).find(existsSync);
     if (!index) continue;
-    found.push(...remember(pluginsExportedBy(await import(pathToFileURL(index).href), `plugins/${entry.name}`), path.dirname(index)));
+    const plugins = remember(pluginsExportedBy(await import(pathToFileURL(index).href), `plugins/${entry.name}`), path.dirname(index));
+    for (const plugin of plugins) builtInPlugins.add(plugin);
+    found.push(...plugins);
   }
   return found;
 }
@@ -53,7 +61,7 @@ export async function importPackagePlugins(specifiers: string[], cwd = process.c
     try {
       module = await import(target);
     } catch (error) {
-      throw new PluginLoadError('PLUGIN_IMPORT_FAILED', `Cannot import plugin package "${specifier}" named in PLUGINS: ${(error as Error).message}`);
+      throw importError(specifier, entry === undefined, error as NodeJS.ErrnoException);
     }
     const plugins = pluginsExportedBy(module, specifier);
     if (plugins.length === 0) {
@@ -62,6 +70,29 @@ export async function importPackagePlugins(specifiers: string[], cwd = process.c
     found.push(...(entry ? remember(plugins, path.dirname(entry)) : plugins));
   }
   return found;
+}
+
+/**
+ * Why a plugin named in PLUGINS did not import, and what to do: the two
+ * usual causes are a package not installed and a plugin that cannot resolve
+ * the SDK (the service is not a package in the plugin's node_modules).
+ */
+function importError(specifier: string, bare: boolean, error: NodeJS.ErrnoException): PluginLoadError {
+  const prefix = `Cannot import plugin package "${specifier}" named in PLUGINS`;
+  const missing = error.code === 'ERR_MODULE_NOT_FOUND' ? /^Cannot find package '([^']+)' imported from (.+)$/.exec(error.message) : null;
+  if (missing?.[1] === 'rpc-service') {
+    return new PluginLoadError(
+      'PLUGIN_SDK_UNRESOLVED',
+      `${prefix}: ${missing[2]} imports the SDK, rpc-service, which does not resolve from there. ` +
+        `Install the service as a package in the same node_modules as the plugin (in an installation folder: npm install rpc-service ${specifier}), ` +
+        `and declare it in the plugin's package.json: "peerDependencies": {"rpc-service": "${SDK_RANGE}"}`,
+    );
+  }
+  const name = specifier.split('/', specifier.startsWith('@') ? 2 : 1).join('/');
+  if (bare && missing?.[1] === name) {
+    return new PluginLoadError('PLUGIN_IMPORT_FAILED', `${prefix}: it is not installed; install it beside the service: npm install ${name}`);
+  }
+  return new PluginLoadError('PLUGIN_IMPORT_FAILED', `${prefix}: ${error.message}`);
 }
 
 /** A plugin given by path may be a file or a package folder (its package.json "main", else index.ts/js). */
@@ -102,7 +133,7 @@ const ERROR_CODE = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
  */
 export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly ExtensionPoint[] = []): Plugin[] {
   const byId = new Map<string, Plugin>();
-  const groups = new Map<string, string>();
+  const groups = new Map<string, Plugin>();
   const services = new Map<string, string>(CORE_SERVICE_NAMES.map((name) => [name, 'the core']));
   for (const name of SCOPE_NAMES) services.set(name, 'the core (every plugin gets its own)');
   const settings = new Map<string, string>(CORE_SETTING_NAMES.map((name) => [name, 'the core']));
@@ -114,15 +145,20 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
     if (typeof plugin.id !== 'string' || !PLUGIN_ID.test(plugin.id)) {
       throw new PluginLoadError('PLUGIN_INVALID_ID', `Plugin id "${String(plugin.id)}" must be kebab-case (e.g. "task-board")`);
     }
-    if (byId.has(plugin.id)) throw new PluginLoadError('PLUGIN_DUPLICATE_ID', `${label} is loaded twice; plugin ids must be unique`);
+    const same = byId.get(plugin.id);
+    if (same && builtInPlugins.has(same)) {
+      throw new PluginLoadError('PLUGIN_DUPLICATE_ID', `${label}: the id "${plugin.id}" is taken by the built-in plugin "${same.id}"; pick another id`);
+    }
+    if (same) throw new PluginLoadError('PLUGIN_DUPLICATE_ID', `${label} is loaded twice; plugin ids must be unique`);
     if (typeof plugin.group !== 'string' || !GROUP.test(plugin.group)) {
       throw new PluginLoadError('PLUGIN_INVALID_GROUP', `${label}: group "${String(plugin.group)}" must look like "TaskRpc"`);
     }
     const owner = groups.get(plugin.group);
-    if (owner) throw new PluginLoadError('PLUGIN_DUPLICATE_GROUP', `${label}: group ${plugin.group} already belongs to plugin "${owner}"`);
-    if (!semver.validRange(plugin.coreVersion) || !semver.satisfies(CORE_VERSION, plugin.coreVersion)) {
-      throw new PluginLoadError('PLUGIN_CORE_VERSION', `${label} needs core version "${plugin.coreVersion}", but this core is ${CORE_VERSION}`);
+    if (owner && builtInPlugins.has(owner)) {
+      throw new PluginLoadError('PLUGIN_DUPLICATE_GROUP', `${label}: group ${plugin.group} is taken by the built-in plugin "${owner.id}"; pick another group`);
     }
+    if (owner) throw new PluginLoadError('PLUGIN_DUPLICATE_GROUP', `${label}: group ${plugin.group} already belongs to plugin "${owner.id}"`);
+    checkCoreVersion(plugin);
     checkOperations(plugin);
     for (const name of Object.keys(plugin.services ?? {})) {
       const taken = services.get(name);
@@ -149,7 +185,7 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
       points.set(point.id, { owner: plugin.id, point });
     }
     byId.set(plugin.id, plugin);
-    groups.set(plugin.group, plugin.id);
+    groups.set(plugin.group, plugin);
   }
 
   const exporters = new Map<string, string>();
@@ -220,6 +256,21 @@ export function checkContributions(plugin: Plugin, point: ExtensionPoint, contri
       throw new PluginLoadError('PLUGIN_INVALID_CONTRIBUTION', `${label} #${index + 1} is invalid: ${problems}`);
     }
   });
+}
+
+function checkCoreVersion(plugin: Plugin): void {
+  const label = `Plugin "${plugin.id}"`;
+  const fix = `a range containing ${CORE_VERSION}, e.g. "${SDK_RANGE}.0.0" (and its peer dependency on rpc-service to "${SDK_RANGE}")`;
+  if (!semver.validRange(plugin.coreVersion)) {
+    throw new PluginLoadError('PLUGIN_CORE_VERSION', `${label}: coreVersion "${String(plugin.coreVersion)}" is not a valid semver range; set it to ${fix}`);
+  }
+  if (!semver.satisfies(CORE_VERSION, plugin.coreVersion)) {
+    throw new PluginLoadError(
+      'PLUGIN_CORE_VERSION',
+      `${label} needs core version "${plugin.coreVersion}", but this core is ${CORE_VERSION}: ` +
+        `update the service to a version in "${plugin.coreVersion}", or change the plugin's coreVersion to ${fix}`,
+    );
+  }
 }
 
 function checkConfig(plugin: Plugin, settings: Map<string, string>): void {
@@ -293,7 +344,11 @@ function checkTablePrefixes(plugins: Plugin[]): void {
       const label = `Plugin "${plugin.id}": entity ${entity.meta.className}`;
       const table = entity.meta.tableName ?? entity.meta.collection;
       if (!table || !ownsTable(plugin.id, table)) {
-        throw new PluginLoadError('PLUGIN_TABLE_PREFIX', `${label}: table "${table ?? ''}" must be "${base}" or start with "${base}_"`);
+        throw new PluginLoadError(
+          'PLUGIN_TABLE_PREFIX',
+          `${label}: table "${table ?? ''}" must be "${base}" or start with "${base}_" ` +
+            `(a plugin's tables are named after its id "${plugin.id}", with - turned into _); rename the table`,
+        );
       }
       const other = plugins.find((candidate) => candidate.id.length > plugin.id.length && ownsTable(candidate.id, table));
       if (other) {
