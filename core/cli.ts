@@ -1,23 +1,22 @@
-import { existsSync } from 'node:fs';
+/**
+ * The `rpc-service` command (bin/rpc-service.js; `npm run cli --` in a clone):
+ * the service, the plugin scaffold, migrations, and administration that runs
+ * beside (or, for the embedded database, instead of) the service.
+ */
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { Keyring } from './credentials/keyring.ts';
 import { masterKeyFile, prependMasterKeyFile, pruneMasterKeyFile, resolveMasterKeys, type MasterKeys } from './credentials/master-key.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
+import { Command } from 'commander';
 import { createLogger } from './logger.ts';
-
-/** `npm run cli -- <command>`: administration that runs beside (or, for the embedded database, instead of) the service. */
-const COMMANDS: Record<string, { describe: string; run(config: Config): Promise<string> }> = {
-  'rotate-master-key': {
-    describe:
-      'wrap every data key under a new master key. With MASTER_KEY set: the new key is MASTER_KEY and the old ones are in ' +
-      'MASTER_KEY_PREVIOUS (nodes keep serving). Embedded database (no MASTER_KEY): generates the new key into DATA_DIR/master.key; ' +
-      'stop the service first.',
-    run: rotateMasterKey,
-  },
-};
+import type { NewPluginOptions } from './scaffold/new-plugin.ts';
+import { serve } from './serve.ts';
+import { CORE_VERSION } from './version.ts';
 
 async function rotateMasterKey(config: Config): Promise<string> {
   const logger = createLogger('warn');
@@ -58,19 +57,89 @@ async function withDatabase<T>(config: Config, logger: ReturnType<typeof createL
   }
 }
 
-const [name] = process.argv.slice(2);
-const command = name ? COMMANDS[name] : undefined;
-if (!command) {
-  console.error(
-    `Usage: npm run cli -- <command>\n${Object.entries(COMMANDS)
-      .map(([id, { describe }]) => `  ${id}: ${describe}`)
-      .join('\n')}`,
+/**
+ * An installation folder keeps its settings in `.env` beside its package.json
+ * (README, "The service as a package"); what the environment already sets wins.
+ */
+function readEnvFile(file = path.resolve('.env')): void {
+  if (!existsSync(file)) return;
+  for (const [name, value] of Object.entries(parseEnv(readFileSync(file, 'utf8')))) process.env[name] ??= value;
+}
+
+readEnvFile();
+
+const program = new Command('rpc-service')
+  .description('The self-hosted application back end: serve it, write a plugin for it, and administer it.')
+  .version(CORE_VERSION)
+  .showHelpAfterError();
+
+program
+  .command('serve', { isDefault: true })
+  .description('serve until SIGTERM or SIGINT, with the configuration from the environment (see the README, or --print-config)')
+  .option('--print-config', 'list every setting of the core and of each plugin, its default and whether it is set, and exit')
+  .action(({ printConfig }: { printConfig?: boolean }) => serve({ printConfig }));
+
+program
+  .command('rotate-master-key')
+  .description(
+    'wrap every data key under a new master key. With MASTER_KEY set: the new key is MASTER_KEY and the old ones are in ' +
+      'MASTER_KEY_PREVIOUS (nodes keep serving). Embedded database (no MASTER_KEY): generates the new key into DATA_DIR/master.key; ' +
+      'stop the service first.',
+  )
+  .action(() => report('rotate the master key', () => rotateMasterKey(loadConfig())));
+
+program
+  .command('plugin')
+  .description('plugin packages')
+  .command('new')
+  .description('write a new plugin package into <dir>: an operation, an entity with its migration, a setting, a test and a README')
+  .argument('<dir>', 'the folder to create (it must not exist or be empty); its name is the package name unless --name')
+  .requiredOption('--group <group>', 'the RPC group the plugin owns, e.g. HelloRpc')
+  .option('--id <id>', 'the plugin id (kebab-case; tables start with it); derived from the group by default')
+  .option('--name <name>', 'the npm package name; the folder name by default')
+  .option('--sdk <spec>', 'what the new package installs rpc-service from for its tests, as npm takes it (a version range, a tarball or a folder)')
+  .action((dir: string, options: NewPluginOptions) =>
+    report('write the plugin', async () => (await import('./scaffold/new-plugin.ts')).newPlugin(dir, options)),
   );
-  process.exit(name ? 1 : 0);
+
+program
+  .command('migration')
+  .description('migrations')
+  .command('create')
+  .description('write the next migration of the core or of a plugin from its entities, into its migrations/ folder')
+  .argument('[owner]', 'core, or a plugin id; the plugin given with --plugin by default')
+  .argument('[name]', 'a word for the file name, e.g. add_due_date')
+  .option('--plugin <path>', 'a plugin package folder (or npm name) to load beside the built-in plugins and PLUGINS')
+  .option('--check', "write nothing; fail when any owner's entities changed without a migration")
+  .action((owner: string | undefined, name: string | undefined, options: { plugin?: string; check?: boolean }) =>
+    report('make the migration', () => migrationCreate(owner, name, options)),
+  );
+
+/** Runs a command that answers one line: printed, or its error on stderr with exit code 1. */
+async function report(doing: string, run: () => Promise<string>): Promise<void> {
+  try {
+    console.log(await run());
+  } catch (error) {
+    console.error(`Cannot ${doing}: ${(error as Error).message}`);
+    process.exit(1);
+  }
 }
-try {
-  console.log(await command.run(loadConfig()));
-} catch (error) {
-  console.error(`Cannot ${name}: ${(error as Error).message}`);
-  process.exit(1);
+
+async function migrationCreate(ownerId: string | undefined, name: string | undefined, options: { plugin?: string; check?: boolean }): Promise<string> {
+  // Loaded here only: the generator brings MikroORM's migration tooling, which serving does not need.
+  const { createMigration, migrationOwners, staleOwners } = await import('./db/migration-generator.ts');
+  const named = [...loadConfig().plugins, ...(options.plugin ? [options.plugin] : [])];
+  const owners = await migrationOwners(named);
+  if (options.check) {
+    const stale = await staleOwners(owners);
+    if (stale.length > 0) throw new Error(`entities changed without a migration: ${stale.join(', ')}. Run rpc-service migration create <owner>`);
+    return `Migrations match the entities of ${owners.map((owner) => owner.id).join(', ')}.`;
+  }
+  // Without an owner, the plugin given with --plugin: the one whose folder is that path.
+  const given = options.plugin ? owners.find((owner) => path.dirname(owner.folder) === path.resolve(options.plugin!)) : undefined;
+  const owner = owners.find((candidate) => candidate.id === (ownerId ?? given?.id));
+  if (!owner) throw new Error(`name the owner: one of ${owners.map((candidate) => candidate.id).join(', ')}`);
+  return createMigration(owner, name);
 }
+
+await program.parseAsync();

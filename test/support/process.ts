@@ -31,9 +31,12 @@ export interface RunningProcess {
 const running = new Set<ChildProcess>();
 
 /** Runs a command in the project folder as a user would, with only the given environment (plus PATH and HOME). */
-export function runInProject(command: string, args: string[], env: Record<string, string>): RunningProcess {
+export const runInProject = (command: string, args: string[], env: Record<string, string>): RunningProcess => runIn(ROOT, command, args, env);
+
+/** Runs a command in the given folder, with only the given environment (plus PATH and HOME). */
+export function runIn(cwd: string, command: string, args: string[], env: Record<string, string>): RunningProcess {
   const child = spawn(command, args, {
-    cwd: ROOT,
+    cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

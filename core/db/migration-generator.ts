@@ -5,31 +5,30 @@ import { MikroORM } from '@mikro-orm/core';
 import type { AnyEntitySchema } from './any-entity.ts';
 import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from './pglite-driver.ts';
-import { loadConfig } from '../config.ts';
 import { discoverLocalPlugins, importPackagePlugins, pluginFolders } from '../plugin/loader.ts';
 import { coreEntities } from './core-entities.ts';
 import { openPglite } from './pglite.ts';
 
 /**
- * `npm run migration:create -- <owner> [name]` writes the next migration of
- * `core` or of a plugin (by id) from its entities, into its `migrations/`
- * folder, and lists it in that folder's index.ts. The diff is taken against
- * the folder's snapshot of the schema it last generated, so each owner's
- * migrations cover its own tables only.
- * `npm run migration:create -- --check` fails when any owner's entities
- * differ from its last migration.
+ * `rpc-service migration create <owner> [name]` (`npm run migration:create`
+ * here) writes the next migration of `core` or of a plugin (by id) from its
+ * entities, into its `migrations/` folder, and lists it in that folder's
+ * index.ts. The diff is taken against the folder's snapshot of the schema it
+ * last generated, so each owner's migrations cover its own tables only.
+ * `--check` fails when any owner's entities differ from its last migration.
  */
 const CORE_MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
 const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
 
-interface Owner {
+export interface Owner {
   id: string;
   entities: readonly AnyEntitySchema[];
   folder: string;
 }
 
-async function owners(): Promise<Owner[]> {
-  const plugins = [...(await discoverLocalPlugins(PLUGINS_DIR)), ...(await importPackagePlugins(loadConfig().plugins))];
+/** The core and every plugin with entities: built-in ones and those named (npm names or paths). */
+export async function migrationOwners(named: readonly string[]): Promise<Owner[]> {
+  const plugins = [...(await discoverLocalPlugins(PLUGINS_DIR)), ...(await importPackagePlugins([...named]))];
   return [
     { id: 'core', entities: coreEntities, folder: CORE_MIGRATIONS },
     ...plugins
@@ -82,27 +81,18 @@ function useServiceMigrationClass(owner: Owner, file: string): void {
   writeFileSync(file, text.replace(generated, `import { Migration } from '${from}';`));
 }
 
-const args = process.argv.slice(2);
-const all = await owners();
-if (args[0] === '--check') {
+/** Writes the owner's next migration; says what it wrote, or that nothing changed. */
+export async function createMigration(owner: Owner, name?: string): Promise<string> {
+  const result = await withMigrator(owner, (migrator) => migrator.createMigration(undefined, false, false, name));
+  if (!result.fileName) return `No changes in the entities of ${owner.id}.`;
+  useServiceMigrationClass(owner, path.join(owner.folder, result.fileName));
+  writeIndex(owner.folder);
+  return `Wrote ${path.relative(process.cwd(), path.join(owner.folder, result.fileName))}; review it before committing.`;
+}
+
+/** The owners whose entities changed since their last migration. */
+export async function staleOwners(owners: readonly Owner[]): Promise<string[]> {
   const stale: string[] = [];
-  for (const owner of all) if (await withMigrator(owner, (migrator) => migrator.checkMigrationNeeded())) stale.push(owner.id);
-  if (stale.length > 0) {
-    console.error(`Entities changed without a migration: ${stale.join(', ')}. Run npm run migration:create -- <owner>`);
-    process.exit(1);
-  }
-  console.log(`Migrations match the entities of ${all.map((owner) => owner.id).join(', ')}.`);
-} else {
-  const owner = all.find((candidate) => candidate.id === args[0]);
-  if (!owner) {
-    console.error(`Usage: npm run migration:create -- <${all.map((candidate) => candidate.id).join('|')}> [name] | --check`);
-    process.exit(2);
-  }
-  const result = await withMigrator(owner, (migrator) => migrator.createMigration(undefined, false, false, args[1]));
-  if (!result.fileName) console.log(`No changes in the entities of ${owner.id}.`);
-  else {
-    useServiceMigrationClass(owner, path.join(owner.folder, result.fileName));
-    writeIndex(owner.folder);
-    console.log(`Wrote ${path.relative(process.cwd(), path.join(owner.folder, result.fileName))}; review it before committing.`);
-  }
+  for (const owner of owners) if (await withMigrator(owner, (migrator) => migrator.checkMigrationNeeded())) stale.push(owner.id);
+  return stale;
 }

@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { TEST_MASTER_KEY } from '../support/harness.ts';
+import { freePort, killLeftoverProcesses, runIn, whenHealthy, type RunningProcess } from '../support/process.ts';
+
+/**
+ * The README's plugin author walk-through, command by command, in a new
+ * folder outside the repository: this repository packed, an installation
+ * made from the tarball, a plugin scaffolded there, type-checked and tested in
+ * its own folder, packed, installed into the installation and served with an
+ * API key calling its operation. npm installs from the registry (or its cache).
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const VERSION: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
+const STEP_MS = 240_000;
+
+describe('a third-party plugin package, from the scaffold to an installation', { timeout: 15 * 60_000 }, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'rpc-walkthrough-'));
+  const installation = path.join(work, 'my-backend');
+  const plugin = path.join(work, 'hello-plugin');
+  const tarball = `rpc-service-${VERSION}.tgz`;
+  let database: ScratchDatabase | undefined;
+  const databaseEnv = (): Record<string, string> => (database ? { DATABASE_URL: database.url, MASTER_KEY: TEST_MASTER_KEY } : {});
+
+  /** Runs a command as the author types it, in a folder; insists on exit code 0 and returns its output. */
+  async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+    const started = Date.now();
+    const child = runIn(cwd, command, args, env);
+    const { code } = await child.exited(STEP_MS);
+    const output = `${child.stdout()}\n${child.stderr()}`;
+    assert.equal(code, 0, `${command} ${args.join(' ')} in ${cwd} ended with ${code}:\n${output}`);
+    console.log(
+      `# ${cwd === ROOT ? 'rpc-service' : path.relative(work, cwd)}$ ${command} ${args.join(' ')}  (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    );
+    return output;
+  }
+
+  before(async () => {
+    if (TEST_DATABASE_URL) database = await createScratchDatabase(TEST_DATABASE_URL);
+  });
+  after(async () => {
+    killLeftoverProcesses();
+    await database?.drop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('packs the service with its type declarations and API reference', async () => {
+    await run(ROOT, 'npm', ['pack', '--pack-destination', work]);
+    assert.ok(existsSync(path.join(work, tarball)), `${tarball} in ${readdirSync(work).join(', ')}`);
+  });
+
+  it('installs the package into a new installation folder, its postinstall included, and serves from there', async () => {
+    mkdirSync(installation);
+    // `exec`: npm passes SIGTERM to the service itself, not to a shell between them.
+    const manifest = { name: 'my-backend', private: true, scripts: { start: 'exec rpc-service serve' } };
+    writeFileSync(path.join(installation, 'package.json'), JSON.stringify(manifest, null, 2));
+    await run(installation, 'npm', ['install', '--prefer-offline', `../${tarball}`]);
+    await run(installation, 'npm', ['install-scripts', 'approve', 'rpc-service']);
+    await run(installation, 'npm', ['rebuild', 'rpc-service']);
+    const cache = path.join(installation, 'node_modules', 'rpc-service', 'node_modules', '.cache', 'rpc-service');
+    assert.ok(existsSync(cache) && readdirSync(cache).some((file) => file.endsWith('.tar.gz')), 'the postinstall made the embedded database template');
+    assert.match(await run(installation, 'npx', ['rpc-service', '--version']), new RegExp(VERSION.replaceAll('.', '\\.')));
+  });
+
+  it('scaffolds a plugin that type-checks and passes its own tests in its own folder', async () => {
+    await run(installation, 'npx', ['rpc-service', 'plugin', 'new', '../hello-plugin', '--group', 'HelloRpc', '--sdk', `file:../${tarball}`]);
+    const manifest = JSON.parse(readFileSync(path.join(plugin, 'package.json'), 'utf8'));
+    assert.equal(manifest.peerDependencies['rpc-service'], `^${VERSION.split('.')[0]}.0.0`);
+    assert.ok(readdirSync(path.join(plugin, 'migrations')).some((file) => /^Migration\d{14}_initial\.ts$/.test(file)));
+    await run(plugin, 'npm', ['install', '--prefer-offline']);
+    await run(plugin, 'npx', ['tsc']);
+    const tests = await run(plugin, 'npm', ['test'], databaseEnv());
+    assert.match(tests, /# pass [1-9]/);
+    assert.match(tests, /# fail 0/);
+    await run(plugin, 'npm', ['pack']);
+  });
+
+  it('loads the packed plugin into the installation: its setting listed, its migration run, its operation answering an API key', async () => {
+    await run(installation, 'npm', ['install', '--prefer-offline', '../hello-plugin/hello-plugin-0.1.0.tgz']);
+    const port = await freePort();
+    // The installation's settings in its .env, as the README lays the folder out.
+    const settings = { PLUGINS: 'hello-plugin', PORT: String(port), ...databaseEnv() };
+    writeFileSync(
+      path.join(installation, '.env'),
+      Object.entries(settings)
+        .map(([name, value]) => `${name}=${value}\n`)
+        .join(''),
+    );
+    const config = await run(installation, 'npx', ['rpc-service', 'serve', '--print-config']);
+    assert.match(config, /^HELLO_MAX_ITEMS\s+hello\s+default 1000\s/m);
+
+    const server: RunningProcess = runIn(installation, 'npm', ['start'], {});
+    const base = `http://127.0.0.1:${port}`;
+    await whenHealthy(server, base, 60_000);
+    assert.match(server.stdout(), /"hello:Migration\d{14}_initial"/, 'the plugin migration ran at start');
+    const call = async (method: string, params: unknown, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${base}/api/rpc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ method, params }),
+      });
+      return { status: response.status, body: (await response.json()) as { success: boolean; data: any } };
+    };
+    const signup = await call('AuthRpc.signup', { email: 'author@example.com', username: 'author', password: 'correct horse battery' });
+    assert.equal(signup.status, 200, JSON.stringify(signup.body));
+    const key = await call('ApiKeyRpc.create', { description: 'walk-through' }, { authorization: `Bearer ${signup.body.data.token}` });
+    const added = await call('HelloRpc.add', { text: 'hello from a package' }, { 'x-api-key': key.body.data.fullKey });
+    assert.equal(added.status, 200, JSON.stringify(added.body));
+    assert.equal(added.body.data.text, 'hello from a package');
+    const listed = await call('HelloRpc.list', {}, { 'x-api-key': key.body.data.fullKey });
+    assert.deepEqual(
+      listed.body.data.map((item: { text: string }) => item.text),
+      ['hello from a package'],
+    );
+    server.child.kill('SIGTERM');
+    assert.equal((await server.exited(30_000)).code, 0, server.stderr());
+    if (!database) assert.ok(existsSync(path.join(installation, 'data', 'db')), 'the embedded database lives in the installation folder (DATA_DIR=./data)');
+  });
+});
