@@ -69,7 +69,7 @@ export async function newPlugin(dir: string, options: NewPluginOptions): Promise
   await firstMigration(target, id);
   return [
     `Wrote plugin ${id} (${options.group}) as package ${name} in ${target}. Next:`,
-    `  cd ${path.relative(process.cwd(), target) || '.'}`,
+    `  cd ${dir}`,
     '  npm install && npm test && npx tsc',
     'Its README says how to load it into an installation of the service.',
   ].join('\n');

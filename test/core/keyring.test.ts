@@ -134,7 +134,7 @@ describe('rotate-master-key', () => {
 
       const refused = await rotate({ DATA_DIR: dataDir });
       assert.equal(refused.code, 1);
-      assert.match(refused.stderr, /^Cannot rotate-master-key: the embedded database is in use/);
+      assert.match(refused.stderr, /^Cannot rotate the master key: the embedded database is in use/);
       assert.equal(readFileSync(file, 'utf8'), keyBefore);
       await running.close();
 

@@ -80,11 +80,39 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     await run(plugin, 'npm', ['pack']);
   });
 
-  it('loads the packed plugin into the installation: its setting listed, its migration run, its operation answering an API key', async () => {
-    await run(installation, 'npm', ['install', '--prefer-offline', '../hello-plugin/hello-plugin-0.1.0.tgz']);
+  it('packs a plugin written in plain JavaScript, with no build step', async () => {
+    const folder = path.join(work, 'hello-js');
+    mkdirSync(folder);
+    const manifest = {
+      name: 'hello-js',
+      version: '1.0.0',
+      type: 'module',
+      main: 'index.js',
+      peerDependencies: { 'rpc-service': '^2' },
+      dependencies: { valibot: '^1.5.0' },
+    };
+    writeFileSync(path.join(folder, 'package.json'), JSON.stringify(manifest, null, 2));
+    writeFileSync(
+      path.join(folder, 'index.js'),
+      [
+        "import * as v from 'valibot';",
+        "import { definePlugin, operationBuilder } from 'rpc-service/plugin';",
+        'const defineOperation = operationBuilder();',
+        'export const helloJs = definePlugin({',
+        "  id: 'hello-js', group: 'HelloJsRpc', coreVersion: '^2.0.0',",
+        "  operations: { ping: defineOperation({ access: 'user', describe: 'Answers pong.', params: v.object({}), handler: () => 'pong' }) },",
+        '});',
+        '',
+      ].join('\n'),
+    );
+    await run(folder, 'npm', ['pack']);
+  });
+
+  it('loads the packed plugins into the installation: their settings listed, the migration run, their operations answering an API key', async () => {
+    await run(installation, 'npm', ['install', '--prefer-offline', '../hello-plugin/hello-plugin-0.1.0.tgz', '../hello-js/hello-js-1.0.0.tgz']);
     const port = await freePort();
     // The installation's settings in its .env, as the README lays the folder out.
-    const settings = { PLUGINS: 'hello-plugin', PORT: String(port), ...databaseEnv() };
+    const settings = { PLUGINS: 'hello-plugin,hello-js', PORT: String(port), ...databaseEnv() };
     writeFileSync(
       path.join(installation, '.env'),
       Object.entries(settings)
@@ -117,6 +145,7 @@ describe('a third-party plugin package, from the scaffold to an installation', {
       listed.body.data.map((item: { text: string }) => item.text),
       ['hello from a package'],
     );
+    assert.deepEqual((await call('HelloJsRpc.ping', {}, { 'x-api-key': key.body.data.fullKey })).body, { success: true, data: 'pong' });
     server.child.kill('SIGTERM');
     assert.equal((await server.exited(30_000)).code, 0, server.stderr());
     if (!database) assert.ok(existsSync(path.join(installation, 'data', 'db')), 'the embedded database lives in the installation folder (DATA_DIR=./data)');

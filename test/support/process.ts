@@ -28,19 +28,27 @@ export interface RunningProcess {
   exited(timeoutMs: number): Promise<Exit>;
 }
 
-const running = new Set<ChildProcess>();
+/** What a test file started and has not seen exit; those in a group of their own are killed with their group. */
+const running = new Map<ChildProcess, { group: boolean }>();
 
 /** Runs a command in the project folder as a user would, with only the given environment (plus PATH and HOME). */
-export const runInProject = (command: string, args: string[], env: Record<string, string>): RunningProcess => runIn(ROOT, command, args, env);
+export const runInProject = (command: string, args: string[], env: Record<string, string>): RunningProcess => start(ROOT, command, args, env, false);
 
-/** Runs a command in the given folder, with only the given environment (plus PATH and HOME). */
-export function runIn(cwd: string, command: string, args: string[], env: Record<string, string>): RunningProcess {
+/**
+ * Runs a command (npm, npx) in the given folder, with only the given environment
+ * (plus PATH and HOME), in a process group of its own: what it starts in turn
+ * is killed with it.
+ */
+export const runIn = (cwd: string, command: string, args: string[], env: Record<string, string>): RunningProcess => start(cwd, command, args, env, true);
+
+function start(cwd: string, command: string, args: string[], env: Record<string, string>, group: boolean): RunningProcess {
   const child = spawn(command, args, {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
   });
-  running.add(child);
+  running.set(child, { group });
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
@@ -68,7 +76,16 @@ export function runIn(cwd: string, command: string, args: string[], env: Record<
 
 /** Kills what a test file started and left running (call it in `after`). */
 export function killLeftoverProcesses(): void {
-  for (const child of running) child.kill('SIGKILL');
+  for (const [child, { group }] of running) {
+    if (!group || !child.pid) child.kill('SIGKILL');
+    else {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is gone already.
+      }
+    }
+  }
 }
 
 /** A free TCP port on 127.0.0.1 (the server cannot report the port it picked for PORT=0). */
