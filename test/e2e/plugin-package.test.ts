@@ -24,8 +24,9 @@ describe('a third-party plugin package, from the scaffold to an installation', {
   const installation = path.join(work, 'my-backend');
   const plugin = path.join(work, 'hello-plugin');
   const tarball = `rpc-service-${VERSION}.tgz`;
-  let database: ScratchDatabase | undefined;
-  const databaseEnv = (): Record<string, string> => (database ? { DATABASE_URL: database.url, MASTER_KEY: TEST_MASTER_KEY } : {});
+  // On PostgreSQL, one database for the plugin's own tests and one for the installation, which must start on an empty one.
+  const databases: ScratchDatabase[] = [];
+  const databaseEnv = (which: 0 | 1): Record<string, string> => (databases[which] ? { DATABASE_URL: databases[which].url, MASTER_KEY: TEST_MASTER_KEY } : {});
 
   /** Runs a command as the author types it, in a folder; insists on exit code 0 and returns its output. */
   async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
@@ -41,11 +42,11 @@ describe('a third-party plugin package, from the scaffold to an installation', {
   }
 
   before(async () => {
-    if (TEST_DATABASE_URL) database = await createScratchDatabase(TEST_DATABASE_URL);
+    if (TEST_DATABASE_URL) databases.push(await createScratchDatabase(TEST_DATABASE_URL), await createScratchDatabase(TEST_DATABASE_URL));
   });
   after(async () => {
     killLeftoverProcesses();
-    await database?.drop();
+    for (const database of databases) await database.drop();
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -74,9 +75,11 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     assert.ok(readdirSync(path.join(plugin, 'migrations')).some((file) => /^Migration\d{14}_initial\.ts$/.test(file)));
     await run(plugin, 'npm', ['install', '--prefer-offline']);
     await run(plugin, 'npx', ['tsc']);
-    const tests = await run(plugin, 'npm', ['test'], databaseEnv());
+    const tests = await run(plugin, 'npm', ['test'], databaseEnv(0));
     assert.match(tests, /# pass [1-9]/);
     assert.match(tests, /# fail 0/);
+    // The package's own migration command finds its plugin in its folder: nothing changed since the scaffold's migration.
+    assert.match(await run(plugin, 'npm', ['run', 'migration:create', '--', 'hello']), /No changes in the entities of hello\./);
     await run(plugin, 'npm', ['pack']);
   });
 
@@ -112,7 +115,7 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     await run(installation, 'npm', ['install', '--prefer-offline', '../hello-plugin/hello-plugin-0.1.0.tgz', '../hello-js/hello-js-1.0.0.tgz']);
     const port = await freePort();
     // The installation's settings in its .env, as the README lays the folder out.
-    const settings = { PLUGINS: 'hello-plugin,hello-js', PORT: String(port), ...databaseEnv() };
+    const settings = { PLUGINS: 'hello-plugin,hello-js', PORT: String(port), ...databaseEnv(1) };
     writeFileSync(
       path.join(installation, '.env'),
       Object.entries(settings)
@@ -148,6 +151,7 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     assert.deepEqual((await call('HelloJsRpc.ping', {}, { 'x-api-key': key.body.data.fullKey })).body, { success: true, data: 'pong' });
     server.child.kill('SIGTERM');
     assert.equal((await server.exited(30_000)).code, 0, server.stderr());
-    if (!database) assert.ok(existsSync(path.join(installation, 'data', 'db')), 'the embedded database lives in the installation folder (DATA_DIR=./data)');
+    if (!TEST_DATABASE_URL)
+      assert.ok(existsSync(path.join(installation, 'data', 'db')), 'the embedded database lives in the installation folder (DATA_DIR=./data)');
   });
 });
