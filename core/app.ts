@@ -99,7 +99,9 @@ export async function loadPlugins(options: AppOptions): Promise<Plugin[]> {
     ...(await importPackagePlugins(options.config.plugins)),
     ...(options.extraPlugins ?? []),
   ];
-  return validatePlugins(options.only ? selectPlugins(found, options.only) : found, CORE_EXTENSION_POINTS);
+  // All are checked even when only some start, so a plugin's own tests meet the clashes an installation would refuse.
+  const valid = validatePlugins(found, CORE_EXTENSION_POINTS);
+  return options.only ? selectPlugins(valid, options.only) : valid;
 }
 
 /** Builds the whole service: plugins, database, services, HTTP and WebSocket endpoints. Does not listen yet. */

@@ -97,7 +97,10 @@ program
   .requiredOption('--group <group>', 'the RPC group the plugin owns, e.g. HelloRpc')
   .option('--id <id>', 'the plugin id (kebab-case; tables start with it); derived from the group by default')
   .option('--name <name>', 'the npm package name; the folder name by default')
-  .option('--sdk <spec>', 'what the new package installs rpc-service from for its tests, as npm takes it (a version range, a tarball or a folder)')
+  .option(
+    '--sdk <spec>',
+    'where the new package installs rpc-service from for its tests and types, as npm takes it (a version range, a tarball or a folder); this installation by default',
+  )
   .action((dir: string, options: NewPluginOptions) =>
     report('write the plugin', async () => (await import('./scaffold/new-plugin.ts')).newPlugin(dir, options)),
   );
@@ -135,8 +138,9 @@ async function migrationCreate(ownerId: string | undefined, name: string | undef
     if (stale.length > 0) throw new Error(`entities changed without a migration: ${stale.join(', ')}. Run rpc-service migration create <owner>`);
     return `Migrations match the entities of ${owners.map((owner) => owner.id).join(', ')}.`;
   }
-  // Without an owner, the plugin given with --plugin: the one whose folder is that path.
+  // Without an owner, the plugin given with --plugin: the one whose folder is that path. With it, a lone word that is no owner is the name.
   const given = options.plugin ? owners.find((owner) => path.dirname(owner.folder) === path.resolve(options.plugin!)) : undefined;
+  if (given && ownerId !== undefined && name === undefined && !owners.some((owner) => owner.id === ownerId)) [ownerId, name] = [undefined, ownerId];
   const owner = owners.find((candidate) => candidate.id === (ownerId ?? given?.id));
   if (!owner) throw new Error(`name the owner: one of ${owners.map((candidate) => candidate.id).join(', ')}`);
   return createMigration(owner, name);

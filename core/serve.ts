@@ -14,7 +14,9 @@ export async function serve(options: { printConfig?: boolean } = {}): Promise<vo
     await start(options.printConfig ?? false);
   } catch (error) {
     const known = error instanceof ConfigError || error instanceof DatabaseStartupError || error instanceof PluginLoadError;
-    console.error(known ? `Cannot start: ${(error as Error).message}` : error);
+    // A plugin's load error ends with its code, which the README's table of an author's mistakes lists.
+    const code = error instanceof PluginLoadError ? ` (${error.code})` : '';
+    console.error(known ? `Cannot start: ${(error as Error).message}${code}` : error);
     process.exit(1);
   }
 }

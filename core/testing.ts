@@ -105,7 +105,14 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     await cleanUp();
     throw error;
   }
-  const url = await app.listen(0, options.host ?? '127.0.0.1');
+  let url: string;
+  try {
+    url = await app.listen(0, options.host ?? '127.0.0.1');
+  } catch (error) {
+    await app.close();
+    await cleanUp();
+    throw error;
+  }
 
   const call = async <T>(method: string, params: unknown = {}, callOptions: CallOptions = {}): Promise<RpcResponse<T>> => {
     const headers: Record<string, string> = { 'content-type': 'application/json', ...callOptions.headers };

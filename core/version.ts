@@ -6,3 +6,6 @@ import { readFileSync } from 'node:fs';
  * dependency on rpc-service, and a breaking change to the SDK is a new major.
  */
 export const CORE_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+
+/** The range a plugin written against this SDK declares, in `coreVersion` and its peer dependency: `^<major>.0.0`. */
+export const SDK_RANGE = `^${CORE_VERSION.split('.')[0]}.0.0`;

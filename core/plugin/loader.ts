@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import semver from 'semver';
 import * as v from 'valibot';
 import { CORE_SETTING_NAMES } from '../config.ts';
@@ -8,7 +9,7 @@ import { settingsEntries } from '../settings.ts';
 import { JOB_MARKER } from '../jobs/job-service.ts';
 import { CORE_ERROR_STATUS, errorStatus, registerErrorCodes } from '../rpc/errors.ts';
 import { ACCESS_LEVELS, OPERATION_MARKER } from '../rpc/operation.ts';
-import { CORE_VERSION } from '../version.ts';
+import { CORE_VERSION, SDK_RANGE } from '../version.ts';
 import { isPlugin, type Plugin } from './define.ts';
 import { PluginLoadError } from './errors.ts';
 import type { ExtensionPoint } from './extension-points.ts';
@@ -16,8 +17,8 @@ import { CORE_SERVICE_NAMES, SCOPE_NAMES } from './services.ts';
 
 export { PluginLoadError };
 
-const PLUGIN_ID = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
-const GROUP = /^[A-Z][A-Za-z0-9]*Rpc$/;
+export const PLUGIN_ID = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+export const GROUP = /^[A-Z][A-Za-z0-9]*Rpc$/;
 const OPERATION_NAME = /^[a-z][A-Za-z0-9]*$/;
 const JOB_NAME = OPERATION_NAME;
 const CRON_FIELDS = 5;
@@ -33,8 +34,8 @@ const remember = (plugins: Plugin[], folder: string): Plugin[] => {
 /** The plugins of the service's own plugins folder: an author whose plugin clashes with one is told it is built in. */
 const builtInPlugins = new WeakSet<Plugin>();
 
-/** What the peer dependency of a plugin package on the service should say. */
-const SDK_RANGE = `^${semver.major(CORE_VERSION)}`;
+/** This package's manifest, as a plugin resolving `rpc-service/package.json` finds it when it shares the running SDK. */
+const OWN_MANIFEST = realpathSync(fileURLToPath(new URL('../../package.json', import.meta.url)));
 
 /** Imports every plugin in `plugins/<name>/index.ts` of the given folder. */
 export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
@@ -57,6 +58,7 @@ export async function importPackagePlugins(specifiers: string[], cwd = process.c
   for (const specifier of specifiers) {
     const entry = /^[./]/.test(specifier) ? entryOfPath(path.resolve(cwd, specifier)) : undefined;
     const target = entry ? pathToFileURL(entry).href : specifier;
+    checkOneSdk(specifier, entry ?? resolvedFile(specifier));
     let module: Record<string, unknown>;
     try {
       module = await import(target);
@@ -72,6 +74,42 @@ export async function importPackagePlugins(specifiers: string[], cwd = process.c
   return found;
 }
 
+/** Where a package name resolves from the loader, as `import` would find it; undefined when it does not (the import says why). */
+function resolvedFile(specifier: string): string | undefined {
+  try {
+    return fileURLToPath(import.meta.resolve(specifier));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A plugin folder with an SDK of its own (its development install, which a
+ * plugin named by path or installed from its folder keeps) would load a second
+ * copy of the core beside the running one, whose entities and errors the
+ * running core does not know: refused before it is imported.
+ */
+function checkOneSdk(specifier: string, file: string | undefined): void {
+  if (!file) return;
+  let manifest: string;
+  try {
+    manifest = realpathSync(createRequire(file).resolve('rpc-service/package.json'));
+  } catch {
+    return;
+  }
+  if (manifest === OWN_MANIFEST) return;
+  throw new PluginLoadError(
+    'PLUGIN_SDK_COPY',
+    `Plugin package "${specifier}" named in PLUGINS resolves rpc-service from ${path.dirname(manifest)}, not the running service's ` +
+      `${path.dirname(OWN_MANIFEST)}: two copies of the SDK cannot share a process. ${INSTALL_ADVICE}`,
+  );
+}
+
+/** How a plugin gets the running service's SDK: installed as a package beside it. */
+const INSTALL_ADVICE =
+  'Install the plugin from its package into the installation folder that has rpc-service (npm pack in the plugin folder, then npm install <tarball> ' +
+  `there; not from its folder, which npm links), and declare the service in the plugin's package.json: "peerDependencies": {"rpc-service": "${SDK_RANGE}"}`;
+
 /**
  * Why a plugin named in PLUGINS did not import, and what to do: the two
  * usual causes are a package not installed and a plugin that cannot resolve
@@ -83,9 +121,7 @@ function importError(specifier: string, bare: boolean, error: NodeJS.ErrnoExcept
   if (missing?.[1] === 'rpc-service') {
     return new PluginLoadError(
       'PLUGIN_SDK_UNRESOLVED',
-      `${prefix}: ${missing[2]} imports the SDK, rpc-service, which does not resolve from there. ` +
-        `Install the service as a package in the same node_modules as the plugin (in an installation folder: npm install rpc-service ${specifier}), ` +
-        `and declare it in the plugin's package.json: "peerDependencies": {"rpc-service": "${SDK_RANGE}"}`,
+      `${prefix}: ${missing[2]} imports the SDK, rpc-service, which does not resolve from there. ${INSTALL_ADVICE}`,
     );
   }
   const name = specifier.split('/', specifier.startsWith('@') ? 2 : 1).join('/');
@@ -260,7 +296,7 @@ export function checkContributions(plugin: Plugin, point: ExtensionPoint, contri
 
 function checkCoreVersion(plugin: Plugin): void {
   const label = `Plugin "${plugin.id}"`;
-  const fix = `a range containing ${CORE_VERSION}, e.g. "${SDK_RANGE}.0.0" (and its peer dependency on rpc-service to "${SDK_RANGE}")`;
+  const fix = `a range containing ${CORE_VERSION}, e.g. "${SDK_RANGE}" (and its peer dependency on rpc-service to the same)`;
   if (!semver.validRange(plugin.coreVersion)) {
     throw new PluginLoadError('PLUGIN_CORE_VERSION', `${label}: coreVersion "${String(plugin.coreVersion)}" is not a valid semver range; set it to ${fix}`);
   }

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AnyEntitySchema } from '../db/any-entity.ts';
 import { createMigration } from '../db/migration-generator.ts';
-import { CORE_VERSION } from '../version.ts';
+import { discoverLocalPlugins, GROUP, PLUGIN_ID } from '../plugin/loader.ts';
+import { SDK_RANGE } from '../version.ts';
 
 /**
  * `rpc-service plugin new <dir> --group FooRpc`: a plugin package to start
@@ -12,9 +13,8 @@ import { CORE_VERSION } from '../version.ts';
  * `npm run migration:create` writes every later one.
  */
 const TEMPLATE = fileURLToPath(new URL('./template/', import.meta.url));
-const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const GROUP = /^[A-Z][A-Za-z0-9]*Rpc$/;
-const PLUGIN_ID = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../../', import.meta.url)));
+const BUILT_IN_PLUGINS = fileURLToPath(new URL('../../plugins/', import.meta.url));
 // npm's rule for new package names: lower case, URL-safe, optionally scoped.
 const PACKAGE_NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
 
@@ -33,12 +33,16 @@ export async function newPlugin(dir: string, options: NewPluginOptions): Promise
   const name = options.name ?? path.basename(target);
   if (!PACKAGE_NAME.test(name) || name.length > 214) throw new Error(`"${name}" is not a valid npm package name (give one with --name)`);
   if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
+  // The service refuses a plugin whose id or group a built-in plugin has: say so now, not at its first start.
+  for (const builtIn of await discoverLocalPlugins(BUILT_IN_PLUGINS)) {
+    if (builtIn.id === id) throw new Error(`the plugin id "${id}" is taken by a built-in plugin; choose another with --id`);
+    if (builtIn.group === options.group) throw new Error(`the group ${options.group} belongs to the built-in plugin "${builtIn.id}"; choose another`);
+  }
 
   const own = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
     devDependencies: Record<string, string>;
   };
-  const major = CORE_VERSION.split('.')[0]!;
   const values: Record<string, string> = {
     name,
     id,
@@ -47,8 +51,9 @@ export async function newPlugin(dir: string, options: NewPluginOptions): Promise
     camel: camel(id),
     prefix: id.replaceAll('-', '_'),
     ENV: id.replaceAll('-', '_').toUpperCase(),
-    coreRange: `^${major}.0.0`,
-    sdk: options.sdk ?? `^${CORE_VERSION}`,
+    coreRange: SDK_RANGE,
+    // This very package by default (npm links the folder), so the new plugin's tests and types match the service that wrote it.
+    sdk: options.sdk ?? `file:${PACKAGE_ROOT}`,
     // The versions this service is built and tested with, so the plugin's checks run against the same.
     valibot: own.dependencies.valibot!,
     tsx: own.dependencies.tsx!,

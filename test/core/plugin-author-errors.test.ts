@@ -101,8 +101,24 @@ describe('plugin packages an author gets wrong', () => {
     await refusesToStart(plugin, 'PLUGIN_SDK_UNRESOLVED', [
       `"${plugin}" named in PLUGINS`,
       `${path.join(plugin, 'index.js')} imports the SDK, rpc-service`,
-      `npm install rpc-service ${plugin}`,
-      `"peerDependencies": {"rpc-service": "^${MAJOR}"}`,
+      'npm pack in the plugin folder, then npm install <tarball>',
+      `"peerDependencies": {"rpc-service": "^${MAJOR}.0.0"}`,
+    ]);
+  });
+
+  it('refuses a plugin that would bring a second copy of the SDK (its own development install), before importing it', async () => {
+    const folder = writePlugin(path.join(tempDir(), 'hello'), { id: 'hello', group: 'HelloRpc' });
+    // As `npm install` in the plugin's folder leaves it: rpc-service among its devDependencies. Importing this copy would throw.
+    const copy = path.join(folder, 'node_modules', 'rpc-service');
+    mkdirSync(copy, { recursive: true });
+    writeFileSync(
+      path.join(copy, 'package.json'),
+      JSON.stringify({ name: 'rpc-service', version: CORE_VERSION, exports: { './plugin': './broken.js', './package.json': './package.json' } }),
+    );
+    writeFileSync(path.join(copy, 'broken.js'), "throw new Error('the second copy was imported');\n");
+    await refusesToStart(folder, 'PLUGIN_SDK_COPY', [
+      `resolves rpc-service from ${copy}, not the running service's ${ROOT.replace(/\/$/, '')}`,
+      'npm install <tarball>',
     ]);
   });
 
@@ -117,7 +133,7 @@ describe('plugin packages an author gets wrong', () => {
       `needs core version "${next}", but this core is ${CORE_VERSION}`,
       `update the service to a version in "${next}"`,
       `or change the plugin's coreVersion to a range containing ${CORE_VERSION}, e.g. "^${MAJOR}.0.0"`,
-      `peer dependency on rpc-service to "^${MAJOR}"`,
+      'and its peer dependency on rpc-service to the same',
     ]);
     await refusesToStart(installed({ id: 'hello', group: 'HelloRpc', coreVersion: 'latest' }), 'PLUGIN_CORE_VERSION', [
       'coreVersion "latest" is not a valid semver range',
@@ -154,6 +170,6 @@ describe('plugin packages an author gets wrong', () => {
     const { code } = await server.exited(60_000);
     assert.equal(code, 1, server.stderr());
     assert.match(server.stderr(), /^Cannot start: Cannot import plugin package ".*" named in PLUGINS: /);
-    assert.ok(server.stderr().includes(`npm install rpc-service ${plugin}`), server.stderr());
+    assert.ok(server.stderr().includes('npm install <tarball>'), server.stderr());
   });
 });

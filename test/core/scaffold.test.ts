@@ -29,7 +29,7 @@ describe('rpc-service plugin new', () => {
   let t: TestApp;
 
   before(async () => {
-    await newPlugin(dir, { group: 'TaskBoardRpc', sdk: '^2.0.0' });
+    await newPlugin(dir, { group: 'TaskBoardRpc' });
     // Installed beside the service, the package resolves rpc-service and valibot from node_modules; links stand in for npm here.
     mkdirSync(path.join(dir, 'node_modules'));
     symlinkSync(ROOT, path.join(dir, 'node_modules', 'rpc-service'), 'dir');
@@ -64,7 +64,8 @@ describe('rpc-service plugin new', () => {
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
     assert.equal(manifest.name, 'task-board-plugin');
     assert.deepEqual(manifest.peerDependencies, { 'rpc-service': '^2.0.0' });
-    assert.equal(manifest.devDependencies['rpc-service'], '^2.0.0');
+    // The package that wrote it, linked by npm: its tests and types are those of the service it was made with.
+    assert.equal(manifest.devDependencies['rpc-service'], `file:${path.resolve(ROOT)}`);
     const index = readFileSync(path.join(dir, 'index.ts'), 'utf8');
     assert.match(index, /id: 'task-board'/);
     assert.match(index, /group: 'TaskBoardRpc'/);
@@ -87,10 +88,15 @@ describe('rpc-service plugin new', () => {
     assert.match(full.body.data.error, /TASK_BOARD_MAX_ITEMS/);
   });
 
-  it('refuses a bad group, id or name, and a folder that is not empty, saying what to change', async () => {
+  it('refuses a bad group, id or name, one a built-in plugin has, and a folder that is not empty, saying what to change', async () => {
     await assert.rejects(newPlugin(path.join(work, 'a'), { group: 'Hello' }), /--group "Hello" must look like "HelloRpc"/);
     await assert.rejects(newPlugin(path.join(work, 'b'), { group: 'HelloRpc', id: 'Hello_World' }), /plugin id "Hello_World" must be kebab-case/);
     await assert.rejects(newPlugin(path.join(work, 'Bad Name'), { group: 'HelloRpc' }), /"Bad Name" is not a valid npm package name/);
+    await assert.rejects(
+      newPlugin(path.join(work, 'd'), { group: 'TaskRpc', id: 'my-tasks' }),
+      /the group TaskRpc belongs to the built-in plugin "task"; choose another/,
+    );
+    await assert.rejects(newPlugin(path.join(work, 'e'), { group: 'HelloRpc', id: 'memory' }), /the plugin id "memory" is taken by a built-in plugin/);
     mkdirSync(path.join(work, 'taken'));
     writeFileSync(path.join(work, 'taken', 'keep.txt'), 'mine');
     await assert.rejects(newPlugin(path.join(work, 'taken'), { group: 'HelloRpc' }), /exists and is not empty/);

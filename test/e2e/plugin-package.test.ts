@@ -55,21 +55,24 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     assert.ok(existsSync(path.join(work, tarball)), `${tarball} in ${readdirSync(work).join(', ')}`);
   });
 
-  it('installs the package into a new installation folder, its postinstall included, and serves from there', async () => {
+  it('installs the package into a new installation folder, its postinstall included', async () => {
     mkdirSync(installation);
-    // `exec`: npm passes SIGTERM to the service itself, not to a shell between them.
-    const manifest = { name: 'my-backend', private: true, scripts: { start: 'exec rpc-service serve' } };
-    writeFileSync(path.join(installation, 'package.json'), JSON.stringify(manifest, null, 2));
+    await run(installation, 'npm', ['init', '-y']);
+    await run(installation, 'npm', ['pkg', 'set', 'scripts.start=exec rpc-service serve']);
     await run(installation, 'npm', ['install', '--prefer-offline', `../${tarball}`]);
-    await run(installation, 'npm', ['install-scripts', 'approve', 'rpc-service']);
-    await run(installation, 'npm', ['rebuild', 'rpc-service']);
+    // npm 11 runs a dependency's install script once the project approves it; npm 10 ran it already.
+    const npmMajor = Number((await run(installation, 'npm', ['--version'])).trim().split('.')[0]);
+    if (npmMajor >= 11) {
+      await run(installation, 'npm', ['install-scripts', 'approve', 'rpc-service']);
+      await run(installation, 'npm', ['rebuild', 'rpc-service']);
+    }
     const cache = path.join(installation, 'node_modules', 'rpc-service', 'node_modules', '.cache', 'rpc-service');
     assert.ok(existsSync(cache) && readdirSync(cache).some((file) => file.endsWith('.tar.gz')), 'the postinstall made the embedded database template');
     assert.match(await run(installation, 'npx', ['rpc-service', '--version']), new RegExp(VERSION.replaceAll('.', '\\.')));
   });
 
-  it('scaffolds a plugin that type-checks and passes its own tests in its own folder', async () => {
-    await run(installation, 'npx', ['rpc-service', 'plugin', 'new', '../hello-plugin', '--group', 'HelloRpc', '--sdk', `file:../${tarball}`]);
+  it('scaffolds a plugin that type-checks and passes its own tests in its own folder, and makes its next migration', async () => {
+    await run(installation, 'npx', ['rpc-service', 'plugin', 'new', '../hello-plugin', '--group', 'HelloRpc']);
     const manifest = JSON.parse(readFileSync(path.join(plugin, 'package.json'), 'utf8'));
     assert.equal(manifest.peerDependencies['rpc-service'], `^${VERSION.split('.')[0]}.0.0`);
     assert.ok(readdirSync(path.join(plugin, 'migrations')).some((file) => /^Migration\d{14}_initial\.ts$/.test(file)));
@@ -78,8 +81,13 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     const tests = await run(plugin, 'npm', ['test'], databaseEnv(0));
     assert.match(tests, /# pass [1-9]/);
     assert.match(tests, /# fail 0/);
-    // The package's own migration command finds its plugin in its folder: nothing changed since the scaffold's migration.
-    assert.match(await run(plugin, 'npm', ['run', 'migration:create', '--', 'hello']), /No changes in the entities of hello\./);
+    // An author's next change: a column, then the package's own migration command.
+    const entity = path.join(plugin, 'item.entity.ts');
+    writeFileSync(entity, readFileSync(entity, 'utf8').replace('text: p.text(),', 'text: p.text(),\n    note: p.text().nullable(),'));
+    assert.match(await run(plugin, 'npm', ['run', 'migration:create', '--', 'add_note']), /Wrote migrations\/Migration\d{14}_add_note\.ts/);
+    const next = readdirSync(path.join(plugin, 'migrations')).find((file) => file.endsWith('_add_note.ts'))!;
+    assert.match(readFileSync(path.join(plugin, 'migrations', next), 'utf8'), /alter table "hello_item" add column "note" text null/);
+    await run(plugin, 'npx', ['tsc']);
     await run(plugin, 'npm', ['pack']);
   });
 
@@ -125,10 +133,10 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     const config = await run(installation, 'npx', ['rpc-service', 'serve', '--print-config']);
     assert.match(config, /^HELLO_MAX_ITEMS\s+hello\s+default 1000\s/m);
 
-    const server: RunningProcess = runIn(installation, 'npm', ['start'], {});
+    const server: RunningProcess = runIn(installation, 'npx', ['rpc-service', 'serve'], {});
     const base = `http://127.0.0.1:${port}`;
     await whenHealthy(server, base, 60_000);
-    assert.match(server.stdout(), /"hello:Migration\d{14}_initial"/, 'the plugin migration ran at start');
+    assert.match(server.stdout(), /"hello:Migration\d{14}_initial","hello:Migration\d{14}_add_note"/, 'the plugin migrations ran at start');
     const call = async (method: string, params: unknown, headers: Record<string, string> = {}) => {
       const response = await fetch(`${base}/api/rpc`, {
         method: 'POST',
@@ -149,8 +157,10 @@ describe('a third-party plugin package, from the scaffold to an installation', {
       ['hello from a package'],
     );
     assert.deepEqual((await call('HelloJsRpc.ping', {}, { 'x-api-key': key.body.data.fullKey })).body, { success: true, data: 'pong' });
-    server.child.kill('SIGTERM');
-    assert.equal((await server.exited(30_000)).code, 0, server.stderr());
+    // Ctrl-C in a terminal: SIGINT to npx and the service, which stops cleanly.
+    process.kill(-server.child.pid!, 'SIGINT');
+    await server.exited(30_000);
+    assert.match(server.stdout(), /"signal":"SIGINT","msg":"shutting down"/);
     if (!TEST_DATABASE_URL)
       assert.ok(existsSync(path.join(installation, 'data', 'db')), 'the embedded database lives in the installation folder (DATA_DIR=./data)');
   });
