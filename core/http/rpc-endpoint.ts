@@ -1,53 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { presentedCredentials } from '../credentials/authenticator.ts';
-import type { Logger } from '../logger.ts';
-import { errorBody, type DispatchResult, type Dispatcher } from '../rpc/dispatch.ts';
+import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { Envelope } from '../rpc/operation.ts';
-import type { Metrics } from './metrics.ts';
-import { answerDuringBody, readBody, type BodyReceiver } from './read-body.ts';
-import { HttpTransport, type TransportOptions } from './request-info.ts';
-
-export interface RpcEndpointOptions extends TransportOptions {
-  bodyLimitBytes: number;
-}
+import { answerJsonRpc, answerParseError, errorAnswer, isJsonRpc, looksLikeJsonRpc } from './json-rpc.ts';
+import { readBody, type BodyReceiver } from './read-body.ts';
+import { HttpTransport } from './request-info.ts';
+import { recordCall, send, type Reply, type RpcEndpoint } from './rpc-reply.ts';
 
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\b/i;
-
-interface Reply {
-  requestId: string;
-  cookies?: string[];
-  retryAfter?: number;
-  /** A body refused while it may still be arriving, and the limit it broke: the answer closes the connection once the rest is dropped. */
-  refusedBody?: { req: IncomingMessage; limit: number };
-}
-
-/** One writeHead with every header: the cheapest way out for a small JSON answer. */
-function send(res: ServerResponse, status: number, body: unknown, reply: Reply): void {
-  const text = JSON.stringify(body);
-  const headers: Record<string, string | number | string[]> = {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    'x-request-id': reply.requestId,
-  };
-  if (reply.cookies?.length) headers['set-cookie'] = reply.cookies;
-  if (reply.retryAfter !== undefined) headers['retry-after'] = String(reply.retryAfter);
-  if (reply.refusedBody) answerDuringBody(reply.refusedBody.req, res, status, headers, text, reply.refusedBody.limit);
-  else res.writeHead(status, headers).end(text);
-}
 
 function sendError(res: ServerResponse, error: RpcError, reply: Reply, errorId?: string): void {
   send(res, error.status, { success: false, data: errorBody(error, errorId) }, { ...reply, retryAfter: error.retryAfter });
 }
 
-function parseEnvelope(text: string): { method: string; params: unknown } {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new RpcError('BAD_REQUEST', 'Request body is not valid JSON');
-  }
+function envelopeOf(body: unknown): { method: string; params: unknown } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RpcError('BAD_REQUEST', 'Request body must be a JSON object: {"method": "Group.operation", "params": {}}');
   }
@@ -59,13 +27,6 @@ function parseEnvelope(text: string): { method: string; params: unknown } {
     throw new RpcError('BAD_REQUEST', '"params" must be a JSON object');
   }
   return { method, params };
-}
-
-export interface RpcEndpoint {
-  dispatcher: Dispatcher;
-  metrics: Metrics;
-  logger: Logger;
-  options: RpcEndpointOptions;
 }
 
 /**
@@ -82,6 +43,7 @@ class RpcCall implements BodyReceiver {
   readonly #started = performance.now();
   #method = '';
   #transport?: HttpTransport;
+  #jsonRpc = false;
 
   constructor(
     private readonly endpoint: RpcEndpoint,
@@ -99,14 +61,32 @@ class RpcCall implements BodyReceiver {
 
   onBody(readError: RpcError | null, text: string): void {
     if (readError) return this.#refuse(readError);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      if (looksLikeJsonRpc(text)) return answerParseError(this.res, this.requestId);
+      return this.#refuse(new RpcError('BAD_REQUEST', 'Request body is not valid JSON'));
+    }
+    this.#transport = new HttpTransport(this.req, this.endpoint.options);
+    if (isJsonRpc(body)) {
+      this.#jsonRpc = true;
+      const exchange = { endpoint: this.endpoint, req: this.req, res: this.res, requestId: this.requestId, transport: this.#transport };
+      try {
+        const answered = answerJsonRpc(exchange, body);
+        if (answered instanceof Promise) answered.catch((err) => this.#crashed(err));
+      } catch (err) {
+        this.#crashed(err);
+      }
+      return;
+    }
     let envelope: { method: string; params: unknown };
     try {
-      envelope = parseEnvelope(text);
+      envelope = envelopeOf(body);
     } catch (error) {
       return this.#refuse(error as RpcError);
     }
     this.#method = envelope.method;
-    this.#transport = new HttpTransport(this.req, this.endpoint.options);
     const outcome = this.endpoint.dispatcher.dispatch({
       method: envelope.method,
       params: envelope.params,
@@ -141,15 +121,7 @@ class RpcCall implements BodyReceiver {
     } else {
       sendError(this.res, outcome.error, reply, outcome.errorId);
     }
-    const { metrics, logger } = this.endpoint;
-    const code = outcome.ok ? 'OK' : outcome.error.code;
-    const seconds = (performance.now() - this.#started) / 1000;
-    metrics.recordCall(outcome.method, code, seconds);
-    if (outcome.ok && !logger.isLevelEnabled('debug')) return;
-    const line = { requestId: this.requestId, method: this.#method, code, userId: outcome.userId, ms: Math.round(seconds * 1e4) / 10 };
-    if (outcome.ok) logger.debug(line, 'rpc call');
-    else if (outcome.error.status >= 500) logger.error(line, 'rpc call failed');
-    else logger.info(line, 'rpc call refused');
+    recordCall(this.endpoint, this.requestId, this.#method, outcome, this.#started);
   }
 
   #refuse(error: RpcError): void {
@@ -163,8 +135,9 @@ class RpcCall implements BodyReceiver {
   #crashed(err: unknown): void {
     const errorId = randomUUID();
     this.endpoint.logger.error({ err, errorId, requestId: this.requestId }, 'rpc endpoint failed');
-    if (!this.res.headersSent) {
-      sendError(this.res, new RpcError('INTERNAL', `Internal error (error id ${errorId})`), { requestId: this.requestId }, errorId);
-    }
+    if (this.res.headersSent) return;
+    const error = new RpcError('INTERNAL', `Internal error (error id ${errorId})`);
+    if (this.#jsonRpc) send(this.res, 200, errorAnswer(null, error, this.requestId, errorId), { requestId: this.requestId });
+    else sendError(this.res, error, { requestId: this.requestId }, errorId);
   }
 }

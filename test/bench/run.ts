@@ -15,8 +15,9 @@ import { createScratchDatabase, type ScratchDatabase } from '../support/database
  *       inside the service's process, on its one connection),
  *   (g) SecretsRpc.getSecretValue: a read that decrypts under the keyring and
  *       writes its audit entry before answering,
+ *   (h) the call of (a) as JSON-RPC 2.0, at the same endpoint,
  * measured with wrk, interleaved over several rounds in one run, then the
- * ratios a/c, b/c, b/f, g/b and a/d, and a/e and e/c, which separate the cost of
+ * ratios a/c, b/c, b/f, g/b, h/a and a/d, and a/e and e/c, which separate the cost of
  * the RPC layer from that of the process it runs in. Each target is its own
  * process, so each gets a core while wrk uses the other.
  *
@@ -32,7 +33,7 @@ const BASE_DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 const PROFILE_DIR = process.env.BENCH_PROFILE || undefined;
 const here = fileURLToPath(new URL('.', import.meta.url));
 
-type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g';
+type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h';
 type Kind = 'rpc' | 'node' | 'koa' | 'inProcess' | 'direct';
 
 interface Target {
@@ -45,6 +46,7 @@ interface Target {
 
 const WHO_AM_I = '{"method":"NoteRpc.whoAmI","params":{}}';
 const GET_DATA = '{"method":"ApiKeyRpc.getData","params":{}}';
+const WHO_AM_I_JSON_RPC = '{"jsonrpc":"2.0","method":"NoteRpc.whoAmI","params":{},"id":1}';
 const GET_SECRET_VALUE = '{"method":"SecretsRpc.getSecretValue","params":{"zone":"bench","key":"TOKEN"}}';
 const ALL_TARGETS: Target[] = [
   { label: 'a', name: 'authenticated operation, no table (NoteRpc.whoAmI)', kind: 'rpc', body: WHO_AM_I, withKey: true },
@@ -60,6 +62,7 @@ const ALL_TARGETS: Target[] = [
     withKey: false,
   },
   { label: 'g', name: 'SecretsRpc.getSecretValue (decrypted, audited)', kind: 'rpc', body: GET_SECRET_VALUE, withKey: true },
+  { label: 'h', name: '(a) as JSON-RPC 2.0', kind: 'rpc', body: WHO_AM_I_JSON_RPC, withKey: true },
 ];
 const TARGETS = process.env.BENCH_TARGETS ? ALL_TARGETS.filter((target) => process.env.BENCH_TARGETS!.split(',').includes(target.label)) : ALL_TARGETS;
 
@@ -167,6 +170,7 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
       : '   (the ORM and RPC layers over the same query on the same PGlite)',
   );
   ratio('g', 'b', '   (an audited secret read, one insert per call, against a plain list read)');
+  ratio('h', 'a', "   (the JSON-RPC 2.0 envelope against the spec's, same operation; aim: at least 0.9)");
   ratio('a', 'd');
   ratio('a', 'e', '   (the RPC layer alone: same process, same runtime costs)');
   ratio('e', 'c', "   (what the service's process costs a bare handler)");

@@ -1,54 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import * as v from 'valibot';
-import { definePlugin } from '../../core/plugin/define.ts';
-import { RpcError } from '../../core/rpc/errors.ts';
-import { defineOperation, envelope } from '../../core/rpc/operation.ts';
+import { probePlugin } from '../fixtures/probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
-
-const probePlugin = definePlugin({
-  id: 'probe',
-  group: 'ProbeRpc',
-  coreVersion: '^2.0.0',
-  operations: {
-    adminOnly: defineOperation({ access: 'admin', describe: 'Admins only.', params: v.object({}), handler: () => 'admin ok' }),
-    staffOnly: defineOperation({ access: 'staff', describe: 'Staff and admins.', params: v.object({}), handler: () => 'staff ok' }),
-    boom: defineOperation({
-      access: 'user',
-      describe: 'Fails unexpectedly.',
-      params: v.object({}),
-      handler: () => {
-        throw new Error('database password hunter2 leaked in a stack');
-      },
-    }),
-    unavailable: defineOperation({
-      access: 'user',
-      describe: 'A feature that is not configured.',
-      params: v.object({}),
-      handler: () => {
-        throw new RpcError('FEATURE_UNAVAILABLE', 'Telephony is not configured');
-      },
-    }),
-    nested: defineOperation({
-      access: 'user',
-      describe: 'Nested params.',
-      params: v.object({
-        person: v.object({ name: v.pipe(v.string(), v.minLength(1, 'name must not be empty')), age: v.number() }),
-        tags: v.array(v.string()),
-        mode: v.picklist(['a', 'b']),
-      }),
-      handler: ({ params }) => params,
-    }),
-    bare: defineOperation({ access: 'user', describe: 'Success without data.', params: v.object({}), handler: () => envelope() }),
-    withMessage: defineOperation({
-      access: 'user',
-      describe: 'Success with a message.',
-      params: v.object({}),
-      handler: () => envelope({ message: 'done' }),
-    }),
-  },
-});
 
 describe('RPC envelope and errors', () => {
   let t: TestApp;

@@ -1,0 +1,184 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { presentedCredentials } from '../credentials/authenticator.ts';
+import type { DispatchResult } from '../rpc/dispatch.ts';
+import { RpcError, validationError } from '../rpc/errors.ts';
+import { Envelope } from '../rpc/operation.ts';
+import type { HttpTransport } from './request-info.ts';
+import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
+
+/**
+ * JSON-RPC 2.0 at `POST /api/rpc` (https://www.jsonrpc.org/specification),
+ * beside the spec's envelope: a body that is an array (a batch) or an object
+ * with a `jsonrpc` member. Each call runs through the same dispatcher as the
+ * spec's envelope (credentials, access, validation, handler, metrics, logs);
+ * only the envelope differs.
+ */
+
+/** Most calls one batch may carry; its calls run one after another, as that many requests on one connection would. */
+export const JSON_RPC_BATCH_LIMIT = 50;
+
+type Id = string | number | null;
+
+/** The JSON-RPC number of our codes where it is not read off the HTTP status (docs/decisions.md, "JSON-RPC 2.0"). */
+const FIXED_CODES: Readonly<Record<string, number>> = {
+  BAD_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  VALIDATION_ERROR: -32602,
+  INTERNAL: -32603,
+  QUOTA_EXCEEDED: -32030,
+};
+const PARSE_ERROR = -32700;
+
+/** Our code's JSON-RPC number: the fixed ones, else -32000 - (status - 400) for a 4xx status and -32000 - status for a 5xx. */
+export const jsonRpcCode = (error: RpcError): number => FIXED_CODES[error.code] ?? (error.status < 500 ? -32000 - (error.status - 400) : -32000 - error.status);
+
+const hasJsonRpcMember = (item: unknown): boolean => typeof item === 'object' && item !== null && !Array.isArray(item) && Object.hasOwn(item, 'jsonrpc');
+
+/**
+ * Whether a parsed body is JSON-RPC 2.0 rather than the spec's envelope: an
+ * object with a `jsonrpc` member, or a batch holding one. Anything else (an
+ * empty array, say) is the spec's envelope, and answered as it always was.
+ */
+export const isJsonRpc = (body: unknown): boolean => hasJsonRpcMember(body) || (Array.isArray(body) && body.some(hasJsonRpcMember));
+
+/** Whether a body that is not JSON was meant as JSON-RPC: it is then answered with JSON-RPC's parse error. */
+export const looksLikeJsonRpc = (text: string): boolean => text.includes('"jsonrpc"');
+
+interface Call {
+  id: Id;
+  /** No `id` member: the call runs, and nothing is answered for it. */
+  notification: boolean;
+  method: string;
+  params: unknown;
+}
+
+const validId = (id: unknown): id is Id => id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+
+/** A call of the batch, or the error its shape earns (answered with its id when that is readable, else null). */
+function callOf(item: unknown): Call | { id: Id; error: RpcError } {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+    return {
+      id: null,
+      error: new RpcError('BAD_REQUEST', 'A JSON-RPC request must be an object: {"jsonrpc": "2.0", "method": "Group.operation", "params": {}, "id": 1}'),
+    };
+  }
+  const { jsonrpc, method, params, id } = item as Record<string, unknown>;
+  const hasId = Object.hasOwn(item, 'id');
+  if (hasId && !validId(id)) return { id: null, error: new RpcError('BAD_REQUEST', '"id" must be a string, a number or null') };
+  const answerId = hasId ? (id as Id) : null;
+  if (jsonrpc !== '2.0') return { id: answerId, error: new RpcError('BAD_REQUEST', '"jsonrpc" must be exactly "2.0"') };
+  if (typeof method !== 'string' || method === '') return { id: answerId, error: new RpcError('BAD_REQUEST', '"method" must be a non-empty string') };
+  if (Array.isArray(params)) {
+    return { id: answerId, error: validationError([{ path: 'params', message: 'params are taken by name: give an object, not an array' }]) };
+  }
+  if (params !== undefined && (typeof params !== 'object' || params === null)) {
+    return { id: answerId, error: new RpcError('BAD_REQUEST', '"params" must be an object') };
+  }
+  return { id: answerId, notification: !hasId, method, params };
+}
+
+function errorMember(error: RpcError, requestId: string, errorId?: string) {
+  return {
+    code: jsonRpcCode(error),
+    message: error.message,
+    data: {
+      code: error.code,
+      ...(error.issues ? { issues: error.issues } : {}),
+      requestId,
+      ...(errorId ? { errorId } : {}),
+      ...(error.retryAfter !== undefined ? { retryAfter: error.retryAfter } : {}),
+    },
+  };
+}
+
+/** A JSON-RPC error answer (also the endpoint's, for a call whose answer could not be sent). */
+export const errorAnswer = (id: Id, error: RpcError, requestId: string, errorId?: string) => ({
+  jsonrpc: '2.0',
+  id,
+  error: errorMember(error, requestId, errorId),
+});
+
+function answerOf(id: Id, outcome: DispatchResult, requestId: string) {
+  if (!outcome.ok) return errorAnswer(id, outcome.error, requestId, outcome.errorId);
+  // An operation answering beside `data` in the spec's envelope ({success: true, message}) answers those fields as its result.
+  const { result } = outcome;
+  return { jsonrpc: '2.0', id, result: result instanceof Envelope ? result.fields : (result ?? null) };
+}
+
+/** A body that is not JSON but was meant as JSON-RPC: 400 with JSON-RPC's parse error. */
+export function answerParseError(res: ServerResponse, requestId: string): void {
+  const error = { code: PARSE_ERROR, message: 'Request body is not valid JSON', data: { code: 'BAD_REQUEST', requestId } };
+  send(res, 400, { jsonrpc: '2.0', id: null, error }, { requestId });
+}
+
+export interface JsonRpcExchange {
+  endpoint: RpcEndpoint;
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  transport: HttpTransport;
+}
+
+/**
+ * Answers a JSON-RPC body: one call, or a batch of at most
+ * JSON_RPC_BATCH_LIMIT; 204 when every call was a notification. A single
+ * call answered synchronously by the dispatcher creates no promise, as in
+ * the spec's envelope (rpc-endpoint.ts).
+ */
+export function answerJsonRpc(exchange: JsonRpcExchange, body: unknown): void | Promise<void> {
+  if (Array.isArray(body)) return answerBatch(exchange, body);
+  const call = callOf(body);
+  const { res, requestId, transport } = exchange;
+  if ('error' in call) return send(res, 200, errorAnswer(call.id, call.error, requestId), { requestId });
+  const started = performance.now();
+  const outcome = dispatch(exchange, call, requestId);
+  const finish = (settled: DispatchResult): void => {
+    recordCall(exchange.endpoint, requestId, call.method, settled, started);
+    if (call.notification) return noContent(exchange);
+    const retryAfter = settled.ok ? undefined : settled.error.retryAfter;
+    send(res, 200, answerOf(call.id, settled, requestId), { requestId, cookies: transport.cookies, retryAfter });
+  };
+  if (outcome instanceof Promise) return outcome.then(finish);
+  finish(outcome);
+}
+
+const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string) =>
+  exchange.endpoint.dispatcher.dispatch({
+    method: call.method,
+    params: call.params,
+    requestId,
+    credentials: presentedCredentials(exchange.req.headers),
+    transport: exchange.transport,
+  });
+
+function noContent({ res, requestId, transport }: JsonRpcExchange): void {
+  const headers: Record<string, string | string[]> = { 'x-request-id': requestId };
+  if (transport.cookies.length > 0) headers['set-cookie'] = transport.cookies;
+  res.writeHead(204, headers).end();
+}
+
+async function answerBatch(exchange: JsonRpcExchange, items: unknown[]): Promise<void> {
+  const { res, requestId, transport } = exchange;
+  if (items.length > JSON_RPC_BATCH_LIMIT) {
+    const error = new RpcError('BAD_REQUEST', `A batch of ${items.length} calls: at most ${JSON_RPC_BATCH_LIMIT} are taken`);
+    return send(res, 200, errorAnswer(null, error, requestId), { requestId });
+  }
+  const answers: unknown[] = [];
+  let retryAfter: number | undefined;
+  for (const [index, item] of items.entries()) {
+    // Each call of a batch has its own id in the logs and its error data; the header carries the request's.
+    const callId = `${requestId}.${index + 1}`;
+    const call = callOf(item);
+    if ('error' in call) {
+      answers.push(errorAnswer(call.id, call.error, callId));
+      continue;
+    }
+    const started = performance.now();
+    const outcome = await dispatch(exchange, call, callId);
+    recordCall(exchange.endpoint, callId, call.method, outcome, started);
+    if (!outcome.ok && outcome.error.retryAfter !== undefined) retryAfter = Math.max(retryAfter ?? 0, outcome.error.retryAfter);
+    if (!call.notification) answers.push(answerOf(call.id, outcome, callId));
+  }
+  if (answers.length === 0) return noContent(exchange);
+  send(res, 200, answers, { requestId, cookies: transport.cookies, retryAfter });
+}

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { JSON_RPC_BATCH_LIMIT } from '../../core/http/json-rpc.ts';
+import { probePlugin } from '../fixtures/probe-plugin.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { addUser } from '../support/users.ts';
+
+/** JSON-RPC 2.0 at POST /api/rpc, beside the spec's envelope (whose own tests are rpc-envelope.test.ts, unchanged). */
+describe('JSON-RPC 2.0 at /api/rpc', () => {
+  let t: TestApp;
+  let admin: Awaited<ReturnType<TestApp['signup']>>;
+
+  before(async () => {
+    t = await startTestApp({ extraPlugins: [probePlugin], env: { LOGIN_FAILURE_LIMIT: '3' } });
+    admin = await t.signup();
+  });
+  after(() => t.close());
+
+  /** Posts a JSON-RPC body (an object or a batch, or raw text) with the admin's session unless other headers are given. */
+  async function rpc(body: unknown, headers: Record<string, string> = { authorization: `Bearer ${admin.token}` }) {
+    const response = await fetch(`${t.url}/api/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
+  }
+  const call = (method: string, params: unknown, id: string | number | null = 1) => ({ jsonrpc: '2.0', method, params, id });
+
+  it('answers a call with its id and the operation data as result, ids of either kind echoed', async () => {
+    const params = { person: { name: 'Ann', age: 3 }, tags: ['x'], mode: 'a' };
+    const numbered = await rpc(call('ProbeRpc.nested', params, 7));
+    assert.equal(numbered.status, 200);
+    assert.deepEqual(numbered.json, { jsonrpc: '2.0', id: 7, result: params });
+    assert.deepEqual((await rpc(call('ProbeRpc.nested', params, 'abc'))).json, { jsonrpc: '2.0', id: 'abc', result: params });
+    assert.deepEqual((await rpc(call('ProbeRpc.nested', params, null))).json, { jsonrpc: '2.0', id: null, result: params });
+    // Operations answering beside data in the spec's envelope answer those fields.
+    assert.deepEqual((await rpc(call('ProbeRpc.withMessage', {}))).json.result, { message: 'done' });
+    assert.deepEqual((await rpc(call('ProbeRpc.bare', {}))).json.result, {});
+    // No params is {}.
+    assert.deepEqual((await rpc({ jsonrpc: '2.0', method: 'ProbeRpc.bare', id: 2 })).json, { jsonrpc: '2.0', id: 2, result: {} });
+  });
+
+  it('runs a notification and answers 204 with no body', async () => {
+    const response = await rpc({ jsonrpc: '2.0', method: 'NoteRpc.add', params: { text: 'told, not asked' } });
+    assert.equal(response.status, 204);
+    assert.equal(response.text, '');
+    const notes = await t.ok('NoteRpc.list', {}, { token: admin.token });
+    assert.ok(
+      notes.data.some((note: { text: string }) => note.text === 'told, not asked'),
+      'the notification ran',
+    );
+  });
+
+  it('answers a batch in order, each call on its own: successes, failures, a forbidden one, and nothing for notifications', async () => {
+    const member = await addUser(t, admin.subscriptionId, 'user');
+    const response = await rpc(
+      [
+        call('ProbeRpc.staffOnly', {}, 1),
+        call('NoteRpc.add', { text: 'in a batch' }, 2),
+        { jsonrpc: '2.0', method: 'NoteRpc.add', params: { text: 'a notification in a batch' } },
+        call('ProbeRpc.nope', {}, 3),
+        call('NoteRpc.add', { text: '' }, 4),
+        call('NoteRpc.list', {}, 5),
+      ],
+      { authorization: `Bearer ${member.token}` },
+    );
+    assert.equal(response.status, 200);
+    const answers = response.json as any[];
+    assert.deepEqual(
+      answers.map((answer) => answer.id),
+      [1, 2, 3, 4, 5],
+    );
+    assert.equal(answers[0].error.code, -32003);
+    assert.equal(answers[0].error.data.code, 'FORBIDDEN');
+    assert.equal(answers[1].result.text, 'in a batch');
+    assert.equal(answers[2].error.code, -32601);
+    assert.equal(answers[2].error.data.code, 'METHOD_NOT_FOUND');
+    assert.equal(answers[3].error.code, -32602);
+    assert.deepEqual(
+      answers[3].error.data.issues.map((issue: { path: string }) => issue.path),
+      ['text'],
+    );
+    // The calls ran one after another: the list sees the notification before it.
+    assert.deepEqual(
+      answers[4].result.data.map((note: { text: string }) => note.text).filter((text: string) => text.includes('batch')),
+      ['in a batch', 'a notification in a batch'],
+    );
+    // Each call has its own request id, under the request's.
+    const requestId = response.headers.get('x-request-id')!;
+    assert.equal(answers[0].error.data.requestId, `${requestId}.1`);
+    assert.ok(t.logs.some((line) => line.includes(`"requestId":"${requestId}.4"`) && line.includes('"code":"METHOD_NOT_FOUND"')));
+  });
+
+  it('answers 204 for a batch of notifications only', async () => {
+    const response = await rpc([
+      { jsonrpc: '2.0', method: 'ProbeRpc.bare' },
+      { jsonrpc: '2.0', method: 'ProbeRpc.nope' },
+    ]);
+    assert.equal(response.status, 204);
+    assert.equal(response.text, '');
+  });
+
+  it('answers -32600 for malformed requests, with the id when it is readable', async () => {
+    const cases: [unknown, unknown][] = [
+      [{ jsonrpc: '1.0', method: 'ProbeRpc.bare', id: 1 }, 1],
+      [{ jsonrpc: '2.0', id: 2 }, 2],
+      [{ jsonrpc: '2.0', method: 5, id: 3 }, 3],
+      [{ jsonrpc: '2.0', method: '', id: 4 }, 4],
+      [{ jsonrpc: '2.0', method: 'ProbeRpc.bare', id: { not: 'an id' } }, null],
+      [{ jsonrpc: '2.0', method: 'ProbeRpc.bare', params: 'x', id: 5 }, 5],
+    ];
+    for (const [body, id] of cases) {
+      const response = await rpc(body);
+      assert.equal(response.status, 200, JSON.stringify(body));
+      assert.equal(response.json.id, id, JSON.stringify(body));
+      assert.equal(response.json.error.code, -32600, JSON.stringify(body));
+      assert.equal(response.json.error.data.code, 'BAD_REQUEST');
+      assert.equal(typeof response.json.error.message, 'string');
+    }
+    // In a batch, items that are no request at all are answered one by one.
+    const batch = await rpc([1, call('ProbeRpc.bare', {}, 9), 'text']);
+    assert.deepEqual(
+      (batch.json as any[]).map((answer) => [answer.id, answer.error?.code ?? 'ok']),
+      [
+        [null, -32600],
+        [9, 'ok'],
+        [null, -32600],
+      ],
+    );
+  });
+
+  it(`refuses a batch of more than ${JSON_RPC_BATCH_LIMIT} calls whole, running none`, async () => {
+    const before = (await t.ok('NoteRpc.list', {}, { token: admin.token })).totalCount;
+    const response = await rpc(Array.from({ length: JSON_RPC_BATCH_LIMIT + 1 }, (_, index) => call('NoteRpc.add', { text: `n${index}` }, index)));
+    assert.equal(response.status, 200);
+    assert.equal(response.json.id, null);
+    assert.equal(response.json.error.code, -32600);
+    assert.match(response.json.error.message, new RegExp(`at most ${JSON_RPC_BATCH_LIMIT}`));
+    assert.equal((await t.ok('NoteRpc.list', {}, { token: admin.token })).totalCount, before);
+    const full = await rpc(Array.from({ length: JSON_RPC_BATCH_LIMIT }, (_, index) => call('ProbeRpc.bare', {}, index)));
+    assert.equal((full.json as any[]).length, JSON_RPC_BATCH_LIMIT);
+  });
+
+  it('answers a body that is not JSON, meant as JSON-RPC, with 400 and the parse error', async () => {
+    const response = await rpc('{"jsonrpc": "2.0", "method": ');
+    assert.equal(response.status, 400);
+    assert.equal(response.json.jsonrpc, '2.0');
+    assert.equal(response.json.id, null);
+    assert.equal(response.json.error.code, -32700);
+  });
+
+  it('answers unknown methods with -32601 and bad params with -32602 carrying our issues', async () => {
+    const unknown = await rpc(call('NopeRpc.nothing', {}));
+    assert.deepEqual(unknown.json.error.code, -32601);
+    assert.equal(unknown.json.error.data.code, 'METHOD_NOT_FOUND');
+    const bad = await rpc(call('ProbeRpc.nested', { person: { name: '', age: 'old' }, tags: [1], mode: 'c' }));
+    assert.equal(bad.json.error.code, -32602);
+    assert.equal(bad.json.error.data.code, 'VALIDATION_ERROR');
+    assert.deepEqual(bad.json.error.data.issues.map((issue: { path: string }) => issue.path).sort(), ['mode', 'person.age', 'person.name', 'tags.0']);
+    const positional = await rpc(call('ProbeRpc.bare', [1, 2]));
+    assert.equal(positional.json.error.code, -32602);
+    assert.match(positional.json.error.message, /by name/);
+  });
+
+  it('authenticates as the spec envelope does: no credential, a bad key, a role too low', async () => {
+    const none = await rpc(call('NoteRpc.list', {}), {});
+    assert.equal(none.status, 200);
+    assert.equal(none.json.error.code, -32001);
+    assert.equal(none.json.error.data.code, 'UNAUTHENTICATED');
+    const badKey = await rpc(call('NoteRpc.list', {}), { 'x-api-key': 'ak0000000000000_not-a-key' });
+    assert.equal(badKey.json.error.data.code, 'UNAUTHENTICATED');
+    const key = await t.ok('ApiKeyRpc.create', { description: 'json-rpc' }, { token: admin.token });
+    assert.ok(Array.isArray((await rpc(call('NoteRpc.list', {}), { 'x-api-key': key.fullKey })).json.result.data));
+    const member = await addUser(t, admin.subscriptionId, 'user');
+    const low = await rpc(call('ProbeRpc.adminOnly', {}), { authorization: `Bearer ${member.token}` });
+    assert.equal(low.json.error.code, -32003);
+  });
+
+  it('maps the other codes by their HTTP status, keeping ours in data: internal errors with an error id, rate limits with retryAfter', async () => {
+    const internal = await rpc(call('ProbeRpc.boom', {}));
+    assert.equal(internal.json.error.code, -32603);
+    assert.match(internal.json.error.data.errorId, /^[0-9a-f-]{36}$/);
+    assert.ok(!internal.text.includes('hunter2'));
+    assert.equal((await rpc(call('ProbeRpc.unavailable', {}))).json.error.code, -32503);
+    // A result that cannot be sent is still a JSON-RPC answer.
+    const unsendable = await rpc(call('ProbeRpc.unsendable', {}));
+    assert.equal(unsendable.status, 200);
+    assert.equal(unsendable.json.error.code, -32603);
+    assert.match(unsendable.json.error.data.errorId, /^[0-9a-f-]{36}$/);
+
+    // Limits count each call of a batch: four logins with a wrong password, the last refused as the spec envelope would.
+    const victim = await t.signup();
+    const wrong = { identifier: victim.user.username, password: 'wrong password' };
+    const response = await rpc(
+      [1, 2, 3, 4].map((id) => call('AuthRpc.login', wrong, id)),
+      {},
+    );
+    const codes = (response.json as any[]).map((answer) => answer.error.data.code);
+    assert.deepEqual(codes, ['UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'RATE_LIMITED']);
+    const limited = (response.json as any[])[3].error;
+    assert.equal(limited.code, -32029);
+    assert.ok(limited.data.retryAfter > 0);
+    assert.equal(Number(response.headers.get('retry-after')), limited.data.retryAfter);
+  });
+
+  it('sets the session cookie of a login made over JSON-RPC', async () => {
+    const user = await t.signup();
+    const response = await rpc(call('AuthRpc.login', { identifier: user.user.username, password: user.password }), {});
+    assert.equal(typeof response.json.result.token, 'string');
+    assert.match(response.headers.get('set-cookie') ?? '', /^session=/);
+  });
+
+  it('keeps the spec envelope for bodies without a jsonrpc member, arrays of them included', async () => {
+    const spec = await rpc({ method: 'ProbeRpc.bare', params: {} });
+    assert.deepEqual(spec.json, { success: true });
+    const array = await rpc([{ method: 'ProbeRpc.bare' }]);
+    assert.equal(array.status, 400);
+    assert.equal(array.json.data.code, 'BAD_REQUEST');
+  });
+});
