@@ -181,7 +181,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.dataScopes.load(extensions.all('core.dataScopes'));
     core.ai.load(extensions.all('core.aiCalls'));
     const pipeline = new RequestPipeline(authenticator, { db, logger });
-    const dispatcher = new Dispatcher(registry, pipeline);
+    const dispatcher = new Dispatcher(registry, pipeline, { checkResults: config.checkResults });
     core.http.bind(pipeline, logger);
     core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
 

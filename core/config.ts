@@ -43,6 +43,11 @@ export const CoreSettings = v.object({
     String(defaults.authCacheTtlSeconds),
   ),
   TRUST_PROXY: setting(env.boolean('TRUST_PROXY'), 'take client address and scheme from X-Forwarded-*', 'false'),
+  CHECK_RESULTS: setting(
+    env.boolean('CHECK_RESULTS'),
+    "check every operation's answer against its declared result schema; a mismatch answers INTERNAL (the tests turn it on)",
+    'false',
+  ),
   WS_HEARTBEAT_SECONDS: setting(env.integer('WS_HEARTBEAT_SECONDS', 1, 3600), 'WebSocket ping interval', String(defaults.wsHeartbeatSeconds)),
   WS_MAX_PER_USER: setting(env.integer('WS_MAX_PER_USER', 1, 1_000_000), 'WebSockets one user may hold open on this node', String(defaults.wsMaxPerUser)),
   WS_MAX_PER_ADDRESS: setting(
@@ -117,6 +122,8 @@ export interface Config {
   authCacheTtlSeconds: number;
   /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
   trustProxy: boolean;
+  /** Check every answer against the operation's declared result (CHECK_RESULTS). */
+  checkResults: boolean;
   /** How long shutdown waits for open requests before cutting connections. */
   shutdownTimeoutMs: number;
   wsHeartbeatSeconds: number;
@@ -155,6 +162,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheTtlSeconds: e.AUTH_CACHE_TTL_SECONDS,
     trustProxy: e.TRUST_PROXY,
+    checkResults: e.CHECK_RESULTS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     wsHeartbeatSeconds: e.WS_HEARTBEAT_SECONDS,
     wsLimits: webSocketLimits(e),

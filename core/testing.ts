@@ -78,6 +78,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     WORKERS: '1',
+    // Every answer checked against its operation's declared result: a mismatch fails the call that shows it.
+    CHECK_RESULTS: 'true',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl, MASTER_KEY: TEST_MASTER_KEY } : {}),
     ...options.env,
   };

@@ -8,7 +8,7 @@ import { CORE_SETTING_NAMES } from '../config.ts';
 import { settingsEntries } from '../settings.ts';
 import { JOB_MARKER } from '../jobs/job-service.ts';
 import { CORE_ERROR_STATUS, errorStatus, registerErrorCodes } from '../rpc/errors.ts';
-import { ACCESS_LEVELS, OPERATION_MARKER } from '../rpc/operation.ts';
+import { ACCESS_LEVELS, OPERATION_KINDS, OPERATION_MARKER } from '../rpc/operation.ts';
 import { CORE_VERSION, SDK_RANGE } from '../version.ts';
 import { isPlugin, type Plugin } from './define.ts';
 import { PluginLoadError } from './errors.ts';
@@ -420,6 +420,12 @@ function checkOperations(plugin: Plugin): void {
     }
     if (!v.isOfKind('schema', operation.params) || typeof operation.handler !== 'function') {
       throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" needs a valibot params schema and a handler`);
+    }
+    if (operation.result !== undefined && !v.isOfKind('schema', operation.result)) {
+      throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" declares a result that is not a valibot schema`);
+    }
+    if (operation.kind !== undefined && !OPERATION_KINDS.includes(operation.kind)) {
+      throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" has kind "${String(operation.kind)}"; it is "read" or "write"`);
     }
   }
 }

@@ -6,7 +6,16 @@
 
 // The contract
 export { definePlugin, type Plugin, type PluginDefinition, type EventSubscriber, type ConfigSchema } from './define.ts';
-export { defineOperation, operationBuilder, envelope, type Access, type Transport, type CookieOptions, type HandlerArgs } from '../rpc/operation.ts';
+export {
+  defineOperation,
+  operationBuilder,
+  envelope,
+  type Access,
+  type OperationKind,
+  type Transport,
+  type CookieOptions,
+  type HandlerArgs,
+} from '../rpc/operation.ts';
 export {
   defineExtensionPoint,
   type ExtensionPoint,
@@ -68,6 +77,8 @@ export {
   toOrderBy,
   pageOf,
   listOf,
+  pageSchema,
+  listSchema,
   MAX_PAGE_SIZE,
   type FieldMap,
   type FieldType,

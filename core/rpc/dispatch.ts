@@ -3,7 +3,7 @@ import type { PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Principal } from './context.ts';
 import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
 import { unsafeInputIssues } from './input-guard.ts';
-import type { Transport } from './operation.ts';
+import { Envelope, type Transport } from './operation.ts';
 import type { RequestPipeline } from './pipeline.ts';
 import type { RegisteredOperation, Registry } from './registry.ts';
 
@@ -40,6 +40,16 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
   };
 }
 
+/** Throws when an answer is outside the operation's declared result (an envelope's fields are its answer). */
+function checkResult(operation: RegisteredOperation, value: unknown): void {
+  if (!operation.result) return;
+  const answer = value instanceof Envelope ? value.fields : (value ?? null);
+  const checked = v.safeParse(operation.result, answer, REPORT_ALL_ISSUES);
+  if (checked.success) return;
+  const problems = issuesOf(checked.issues).map((issue) => `${issue.path || '(result)'}: ${issue.message}`);
+  throw new Error(`${operation.method} answered outside its declared result: ${problems.slice(0, 10).join('; ')}`);
+}
+
 /**
  * The path every operation call takes, whatever carried it: look the method
  * up in the frozen registry, then the request pipeline's steps (the caller,
@@ -49,10 +59,13 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
 export class Dispatcher {
   readonly #registry: Registry;
   readonly #pipeline: RequestPipeline;
+  readonly #checkResults: boolean;
 
-  constructor(registry: Registry, pipeline: RequestPipeline) {
+  /** With checkResults, an answer outside the operation's declared result is a fault of the operation: INTERNAL, logged with the issues. */
+  constructor(registry: Registry, pipeline: RequestPipeline, { checkResults = false }: { checkResults?: boolean } = {}) {
     this.#registry = registry;
     this.#pipeline = pipeline;
+    this.#checkResults = checkResults;
   }
 
   /**
@@ -88,16 +101,26 @@ export class Dispatcher {
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
       const ctx = this.#pipeline.context(request.requestId, principal);
       const result = operation.handler({ params: parsed.output, ctx, deps: operation.deps, transport: request.transport });
-      const userId = principal?.userId ?? null;
       return result instanceof Promise
         ? result.then(
-            (value): DispatchResult => ({ ok: true, result: value, method: operation.method, userId }),
+            (value) => this.#success(value, operation, request, principal),
             (thrown) => this.#failure(thrown, operation, request, principal),
           )
-        : { ok: true, result, method: operation.method, userId };
+        : this.#success(result, operation, request, principal);
     } catch (thrown) {
       return this.#failure(thrown, operation, request, principal);
     }
+  }
+
+  #success(result: unknown, operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult {
+    if (this.#checkResults) {
+      try {
+        checkResult(operation, result);
+      } catch (thrown) {
+        return this.#failure(thrown, operation, request, principal);
+      }
+    }
+    return { ok: true, result, method: operation.method, userId: principal?.userId ?? null };
   }
 
   #failure(thrown: unknown, operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult {

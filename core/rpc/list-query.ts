@@ -80,6 +80,21 @@ export interface ListEnvelope<T> {
 
 export const listOf = <T>(data: T[]): ListEnvelope<T> => ({ data, totalCount: data.length });
 
+/** The declared result of an operation answering `pageOf(...)` of the item's schema. */
+export const pageSchema = <T>(item: v.GenericSchema<T>) =>
+  v.strictObject({
+    docs: v.array(item),
+    totalDocs: v.number(),
+    limit: v.number(),
+    page: v.number(),
+    totalPages: v.number(),
+    hasNextPage: v.boolean(),
+    hasPrevPage: v.boolean(),
+  });
+
+/** The declared result of an operation answering `listOf(...)` of the item's schema. */
+export const listSchema = <T>(item: v.GenericSchema<T>) => v.strictObject({ data: v.array(item), totalCount: v.number() });
+
 type Condition = Record<string, unknown>;
 
 class FilterTranslator {

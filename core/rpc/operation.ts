@@ -1,4 +1,4 @@
-import type { GenericSchema, InferOutput } from 'valibot';
+import type { GenericSchema, InferInput, InferOutput } from 'valibot';
 import type { AuthenticatedContext, RequestContext } from './context.ts';
 
 /**
@@ -33,12 +33,30 @@ export interface HandlerArgs<S extends GenericSchema, A extends Access, D = unkn
   transport: Transport;
 }
 
-export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access, D = unknown> {
+/**
+ * `read`: answers from what is stored and changes nothing a caller can see
+ * (an audit entry aside); `write`: creates, changes or deletes, or acts
+ * outside (sends, calls, runs). Read-only API keys and MCP's hints read it.
+ */
+export type OperationKind = 'read' | 'write';
+export const OPERATION_KINDS: readonly OperationKind[] = ['read', 'write'];
+
+type Awaitable<T> = T | Promise<T>;
+
+export interface OperationDefinition<S extends GenericSchema = GenericSchema, A extends Access = Access, D = unknown, R extends GenericSchema = GenericSchema> {
   access: A;
   params: S;
+  /**
+   * What the operation answers in `data` (for an `envelope(...)` answer, its
+   * fields), as a valibot schema: the handler's return type is checked
+   * against it, OpenRPC and the clients describe it, and with CHECK_RESULTS
+   * on (the tests) every answer is checked at run time.
+   */
+  result?: R;
+  kind?: OperationKind;
   /** One line for the operation listing. */
   describe: string;
-  handler(args: HandlerArgs<S, A, D>): unknown;
+  handler(args: HandlerArgs<S, A, D>): Awaitable<InferInput<R> | Envelope>;
 }
 
 export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
@@ -46,7 +64,9 @@ export const OPERATION_MARKER = Symbol.for('rpc-service.operation');
 export type Operation = OperationDefinition<GenericSchema, Access> & { [OPERATION_MARKER]: true };
 
 /** Declares one operation: access, params schema and handler as plain data. */
-export function defineOperation<S extends GenericSchema, A extends Access, D = unknown>(definition: OperationDefinition<S, A, D>): Operation {
+export function defineOperation<S extends GenericSchema, A extends Access, D = unknown, R extends GenericSchema = GenericSchema>(
+  definition: OperationDefinition<S, A, D, R>,
+): Operation {
   return { ...definition, [OPERATION_MARKER]: true } as unknown as Operation;
 }
 
@@ -56,7 +76,7 @@ export function defineOperation<S extends GenericSchema, A extends Access, D = u
  */
 export const operationBuilder =
   <D>() =>
-  <S extends GenericSchema, A extends Access>(definition: OperationDefinition<S, A, D>): Operation =>
+  <S extends GenericSchema, A extends Access, R extends GenericSchema = GenericSchema>(definition: OperationDefinition<S, A, D, R>): Operation =>
     defineOperation(definition);
 
 /**

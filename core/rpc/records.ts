@@ -1,4 +1,5 @@
 import { types, type EntitySchema } from '@mikro-orm/core';
+import * as v from 'valibot';
 import type { FieldMap, FieldType } from './list-query.ts';
 
 /**
@@ -24,6 +25,8 @@ export interface RecordView<E, R> {
   /** Every shown plain column (text, number, boolean, date, uuid, text[]), by its record name, for toWhere and toOrderBy. */
   readonly fields: FieldMap;
   readonly toRecord: (row: E) => R;
+  /** The record's schema, for an operation's declared `result`: every shown column, no other key; JSON columns as any value. */
+  readonly schema: v.GenericSchema<R>;
 }
 
 /** The record type of a view: `type TaskRecord = InferRecord<typeof TASK>`. */
@@ -49,6 +52,16 @@ const FIELD_TYPES = new Map<unknown, FieldType>([
   [types.array, 'tags'],
 ]);
 
+/** A column's schema on the wire, by its list-query type; any value for JSON and the other types lists cannot compare. */
+const WIRE_SCHEMAS: Record<FieldType, v.GenericSchema> = {
+  uuid: v.string(),
+  string: v.string(),
+  boolean: v.boolean(),
+  number: v.number(),
+  date: v.pipe(v.string(), v.isoTimestamp()),
+  tags: v.array(v.string()),
+};
+
 /** The list-query type of a property; undefined for JSON, vectors and other values lists cannot compare. */
 function fieldTypeOf(property: { type?: unknown; enum?: boolean }): FieldType | undefined {
   const { type } = property;
@@ -70,9 +83,14 @@ export function defineRecord<E extends object, const H extends keyof E & string 
   { hide = [], filterOnly = [] }: { hide?: readonly H[]; filterOnly?: readonly F[] } = {},
 ): RecordView<E, RecordOf<E, H | F>> {
   const hidden = new Set<string>(hide);
-  const columns = Object.entries(entity.meta.properties as Record<string, { type?: unknown; enum?: boolean }>)
+  const columns = Object.entries(entity.meta.properties as Record<string, { type?: unknown; enum?: boolean; nullable?: boolean }>)
     .filter(([name]) => !hidden.has(name))
-    .map(([property, options]) => ({ property, name: property === 'id' ? '_id' : property, type: fieldTypeOf(options) }));
+    .map(([property, options]) => ({
+      property,
+      name: property === 'id' ? '_id' : property,
+      type: fieldTypeOf(options),
+      nullable: options.nullable === true,
+    }));
   const fields: FieldMap = {};
   for (const { property, name, type } of columns) if (type) fields[name] = { property, type };
   const shown = columns.filter(({ property }) => !(filterOnly as readonly string[]).includes(property));
@@ -81,7 +99,15 @@ export function defineRecord<E extends object, const H extends keyof E & string 
     for (const { property, name } of shown) record[name] = wire((row as Record<string, unknown>)[property]);
     return record as RecordOf<E, H | F>;
   };
-  return Object.freeze({ fields: Object.freeze(fields), toRecord });
+  const schema = v.strictObject(
+    Object.fromEntries(
+      shown.map(({ name, type, nullable }) => {
+        const wireSchema = type ? WIRE_SCHEMAS[type] : v.unknown();
+        return [name, nullable ? v.nullable(wireSchema) : wireSchema];
+      }),
+    ),
+  ) as unknown as v.GenericSchema<RecordOf<E, H | F>>;
+  return Object.freeze({ fields: Object.freeze(fields), toRecord, schema });
 }
 
 /** Columns `K` of entity `E` as a service checks them before saving: an absent value is null. */

@@ -1,6 +1,6 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type { GenericSchema } from 'valibot';
-import type { Access, Operation } from './operation.ts';
+import type { Access, Operation, OperationKind } from './operation.ts';
 
 export interface RegisteredOperation {
   method: string;
@@ -9,6 +9,9 @@ export interface RegisteredOperation {
   access: Access;
   describe: string;
   params: GenericSchema;
+  /** What it answers in `data`, where declared. */
+  result?: GenericSchema;
+  kind?: OperationKind;
   handler: Operation['handler'];
   /** The deps of the plugin that declared it, handed to the handler. */
   deps: object;
@@ -56,6 +59,8 @@ export function buildRegistry<P extends OperationSource>(plugins: readonly P[], 
           access: operation.access,
           describe: operation.describe,
           params: operation.params,
+          result: operation.result,
+          kind: operation.kind,
           handler: operation.handler,
           deps,
         }),

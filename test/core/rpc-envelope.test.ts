@@ -146,6 +146,22 @@ describe('RPC envelope and errors', () => {
     assert.match(line!, /Error: database password hunter2/);
   });
 
+  it('answers INTERNAL for a result outside the declared schema (CHECK_RESULTS, on in tests), naming the issues in the log only', async () => {
+    const response = await t.call('ProbeRpc.liar', {}, { token: admin.token });
+    assert.equal(response.status, 500);
+    assert.equal(response.body.data.code, 'INTERNAL');
+    assert.ok(!JSON.stringify(response.body).includes('one'));
+    const line = t.logs.find((entry) => entry.includes(response.body.data.errorId) && entry.includes('"err"'));
+    assert.match(line ?? '', /ProbeRpc\.liar answered outside its declared result: n: Invalid type: Expected number but received \\"one\\"/);
+    const unchecked = await startTestApp({ extraPlugins: [probePlugin], plugins: ['probe', 'auth'], withNotes: false, env: { CHECK_RESULTS: 'false' } });
+    try {
+      const member = await unchecked.signup();
+      assert.deepEqual(await unchecked.ok('ProbeRpc.liar', {}, { token: member.token }), { n: 'one' });
+    } finally {
+      await unchecked.close();
+    }
+  });
+
   it('carries X-Request-Id on every answer, keeping a well-formed one from the caller', async () => {
     const generated = await t.call('ProbeRpc.bare', {}, { token: admin.token });
     assert.match(generated.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
