@@ -42,6 +42,8 @@ import { RateLimiter } from './rate-limiter.ts';
 import { createCaller, OperationCaller, type Caller, type CallerOptions } from './rpc/caller.ts';
 import type { Principal } from './rpc/context.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
+import { openRpcDocument, type OpenRpcDocument } from './rpc/openrpc.ts';
+import { CORE_VERSION } from './version.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
 import { describeSettings, parseSettings, type SettingInfo } from './settings.ts';
 import { uploadRoutes } from './uploads/routes.ts';
@@ -200,7 +202,13 @@ export async function createApp(options: AppOptions): Promise<App> {
       plugin.routes(router, scopes.get(plugin.id)!.cradle);
       return [router];
     });
-    const server = createHttpServer({ config, registry, events, db, metrics, dispatcher, pipeline, uploadService, logger, pluginRoutes });
+    const openRpc = openRpcDocument({
+      version: CORE_VERSION,
+      operations: registry.all(),
+      events,
+      pluginErrors: new Map(plugins.flatMap((plugin) => (plugin.errors ? [[plugin.id, plugin.errors] as const] : []))),
+    });
+    const server = createHttpServer({ config, registry, events, openRpc, db, metrics, dispatcher, pipeline, uploadService, logger, pluginRoutes });
     const hub = new WebSocketHub({
       authenticator,
       bus,
@@ -349,6 +357,7 @@ function createHttpServer(parts: {
   config: Config;
   registry: Registry;
   events: readonly EventDeclaration[];
+  openRpc: OpenRpcDocument;
   db: Database;
   metrics: Metrics;
   dispatcher: Dispatcher;
@@ -369,6 +378,7 @@ function createHttpServer(parts: {
   const koaHandler = koa.callback();
   const handleRpc = createRpcEndpoint({
     dispatcher: parts.dispatcher,
+    openRpc: parts.openRpc,
     metrics: parts.metrics,
     logger,
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },

@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { presentedCredentials } from '../credentials/authenticator.ts';
 import type { DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError, validationError } from '../rpc/errors.ts';
+import { jsonRpcCode, PARSE_ERROR } from '../rpc/json-rpc-codes.ts';
+import { openRpcFor } from '../rpc/openrpc.ts';
 import { Envelope } from '../rpc/operation.ts';
 import type { HttpTransport } from './request-info.ts';
 import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
@@ -18,19 +20,6 @@ import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 export const JSON_RPC_BATCH_LIMIT = 50;
 
 type Id = string | number | null;
-
-/** The JSON-RPC number of our codes where it is not read off the HTTP status (docs/decisions.md, "JSON-RPC 2.0"). */
-const FIXED_CODES: Readonly<Record<string, number>> = {
-  BAD_REQUEST: -32600,
-  METHOD_NOT_FOUND: -32601,
-  VALIDATION_ERROR: -32602,
-  INTERNAL: -32603,
-  QUOTA_EXCEEDED: -32030,
-};
-const PARSE_ERROR = -32700;
-
-/** Our code's JSON-RPC number: the fixed ones, else -32000 - (status - 400) for a 4xx status and -32000 - status for a 5xx. */
-export const jsonRpcCode = (error: RpcError): number => FIXED_CODES[error.code] ?? (error.status < 500 ? -32000 - (error.status - 400) : -32000 - error.status);
 
 const hasJsonRpcMember = (item: unknown): boolean => typeof item === 'object' && item !== null && !Array.isArray(item) && Object.hasOwn(item, 'jsonrpc');
 
@@ -79,7 +68,7 @@ function callOf(item: unknown): Call | { id: Id; error: RpcError } {
 
 function errorMember(error: RpcError, requestId: string, errorId?: string) {
   return {
-    code: jsonRpcCode(error),
+    code: jsonRpcCode(error.code, error.status),
     message: error.message,
     data: {
       code: error.code,
@@ -142,14 +131,17 @@ export function answerJsonRpc(exchange: JsonRpcExchange, body: unknown): void | 
   finish(outcome);
 }
 
-const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string) =>
-  exchange.endpoint.dispatcher.dispatch({
-    method: call.method,
-    params: call.params,
-    requestId,
-    credentials: presentedCredentials(exchange.req.headers),
-    transport: exchange.transport,
-  });
+/** A call through the dispatcher, as the spec's envelope makes it; `rpc.discover` (OpenRPC's) answers the service's document. */
+const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): DispatchResult | Promise<DispatchResult> =>
+  call.method === 'rpc.discover'
+    ? { ok: true, result: openRpcFor(exchange.endpoint.openRpc, exchange.transport.baseUrl), method: call.method, userId: null }
+    : exchange.endpoint.dispatcher.dispatch({
+        method: call.method,
+        params: call.params,
+        requestId,
+        credentials: presentedCredentials(exchange.req.headers),
+        transport: exchange.transport,
+      });
 
 function noContent({ res, requestId, transport }: JsonRpcExchange): void {
   const headers: Record<string, string | string[]> = { 'x-request-id': requestId };

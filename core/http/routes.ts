@@ -5,21 +5,25 @@ import type { Registry } from '../rpc/registry.ts';
 import type { Config } from '../config.ts';
 import { errorBody } from '../rpc/dispatch.ts';
 import { unauthenticated } from '../rpc/errors.ts';
+import { openRpcFor, type OpenRpcDocument } from '../rpc/openrpc.ts';
 import { bearerMatches, type Metrics } from './metrics.ts';
+import { baseUrlOf } from './request-info.ts';
 
-/** The non-RPC routes of the core: the operation and event listing, health, readiness and metrics. */
+/** The non-RPC routes of the core: the operation and event listing, the OpenRPC document, health, readiness and metrics. */
 export function coreRoutes({
   registry,
   events,
   db,
   metrics,
   config,
+  openRpc,
 }: {
   registry: Registry;
   events: readonly EventDeclaration[];
   db: Database;
   metrics: Metrics;
-  config: Pick<Config, 'metricsToken'>;
+  config: Pick<Config, 'metricsToken' | 'trustProxy' | 'publicUrl'>;
+  openRpc: OpenRpcDocument;
 }): Router {
   const router = new Router();
   const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events } });
@@ -27,6 +31,10 @@ export function coreRoutes({
   router.get('/api/rpc', (ctx) => {
     ctx.type = 'application/json';
     ctx.body = listing;
+  });
+
+  router.get('/openrpc.json', (ctx) => {
+    ctx.body = openRpcFor(openRpc, baseUrlOf(ctx.req, config));
   });
 
   router.get('/health', (ctx) => {

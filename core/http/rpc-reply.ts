@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.ts';
 import type { DispatchResult, Dispatcher } from '../rpc/dispatch.ts';
+import type { OpenRpcDocument } from '../rpc/openrpc.ts';
 import type { Metrics } from './metrics.ts';
 import { answerDuringBody } from './read-body.ts';
 import type { TransportOptions } from './request-info.ts';
@@ -12,6 +13,8 @@ export interface RpcEndpointOptions extends TransportOptions {
 
 export interface RpcEndpoint {
   dispatcher: Dispatcher;
+  /** What JSON-RPC's `rpc.discover` answers (with the caller's server address). */
+  openRpc: OpenRpcDocument;
   metrics: Metrics;
   logger: Logger;
   options: RpcEndpointOptions;

@@ -20,8 +20,12 @@ export interface RegisteredOperation {
 export interface OperationListing {
   method: string;
   access: Access;
+  /** `write` where the operation does not say (operation.ts, OperationKind). */
+  kind: OperationKind;
   description: string;
   params: Record<string, unknown>;
+  /** The JSON Schema of what it answers in `data`, where declared. */
+  result?: Record<string, unknown>;
 }
 
 export interface Registry {
@@ -72,8 +76,10 @@ export function buildRegistry<P extends OperationSource>(plugins: readonly P[], 
     operations.map((operation) => ({
       method: operation.method,
       access: operation.access,
+      kind: operation.kind ?? 'write',
       description: operation.describe,
       params: toJsonSchema(operation.params, { errorMode: 'ignore' }) as Record<string, unknown>,
+      ...(operation.result ? { result: toJsonSchema(operation.result, { errorMode: 'ignore' }) as Record<string, unknown> } : {}),
     })),
   );
   return {

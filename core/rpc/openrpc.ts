@@ -1,0 +1,83 @@
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type { GenericSchema } from 'valibot';
+import type { EventDeclaration } from '../events/catalogue.ts';
+import { CORE_ERROR_STATUS } from './errors.ts';
+import { jsonRpcCode } from './json-rpc-codes.ts';
+import type { RegisteredOperation } from './registry.ts';
+
+/**
+ * The OpenRPC 1.3 document of the service (https://spec.open-rpc.org),
+ * generated from the operation registry at start: every operation with its
+ * params by name, its result, its access level and kind (`x-access`,
+ * `x-kind`), the errors it may answer, and the event catalogue (`x-events`).
+ * `GET /openrpc.json` and JSON-RPC's `rpc.discover` answer it.
+ */
+export interface OpenRpcDocument {
+  openrpc: string;
+  info: { title: string; version: string; description: string };
+  servers?: { name: string; url: string }[];
+  methods: Record<string, unknown>[];
+  components: { errors: Record<string, { code: number; message: string; data: { code: string; status: number } }> };
+  'x-events': { name: string; description: string }[];
+}
+
+export interface OpenRpcSource {
+  version: string;
+  operations: readonly RegisteredOperation[];
+  events: readonly EventDeclaration[];
+  /** Each plugin's own error codes with their HTTP status, by plugin id. */
+  pluginErrors: ReadonlyMap<string, Readonly<Record<string, number>>>;
+}
+
+const jsonSchema = (schema: GenericSchema): Record<string, unknown> => {
+  const { $schema: _dialect, ...rest } = toJsonSchema(schema, { errorMode: 'ignore' }) as Record<string, unknown>;
+  return rest;
+};
+
+/** Errors every call may meet, whatever its operation. */
+const COMMON_ERRORS = ['BAD_REQUEST', 'VALIDATION_ERROR', 'RATE_LIMITED', 'INTERNAL'];
+
+export function openRpcDocument({ version, operations, events, pluginErrors }: OpenRpcSource): OpenRpcDocument {
+  const errors: OpenRpcDocument['components']['errors'] = {};
+  const declare = (code: string, status: number) => (errors[code] = { code: jsonRpcCode(code, status), message: code, data: { code, status } });
+  for (const [code, status] of Object.entries(CORE_ERROR_STATUS)) declare(code, status);
+  for (const codes of pluginErrors.values()) for (const [code, status] of Object.entries(codes)) declare(code, status);
+
+  const methods = operations.map((operation) => {
+    const params = jsonSchema(operation.params) as { properties?: Record<string, unknown>; required?: string[] };
+    const codes = [
+      ...COMMON_ERRORS,
+      ...(operation.access === 'public' ? [] : ['UNAUTHENTICATED', 'FORBIDDEN']),
+      ...Object.keys(pluginErrors.get(operation.pluginId) ?? {}),
+    ];
+    return {
+      name: operation.method,
+      description: operation.describe,
+      paramStructure: 'by-name',
+      params: Object.entries(params.properties ?? {}).map(([name, schema]) => ({ name, required: params.required?.includes(name) ?? false, schema })),
+      result: { name: 'result', schema: operation.result ? jsonSchema(operation.result) : {} },
+      errors: codes.map((code) => ({ $ref: `#/components/errors/${code}` })),
+      'x-access': operation.access,
+      'x-kind': operation.kind ?? 'write',
+    };
+  });
+  return {
+    openrpc: '1.3.2',
+    info: {
+      title: 'rpc-service',
+      version,
+      description:
+        'Every operation of the service, called at POST /api/rpc as JSON-RPC 2.0 (or in the envelope {method, params}). ' +
+        'An error carries our code in error.data.code; x-access is who may call the method, x-kind whether it changes data.',
+    },
+    methods,
+    components: { errors },
+    'x-events': events.map((event) => ({ name: event.name, description: event.describe })),
+  };
+}
+
+/** The document with the server address a caller used, for `GET /openrpc.json` and `rpc.discover`. */
+export const openRpcFor = (document: OpenRpcDocument, baseUrl: string): OpenRpcDocument => ({
+  ...document,
+  servers: [{ name: 'this service', url: `${baseUrl}/api/rpc` }],
+});
