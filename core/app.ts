@@ -28,6 +28,7 @@ import { WebSocketHub } from './events/websocket.ts';
 import { beyondLoopback, Metrics } from './http/metrics.ts';
 import { HttpHelpers, requestIdOf, untrustedProxyCheck } from './http/request-info.ts';
 import { coreRoutes } from './http/routes.ts';
+import { createMcpEndpoint } from './http/mcp.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { Outbound } from './http/outbound.ts';
 import { JobService, type RegisteredJob } from './jobs/job-service.ts';
@@ -376,13 +377,15 @@ function createHttpServer(parts: {
   koa.use(uploads.routes()).use(uploads.allowedMethods());
   for (const router of parts.pluginRoutes) koa.use(router.routes()).use(router.allowedMethods());
   const koaHandler = koa.callback();
-  const handleRpc = createRpcEndpoint({
+  const rpcEndpoint = {
     dispatcher: parts.dispatcher,
     openRpc: parts.openRpc,
     metrics: parts.metrics,
     logger,
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
-  });
+  };
+  const handleRpc = createRpcEndpoint(rpcEndpoint);
+  const handleMcp = createMcpEndpoint({ ...rpcEndpoint, registry: parts.registry, pipeline: parts.pipeline, version: CORE_VERSION });
   const checkProxy = untrustedProxyCheck(config.trustProxy, logger);
 
   // Idle connections are kept longer than clients and proxies keep theirs (undici 4 s, load balancers 60 s): a
@@ -393,6 +396,7 @@ function createHttpServer(parts: {
     if (req.method === 'POST' && (req.url === '/api/rpc' || req.url?.startsWith('/api/rpc?'))) {
       return handleRpc(req, res, requestId);
     }
+    if (req.url === '/mcp' || req.url?.startsWith('/mcp?')) return handleMcp(req, res, requestId);
     res.setHeader('x-request-id', requestId);
     void koaHandler(req, res);
   });

@@ -1,0 +1,161 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { toJsonSchema } from '@valibot/to-json-schema';
+import { presentedCredentials } from '../credentials/authenticator.ts';
+import type { Principal } from '../rpc/context.ts';
+import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
+import { RpcError } from '../rpc/errors.ts';
+import { Envelope } from '../rpc/operation.ts';
+import type { RequestPipeline } from '../rpc/pipeline.ts';
+import type { RegisteredOperation, Registry } from '../rpc/registry.ts';
+import { readBody } from './read-body.ts';
+import { HttpTransport } from './request-info.ts';
+import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
+
+/**
+ * An MCP server at `/mcp` (Streamable HTTP, stateless, on the official SDK):
+ * every operation the caller may run is a tool, called through the same
+ * dispatcher as `POST /api/rpc` with the caller's own credentials, so an
+ * agent can do exactly what its API key (or session) can, and no more.
+ */
+export interface McpEndpoint extends RpcEndpoint {
+  registry: Registry;
+  pipeline: RequestPipeline;
+  version: string;
+}
+
+/** MCP tool names: `Group_operation`, as clients that follow the tool-name pattern [A-Za-z0-9_-] refuse dots. */
+export const toolName = (method: string): string => method.replace('.', '_');
+
+interface ToolEntry {
+  tool: Tool;
+  operation: RegisteredOperation;
+}
+
+const jsonSchema = (schema: Parameters<typeof toJsonSchema>[0]): Record<string, unknown> => {
+  const { $schema: _dialect, ...rest } = toJsonSchema(schema, { errorMode: 'ignore' }) as Record<string, unknown>;
+  return rest;
+};
+
+/** Every operation as a tool, made once: inputs and outputs from its schemas, hints from its kind. */
+function toolsOf(registry: Registry): Map<string, ToolEntry> {
+  const tools = new Map<string, ToolEntry>();
+  for (const operation of registry.all()) {
+    const output = operation.result ? jsonSchema(operation.result) : undefined;
+    const read = operation.kind === 'read';
+    const tool: Tool = {
+      name: toolName(operation.method),
+      title: operation.method,
+      description: operation.describe,
+      inputSchema: jsonSchema(operation.params) as Tool['inputSchema'],
+      // MCP's structured output is an object; other results travel as text only.
+      ...(output?.type === 'object' ? { outputSchema: output as Tool['outputSchema'] } : {}),
+      annotations: { readOnlyHint: read, destructiveHint: !read, openWorldHint: false },
+    };
+    tools.set(tool.name, { tool, operation });
+  }
+  return tools;
+}
+
+/** Whether the caller's role admits the operation (the pipeline's own check). */
+function admits(pipeline: RequestPipeline, principal: Principal, operation: RegisteredOperation): boolean {
+  try {
+    pipeline.admit(operation.access, principal, operation.method);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function toolResult(outcome: DispatchResult, entry: ToolEntry) {
+  if (!outcome.ok) {
+    // A tool error the model can read and act on: our code, the message, the issues.
+    return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(errorBody(outcome.error, outcome.errorId)) }] };
+  }
+  const data = outcome.result instanceof Envelope ? outcome.result.fields : (outcome.result ?? null);
+  return {
+    content: [{ type: 'text' as const, text: JSON.stringify(data) }],
+    ...(entry.tool.outputSchema ? { structuredContent: data as Record<string, unknown> } : {}),
+  };
+}
+
+export function createMcpEndpoint(endpoint: McpEndpoint) {
+  const tools = toolsOf(endpoint.registry);
+
+  /** One MCP server per request (stateless), for the caller its credentials name. */
+  const serverFor = (principal: Principal, req: IncomingMessage, requestId: string): Server => {
+    const server = new Server({ name: 'rpc-service', version: endpoint.version }, { capabilities: { tools: { listChanged: false } } });
+    const transport = new HttpTransport(req, endpoint.options);
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [...tools.values()].filter((entry) => admits(endpoint.pipeline, principal, entry.operation)).map((entry) => entry.tool),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const entry = tools.get(request.params.name);
+      if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
+      const started = performance.now();
+      const outcome = await endpoint.dispatcher.dispatch({
+        method: entry.operation.method,
+        params: request.params.arguments ?? {},
+        requestId,
+        principal,
+        transport,
+      });
+      recordCall(endpoint, requestId, entry.operation.method, outcome, started);
+      return toolResult(outcome, entry);
+    });
+    return server;
+  };
+
+  return (req: IncomingMessage, res: ServerResponse, requestId: string): void => {
+    if (req.method !== 'POST') {
+      // Stateless: no stream to resume (GET) and no session to end (DELETE).
+      res.writeHead(405, { allow: 'POST', 'x-request-id': requestId }).end();
+      return;
+    }
+    readBody(req, endpoint.options.bodyLimitBytes, {
+      onBody: (readError, text) => {
+        if (readError) {
+          const refusedBody = readError.code === 'PAYLOAD_TOO_LARGE' ? { req, limit: endpoint.options.bodyLimitBytes } : undefined;
+          return send(res, readError.status, { success: false, data: errorBody(readError) }, { requestId, refusedBody });
+        }
+        void answer(text).catch((err) => {
+          endpoint.logger.error({ err, requestId }, 'mcp request failed');
+          if (!res.headersSent) refuse(res, new RpcError('INTERNAL', 'Internal error'), requestId);
+        });
+      },
+    });
+
+    async function answer(text: string): Promise<void> {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return refuse(res, new RpcError('BAD_REQUEST', 'Request body is not valid JSON'), requestId);
+      }
+      let principal: Principal | null;
+      try {
+        principal = await endpoint.pipeline.principalFor(presentedCredentials(req.headers), 'user');
+      } catch (error) {
+        return refuse(res, endpoint.pipeline.failure(error, { requestId, method: 'mcp' }).error, requestId);
+      }
+      if (!principal) return refuse(res, new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token'), requestId);
+      const server = serverFor(principal, req, requestId);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      res.setHeader('x-request-id', requestId);
+      await transport.handleRequest(req, res, body);
+    }
+  };
+}
+
+/** A refusal before MCP is spoken (no credential, a body that is not JSON): the HTTP status and our error envelope. */
+function refuse(res: ServerResponse, error: RpcError, requestId: string): void {
+  if (error.status === 401) res.setHeader('www-authenticate', 'Bearer');
+  send(res, error.status, { success: false, data: errorBody(error) }, { requestId });
+}

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { toolName } from '../../core/http/mcp.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { addUser } from '../support/users.ts';
+
+/** The MCP server at /mcp, spoken to by the official SDK's client over Streamable HTTP. */
+describe('MCP at /mcp', () => {
+  let t: TestApp;
+  let admin: Awaited<ReturnType<TestApp['signup']>>;
+  let apiKey: string;
+  const clients: Client[] = [];
+
+  before(async () => {
+    t = await startTestApp();
+    admin = await t.signup();
+    apiKey = (await t.ok('ApiKeyRpc.create', { description: 'agent' }, { token: admin.token })).fullKey;
+  });
+  after(async () => {
+    for (const client of clients) await client.close();
+    await t.close();
+  });
+
+  async function connect(headers: Record<string, string>): Promise<Client> {
+    const client = new Client({ name: 'test-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers } }));
+    clients.push(client);
+    return client;
+  }
+
+  /** The operations a role may call, as the registry has them. */
+  const operationsFor = (roles: string[]) =>
+    t.app.registry
+      .all()
+      .filter((operation) => operation.access === 'public' || roles.includes(operation.access))
+      .map((operation) => toolName(operation.method))
+      .sort();
+
+  it('initializes and lists a tool for every operation the key may call, with schemas and hints', async () => {
+    const client = await connect({ 'x-api-key': apiKey });
+    assert.equal(client.getServerVersion()?.name, 'rpc-service');
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), operationsFor(['user', 'staff', 'admin']));
+    const getData = tools.find((tool) => tool.name === 'ApiKeyRpc_getData')!;
+    assert.equal(getData.title, 'ApiKeyRpc.getData');
+    assert.equal(getData.annotations?.readOnlyHint, true);
+    assert.equal(getData.annotations?.destructiveHint, false);
+    assert.equal(getData.outputSchema?.type, 'object');
+    const add = tools.find((tool) => tool.name === 'NoteRpc_add')!;
+    assert.equal(add.annotations?.readOnlyHint, false);
+    assert.deepEqual(add.inputSchema.required, ['text']);
+  });
+
+  it('calls a read and a write as the key, with structured results', async () => {
+    const client = await connect({ 'x-api-key': apiKey });
+    const added = await client.callTool({ name: 'NoteRpc_add', arguments: { text: 'written by an agent' } });
+    assert.equal(added.isError, undefined);
+    assert.equal((added.structuredContent as { text: string }).text, 'written by an agent');
+    const listed = await client.callTool({ name: 'NoteRpc_list', arguments: {} });
+    const notes = (listed.structuredContent as { data: { text: string; userId: string }[] }).data;
+    assert.deepEqual(
+      notes.map((note) => note.text),
+      ['written by an agent'],
+    );
+    assert.equal(notes[0]!.userId, admin.user._id, 'the note is the key owner’s');
+    const keys = await client.callTool({ name: 'ApiKeyRpc_getData', arguments: {} });
+    assert.equal(JSON.parse((keys.content as { text: string }[])[0]!.text).totalCount, 1);
+  });
+
+  it('answers a refused call as a tool error carrying our code, and bad arguments with the issues', async () => {
+    const member = await addUser(t, admin.subscriptionId, 'user');
+    const client = await connect({ authorization: `Bearer ${member.token}` });
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), operationsFor(['user']), 'a member sees no staff or admin tools');
+    const refused = await client.callTool({ name: 'AdminUserRpc_getData', arguments: {} });
+    assert.equal(refused.isError, true);
+    assert.equal(JSON.parse((refused.content as { text: string }[])[0]!.text).code, 'FORBIDDEN');
+    const bad = await client.callTool({ name: 'NoteRpc_add', arguments: { text: '' } });
+    assert.equal(bad.isError, true);
+    const body = JSON.parse((bad.content as { text: string }[])[0]!.text);
+    assert.equal(body.code, 'VALIDATION_ERROR');
+    assert.deepEqual(
+      body.issues.map((issue: { path: string }) => issue.path),
+      ['text'],
+    );
+    await assert.rejects(client.callTool({ name: 'NopeRpc_nothing', arguments: {} }), /Unknown tool/);
+  });
+
+  it('refuses a client without a valid credential', async () => {
+    await assert.rejects(connect({}), /401|Authentication required/);
+    await assert.rejects(connect({ 'x-api-key': 'ak0000000000000_not-a-key' }), /401|Authentication|Invalid/);
+    const response = await fetch(`${t.url}/mcp`, { method: 'GET', headers: { 'x-api-key': apiKey } });
+    assert.equal(response.status, 405);
+  });
+});
