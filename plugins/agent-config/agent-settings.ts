@@ -69,35 +69,50 @@ export const agentFields = {
 
 export type AgentInput = { [K in keyof typeof agentFields]?: v.InferOutput<(typeof agentFields)[K]> };
 
-/** What is kept in the settings document: every field but those with columns of their own. */
-export interface AgentSettings {
-  description: string | null;
-  promptSource: string | null;
-  promptText: string | null;
-  promptFile: string | null;
-  saveChatHistory: boolean;
-  communicationModes: string[];
-  personalityEnabled: boolean;
-  personality: v.InferOutput<typeof personality> | null;
-  voiceEnabled: boolean;
-  ttsModel: string | null;
-  selectedVoice: string | null;
-  transcriptionModel: string | null;
-  speakFirstOutgoing: string | null;
-  allowOutgoingCalls: boolean;
-  allowIncomingCalls: boolean;
-  allowGroupParticipation: boolean;
-  forkNewInstanceForCalls: boolean;
-  enableDeepWork: boolean;
-  capabilities: {
-    computer: { browserAccess: boolean; terminalAccess: boolean };
-    search: { enabled: boolean; connectors: string[] };
-    documentation: { accessWorkspace: boolean; modifyWorkspace: boolean; createOwn: boolean };
-    tasks: { accessWorkspace: boolean; modifyWorkspace: boolean; createOwn: boolean };
-  };
-  tools: string[];
-  fileContext: string | null;
-}
+const nullableText = v.nullable(v.string());
+const workspaceAccess = v.strictObject({ accessWorkspace: v.boolean(), modifyWorkspace: v.boolean(), createOwn: v.boolean() });
+
+/** What is kept in the settings document, and answered in the record: every field but those with columns of their own. */
+export const AGENT_SETTINGS = v.strictObject({
+  description: nullableText,
+  promptSource: nullableText,
+  promptText: nullableText,
+  promptFile: nullableText,
+  saveChatHistory: v.boolean(),
+  communicationModes: v.array(v.string()),
+  personalityEnabled: v.boolean(),
+  // As given: each field optional.
+  personality: v.nullable(
+    v.strictObject({
+      profession: v.optional(nullableText),
+      style: v.optional(nullableText),
+      gender: v.optional(nullableText),
+      verbosity: v.optional(nullableText),
+      defaultMood: v.optional(nullableText),
+      adaptMood: v.optional(v.boolean()),
+      notes: v.optional(nullableText),
+    }),
+  ),
+  voiceEnabled: v.boolean(),
+  ttsModel: nullableText,
+  selectedVoice: nullableText,
+  transcriptionModel: nullableText,
+  speakFirstOutgoing: nullableText,
+  allowOutgoingCalls: v.boolean(),
+  allowIncomingCalls: v.boolean(),
+  allowGroupParticipation: v.boolean(),
+  forkNewInstanceForCalls: v.boolean(),
+  enableDeepWork: v.boolean(),
+  capabilities: v.strictObject({
+    computer: v.strictObject({ browserAccess: v.boolean(), terminalAccess: v.boolean() }),
+    search: v.strictObject({ enabled: v.boolean(), connectors: v.array(v.string()) }),
+    documentation: workspaceAccess,
+    tasks: workspaceAccess,
+  }),
+  tools: v.array(v.string()),
+  fileContext: nullableText,
+});
+export type AgentSettings = v.InferOutput<typeof AGENT_SETTINGS>;
 
 const workspace = (
   given?: { accessWorkspace?: boolean; modifyWorkspace?: boolean; createOwn?: boolean },

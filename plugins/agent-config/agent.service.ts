@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   badRequest,
   defineRecord,
@@ -11,6 +12,7 @@ import {
   toOrderBy,
   toWhere,
   validationError,
+  type Access,
   type AiCatalogue,
   type AuthenticatedContext,
   type EntityManager,
@@ -24,7 +26,7 @@ import {
   type ValidationIssue,
 } from 'rpc-service/plugin';
 import { Agent } from './agent.entity.ts';
-import { settingsFrom, type AgentInput, type AgentSettings } from './agent-settings.ts';
+import { AGENT_SETTINGS, settingsFrom, type AgentInput, type AgentSettings } from './agent-settings.ts';
 
 export const AVATAR = 'agent-avatar';
 export const AVATAR_LIMITS: PurposeLimits = { maxBytes: 2 * 1024 * 1024, types: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'], maxFiles: 1 };
@@ -48,6 +50,40 @@ export const AGENT_FIELDS = VIEW.fields;
 export type AgentRecord = InferRecord<typeof VIEW> & AgentSettings;
 
 const toRecord = (agent: Agent): AgentRecord => ({ ...agent.settings, ...VIEW.toRecord(agent) });
+
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+
+/**
+ * The record as operations answer it: the settings, and the columns VIEW
+ * shows written out (VIEW.schema, a strict object, would refuse the settings beside them).
+ */
+export const AGENT_SCHEMA = v.strictObject({
+  ...AGENT_SETTINGS.entries,
+  _id: v.string(),
+  subscriptionId: v.string(),
+  userId: v.string(),
+  projectId: v.nullable(v.string()),
+  name: v.string(),
+  model: v.string(),
+  agentClass: v.string(),
+  role: v.nullable(v.string()),
+  realtime: v.boolean(),
+  avatarUrl: v.nullable(v.string()),
+  messagingContactId: v.nullable(v.string()),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+const ACCESS_LEVELS: readonly Access[] = ['public', 'user', 'staff', 'admin'];
+
+/** What getAvailableTools answers: a tool of the catalogue, its params as JSON Schema. */
+export const TOOL = v.strictObject({
+  name: v.string(),
+  describe: v.string(),
+  method: v.string(),
+  access: v.picklist(ACCESS_LEVELS),
+  params: v.record(v.string(), v.unknown()),
+});
 
 /** AI agent configurations of a subscription: everyone reads them; their creator, admins and staff change them. */
 export class AgentService {
@@ -114,7 +150,7 @@ export class AgentService {
     return { data: agents.map(toRecord), totalCount };
   }
 
-  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
+  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: true }> {
     const agent = await this.#changeable(ctx, id);
     await ctx.em.remove(agent).flush();
     await this.#dropAvatar(ctx, agent.avatarUrl ?? null);

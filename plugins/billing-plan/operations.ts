@@ -1,7 +1,8 @@
 import * as v from 'valibot';
-import { currencyCode, fieldValuesParams, minorUnits, recordId, requiredListParams, trimmedText } from 'rpc-service/plugin';
+import { currencyCode, fieldValuesParams, minorUnits, pageSchema, recordId, requiredListParams, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { BILLING_CYCLES } from './plan.entity.ts';
+import { PLAN_SCHEMA, PUBLIC_PLAN } from './plan.service.ts';
 
 const planId = v.pipe(
   v.string('planId must be a string'),
@@ -53,49 +54,63 @@ const resolveFeatures = v.optional(v.boolean('resolveFeatures must be true or fa
 
 export const create = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Create a billing plan: planId (unique, never changed), name and currency (ISO 4217) required; money in minor units (cents).',
+  result: PLAN_SCHEMA,
   params: v.object({ planId, name, currency: currencyCode(), ...planFields }),
   handler: ({ params, ctx, deps }) => deps.planService.create(ctx, params),
 });
 
 export const update = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Change any field of a plan but planId.',
+  result: PLAN_SCHEMA,
   params: v.object({ _id: recordId('_id'), planId: v.optional(planId), name: v.optional(name), currency: v.optional(currencyCode()), ...planFields }),
   handler: ({ params: { _id, ...input }, ctx, deps }) => deps.planService.update(ctx, _id, input),
 });
 
 export const remove = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Archive a plan (it is not removed): it leaves listPublicPlans and stays readable by id.',
+  result: v.strictObject({ success: v.literal(true), message: v.string() }),
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.planService.delete(ctx, params._id),
 });
 
 export const findById = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'One plan; with resolveFeatures its features include those of its base plans it does not name itself, each with fromPlanId.',
+  result: PLAN_SCHEMA,
   params: v.object({ _id: recordId('_id'), resolveFeatures }),
   handler: ({ params, ctx, deps }) => deps.planService.findById(ctx, params._id, params.resolveFeatures),
 });
 
 export const getData = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Plans filtered and sorted (filter, sort, page and pageSize required; skip = (page - 1) * pageSize), in the paged envelope.',
+  result: pageSchema(PLAN_SCHEMA),
   params: v.object({ ...requiredListParams(), resolveFeatures }),
   handler: ({ params, ctx, deps }) => deps.planService.getData(ctx, params),
 });
 
 export const getFieldValues = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Values for a form field, as {value, label}, from the plans (reference.filter applied, at most 1000 read); fieldName is not used.',
+  result: v.array(v.strictObject({ value: v.unknown(), label: v.string() })),
   params: fieldValuesParams,
   handler: ({ params, ctx, deps }) => deps.planService.getFieldValues(ctx, params.reference),
 });
 
 export const listPublicPlans = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The public plans that are not archived, by sortOrder: {planId, name, description, currency, oneTimeCost, recurringCost, billingCycle}.',
+  result: v.array(PUBLIC_PLAN),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.planService.listPublicPlans(ctx),
 });

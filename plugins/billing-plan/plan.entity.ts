@@ -1,14 +1,8 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import type { PlanFeature } from './plan.service.ts';
 
 export const BILLING_CYCLES = ['one_time', 'weekly', 'monthly', 'quarterly', 'yearly'] as const;
 export type BillingCycle = (typeof BILLING_CYCLES)[number];
-
-/** One feature a plan grants: a key the application checks, a display name, and a limit (null: no limit). */
-export interface PlanFeature {
-  key: string;
-  name: string | null;
-  limit: number | null;
-}
 
 /**
  * A billing plan of a subscription's catalogue. Money is in the currency's

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   defineRecord,
   fieldsOf,
@@ -17,7 +18,7 @@ import {
   type Page,
   type ValidationIssue,
 } from 'rpc-service/plugin';
-import { BillingPlan, type PlanFeature } from './plan.entity.ts';
+import { BILLING_CYCLES, BillingPlan } from './plan.entity.ts';
 
 /** How many plans a chain of base plans may hold, the plan itself included. */
 export const MAX_PLAN_CHAIN = 5;
@@ -43,8 +44,14 @@ export type PlanFields = FieldsOf<BillingPlan, (typeof EDITABLE)[number]>;
 
 export type PlanInput = Partial<PlanFields>;
 
+const feature = { key: v.string(), name: v.nullable(v.string()), limit: v.nullable(v.number()) };
+/** One feature a plan grants: a key the application checks, a display name, and a limit (null: no limit). */
+const FEATURE = v.strictObject(feature);
+export type PlanFeature = v.InferOutput<typeof FEATURE>;
+
 /** A feature as findById and getData give it with resolveFeatures: with the plan it comes from. */
-export type ResolvedFeature = PlanFeature & { fromPlanId: string };
+const RESOLVED_FEATURE = v.strictObject({ ...feature, fromPlanId: v.string() });
+export type ResolvedFeature = v.InferOutput<typeof RESOLVED_FEATURE>;
 
 const PLAN = defineRecord(BillingPlan, { hide: ['subscriptionId'] });
 export const PLAN_FIELDS = PLAN.fields;
@@ -52,8 +59,22 @@ export const PLAN_FIELDS = PLAN.fields;
 /** With resolveFeatures, a plan's features include those of its base plans. */
 export type PlanRecord = Omit<InferRecord<typeof PLAN>, 'features'> & { features: PlanFeature[] | ResolvedFeature[] };
 
+const billingCycle = v.picklist(BILLING_CYCLES);
+
+/** The plan as operations answer it: the derived record, its cycle one of BILLING_CYCLES and its features described. */
+export const PLAN_SCHEMA = v.intersect([PLAN.schema, v.object({ billingCycle, features: v.union([v.array(FEATURE), v.array(RESOLVED_FEATURE)]) })]);
+
 /** What listPublicPlans shows anyone of the subscription. */
-export type PublicPlan = Pick<PlanFields, 'planId' | 'name' | 'description' | 'currency' | 'oneTimeCost' | 'recurringCost' | 'billingCycle'>;
+export const PUBLIC_PLAN = v.strictObject({
+  planId: v.string(),
+  name: v.string(),
+  description: v.string(),
+  currency: v.string(),
+  oneTimeCost: v.number(),
+  recurringCost: v.number(),
+  billingCycle,
+});
+export type PublicPlan = v.InferOutput<typeof PUBLIC_PLAN>;
 
 const DEFAULTS: Omit<PlanFields, 'planId' | 'name' | 'currency'> = {
   description: '',

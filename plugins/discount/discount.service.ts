@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   conflict,
   counted,
@@ -19,7 +20,7 @@ import {
   type PluginServices,
   type ValidationIssue,
 } from 'rpc-service/plugin';
-import { Discount } from './discount.entity.ts';
+import { DISCOUNT_KINDS, Discount } from './discount.entity.ts';
 
 /** What a caller sets; the service keeps the rest (id, subscription, redemptions, timestamps). */
 const EDITABLE = ['code', 'name', 'description', 'kind', 'value', 'currency', 'validFrom', 'validUntil', 'maxRedemptions', 'planIds', 'isActive'] as const;
@@ -31,17 +32,24 @@ export type DiscountInput = Partial<DiscountFields>;
 export const DISCOUNT = defineRecord(Discount, { hide: ['subscriptionId'] });
 export type DiscountRecord = InferRecord<typeof DISCOUNT>;
 
-export interface Redemption {
-  _id: string;
-  code: string;
-  kind: Discount['kind'];
-  value: number;
-  currency: string | null;
-  planId: string | null;
-  currentRedemptions: number;
+const kind = v.picklist(DISCOUNT_KINDS);
+
+/** The discount as operations answer it: the derived record, its kind one of DISCOUNT_KINDS. */
+export const DISCOUNT_SCHEMA = v.intersect([DISCOUNT.schema, v.object({ kind })]);
+
+/** What redeem answers: what the billing system needs to apply the discount, and the count. */
+export const REDEMPTION = v.strictObject({
+  _id: v.string(),
+  code: v.string(),
+  kind,
+  value: v.number(),
+  currency: v.nullable(v.string()),
+  planId: v.nullable(v.string()),
+  currentRedemptions: v.number(),
   /** null: no limit. */
-  remainingRedemptions: number | null;
-}
+  remainingRedemptions: v.nullable(v.number()),
+});
+export type Redemption = v.InferOutput<typeof REDEMPTION>;
 
 /**
  * A subscription's discounts. Deleting deactivates (the record and its

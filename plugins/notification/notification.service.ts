@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   defineRecord,
   notFound,
@@ -13,7 +14,7 @@ import {
 } from 'rpc-service/plugin';
 import { Notification } from './notification.entity.ts';
 
-const NOTIFICATION = defineRecord(Notification, { hide: ['subscriptionId', 'dedupeKey'] });
+export const NOTIFICATION = defineRecord(Notification, { hide: ['subscriptionId', 'dedupeKey'] });
 export type NotificationRecord = InferRecord<typeof NOTIFICATION>;
 
 export interface NewNotification {
@@ -32,8 +33,18 @@ export interface NewNotification {
 /** The event each notification is pushed to its user as (declared in index.ts). */
 export const NOTIFICATION_CREATED = 'notification.created';
 
+/** What getSchema answers: a JSON Schema of an object, each property described by its keywords. */
+export const JSON_SCHEMA = v.strictObject({
+  $schema: v.string(),
+  title: v.string(),
+  type: v.literal('object'),
+  required: v.array(v.string()),
+  properties: v.record(v.string(), v.record(v.string(), v.unknown())),
+  additionalProperties: v.boolean(),
+});
+
 /** The JSON Schema of a notification record (NotificationRpc.getSchema). */
-const SCHEMA = {
+const SCHEMA: v.InferOutput<typeof JSON_SCHEMA> = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   title: 'Notification',
   type: 'object',
@@ -49,7 +60,7 @@ const SCHEMA = {
     data: { type: ['object', 'null'], description: 'what it is about (ids clients link to)' },
   },
   additionalProperties: false,
-} as const;
+};
 
 /**
  * Notifications: made by other plugins for users of a subscription
@@ -98,7 +109,7 @@ export class NotificationService {
     return records;
   }
 
-  getSchema(): typeof SCHEMA {
+  getSchema(): v.InferOutput<typeof JSON_SCHEMA> {
     return SCHEMA;
   }
 

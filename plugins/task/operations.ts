@@ -1,8 +1,8 @@
 import * as v from 'valibot';
-import { listParams, recordId, stringList, trimmedText } from 'rpc-service/plugin';
+import { listParams, listSchema, recordId, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { PRIORITIES, STATUSES } from './task.entity.ts';
-import { MAX_TREE_DEPTH, MAX_TREE_TASKS, type TreeInput } from './task.service.ts';
+import { MAX_TREE_DEPTH, MAX_TREE_TASKS, NEW_COMMENT_SCHEMA, TASK_SCHEMA, TREE_SCHEMA, type TreeInput } from './task.service.ts';
 
 const date = (label: string) =>
   v.optional(
@@ -65,49 +65,63 @@ function measure(tasks: TreeInput[], depth = 1): { depth: number; count: number 
 
 export const getData = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Tasks of a task instance with document-store filters, sort and paging (page 1 and pageSize 50 by default); oldest first unless sorted.',
+  result: listSchema(TASK_SCHEMA),
   params: v.object({ taskInstanceId, ...listParams(50) }),
   handler: ({ params: { taskInstanceId, ...query }, ctx, deps }) => deps.taskService.getData(ctx, taskInstanceId, query),
 });
 
 export const create = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Create a task (status todo, priority medium, no assignees, tags or comments, not archived by default); parentId a task of the same instance.',
+  result: TASK_SCHEMA,
   params: v.object({ taskInstanceId, ...newTask, parentId: v.optional(v.nullable(recordId('parentId'))) }),
   handler: ({ params: { taskInstanceId, ...input }, ctx, deps }) => deps.taskService.create(ctx, taskInstanceId, input),
 });
 
 export const update = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Change the fields given of a task; completedAt is set when it becomes done and cleared when it leaves done, unless given.',
+  result: TASK_SCHEMA,
   params: v.object({ _id: recordId('_id'), title: v.optional(trimmedText('title', 500)), ...fields }),
   handler: ({ params: { _id, ...changes }, ctx, deps }) => deps.taskService.update(ctx, _id, changes),
 });
 
 export const remove = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Delete a task and all its subtasks; {success: false} when there is no such task.',
+  result: v.strictObject({ success: v.boolean() }),
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.taskService.delete(ctx, params._id),
 });
 
 export const findById = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'One task.',
+  result: TASK_SCHEMA,
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.taskService.findById(ctx, params._id),
 });
 
 export const addComment = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Comment on a task as the caller (authorContactId: their messaging contact, else their user id); answers the comment.',
+  result: NEW_COMMENT_SCHEMA,
   params: v.object({ taskId: recordId('taskId'), content: trimmedText('content', 20_000) }),
   handler: ({ params, ctx, deps }) => deps.taskService.addComment(ctx, params.taskId, params.content),
 });
 
 export const createTaskTree = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: `Create tasks with nested subtasks in one transaction, all or nothing: at least 1 task, at most ${MAX_TREE_TASKS} in all, ${MAX_TREE_DEPTH} levels deep. Answers {created, tasks} (each with its subtasks).`,
+  result: v.strictObject({ created: v.number(), tasks: v.array(TREE_SCHEMA) }),
   params: v.object({
     taskInstanceId,
     tasks: v.pipe(

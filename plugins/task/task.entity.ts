@@ -1,17 +1,10 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import type { Comment } from './task.service.ts';
 
 export const STATUSES = ['todo', 'in_progress', 'in_review', 'done', 'blocked'] as const;
 export type Status = (typeof STATUSES)[number];
 export const PRIORITIES = ['low', 'medium', 'high', 'urgent'] as const;
 export type Priority = (typeof PRIORITIES)[number];
-
-export interface Comment {
-  commentId: string;
-  authorContactId: string;
-  content: string;
-  createdAt: string;
-  updatedAt: string | null;
-}
 
 /**
  * A task of a task instance (a board: whatever container the caller's

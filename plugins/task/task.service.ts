@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   defineRecord,
   notFound,
@@ -13,7 +14,7 @@ import {
   type ListQuery,
   type PluginServices,
 } from 'rpc-service/plugin';
-import { Task, type Comment, type Priority, type Status } from './task.entity.ts';
+import { PRIORITIES, STATUSES, Task, type Priority, type Status } from './task.entity.ts';
 
 /** A comment given with a task (create, createTaskTree): its content, and optionally who wrote it and when. */
 export interface CommentInput {
@@ -50,6 +51,46 @@ export const TASK = defineRecord(Task, { hide: ['subscriptionId', 'createdBy'] }
 export type TaskRecord = InferRecord<typeof TASK>;
 
 export type TreeRecord = TaskRecord & { subtasks: TreeRecord[] };
+
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+
+/** A comment as kept with its task and answered. */
+export const COMMENT = v.strictObject({
+  commentId: v.string(),
+  authorContactId: v.string(),
+  content: v.string(),
+  createdAt: timestamp,
+  updatedAt: v.nullable(timestamp),
+});
+export type Comment = v.InferOutput<typeof COMMENT>;
+
+/**
+ * The columns TASK shows, written out rather than TASK.schema: the tree's
+ * records add subtasks to them, and the enumerations and the comments are
+ * described, where the derived schema has text and any value.
+ */
+const TASK_ENTRIES = {
+  _id: v.string(),
+  taskInstanceId: v.string(),
+  title: v.string(),
+  description: v.nullable(v.string()),
+  status: v.picklist(STATUSES),
+  priority: v.picklist(PRIORITIES),
+  assignees: v.array(v.string()),
+  parentId: v.nullable(v.string()),
+  dueDate: v.nullable(timestamp),
+  completedAt: v.nullable(timestamp),
+  tags: v.array(v.string()),
+  comments: v.array(COMMENT),
+  isArchived: v.boolean(),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+};
+export const TASK_SCHEMA = v.strictObject(TASK_ENTRIES);
+/** A task of createTaskTree's answer: the task and the tasks below it. */
+export const TREE_SCHEMA: v.GenericSchema<TreeRecord> = v.strictObject({ ...TASK_ENTRIES, subtasks: v.array(v.lazy(() => TREE_SCHEMA)) });
+/** What addComment answers: the comment, not yet updated. */
+export const NEW_COMMENT_SCHEMA = v.omit(COMMENT, ['updatedAt']);
 
 /** How deep a createTaskTree hierarchy may go, and how many tasks it may hold in all. */
 export const MAX_TREE_DEPTH = 5;

@@ -1,17 +1,18 @@
+import * as v from 'valibot';
 import { notFound, RpcError, type AuthenticatedContext, type Outbound, type PluginServices } from 'rpc-service/plugin';
 import type { TelephonyConfig } from './config.ts';
 import { HttpProvider } from './http-provider.ts';
 import { LocalProvider } from './local-provider.ts';
 import type { TelephonyProvider } from './provider.ts';
 
-/** What a write answers: the change made. */
-export interface Acknowledgment {
-  success: true;
-  extension: string;
-  appUserId?: string;
-  agentConfigId?: string;
-  agentContactId?: string | null;
-}
+/** What the reads answer: extensions, as text of digits. */
+export const EXTENSIONS = v.array(v.string());
+
+/** What the writes answer: the change made. */
+const acknowledgment = { success: v.literal(true), extension: v.string() };
+export const DISASSOCIATED = v.strictObject(acknowledgment);
+export const USER_ASSIGNED = v.strictObject({ ...acknowledgment, appUserId: v.string() });
+export const AGENT_ASSIGNED = v.strictObject({ ...acknowledgment, agentConfigId: v.string(), agentContactId: v.nullable(v.string()) });
 
 /**
  * TelephonyManagerRpc over the configured provider (TELEPHONY_PROVIDER):
@@ -33,24 +34,29 @@ export class TelephonyService {
     return this.#required().availableExtensions(ctx);
   }
 
-  async assignUserExtension(ctx: AuthenticatedContext, appUserId: string, extension: string): Promise<Acknowledgment> {
+  async assignUserExtension(ctx: AuthenticatedContext, appUserId: string, extension: string): Promise<v.InferOutput<typeof USER_ASSIGNED>> {
     const provider = this.#required();
     const user = await this.#user(ctx, appUserId);
     await provider.assign(ctx, extension, { kind: 'user', userId: user.id, partnerContactId: user.partnerContactId ?? null });
     return { success: true, extension, appUserId };
   }
 
-  async assignAgentExtension(ctx: AuthenticatedContext, extension: string, agentConfigId: string, agentContactId: string | null): Promise<Acknowledgment> {
+  async assignAgentExtension(
+    ctx: AuthenticatedContext,
+    extension: string,
+    agentConfigId: string,
+    agentContactId: string | null,
+  ): Promise<v.InferOutput<typeof AGENT_ASSIGNED>> {
     await this.#required().assign(ctx, extension, { kind: 'agent', agentConfigId, agentContactId });
     return { success: true, extension, agentConfigId, agentContactId };
   }
 
-  async disassociateUserExtension(ctx: AuthenticatedContext, extension: string): Promise<Acknowledgment> {
+  async disassociateUserExtension(ctx: AuthenticatedContext, extension: string): Promise<v.InferOutput<typeof DISASSOCIATED>> {
     await this.#required().disassociate(ctx, extension, 'user');
     return { success: true, extension };
   }
 
-  async disassociateAgentExtension(ctx: AuthenticatedContext, extension: string): Promise<Acknowledgment> {
+  async disassociateAgentExtension(ctx: AuthenticatedContext, extension: string): Promise<v.InferOutput<typeof DISASSOCIATED>> {
     await this.#required().disassociate(ctx, extension, 'agent');
     return { success: true, extension };
   }
