@@ -47,25 +47,44 @@ const filePath = v.pipe(
     'path must stay inside the scope: relative, no empty, . or .. parts, parts of at most 255 bytes, no backslashes, no .git, .gitignore, .gitmodules or .gitattributes',
   ),
 );
-const encoding = v.optional(v.picklist(['utf8', 'base64'], 'encoding must be utf8 or base64'), 'utf8');
+const ENCODINGS = ['utf8', 'base64'] as const;
+const encoding = v.optional(v.picklist(ENCODINGS, 'encoding must be utf8 or base64'), 'utf8');
+
+// The answers' schemas; the handlers' return types (the worker's) are checked against them.
+const FILE_CHANGES = ['added', 'modified', 'deleted'] as const;
+const CHECKPOINT = v.strictObject({
+  hash: v.string(),
+  author: v.string(),
+  date: v.pipe(v.string(), v.isoTimestamp()),
+  message: v.string(),
+  tags: v.array(v.string()),
+});
+const FILE_SIZE = v.strictObject({ path: v.string(), size: v.number() });
+const MESSAGE = v.strictObject({ message: v.string() });
 
 export const listScopes = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: "The subscription's data scopes: the scopes of records (workflows, agents) and the file scopes it has written.",
+  result: v.array(v.string()),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.checkpointService.listScopes(ctx),
 });
 
 export const getStatus = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Whether the scope equals its last checkpoint (isClean), and the files added, modified or deleted since.',
+  result: v.strictObject({ isClean: v.boolean(), files: v.array(v.strictObject({ path: v.string(), change: v.picklist(FILE_CHANGES) })) }),
   params: v.object({ scope }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.getStatus(ctx, params.scope),
 });
 
 export const listCheckpoints = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: "The scope's checkpoints, newest first (at most limit, 50 by default), with their tags.",
+  result: v.array(CHECKPOINT),
   params: v.object({
     scope,
     limit: v.optional(v.pipe(v.number('limit must be a number'), v.integer('limit must be a whole number'), v.minValue(1), v.maxValue(1000)), 50),
@@ -75,29 +94,37 @@ export const listCheckpoints = defineOperation({
 
 export const createCheckpoint = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: "Records the scope's current files as a checkpoint (a commit authored by the caller), tagged when tagName is given.",
+  result: v.strictObject({ commitHash: v.string() }),
   params: v.object({ scope, message, tagName: v.optional(tagName) }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.createCheckpoint(ctx, params),
 });
 
 export const tagRelease = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Puts an annotated tag with a message on a checkpoint.',
+  result: v.strictObject({ tagName: v.string() }),
   params: v.object({ scope, commitHash: hash('commitHash'), tagName, message }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.tagRelease(ctx, params),
 });
 
 export const restore = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Makes the scope equal a checkpoint as a new checkpoint (history kept); sends dataScopeRefreshed. Scopes of records: admin or staff.',
+  result: MESSAGE,
   params: v.object({ scope, hash: hash('hash') }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.restore(ctx, params.scope, params.hash),
 });
 
 export const rollback = defineOperation({
   access: 'user',
+  kind: 'write',
   describe:
     'Moves the scope back to a checkpoint of its history and discards the checkpoints after it; sends dataScopeRefreshed. Scopes of records: admin or staff.',
+  result: MESSAGE,
   params: v.object({ scope, hash: hash('hash') }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.rollback(ctx, params.scope, params.hash),
 });
@@ -107,7 +134,9 @@ const BASE64 = v.pipe(v.string(), v.base64());
 
 export const writeFile = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Writes a file of a file scope (made with its first file); text, or bytes as base64.',
+  result: FILE_SIZE,
   params: v.pipe(
     v.object({ scope, path: filePath, content: v.string('content must be a string'), encoding }),
     v.forward(
@@ -124,21 +153,27 @@ export const writeFile = defineOperation({
 
 export const readFile = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'A file of the scope as it is now, or at a checkpoint (hash).',
+  result: v.strictObject({ path: v.string(), content: v.string(), encoding: v.picklist(ENCODINGS) }),
   params: v.object({ scope, path: filePath, encoding, hash: v.optional(hash('hash')) }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.readFile(ctx, params),
 });
 
 export const listFiles = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: "The scope's files with their sizes, as they are now or at a checkpoint (hash).",
+  result: v.array(FILE_SIZE),
   params: v.object({ scope, hash: v.optional(hash('hash')) }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.listFiles(ctx, params.scope, params.hash),
 });
 
 export const deleteFile = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Deletes a file of a file scope.',
+  result: v.strictObject({ success: v.literal(true) }),
   params: v.object({ scope, path: filePath }),
   handler: ({ params, ctx, deps }) => deps.checkpointService.deleteFile(ctx, params.scope, params.path),
 });

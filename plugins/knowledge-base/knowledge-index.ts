@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
 import {
   EmbeddingColumns,
   jsonFilter,
@@ -57,15 +58,17 @@ export interface IndexWrite {
   pending: number;
 }
 
-export interface IndexedChunk {
-  chunkId: string;
-  ordinal: number;
-  sectionId: string;
-  heading: string;
-  text: string;
+/** A chunk as getChunks and updateChunk answer it. */
+export const INDEXED_CHUNK = v.strictObject({
+  chunkId: v.string(),
+  ordinal: v.number(),
+  sectionId: v.string(),
+  heading: v.string(),
+  text: v.string(),
   /** Whether it has its embedding from the active model (until then searches by meaning do not find it). */
-  embedded: boolean;
-}
+  embedded: v.boolean(),
+});
+export type IndexedChunk = v.InferOutput<typeof INDEXED_CHUNK>;
 
 export interface SearchQuery {
   source: string;

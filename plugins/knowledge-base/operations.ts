@@ -1,9 +1,11 @@
 import * as v from 'valibot';
-import { isoTime, recordId, topK } from 'rpc-service/plugin';
+import { isoTime, listSchema, recordId, topK } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
-import { FILE_PURPOSE, SORT_FIELDS, type SortField } from './documents.service.ts';
+import { INGESTION_SCHEMA } from './ingestion-jobs.service.ts';
+import { DOCUMENT_SCHEMA, FILE_PURPOSE, SORT_FIELDS, timestamp, VERSION_SCHEMA, type SortField } from './documents.service.ts';
+import { INDEXED_CHUNK } from './knowledge-index.ts';
 
 const MAX_TEXT = 2_000_000;
 const MAX_TOP_K = 100;
@@ -35,9 +37,25 @@ const metadata = {
 const docId = { docId: recordId('docId') };
 const name = v.pipe(text('name', 500), v.trim());
 
+/** What ingestText and ingestUrl answer: the document, pending, and its ingestion job. */
+const INGESTED = v.strictObject({ document: DOCUMENT_SCHEMA, jobId: v.string() });
+/** What reindexDocument and deleteChunk answer: the document's chunks now. */
+const CHUNK_COUNT = v.strictObject({ success: v.literal(true), chunkCount: v.number() });
+/** A page of listDocuments and listJobs: the list envelope with the page and limit it was read with. */
+const pagedList = <T>(item: v.GenericSchema<T>) => v.strictObject({ ...listSchema(item).entries, page: v.number(), limit: v.number() });
+
 export const getUploadKey = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'A single-use upload key and the URL to PUT or POST files to (text, Markdown, HTML, PDF and the types of contributed parsers), for ingestFiles.',
+  result: v.strictObject({
+    uploadKey: v.string(),
+    uploadUrl: v.string(),
+    expiresAt: timestamp,
+    maxBytes: v.number(),
+    maxFiles: v.number(),
+    types: v.array(v.string()),
+  }),
   params: v.object({}),
   handler: async ({ ctx, deps, transport }) => {
     const { uploadKey, expiresAt } = await deps.uploadService.createKey(ctx, FILE_PURPOSE);
@@ -48,15 +66,17 @@ export const getUploadKey = defineOperation({
       expiresAt: expiresAt.toISOString(),
       maxBytes: limits.maxBytes,
       maxFiles: limits.maxFiles,
-      types: limits.types,
+      types: [...limits.types],
     };
   },
 });
 
 export const ingestText = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe:
     'Ingest a text (format text, markdown or html) as a document, or as a new version of documentId; answers at once with the document pending and the ingestion job id.',
+  result: INGESTED,
   params: v.object({
     name,
     content: text('content', MAX_TEXT),
@@ -69,8 +89,10 @@ export const ingestText = defineOperation({
 
 export const ingestFiles = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe:
     'Ingest the files uploaded with an upload key, one document each (named after the file unless name is given), or one file as a new version of documentId.',
+  result: v.strictObject({ documents: v.array(DOCUMENT_SCHEMA), jobIds: v.array(v.string()) }),
   params: v.object({
     uploadKey: v.pipe(v.string('uploadKey must be a string'), v.minLength(1, 'uploadKey must not be empty'), v.maxLength(100)),
     name: v.optional(name),
@@ -82,8 +104,10 @@ export const ingestFiles = defineOperation({
 
 export const ingestUrl = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe:
     'Fetch a web page or file (http or https, a public address) and ingest it as a document (named after the URL unless name is given), or as a new version of documentId; answers at once with the document pending and the ingestion job id.',
+  result: INGESTED,
   params: v.object({
     url: v.pipe(v.string('url must be a string'), v.trim(), v.url('url must be an absolute URL'), v.maxLength(2048, 'url must be at most 2048 characters')),
     name: v.optional(name),
@@ -112,8 +136,10 @@ const isoDate = (label: string) => v.optional(isoTime(label));
 
 export const listDocuments = defineOperation({
   access: 'user',
+  kind: 'read',
   describe:
     'Documents of the knowledge base (not deleted ones unless status is deleted), filtered, full-text searched (search), paged and sorted; newest first by default.',
+  result: pagedList(DOCUMENT_SCHEMA),
   params: v.object({
     userId: v.optional(recordId('userId')),
     contactId: v.optional(text('contactId', 200)),
@@ -135,14 +161,18 @@ export const listDocuments = defineOperation({
 
 export const getDocument = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'A document, with content: the Markdown its latest ingested version was read as.',
+  result: v.strictObject({ ...DOCUMENT_SCHEMA.entries, content: v.nullable(v.string()) }),
   params: v.object(docId),
   handler: ({ params, ctx, deps }) => deps.documentsService.getDocument(ctx, params.docId),
 });
 
 export const updateDocument = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: "Change a document's name, description, collection or tags; its chunks follow without being embedded again.",
+  result: DOCUMENT_SCHEMA,
   params: v.object({
     ...docId,
     updates: v.object(
@@ -155,35 +185,45 @@ export const updateDocument = defineOperation({
 
 export const deleteDocument = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Soft-delete a document: status deleted, out of search at once; a job removes its chunks and vectors.',
+  result: DOCUMENT_SCHEMA,
   params: v.object(docId),
   handler: ({ params, ctx, deps }) => deps.documentsService.deleteDocument(ctx, params.docId),
 });
 
 export const getDocumentVersions = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Every version of a document (one per ingestion), newest first.',
+  result: v.array(VERSION_SCHEMA),
   params: v.object(docId),
   handler: ({ params, ctx, deps }) => deps.documentsService.getDocumentVersions(ctx, params.docId),
 });
 
 export const reindexDocument = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Embed every chunk of a ready document again with the current embedding model (a job; searches use the old embeddings until then).',
+  result: CHUNK_COUNT,
   params: v.object(docId),
   handler: ({ params, ctx, deps }) => deps.documentsService.reindexDocument(ctx, params.docId),
 });
 
 export const getChunks = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The chunks of a document in order: chunkId, ordinal, sectionId, heading, text, embedded.',
+  result: v.array(INDEXED_CHUNK),
   params: v.object(docId),
   handler: ({ params, ctx, deps }) => deps.documentsService.getChunks(ctx, params.docId),
 });
 
 export const updateChunk = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: "Replace a chunk's text (at least 1 character); it is embedded again at once.",
+  result: INDEXED_CHUNK,
   params: v.object({
     ...docId,
     chunkId: recordId('chunkId'),
@@ -194,15 +234,33 @@ export const updateChunk = defineOperation({
 
 export const deleteChunk = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Delete one chunk of a document.',
+  result: CHUNK_COUNT,
   params: v.object({ ...docId, chunkId: recordId('chunkId') }),
   handler: ({ params, ctx, deps }) => deps.documentsService.deleteChunk(ctx, params.docId, params.chunkId),
 });
 
 export const search = defineOperation({
   access: 'user',
+  kind: 'write',
   describe:
     'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
+  result: v.array(
+    v.strictObject({
+      chunkId: v.string(),
+      documentId: v.string(),
+      name: v.string(),
+      collection: v.nullable(v.string()),
+      heading: v.string(),
+      text: v.string(),
+      context: v.string(),
+      metadata: v.record(v.string(), v.unknown()),
+      score: v.number(),
+      semanticRank: v.nullable(v.number()),
+      textRank: v.nullable(v.number()),
+    }),
+  ),
   params: v.object({
     queryText: text('queryText', 10_000),
     topK: topK(MAX_TOP_K),
@@ -217,7 +275,9 @@ const jobId = { jobId: recordId('jobId') };
 
 export const listJobs = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Ingestion jobs, newest first, by document and state (queued, running, done, failed, cancelled), paged.',
+  result: pagedList(INGESTION_SCHEMA),
   params: v.object({
     documentId: v.optional(recordId('documentId')),
     state: v.optional(v.picklist(INGESTION_STATES, `state must be one of ${INGESTION_STATES.join(', ')}`)),
@@ -228,43 +288,76 @@ export const listJobs = defineOperation({
 
 export const getJob = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'One ingestion job: its document and version, state, error, times.',
+  result: INGESTION_SCHEMA,
   params: v.object(jobId),
   handler: ({ params, ctx, deps }) => deps.ingestionJobsService.getJob(ctx, params.jobId),
 });
 
 export const retryJob = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: "Run a failed or cancelled ingestion again (a new job), if its version is still the document's latest.",
+  result: INGESTION_SCHEMA,
   params: v.object(jobId),
   handler: ({ params, ctx, deps }) => deps.ingestionJobsService.retryJob(ctx, params.jobId),
 });
 
 export const cancelJob = defineOperation({
   access: 'staff',
+  kind: 'write',
   describe: 'Stop a queued or running ingestion; the document keeps what the index holds (an earlier version), else fails as cancelled.',
+  result: INGESTION_SCHEMA,
   params: v.object(jobId),
   handler: ({ params, ctx, deps }) => deps.ingestionJobsService.cancelJob(ctx, params.jobId),
 });
 
 export const getQuota = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: "The subscription's documents and stored bytes against its limits (KB_MAX_DOCUMENTS, KB_MAX_STORAGE_BYTES), and the largest file accepted.",
+  result: v.strictObject({
+    documents: v.strictObject({ used: v.number(), limit: v.number() }),
+    storageBytes: v.strictObject({ used: v.number(), limit: v.number() }),
+    maxFileBytes: v.number(),
+  }),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.documentsService.getQuota(ctx),
 });
 
 export const getStats = defineOperation({
   access: 'user',
+  kind: 'read',
   describe:
     'Documents by status, stored bytes, chunks embedded and waiting, ingestion jobs by state, and the embedding model with the progress of a model switch.',
+  result: v.strictObject({
+    documents: v.strictObject({ total: v.number(), byStatus: v.record(v.picklist(STATUSES), v.number()) }),
+    storageBytes: v.number(),
+    chunks: v.strictObject({ total: v.number(), embedded: v.number(), pending: v.number() }),
+    ingestions: v.record(v.picklist(INGESTION_STATES), v.number()),
+    embedding: v.strictObject({
+      model: v.string(),
+      switch: v.nullable(v.strictObject({ nextModel: v.string(), embedded: v.number(), total: v.number(), startedAt: v.nullable(timestamp) })),
+    }),
+  }),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.documentsService.getStats(ctx),
 });
 
 export const getOptions = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The values list filters take: docTypes, sourceTypes, statuses, sortBy fields, accepted file types, and the collections and tags in use.',
+  result: v.strictObject({
+    docTypes: v.array(v.string()),
+    sourceTypes: v.array(v.picklist(SOURCE_TYPES)),
+    statuses: v.array(v.picklist(STATUSES)),
+    sortBy: v.array(v.string()),
+    fileTypes: v.array(v.string()),
+    collections: v.array(v.string()),
+    tags: v.array(v.string()),
+  }),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.documentsService.getOptions(ctx),
 });

@@ -2,11 +2,9 @@ import { parse } from 'csv-parse/sync';
 import * as v from 'valibot';
 import { defineExtensionPoint, type AuthenticatedContext } from 'rpc-service/plugin';
 
-export interface Lead {
-  name: string;
-  email: string | null;
-  company: string | null;
-}
+/** A lead as generateDynamicLeads answers it. */
+export const LEAD = v.strictObject({ name: v.string(), email: v.nullable(v.string()), company: v.nullable(v.string()) });
+export type Lead = v.InferOutput<typeof LEAD>;
 
 /**
  * A lead-generating tool (`generateDynamicLeads` by its `toolClassName`):

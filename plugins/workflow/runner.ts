@@ -47,7 +47,7 @@ const LEASE_MS = 15_000;
 /** A part of a run as the host sees it: an outcome, or its thread lost under it (out of memory, or stopped for another part on it). */
 type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: boolean };
 
-const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil'] });
+export const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil'] });
 export type InstanceRecord = InferRecord<typeof INSTANCE>;
 
 export type ExecuteResult = { result: { status: 'completed'; output: unknown; instanceId: string } } | { status: 'waiting'; instanceId: string };
