@@ -27,6 +27,8 @@ export interface RecordView<E, R> {
   readonly toRecord: (row: E) => R;
   /** The record's schema, for an operation's declared `result`: every shown column, no other key; JSON columns as any value. */
   readonly schema: v.GenericSchema<R>;
+  /** The schema of each field, for a record that adds to the derived one: `v.strictObject({ ...TASK.entries, subtasks: ... })`. */
+  readonly entries: { readonly [K in keyof R]: v.GenericSchema<R[K]> };
 }
 
 /** The record type of a view: `type TaskRecord = InferRecord<typeof TASK>`. */
@@ -99,15 +101,17 @@ export function defineRecord<E extends object, const H extends keyof E & string 
     for (const { property, name } of shown) record[name] = wire((row as Record<string, unknown>)[property]);
     return record as RecordOf<E, H | F>;
   };
-  const schema = v.strictObject(
+  const entries = Object.freeze(
     Object.fromEntries(
       shown.map(({ name, type, nullable }) => {
         const wireSchema = type ? WIRE_SCHEMAS[type] : v.unknown();
         return [name, nullable ? v.nullable(wireSchema) : wireSchema];
       }),
     ),
-  ) as unknown as v.GenericSchema<RecordOf<E, H | F>>;
-  return Object.freeze({ fields: Object.freeze(fields), toRecord, schema });
+  );
+  // The entity's metadata is known at run time only: the types say what toRecord makes of it.
+  const schema = v.strictObject(entries) as unknown as v.GenericSchema<RecordOf<E, H | F>>;
+  return Object.freeze({ fields: Object.freeze(fields), toRecord, schema, entries: entries as RecordView<E, RecordOf<E, H | F>>['entries'] });
 }
 
 /** Columns `K` of entity `E` as a service checks them before saving: an absent value is null. */
