@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import {
   badRequest,
   conflict,
@@ -18,6 +19,45 @@ import {
 type UserService = PluginServices['userService'];
 type User = NonNullable<Awaited<ReturnType<UserService['findById']>>>;
 type AdminUserRecord = ReturnType<UserService['adminRecord']>;
+
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
+
+/**
+ * The declared result of an answer with a user: the auth plugin's record of
+ * a user as administrators see it, with the address each provider gave.
+ */
+export const ADMIN_USER_SCHEMA = v.strictObject({
+  _id: v.string(),
+  subscriptionId: v.string(),
+  email: v.string(),
+  username: v.string(),
+  firstName: v.nullable(v.string()),
+  lastName: v.nullable(v.string()),
+  role: v.picklist(ROLES),
+  isActive: v.boolean(),
+  isVerified: v.boolean(),
+  isPhoneVerified: v.boolean(),
+  onboardingCompleted: v.boolean(),
+  partnerContactId: v.nullable(v.string()),
+  serviceCode: v.nullable(v.string()),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+  oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string(), email: v.optional(v.string()) })),
+});
+
+/** The declared result of an answer with an invite code: the auth plugin's record, never the code, its state spelled out. */
+export const INVITE_CODE_SCHEMA = v.strictObject({
+  _id: v.string(),
+  hint: v.string(),
+  role: v.picklist(ROLES),
+  maxUses: v.number(),
+  uses: v.number(),
+  expiresAt: v.nullable(isoDate),
+  revokedAt: v.nullable(isoDate),
+  createdBy: v.string(),
+  createdAt: isoDate,
+  status: v.picklist(['active', 'exhausted', 'expired', 'revoked']),
+});
 
 export interface UserFields {
   email?: string;
@@ -48,8 +88,8 @@ export class AdminUserService {
     this.#uploads = uploadService;
   }
 
-  getAvailableRoles(): readonly Role[] {
-    return ROLES;
+  getAvailableRoles(): Role[] {
+    return [...ROLES];
   }
 
   async create(ctx: AuthenticatedContext, input: NewUserInput): Promise<AdminUserRecord> {
@@ -87,7 +127,7 @@ export class AdminUserService {
   }
 
   /** Sets a new password and ends every session of the user. */
-  async resetPassword(ctx: AuthenticatedContext, id: string, newPassword: string): Promise<boolean> {
+  async resetPassword(ctx: AuthenticatedContext, id: string, newPassword: string): Promise<true> {
     await this.#users.setPassword(ctx, await this.#user(ctx, id), newPassword);
     return true;
   }

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
-import { email, isoTime, listParams, password, recordId, ROLES, username } from 'rpc-service/plugin';
+import { email, isoTime, listParams, listSchema, pageSchema, password, recordId, ROLES, username } from 'rpc-service/plugin';
+import { ADMIN_USER_SCHEMA, INVITE_CODE_SCHEMA } from './admin-user.service.ts';
 import { defineOperation } from './deps.ts';
 
 const role = v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`);
@@ -20,14 +21,18 @@ const editable = {
 
 export const create = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Create a user in the caller’s subscription.',
+  result: ADMIN_USER_SCHEMA,
   params: v.object({ email, password, username, role, isActive: v.optional(v.boolean(), true), ...editable }),
   handler: ({ params, ctx, deps }) => deps.adminUserService.create(ctx, params),
 });
 
 export const update = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Change a user of the caller’s subscription.',
+  result: ADMIN_USER_SCHEMA,
   params: v.object({
     _id: recordId('_id'),
     email: v.optional(email),
@@ -41,42 +46,54 @@ export const update = defineOperation({
 
 export const remove = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Delete a user of the caller’s subscription, with their sessions and API keys.',
+  result: v.strictObject({ acknowledged: v.literal(true), deletedCount: v.literal(1) }),
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.adminUserService.delete(ctx, params._id),
 });
 
 export const findById = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: 'One user of the caller’s subscription.',
+  result: ADMIN_USER_SCHEMA,
   params: v.object({ id: recordId('id') }),
   handler: ({ params, ctx, deps }) => deps.adminUserService.findById(ctx, params.id),
 });
 
 export const getData = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: 'Users of the caller’s subscription, filtered, sorted and paged.',
+  result: pageSchema(ADMIN_USER_SCHEMA),
   params: v.object(listParams(25)),
   handler: ({ params, ctx, deps }) => deps.adminUserService.getData(ctx, params),
 });
 
 export const resetPassword = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Set a new password for a user and end all of their sessions.',
+  result: v.literal(true),
   params: v.object({ userId: recordId('userId'), newPassword: password }),
   handler: ({ params, ctx, deps }) => deps.adminUserService.resetPassword(ctx, params.userId, params.newPassword),
 });
 
 export const getAvailableRoles = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: 'The role names a user can have.',
+  result: v.array(v.picklist(ROLES)),
   params: v.object({}),
   handler: ({ deps }) => deps.adminUserService.getAvailableRoles(),
 });
 
 export const createInviteCode = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Create an invite code to the caller’s subscription; the code is shown once.',
+  result: v.strictObject({ ...INVITE_CODE_SCHEMA.entries, code: v.string() }),
   params: v.object({
     role: v.optional(role, 'user'),
     maxUses: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 1),
@@ -95,14 +112,18 @@ export const createInviteCode = defineOperation({
 
 export const listInviteCodes = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: 'The invite codes of the caller’s subscription (never the codes themselves).',
+  result: listSchema(INVITE_CODE_SCHEMA),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.inviteCodeService.listInviteCodes(ctx),
 });
 
 export const revokeInviteCode = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Revoke an invite code; it can no longer be used.',
+  result: INVITE_CODE_SCHEMA,
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.inviteCodeService.revokeInviteCode(ctx, params._id),
 });

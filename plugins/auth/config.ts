@@ -19,6 +19,9 @@ export interface OAuthProviderConfig {
   scopes: string;
 }
 
+/** Who may sign up: anyone, or holders of an invite code. */
+export const SIGNUP_MODES = ['open', 'invite'] as const;
+
 /** Issuers of the named presets; any other name needs OAUTH_<NAME>_ISSUER. */
 export const OAUTH_PRESETS: Readonly<Record<string, string>> = {
   google: 'https://accounts.google.com',
@@ -69,11 +72,7 @@ export const authSettings = v.pipe(
       '30',
     ),
     LOGIN_FAILURE_WINDOW_SECONDS: setting(env.integer('LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400), 'the window of the login limits', '900'),
-    SIGNUP_MODE: setting(
-      v.picklist(['open', 'invite'], 'SIGNUP_MODE must be open or invite'),
-      'open: anyone signs up; invite: an invite code is needed',
-      'open',
-    ),
+    SIGNUP_MODE: setting(v.picklist(SIGNUP_MODES, 'SIGNUP_MODE must be open or invite'), 'open: anyone signs up; invite: an invite code is needed', 'open'),
     SIGNUP_REQUIRE_EMAIL_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_EMAIL_VERIFICATION'), 'signup needs a code sent to the e-mail address', 'false'),
     SIGNUP_REQUIRE_PHONE_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_PHONE_VERIFICATION'), 'signup needs a code sent to a phone', 'false'),
     SIGNUP_BLOCKED_EMAIL_DOMAINS: setting(v.string(), 'comma-separated domains (and their subdomains) that cannot sign up', ''),

@@ -1,7 +1,10 @@
 import * as v from 'valibot';
 import { email, envelope, password, SESSION_COOKIE, username, validationError, type Transport } from 'rpc-service/plugin';
 import type { SessionGrant } from './auth.service.ts';
+import { SIGNUP_MODES } from './config.ts';
 import { defineOperation } from './deps.ts';
+import { OTP_CHANNELS } from './otp-request.entity.ts';
+import { USER_VIEW_SCHEMA } from './user-view.ts';
 
 const personName = v.optional(v.pipe(v.string(), v.trim(), v.maxLength(100)));
 
@@ -14,9 +17,15 @@ const nonEmpty = (label: string, max = 200) => v.pipe(v.string(), v.trim(), v.mi
 const verification = v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20) });
 const inviteCode = v.optional(nonEmpty('inviteCode'));
 
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
+/** A new session: its token (also set as the session cookie), when it expires unused, and its user. */
+const sessionGrant = { token: v.string(), expiresAt: isoDate, user: USER_VIEW_SCHEMA };
+
 export const preSignupValidate = defineOperation({
   access: 'public',
+  kind: 'read',
   describe: 'Check signup details (rules, uniqueness, invite code) without creating anything.',
+  result: v.strictObject({ message: v.string() }),
   params: v.object({ email, username, inviteCode }),
   handler: async ({ params, deps }) => {
     await deps.authService.preSignupValidate(params);
@@ -26,7 +35,9 @@ export const preSignupValidate = defineOperation({
 
 export const signup = defineOperation({
   access: 'public',
+  kind: 'write',
   describe: 'Create a user: in a new subscription as its admin, or with an invite code in the inviting one. Returns a session.',
+  result: v.strictObject({ ...sessionGrant, subscriptionId: v.string() }),
   params: v.object({
     email,
     username,
@@ -41,9 +52,11 @@ export const signup = defineOperation({
 
 export const requestVerificationCode = defineOperation({
   access: 'public',
+  kind: 'write',
   describe: 'Send a six-digit code to an e-mail address or phone number; valid for ten minutes.',
+  result: v.strictObject({ otpRequestId: v.string(), channelType: v.picklist(OTP_CHANNELS), destination: v.string(), expiresAt: isoDate }),
   params: v.object({
-    channelType: v.picklist(['email', 'sms', 'whatsapp'], 'channelType must be email, sms or whatsapp'),
+    channelType: v.picklist(OTP_CHANNELS, 'channelType must be email, sms or whatsapp'),
     identifier: nonEmpty('identifier', 254),
     contactInfo: v.optional(
       v.object({
@@ -63,14 +76,18 @@ export const requestVerificationCode = defineOperation({
 
 export const verifyCode = defineOperation({
   access: 'public',
+  kind: 'write',
   describe: 'Check a code; finalize consumes it. Creates no user.',
+  result: v.strictObject({ verified: v.literal(true), otpRequestId: v.string(), finalized: v.boolean() }),
   params: v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20), finalize: v.optional(v.boolean(), false) }),
   handler: ({ params, deps, transport }) => deps.verificationService.verifyCode(params.otpRequestId, params.code, transport.clientIp, params.finalize),
 });
 
 export const login = defineOperation({
   access: 'public',
+  kind: 'write',
   describe: 'Log in with identifier (e-mail or username) and password, or passwordless with otpRequestId and code.',
+  result: v.strictObject(sessionGrant),
   params: v.pipe(
     v.object({
       identifier: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'identifier must not be empty'), v.maxLength(254))),
@@ -94,25 +111,36 @@ export const login = defineOperation({
 
 export const logout = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'End the current session.',
+  result: v.strictObject({ success: v.literal(true) }),
   params: v.object({}),
   handler: async ({ ctx, deps, transport }) => {
     await deps.authService.logout(ctx);
     transport.setCookie(SESSION_COOKIE, '', { maxAge: 0 });
-    return { success: true };
+    return { success: true as const };
   },
 });
 
 export const getSession = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The calling user, their subscription and when the session expires.',
+  result: v.strictObject({ user: USER_VIEW_SCHEMA, subscriptionId: v.string(), expiresAt: v.nullable(isoDate), apiKeyId: v.nullable(v.string()) }),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.authService.getSession(ctx),
 });
 
 export const getClientConfig = defineOperation({
   access: 'public',
+  kind: 'read',
   describe: 'Public settings a client needs before login: signup mode, verifications, OAuth providers.',
+  result: v.strictObject({
+    signupMode: v.picklist(SIGNUP_MODES),
+    requiredVerifications: v.strictObject({ email: v.boolean(), phone: v.boolean() }),
+    oauthProviders: v.array(v.string()),
+    passwordMinLength: v.number(),
+  }),
   params: v.object({}),
   handler: ({ deps }) => ({
     signupMode: deps.config.signupMode,
@@ -126,21 +154,31 @@ const provider = v.pipe(v.string(), v.trim(), v.minLength(1, 'provider must not 
 
 export const getOAuthLoginUrl = defineOperation({
   access: 'public',
+  kind: 'read',
   describe: 'The path that starts a login with an OAuth provider: /auth/<provider>.',
+  result: v.strictObject({ url: v.string() }),
   params: v.object({ provider }),
   handler: ({ params, deps }) => ({ url: `/auth/${deps.oauthService.provider(params.provider).name}` }),
 });
 
 export const createExternalOAuthLoginSession = defineOperation({
   access: 'public',
+  kind: 'write',
   describe: 'Start an OAuth login in an external browser; poll its result with pollExternalOAuthLoginSession.',
+  result: v.strictObject({ sessionId: v.string(), loginUrl: v.string(), pollToken: v.string(), expiresAt: isoDate }),
   params: v.object({ provider }),
   handler: ({ params, deps, transport }) => deps.oauthService.createExternalOAuthLoginSession(params.provider, transport.baseUrl),
 });
 
 export const pollExternalOAuthLoginSession = defineOperation({
   access: 'public',
+  // Collecting a completed login consumes it: it is answered once.
+  kind: 'write',
   describe: 'The state of an external OAuth login: pending, completed (once, with the session) or expired.',
+  result: v.variant('status', [
+    v.strictObject({ status: v.picklist(['pending', 'expired']) }),
+    v.strictObject({ status: v.literal('completed'), ...sessionGrant }),
+  ]),
   params: v.object({ sessionId: nonEmpty('sessionId', 100), pollToken: nonEmpty('pollToken', 200) }),
   handler: ({ params, deps }) => deps.oauthService.pollExternalOAuthLoginSession(params.sessionId, params.pollToken),
 });

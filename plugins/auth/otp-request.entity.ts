@@ -1,6 +1,7 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
-export type OtpChannel = 'email' | 'sms' | 'whatsapp';
+export const OTP_CHANNELS = ['email', 'sms', 'whatsapp'] as const;
+export type OtpChannel = (typeof OTP_CHANNELS)[number];
 
 /**
  * A one-time code sent to an e-mail address or phone number. It exists before

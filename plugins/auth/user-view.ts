@@ -1,4 +1,5 @@
-import { defineRecord, type FieldMap, type InferRecord } from 'rpc-service/plugin';
+import * as v from 'valibot';
+import { defineRecord, ROLES, type FieldMap, type InferRecord } from 'rpc-service/plugin';
 import { User } from './user.entity.ts';
 
 /** Never shown: the password hash. The user's own view leaves out what only administrators see, theirs the profile details. */
@@ -7,6 +8,31 @@ const ADMIN = defineRecord(User, { hide: ['passwordHash', 'phoneNumber', 'profil
 
 /** A user as the user themself sees it (the profile of `plugins/user-profile/README.md`): linked providers without their addresses. */
 export type UserView = InferRecord<typeof OWN> & { oauthProfiles: { provider: string; id: string }[] };
+
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
+
+/** The declared result of an answer with a UserView: OWN's columns, with the links' names only. */
+export const USER_VIEW_SCHEMA = v.strictObject({
+  _id: v.string(),
+  subscriptionId: v.string(),
+  email: v.string(),
+  username: v.string(),
+  firstName: v.nullable(v.string()),
+  lastName: v.nullable(v.string()),
+  role: v.picklist(ROLES),
+  isActive: v.boolean(),
+  isVerified: v.boolean(),
+  isPhoneVerified: v.boolean(),
+  phoneNumber: v.nullable(v.string()),
+  onboardingCompleted: v.boolean(),
+  profilePicture: v.nullable(v.string()),
+  jobTitle: v.nullable(v.string()),
+  department: v.nullable(v.string()),
+  serviceCode: v.nullable(v.string()),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+  oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string() })),
+});
 
 export const toUserView = (user: User): UserView => ({
   ...OWN.toRecord(user),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   conflict,
   defineRecord,
@@ -22,6 +23,44 @@ const VERSION = defineRecord(PageVersion, { hide: ['id', 'subscriptionId', 'page
 /** A page names its instance `documentInstanceId`, and repeats its id as `uuid` (search hits name the page by it, `metadata.recordId`). */
 export type DocumentRecord = InferRecord<typeof PAGE> & { uuid: string; documentInstanceId: string };
 export type VersionRecord = InferRecord<typeof VERSION>;
+
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
+
+/** The declared result of an answer with a page: PAGE's columns (tags spelled out), uuid and documentInstanceId. */
+export const DOCUMENT_SCHEMA = v.strictObject({
+  _id: v.string(),
+  uuid: v.string(),
+  documentInstanceId: v.string(),
+  parentId: v.nullable(v.string()),
+  title: v.string(),
+  content: v.string(),
+  tags: v.array(v.string()),
+  version: v.number(),
+  isArchived: v.boolean(),
+  createdBy: v.string(),
+  lastModifiedBy: v.string(),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+});
+
+/** The declared result of an answer with a version of a page: VERSION's columns, tags spelled out. */
+export const VERSION_SCHEMA = v.strictObject({
+  version: v.number(),
+  parentId: v.nullable(v.string()),
+  title: v.string(),
+  content: v.string(),
+  tags: v.array(v.string()),
+  isArchived: v.boolean(),
+  modifiedBy: v.string(),
+  modifiedAt: isoDate,
+});
+
+/** The declared result of an answer with a search hit (DocumentSearchHit). */
+export const SEARCH_HIT_SCHEMA = v.strictObject({
+  id: v.string(),
+  payload: v.strictObject({ content: v.string(), metadata: v.strictObject({ title: v.string(), recordId: v.string() }) }),
+  score: v.number(),
+});
 
 export interface DocumentSearchHit {
   /** The matching chunk of the page. */
@@ -160,7 +199,7 @@ export class PageService {
   }
 
   /** Deletes the page, every page under it, their versions and what the index holds for them. */
-  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean; deletedCount: number }> {
+  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: true; deletedCount: number }> {
     await this.#find(ctx.em, id);
     const deleted = await ctx.em.fork().transactional(async (em) => {
       const rows = await em.execute<{ id: string }[]>(

@@ -1,6 +1,9 @@
 import * as v from 'valibot';
-import { MAX_PAGE_SIZE, stringList, trimmedText } from 'rpc-service/plugin';
+import { listSchema, MAX_PAGE_SIZE, stringList, trimmedText } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
+import { PLAYBOOK_SCHEMA, RESOURCE_SCHEMA } from './playbook.service.ts';
+
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
 
 /** Playbooks list and search return at most this many by default. */
 const DEFAULT_LIMIT = 50;
@@ -27,7 +30,9 @@ const fields = {
 
 export const list = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: `Playbooks with any of tags (or filter.tags), most recently changed first, at most limit (else pageSize, else ${DEFAULT_LIMIT}); page and sort are accepted but not used; totalCount is the number returned.`,
+  result: listSchema(PLAYBOOK_SCHEMA),
   params: v.object({
     tags: v.optional(tags),
     limit: count('limit'),
@@ -43,52 +48,73 @@ export const list = defineOperation({
 
 export const search = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: `Playbooks whose name, description, content or tags hold query (any case), with any of tags; name matches first, at most limit (${DEFAULT_LIMIT}).`,
+  result: listSchema(PLAYBOOK_SCHEMA),
   params: v.object({ query: v.optional(v.pipe(v.string('query must be a string'), v.maxLength(500))), tags: v.optional(tags), limit: count('limit') }),
   handler: ({ params, ctx, deps }) => deps.playbookService.search(ctx, { query: params.query, tags: params.tags, limit: params.limit ?? DEFAULT_LIMIT }),
 });
 
 export const findById = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'One playbook; "Playbook <id> not found" when there is none.',
+  result: PLAYBOOK_SCHEMA,
   params: v.object({ _id: id('_id') }),
   handler: ({ params, ctx, deps }) => deps.playbookService.findById(ctx, params._id),
 });
 
 export const create = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Create a playbook: name, description, content (Markdown), category, tags, isActive (true by default). Answers the playbook.',
+  result: PLAYBOOK_SCHEMA,
   params: v.object({ name: trimmedText('name', 200), ...fields }),
   handler: ({ params, ctx, deps }) => deps.playbookService.create(ctx, params),
 });
 
 export const update = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Change the fields given in data. Answers the playbook.',
+  result: PLAYBOOK_SCHEMA,
   params: v.object({ _id: id('_id'), data: v.object({ name: v.optional(trimmedText('name', 200)), ...fields }, 'data must be an object') }),
   handler: ({ params, ctx, deps }) => deps.playbookService.update(ctx, params._id, params.data),
 });
 
 export const remove = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Delete a playbook and its resource files. Answers {success: true, message}.',
+  result: v.strictObject({ success: v.literal(true), message: v.string() }),
   params: v.object({ _id: id('_id') }),
   handler: ({ params, ctx, deps }) => deps.playbookService.delete(ctx, params._id),
 });
 
 export const getResourceUploadKey = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'A single-use upload key and the URL to PUT or POST resource files of a playbook to (up to 20 files of 25 MB).',
+  result: v.strictObject({
+    uploadKey: v.string(),
+    uploadUrl: v.string(),
+    expiresAt: isoDate,
+    maxBytes: v.number(),
+    maxFiles: v.number(),
+    types: v.array(v.string()),
+  }),
   params: v.object({ playbookId: id('playbookId') }),
   handler: async ({ params, ctx, deps, transport }) => {
     const { uploadKey, expiresAt, maxBytes, maxFiles, types } = await deps.playbookService.getResourceUploadKey(ctx, params.playbookId);
-    return { uploadKey, uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`, expiresAt: expiresAt.toISOString(), maxBytes, maxFiles, types };
+    return { uploadKey, uploadUrl: `${transport.baseUrl}/api/uploads/${uploadKey}`, expiresAt: expiresAt.toISOString(), maxBytes, maxFiles, types: [...types] };
   },
 });
 
 export const finalizeResourceUpload = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: "Append the files uploaded with the key to the playbook's resources: {success: true, added, files}; added 0 when no file was sent.",
+  result: v.strictObject({ success: v.literal(true), added: v.number(), files: v.optional(v.array(RESOURCE_SCHEMA)) }),
   params: v.object({
     playbookId: id('playbookId'),
     uploadKey: v.pipe(v.string('uploadKey must be a string'), v.minLength(1, 'uploadKey must not be empty'), v.maxLength(100)),

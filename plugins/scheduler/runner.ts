@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import {
   defineRecord,
   pgArray,
@@ -15,9 +16,9 @@ import {
 } from 'rpc-service/plugin';
 import type { ActionConfig } from './actions.ts';
 import type { SchedulerConfig } from './config.ts';
-import { TaskRun, type RunStatus } from './run.entity.ts';
+import { RUN_STATUSES, TaskRun, type RunStatus } from './run.entity.ts';
 import { nextRunOf, parseSchedule } from './schedule.ts';
-import { ScheduledTask, type ActionType, type TaskContext } from './task.entity.ts';
+import { ACTION_TYPES, ScheduledTask, type ActionType, type TaskContext } from './task.entity.ts';
 
 /** Due tasks claimed per transaction. */
 const CLAIM_BATCH = 100;
@@ -43,6 +44,25 @@ const RUN = defineRecord(TaskRun, { hide: ['subscriptionId'] });
 
 /** A run also says how late it fired. */
 export type RunRecord = InferRecord<typeof RUN> & { delayMs: number };
+
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
+
+/** The declared result of an answer with a run: RUN's columns and delayMs. */
+export const RUN_SCHEMA = v.strictObject({
+  _id: v.string(),
+  taskId: v.string(),
+  taskName: v.string(),
+  actionType: v.picklist(ACTION_TYPES),
+  scheduledFor: isoDate,
+  firedAt: isoDate,
+  finishedAt: v.nullable(isoDate),
+  status: v.picklist(RUN_STATUSES),
+  error: v.nullable(v.string()),
+  // Whatever the action gave (a workflow run's id, an agent's answer), null when nothing.
+  result: v.unknown(),
+  attempts: v.number(),
+  delayMs: v.number(),
+});
 
 const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
 

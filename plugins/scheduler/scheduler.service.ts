@@ -19,7 +19,7 @@ import {
 } from 'rpc-service/plugin';
 import { ACTION_CONFIGS } from './actions.ts';
 import { nextRunOf, parseSchedule, scheduleProblem } from './schedule.ts';
-import { ScheduledTask, type ActionType, type Category, type TaskContext } from './task.entity.ts';
+import { ACTION_TYPES, CATEGORIES, ScheduledTask, type ActionType, type Category, type TaskContext } from './task.entity.ts';
 
 /** The context a task is given: whom it acts as, in which subscription, for which service and project. */
 export interface ContextInput {
@@ -46,6 +46,29 @@ const VIEW = defineRecord(ScheduledTask, { hide: ['subscriptionId', 'context'], 
 
 /** The task's context holds the user it acts as and its subscription, kept as columns of their own. */
 export type TaskRecord = InferRecord<typeof VIEW> & { context: TaskContext & { userId: string; subscriptionId: string } };
+
+const isoDate = v.pipe(v.string(), v.isoTimestamp());
+
+/** The declared result of an answer with a task: VIEW's columns and the context. */
+export const TASK_SCHEMA = v.strictObject({
+  _id: v.string(),
+  createdBy: v.string(),
+  name: v.string(),
+  description: v.nullable(v.string()),
+  schedule: v.string(),
+  timeZone: v.nullable(v.string()),
+  actionType: v.picklist(ACTION_TYPES),
+  // Its shape depends on actionType (ACTION_CONFIGS).
+  actionConfig: v.record(v.string(), v.unknown()),
+  category: v.picklist(CATEGORIES),
+  tags: v.array(v.string()),
+  enabled: v.boolean(),
+  nextRun: v.nullable(isoDate),
+  lastRun: v.nullable(isoDate),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+  context: v.strictObject({ userId: v.string(), subscriptionId: v.string(), serviceCode: v.optional(v.string()), projectId: v.optional(v.string()) }),
+});
 
 const toRecord = (task: ScheduledTask): TaskRecord => ({
   ...VIEW.toRecord(task),
