@@ -8,49 +8,54 @@ import {
   type AiRecommendation,
   type ValidationIssue,
 } from 'rpc-service/plugin';
+import * as v from 'valibot';
 
 /** A model as `plugins/ai-config/README.md` lists its fields, plus `dimensions` for the models that have it (embedding models). */
-export interface ModelRecord {
-  id: string;
-  name: string;
-  provider: string;
-  type: string;
-  endpoints: string[];
-  capabilities: string[];
-  modality: string;
-  inputModalities: string[];
-  outputModalities: string[];
-  contextWindow: number;
-  dimensions?: number;
-}
+export const MODEL_RECORD = v.strictObject({
+  id: v.string(),
+  name: v.string(),
+  provider: v.string(),
+  type: v.string(),
+  endpoints: v.array(v.string()),
+  capabilities: v.array(v.string()),
+  modality: v.string(),
+  inputModalities: v.array(v.string()),
+  outputModalities: v.array(v.string()),
+  contextWindow: v.number(),
+  dimensions: v.optional(v.number()),
+});
+export type ModelRecord = v.InferOutput<typeof MODEL_RECORD>;
 
 /** A provider: the name of its key variable and whether that is set, never a key. */
-export interface ProviderRecord {
-  name: string;
-  type: string;
-  baseUrl: string | null;
-  apiKeyEnvVar: string | null;
+export const PROVIDER_RECORD = v.strictObject({
+  name: v.string(),
+  type: v.string(),
+  baseUrl: v.nullable(v.string()),
+  apiKeyEnvVar: v.nullable(v.string()),
   /** True when the provider needs no key (`apiKeyEnvVar` null) or its variable is set to a non-empty value. */
-  configured: boolean;
-}
+  configured: v.boolean(),
+});
+export type ProviderRecord = v.InferOutput<typeof PROVIDER_RECORD>;
 
-export interface ProviderWithModels extends ProviderRecord {
-  models: ModelRecord[];
-}
+export const RECOMMENDATION_RECORD = v.strictObject({
+  modelId: v.string(),
+  reason: v.string(),
+  alternatives: v.optional(v.array(v.strictObject({ modelId: v.string(), reason: v.string() }))),
+});
+export type RecommendationRecord = v.InferOutput<typeof RECOMMENDATION_RECORD>;
 
-export interface RecommendationRecord {
-  modelId: string;
-  reason: string;
-  alternatives?: { modelId: string; reason: string }[];
-}
+/** Default model id by category. */
+export const DEFAULT_MODELS = v.record(v.string(), v.string());
+export const RECOMMENDATIONS_BY_TASK = v.record(v.string(), RECOMMENDATION_RECORD);
 
-export interface AiConfiguration {
-  providers: ProviderWithModels[];
-  models: ModelRecord[];
-  defaults: Record<string, string>;
-  categories: string[];
-  recommendations: Record<string, RecommendationRecord>;
-}
+export const AI_CONFIGURATION = v.strictObject({
+  providers: v.array(v.strictObject({ ...PROVIDER_RECORD.entries, models: v.array(MODEL_RECORD) })),
+  models: v.array(MODEL_RECORD),
+  defaults: DEFAULT_MODELS,
+  categories: v.array(v.string()),
+  recommendations: RECOMMENDATIONS_BY_TASK,
+});
+export type AiConfiguration = v.InferOutput<typeof AI_CONFIGURATION>;
 
 /** Every field optional; an array asks for all of its values, so an empty one asks for nothing. */
 export interface ModelFilter {

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { AI_CONFIGURATION, DEFAULT_MODELS, MODEL_RECORD, PROVIDER_RECORD, RECOMMENDATION_RECORD, RECOMMENDATIONS_BY_TASK } from './ai-config.service.ts';
 import { defineOperation } from './deps.ts';
 
 /** More values than any model has; a longer list cannot match anything. */
@@ -31,15 +32,19 @@ const MODEL_FILTERS = ['capabilities', 'endpoints', 'provider', 'type', 'modalit
 
 export const getAIConfiguration = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The whole AI catalogue: providers (each with its models), models, default model per category, categories and task recommendations.',
+  result: AI_CONFIGURATION,
   params: v.object({}),
   handler: ({ deps }) => deps.aiConfigService.getAIConfiguration(),
 });
 
 export const getModels = defineOperation({
   access: 'user',
+  kind: 'read',
   describe:
     'Models of the catalogue: provider, type and modality match exactly; a model must have all capabilities and endpoints listed and support all supportsModalities (input or output). An empty array filters nothing.',
+  result: v.array(MODEL_RECORD),
   params: v.strictObject(
     {
       capabilities: v.optional(list('capabilities')),
@@ -56,35 +61,45 @@ export const getModels = defineOperation({
 
 export const getProviders = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'AI providers: name, type, baseUrl, the name of their key variable and whether it is set (never a key).',
+  result: v.array(PROVIDER_RECORD),
   params: v.object({}),
   handler: ({ deps }) => deps.aiConfigService.getProviders(),
 });
 
 export const getDefaultModels = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The default model id of each category (chat, embedding, image_generation, tts, transcription).',
+  result: DEFAULT_MODELS,
   params: v.object({}),
   handler: ({ deps }) => deps.aiConfigService.getDefaultModels(),
 });
 
 export const getProviderSettings = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'One provider by providerName (NOT_FOUND when unknown), or without it every provider keyed by name.',
+  result: v.union([PROVIDER_RECORD, v.record(v.string(), PROVIDER_RECORD)]),
   params: v.strictObject({ providerName: v.optional(text('providerName')) }, 'unknown param; getProviderSettings takes providerName'),
   handler: ({ params, deps }) => deps.aiConfigService.getProviderSettings(params.providerName),
 });
 
 export const getModelCategories = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The model categories of the catalogue.',
+  result: v.array(v.string()),
   params: v.object({}),
   handler: ({ deps }) => deps.aiConfigService.getModelCategories(),
 });
 
 export const getTaskRecommendations = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The recommended model (and alternatives) for taskName (NOT_FOUND when unknown), or without it every recommendation keyed by task.',
+  result: v.union([RECOMMENDATION_RECORD, RECOMMENDATIONS_BY_TASK]),
   params: v.strictObject({ taskName: v.optional(text('taskName')) }, 'unknown param; getTaskRecommendations takes taskName'),
   handler: ({ params, deps }) => deps.aiConfigService.getTaskRecommendations(params.taskName),
 });

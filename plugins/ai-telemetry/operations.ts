@@ -1,5 +1,7 @@
 import * as v from 'valibot';
+import { listSchema } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
+import { STATS, THREAD_SUMMARY, TRACE } from './telemetry.service.ts';
 
 const text = (label: string) => v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(500));
 const date = (label: string) =>
@@ -34,7 +36,9 @@ const filter = v.optional(
 
 export const listThreads = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'AI calls grouped by thread (a call without one is its own group), latest first; sort.direction "asc" gives oldest first.',
+  result: listSchema(THREAD_SUMMARY),
   params: v.object({
     page: v.optional(positive('page', 1_000_000), 1),
     pageSize: v.optional(positive('pageSize', 200), 50),
@@ -53,21 +57,27 @@ export const listThreads = defineOperation({
 
 export const getThread = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Every trace of a thread, oldest first (a trace stored without a thread matches its own traceId); empty when none.',
+  result: v.array(TRACE.schema),
   params: v.object({ threadId: text('threadId') }),
   handler: ({ params, ctx, deps }) => deps.telemetryService.getThread(ctx, params.threadId),
 });
 
 export const getTrace = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'One trace by its id; NOT_FOUND when there is none.',
+  result: TRACE.schema,
   params: v.object({ traceId: v.pipe(v.string('traceId must be a string'), v.uuid('traceId must be a UUID')) }),
   handler: ({ params, ctx, deps }) => deps.telemetryService.getTrace(ctx, params.traceId),
 });
 
 export const getStats = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'Totals of the matching traces: traces, tokens, cached tokens, errors, average duration, threads, cache hit rate; all zeros when none match.',
+  result: STATS,
   params: v.object({ filter }),
   handler: ({ params, ctx, deps }) => deps.telemetryService.getStats(ctx, params.filter),
 });

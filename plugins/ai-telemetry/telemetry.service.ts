@@ -1,4 +1,5 @@
-import { notFound, rowTimestamp, type AiCall, type AuthenticatedContext, type Database, type RecordOf } from 'rpc-service/plugin';
+import { defineRecord, notFound, rowTimestamp, type AiCall, type AuthenticatedContext, type Database, type InferRecord } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { AiTrace } from './trace.entity.ts';
 
 export interface TraceFilter {
@@ -11,31 +12,36 @@ export interface TraceFilter {
   dateTo?: Date;
 }
 
-export interface ThreadSummary {
-  threadId: string;
-  latestTimestamp: string;
-  earliestTimestamp: string;
-  turnCount: number;
-  totalTokens: number;
-  cachedTokens: number;
-  callerType: string;
-  callerName: string;
-  subscriptionId: string | null;
-  hasErrors: boolean;
-}
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+
+export const THREAD_SUMMARY = v.strictObject({
+  threadId: v.string(),
+  latestTimestamp: timestamp,
+  earliestTimestamp: timestamp,
+  turnCount: v.number(),
+  totalTokens: v.number(),
+  cachedTokens: v.number(),
+  callerType: v.string(),
+  callerName: v.string(),
+  subscriptionId: v.nullable(v.string()),
+  hasErrors: v.boolean(),
+});
+export type ThreadSummary = v.InferOutput<typeof THREAD_SUMMARY>;
 
 /** A trace as the operations answer it: its row's columns (read as raw rows of aggregate queries, mapped by toTrace below). */
-export type TraceRecord = RecordOf<AiTrace>;
+export const TRACE = defineRecord(AiTrace);
+export type TraceRecord = InferRecord<typeof TRACE>;
 
-export interface Stats {
-  totalTraces: number;
-  totalTokens: number;
-  totalCachedTokens: number;
-  errorCount: number;
-  avgDurationMs: number;
-  uniqueThreadCount: number;
-  cacheHitRate: number;
-}
+export const STATS = v.strictObject({
+  totalTraces: v.number(),
+  totalTokens: v.number(),
+  totalCachedTokens: v.number(),
+  errorCount: v.number(),
+  avgDurationMs: v.number(),
+  uniqueThreadCount: v.number(),
+  cacheHitRate: v.number(),
+});
+export type Stats = v.InferOutput<typeof STATS>;
 
 type Row = Record<string, unknown>;
 

@@ -22,6 +22,7 @@ import {
   type Principal,
   type SecretBox,
 } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { ApiKey } from './api-key.entity.ts';
 import type { ContributedFields } from './record-fields.ts';
 
@@ -32,27 +33,28 @@ const KEY_FORMAT = /^(ak[0-9a-f]{14})_([A-Za-z0-9_-]{43,})$/;
  * A key as ApiKeyRpc returns it; the webhook fields are ApiManagementRpc's (`api-key.recordFields`), null without it.
  * Written by hand: lists read raw rows (LIST_KEYS) and merge fields another plugin contributes, so it is not one entity's record.
  */
-export interface ApiKeyRecord {
-  _id: string;
-  subscriptionId: string;
-  userId: string;
-  prefix: string;
-  description: string;
-  isEnabled: boolean;
-  initialContext: Record<string, unknown> | null;
-  webhookUrl: string | null;
-  webhookSecret: string | null;
-  webhookStatus: string | null;
-  lastTestedAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+export const API_KEY_RECORD = v.strictObject({
+  _id: v.string(),
+  subscriptionId: v.string(),
+  userId: v.string(),
+  prefix: v.string(),
+  description: v.string(),
+  isEnabled: v.boolean(),
+  initialContext: v.nullable(v.record(v.string(), v.unknown())),
+  webhookUrl: v.nullable(v.string()),
+  webhookSecret: v.nullable(v.string()),
+  // The contributing plugin's vocabulary (ApiManagementRpc: verified, unreachable, disabled).
+  webhookStatus: v.nullable(v.string()),
+  lastTestedAt: v.nullable(timestamp),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type ApiKeyRecord = v.InferOutput<typeof API_KEY_RECORD>;
 
-export interface CreatedApiKey extends ApiKeyRecord {
-  keyHash: string;
-  encryptedKey: string;
-  fullKey: string;
-}
+/** The create answer: the record, its stored key material and, this once, the full key. */
+export const CREATED_API_KEY = v.strictObject({ ...API_KEY_RECORD.entries, keyHash: v.string(), encryptedKey: v.string(), fullKey: v.string() });
+export type CreatedApiKey = v.InferOutput<typeof CREATED_API_KEY>;
 
 /** A key as other plugins see it: which keys a subscription has, whose, and whether they work. */
 export interface KeySummary {
@@ -223,7 +225,7 @@ export class ApiKeyService implements CredentialVerifier {
     return record!;
   }
 
-  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
+  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: true }> {
     const key = await this.#own(ctx, id);
     await ctx.em.remove(key).flush();
     await this.#credentials.changed({ apiKeyId: key.id });

@@ -1,15 +1,17 @@
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import * as v from 'valibot';
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
 /** One attempt, as kept on its delivery. */
-export interface AttemptRecord {
-  at: string;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-}
+export const ATTEMPT_RECORD = v.strictObject({
+  at: v.pipe(v.string(), v.isoTimestamp()),
+  statusCode: v.nullable(v.number()),
+  error: v.nullable(v.string()),
+  durationMs: v.number(),
+});
+export type AttemptRecord = v.InferOutput<typeof ATTEMPT_RECORD>;
 
 /**
  * One event for one webhook (an API key's). `seq` orders the deliveries of

@@ -1,11 +1,14 @@
 import * as v from 'valibot';
-import { listParams, recordId } from 'rpc-service/plugin';
+import { listParams, listSchema, recordId } from 'rpc-service/plugin';
 import { defineJob, defineOperation } from './deps.ts';
 import { DELIVERY_STATES } from './delivery.entity.ts';
+import { DELIVERY_RECORD, REGISTER_RESULT } from './webhook.service.ts';
 
 export const registerWebhook = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Register the webhook of the API key you call with, and test it with a webhook.test event (2xx within 5 s: verified).',
+  result: REGISTER_RESULT,
   params: v.object({
     webhookUrl: v.pipe(
       v.string('webhookUrl must be a string'),
@@ -26,7 +29,9 @@ export const registerWebhook = defineOperation({
 
 export const listApiKeysForWebhook = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: "The subscription's API keys with a verified webhook, as {value: key id, label: description}.",
+  result: v.array(v.strictObject({ value: v.string(), label: v.string() })),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.webhookStore.listApiKeysForWebhook(ctx),
 });
@@ -35,7 +40,9 @@ const { page, pageSize } = listParams(25);
 
 export const getDeliveries = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: 'Webhook deliveries of the subscription, newest first, by API key and state (pending, delivered, failed), with their attempts.',
+  result: listSchema(DELIVERY_RECORD),
   params: v.object({
     apiKeyId: v.optional(recordId('apiKeyId')),
     state: v.optional(v.picklist(DELIVERY_STATES, `state must be one of ${DELIVERY_STATES.join(', ')}`)),
@@ -47,7 +54,9 @@ export const getDeliveries = defineOperation({
 
 export const resendDeliveries = defineOperation({
   access: 'admin',
+  kind: 'write',
   describe: 'Send the failed deliveries of a webhook again (all, or those in _ids), in order, with a fresh retry schedule.',
+  result: v.strictObject({ resent: v.number() }),
   params: v.object({
     apiKeyId: recordId('apiKeyId'),
     _ids: v.optional(v.pipe(v.array(recordId('_ids[]')), v.minLength(1, '_ids must not be empty'), v.maxLength(1000, '_ids takes at most 1000 ids'))),

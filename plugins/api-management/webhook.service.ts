@@ -9,14 +9,14 @@ import {
   type BusEvent,
   type Database,
   type EventBus,
-  type InferRecord,
   type Jobs,
   type ListEnvelope,
   type Logger,
   type Outbound,
 } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import type { ApiManagementConfig } from './config.ts';
-import { WebhookDelivery, type DeliveryState } from './delivery.entity.ts';
+import { ATTEMPT_RECORD, DELIVERY_STATES, WebhookDelivery, type DeliveryState } from './delivery.entity.ts';
 import { sendWebhook, type AttemptOutcome, type WebhookEvent } from './webhook-sender.ts';
 import type { WebhookStore } from './webhook-store.ts';
 
@@ -29,12 +29,34 @@ const ATTEMPT_LOG_LENGTH = 20;
 /** A sender hands over to a fresh job after this long, so no job runs near its time limit. */
 const DRAIN_BUDGET_MS = 4 * 60_000;
 
-export type RegisterResult = { success: true; status: 'verified' } | { success: true; status: 'unreachable'; error: string };
+/** What registerWebhook answers: the test event reached the webhook, or why it did not. */
+export const REGISTER_RESULT = v.variant('status', [
+  v.strictObject({ success: v.literal(true), status: v.literal('verified') }),
+  v.strictObject({ success: v.literal(true), status: v.literal('unreachable'), error: v.string() }),
+]);
+export type RegisterResult = v.InferOutput<typeof REGISTER_RESULT>;
 
 const DELIVERY = defineRecord(WebhookDelivery, { hide: ['subscriptionId', 'seq', 'body'] });
 
-/** `nextAttemptAt` only while a delivery is pending: afterwards no attempt is coming. */
-export type DeliveryRecord = Omit<InferRecord<typeof DELIVERY>, 'nextAttemptAt'> & { nextAttemptAt: string | null };
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+
+/** The record of DELIVERY, with its attempts spelled out and `nextAttemptAt` only while a delivery is pending: afterwards no attempt is coming. */
+export const DELIVERY_RECORD = v.strictObject({
+  _id: v.string(),
+  apiKeyId: v.string(),
+  eventId: v.string(),
+  eventType: v.string(),
+  state: v.picklist(DELIVERY_STATES),
+  attempts: v.number(),
+  nextAttemptAt: v.nullable(timestamp),
+  lastAttemptAt: v.nullable(timestamp),
+  lastStatusCode: v.nullable(v.number()),
+  lastError: v.nullable(v.string()),
+  attemptLog: v.array(ATTEMPT_RECORD),
+  deliveredAt: v.nullable(timestamp),
+  createdAt: timestamp,
+});
+export type DeliveryRecord = v.InferOutput<typeof DELIVERY_RECORD>;
 
 interface Deps {
   db: Database;

@@ -16,19 +16,17 @@ import {
   type Jobs,
   type PluginServices,
 } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import type { MemoryConfig } from './config.ts';
 import type { Scope } from './memory.entity.ts';
 
 /** Written by hand: a memory is `{id, content, metadata}` (plugins/memory/README.md), read from raw rows (vector search), not an entity's record. */
-export interface MemoryRecord {
-  id: string;
-  content: string;
-  metadata: Record<string, unknown>;
-}
+export const MEMORY_RECORD = v.strictObject({ id: v.string(), content: v.string(), metadata: v.record(v.string(), v.unknown()) });
+export type MemoryRecord = v.InferOutput<typeof MEMORY_RECORD>;
 
-export interface RecalledMemory extends MemoryRecord {
-  score: number;
-}
+/** A recalled memory: its cosine similarity to the query as `score`. */
+export const RECALLED_MEMORY = v.strictObject({ ...MEMORY_RECORD.entries, score: v.number() });
+export type RecalledMemory = v.InferOutput<typeof RECALLED_MEMORY>;
 
 export interface Whose {
   scope: Scope;

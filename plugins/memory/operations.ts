@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { defineOperation } from './deps.ts';
 import { SCOPES } from './memory.entity.ts';
+import { MEMORY_RECORD, RECALLED_MEMORY } from './memory.service.ts';
 
 const MAX_CONTENT_LENGTH = 32_768;
 const MAX_TOP_K = 100;
@@ -22,7 +23,9 @@ const count = (label: string, max: number) =>
 
 export const saveMemory = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Save a memory (a text and its metadata) for you, another user (agents, admins) or the whole subscription; a given id updates that memory.',
+  result: v.strictObject({ success: v.literal(true), memoryId: v.string(), message: v.string() }),
   params: v.object({
     ...whose,
     memory: v.object({
@@ -40,7 +43,9 @@ export const saveMemory = defineOperation({
 
 export const recallMemories = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'The memories closest in meaning to queryText (cosine similarity as score), best first; filter on metadata with the list operators.',
+  result: v.strictObject({ success: v.literal(true), memories: v.array(RECALLED_MEMORY) }),
   params: v.object({
     ...whose,
     queryText: v.pipe(
@@ -56,14 +61,18 @@ export const recallMemories = defineOperation({
 
 export const deleteMemory = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Delete a memory of the scope.',
+  result: v.strictObject({ success: v.literal(true), message: v.string() }),
   params: v.object({ ...whose, memoryId: v.pipe(v.string('memoryId must be a string'), v.uuid('memoryId must be a UUID')) }),
   handler: ({ params: { memoryId, ...whose }, ctx, deps }) => deps.memoryService.deleteMemory(ctx, whose, memoryId),
 });
 
 export const listMemories = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The memories of the scope, oldest first; offset is a memory id (cursor) or a number of memories to skip.',
+  result: v.strictObject({ success: v.literal(true), memories: v.array(MEMORY_RECORD), next_page_offset: v.nullable(v.union([v.string(), v.number()])) }),
   params: v.object({
     ...whose,
     limit: v.optional(count('limit', MAX_LIMIT), 10),

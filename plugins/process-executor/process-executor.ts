@@ -35,7 +35,7 @@ interface Running {
 }
 
 /** What getProcessStatus answers: the process's state, without who started it, where, or its output (getProcessLogs). */
-const STATUS = defineRecord(ProcessInstance, { hide: ['id', 'subscriptionId', 'startedBy', 'nodeId', 'logs'] });
+export const STATUS = defineRecord(ProcessInstance, { hide: ['id', 'subscriptionId', 'startedBy', 'nodeId', 'logs'] });
 export type ProcessStatusRecord = InferRecord<typeof STATUS>;
 
 /**

@@ -12,14 +12,18 @@ const subscriptionObject = v.object(
 
 export const getVapidPublicKey = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: "The service's VAPID public key, for the browser's pushManager.subscribe (applicationServerKey).",
+  result: v.strictObject({ publicKey: v.string() }),
   params: v.object({}),
   handler: ({ deps }) => deps.pushService.getVapidPublicKey(),
 });
 
 export const subscribe = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: "Subscribe the caller's browser (a PushSubscription's endpoint and keys) on channels (['default'] by default).",
+  result: v.strictObject({ success: v.literal(true) }),
   params: v.object({
     subscriptionObject,
     channels: v.optional(
@@ -40,7 +44,9 @@ export const subscribe = defineOperation({
 
 export const unsubscribe = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: "Remove the caller's push subscription with this endpoint (the keys are not used).",
+  result: v.strictObject({ success: v.literal(true) }),
   params: v.object({ subscriptionObject }),
   handler: ({ params, ctx, deps }) => deps.pushService.unsubscribe(ctx, params.subscriptionObject.endpoint),
 });

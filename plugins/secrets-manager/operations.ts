@@ -1,8 +1,8 @@
 import * as v from 'valibot';
-import { listParams, recordId } from 'rpc-service/plugin';
+import { listParams, listSchema, recordId } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SCOPES } from './scoped-secret.entity.ts';
-import { SCOPE_OPTIONS } from './scoped-secrets.service.ts';
+import { SCOPE_OPTIONS, SCOPED_SECRET } from './scoped-secrets.service.ts';
 
 const MAX_VALUE_LENGTH = 65_536;
 
@@ -22,14 +22,18 @@ const { page, pageSize } = listParams(50);
 
 export const getData = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: "List the subscription's scope-based secrets (metadata only, never values), by scope, project and agent.",
+  result: listSchema(SCOPED_SECRET.schema),
   params: v.object({ scope: v.optional(scope), projectId, agentName, page, pageSize }),
   handler: ({ params, ctx, deps }) => deps.scopedSecretsService.getData(ctx, params),
 });
 
 export const create = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Create the secret of a scope (subscription, project or agent) and key, or replace the value of the existing one.',
+  result: SCOPED_SECRET.schema,
   params: v.object({ scope, projectId, agentName, key, value, label, description }),
   handler: ({ params, ctx, deps }) =>
     deps.scopedSecretsService.create(ctx, { ...params, projectId: params.projectId ?? null, agentName: params.agentName ?? null }),
@@ -37,7 +41,9 @@ export const create = defineOperation({
 
 export const update = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'With a value: rotate the secret (as create; scope, projectId, agentName and key may move it). Without: change label and description only.',
+  result: SCOPED_SECRET.schema,
   params: v.object({
     _id: recordId('_id'),
     // Present, it is a create's value (so not empty); null or omitted: a metadata-only update.
@@ -54,22 +60,28 @@ export const update = defineOperation({
 
 export const remove = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Delete a secret and its value.',
+  result: v.strictObject({ success: v.literal(true) }),
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.scopedSecretsService.delete(ctx, params._id),
 });
 
 export const getSecretValue = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe:
     'Read the value of a secret (admins only); every read is in the audit log (SecretsRpc.getAuditLog), and no value is returned unless its read was recorded.',
+  result: v.strictObject({ value: v.string() }),
   params: v.object({ _id: recordId('_id') }),
   handler: ({ params, ctx, deps }) => deps.scopedSecretsService.getSecretValue(ctx, params._id),
 });
 
 export const getScopeOptions = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'The three scopes as {value, label} for a picker.',
+  result: v.array(v.strictObject({ value: v.picklist(SCOPES), label: v.string() })),
   params: v.object({}),
-  handler: () => SCOPE_OPTIONS,
+  handler: () => [...SCOPE_OPTIONS],
 });

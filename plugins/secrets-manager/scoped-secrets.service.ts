@@ -22,7 +22,7 @@ export interface Place {
   key: string;
 }
 
-const SCOPED_SECRET = defineRecord(ScopedSecret, { hide: ['subscriptionId', 'value'] });
+export const SCOPED_SECRET = defineRecord(ScopedSecret, { hide: ['subscriptionId', 'value'] });
 export type ScopedSecretRecord = InferRecord<typeof SCOPED_SECRET>;
 
 export interface CreateInput extends Place {
@@ -165,7 +165,7 @@ export class ScopedSecretsService {
     return toRecord(secret);
   }
 
-  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
+  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: true }> {
     const secret = await this.#transaction(ctx, async (em) => {
       const secret = await this.#find(em, id);
       await em.remove(secret).flush();

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
-import { AUDIT_FIELDS, listParams } from 'rpc-service/plugin';
+import { AUDIT_FIELDS, listParams, listSchema } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
+import { AUDIT_RECORD, SECRET_RECORD } from './secrets.service.ts';
 
 const MAX_VALUE_LENGTH = 65_536;
 
@@ -19,7 +20,9 @@ const { page, pageSize } = listParams(25);
 
 export const getData = defineOperation({
   access: 'user',
+  kind: 'read',
   describe: 'List secret definitions (never values): filter by zone (exact), key and description (case-insensitive substrings).',
+  result: listSchema(SECRET_RECORD),
   params: v.object({
     filter: v.optional(
       v.strictObject(
@@ -58,14 +61,18 @@ export const getData = defineOperation({
 
 export const create = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Create a secret in a zone; its value is stored encrypted and readable only by admins through getSecretValue.',
+  result: SECRET_RECORD,
   params: v.object({ zone, key, value, description: v.optional(description, '') }),
   handler: ({ params, ctx, deps }) => deps.secretsService.create(ctx, params),
 });
 
 export const update = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Change the value or description of a secret; an omitted or empty value leaves the stored one unchanged.',
+  result: SECRET_RECORD,
   params: v.object({
     _id: secretId,
     value: v.optional(v.pipe(v.string('value must be a string'), v.maxLength(MAX_VALUE_LENGTH, `value must be at most ${MAX_VALUE_LENGTH} characters`))),
@@ -76,21 +83,27 @@ export const update = defineOperation({
 
 export const remove = defineOperation({
   access: 'user',
+  kind: 'write',
   describe: 'Delete a secret: its definition and its value.',
+  result: v.strictObject({ success: v.literal(true) }),
   params: v.object({ _id: secretId }),
   handler: ({ params, ctx, deps }) => deps.secretsService.delete(ctx, params._id),
 });
 
 export const getSecretValue = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: 'Read the value of a secret (admins only); every read is in the audit log, and no value is returned unless its read was recorded.',
+  result: v.strictObject({ value: v.string() }),
   params: v.object({ zone, key }),
   handler: ({ params, ctx, deps }) => deps.secretsService.getSecretValue(ctx, params.zone, params.key),
 });
 
 export const getAuditLog = defineOperation({
   access: 'admin',
+  kind: 'read',
   describe: `Who read or changed which secret (both secret groups), newest first; filter on ${Object.keys(AUDIT_FIELDS).join(', ')}.`,
+  result: listSchema(AUDIT_RECORD),
   params: v.object(listParams(25)),
   handler: ({ params, ctx, deps }) => deps.secretsService.getAuditLog(ctx, params),
 });

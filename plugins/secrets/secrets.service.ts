@@ -11,15 +11,31 @@ import {
   type ListEnvelope,
   type ListQuery,
 } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { Secret } from './secret.entity.ts';
 
 /** Written by hand: a secret's `_id` is `zone:key`, as SecretsRpc addresses it, not its row's id. */
-export interface SecretRecord {
-  _id: string;
-  zone: string;
-  key: string;
-  description: string;
-}
+export const SECRET_RECORD = v.strictObject({ _id: v.string(), zone: v.string(), key: v.string(), description: v.string() });
+export type SecretRecord = v.InferOutput<typeof SECRET_RECORD>;
+
+/**
+ * An entry of the core's audit log as `AuditLog.list` answers it (the core
+ * derives it from its entity and exports only the type).
+ */
+export const AUDIT_RECORD = v.strictObject({
+  _id: v.string(),
+  at: v.pipe(v.string(), v.isoTimestamp()),
+  kind: v.string(),
+  group: v.string(),
+  action: v.string(),
+  targetId: v.string(),
+  target: v.string(),
+  userId: v.nullable(v.string()),
+  role: v.nullable(v.string()),
+  apiKeyId: v.nullable(v.string()),
+  sessionId: v.nullable(v.string()),
+  requestId: v.string(),
+});
 
 export interface SecretFilter {
   zone?: string;
@@ -116,7 +132,7 @@ export class SecretsService {
     return toRecord(secret);
   }
 
-  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: boolean }> {
+  async delete(ctx: AuthenticatedContext, id: string): Promise<{ success: true }> {
     const secret = await ctx.em.fork().transactional(async (em) => {
       const secret = await this.#find(em, id);
       await em.remove(secret).flush();

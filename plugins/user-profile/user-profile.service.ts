@@ -2,6 +2,7 @@ import {
   badRequest,
   fileIdOfUrl,
   fileUrl,
+  ROLES,
   RpcError,
   validationError,
   type AuthenticatedContext,
@@ -10,10 +11,40 @@ import {
   type PurposeLimits,
   type UploadService,
 } from 'rpc-service/plugin';
+import * as v from 'valibot';
 
 type UserService = PluginServices['userService'];
 type VerificationService = PluginServices['verificationService'];
 type UserView = ReturnType<UserService['view']>;
+
+const nullableText = v.nullable(v.string());
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+
+/**
+ * The user's own record as the auth plugin's `userService.view` makes it
+ * (the profile of README.md): what UserProfileRpc answers for the profile.
+ */
+export const PROFILE = v.strictObject({
+  _id: v.string(),
+  subscriptionId: v.string(),
+  email: v.string(),
+  username: v.string(),
+  firstName: nullableText,
+  lastName: nullableText,
+  role: v.picklist(ROLES),
+  isActive: v.boolean(),
+  isVerified: v.boolean(),
+  isPhoneVerified: v.boolean(),
+  phoneNumber: nullableText,
+  onboardingCompleted: v.boolean(),
+  profilePicture: nullableText,
+  jobTitle: nullableText,
+  department: nullableText,
+  serviceCode: nullableText,
+  oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string() })),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
 
 export const PROFILE_PICTURE = 'profile-picture';
 export const PROFILE_PICTURE_LIMITS: PurposeLimits = {
