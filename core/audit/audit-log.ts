@@ -15,6 +15,8 @@ export interface AuditAction {
 
 const AUDIT = defineRecord(AuditEntry, { hide: ['subscriptionId'] });
 export const AUDIT_FIELDS = AUDIT.fields;
+/** An audit entry's schema, for operations that answer entries. */
+export const AUDIT_RECORD = AUDIT.schema;
 export type AuditRecord = InferRecord<typeof AUDIT>;
 
 /** The audit trail of a subscription: appended to in the transaction of what it records, listed by kind. */

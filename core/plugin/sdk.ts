@@ -60,6 +60,7 @@ export {
   trimmedText,
   stringList,
   isoTime,
+  wireTimestamp,
   currencyCode,
   minorUnits,
   MAX_MINOR_UNITS,
@@ -145,7 +146,7 @@ export {
   type FieldReference,
 } from '../rpc/collections.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
-export { AUDIT_FIELDS, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
+export { AUDIT_FIELDS, AUDIT_RECORD, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
 export { RateLimiter, type Limit } from '../rate-limiter.ts';
 
 // Events, uploads, workers, HTTP

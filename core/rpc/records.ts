@@ -1,6 +1,7 @@
 import { types, type EntitySchema } from '@mikro-orm/core';
 import * as v from 'valibot';
 import type { FieldMap, FieldType } from './list-query.ts';
+import { wireTimestamp } from './schemas.ts';
 
 /**
  * What an operation answers for a row, derived from the entity alone: the
@@ -60,7 +61,7 @@ const WIRE_SCHEMAS: Record<FieldType, v.GenericSchema> = {
   string: v.string(),
   boolean: v.boolean(),
   number: v.number(),
-  date: v.pipe(v.string(), v.isoTimestamp()),
+  date: wireTimestamp,
   tags: v.array(v.string()),
 };
 

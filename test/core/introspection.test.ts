@@ -9,7 +9,7 @@ describe('GET /api/rpc', () => {
   });
   after(() => t.close());
 
-  it('lists every operation with its access, description and params schema', async () => {
+  it('lists every operation with its access, kind, description, params and result schemas', async () => {
     const response = await fetch(`${t.url}/api/rpc`);
     assert.equal(response.status, 200);
     assert.ok(response.headers.get('x-request-id'));
@@ -40,6 +40,20 @@ describe('GET /api/rpc', () => {
       assert.ok(operation.description.length > 0, operation.method);
       assert.equal(operation.params.type, 'object', operation.method);
     }
+    // Every built-in operation (and the example plugin's) declares what it answers and whether it writes.
+    const undeclared = t.app.registry
+      .all()
+      .filter((operation) => !operation.result || !operation.kind)
+      .map((operation) => operation.method);
+    assert.deepEqual(undeclared, [], 'operations without a declared result or kind');
+    for (const operation of data.operations) {
+      assert.ok(['read', 'write'].includes(operation.kind), operation.method);
+      assert.equal(typeof operation.result, 'object', operation.method);
+    }
+    const getData = data.operations.find((operation: { method: string }) => operation.method === 'ApiKeyRpc.getData');
+    assert.equal(getData.kind, 'read');
+    assert.equal(getData.result.type, 'object');
+    assert.deepEqual(Object.keys(getData.result.properties).sort(), ['data', 'totalCount']);
     const create = data.operations.find((operation: { method: string }) => operation.method === 'ApiKeyRpc.create');
     assert.equal(create.access, 'user');
     assert.deepEqual(create.params.required, ['description']);
