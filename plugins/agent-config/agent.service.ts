@@ -51,28 +51,8 @@ export type AgentRecord = InferRecord<typeof VIEW> & AgentSettings;
 
 const toRecord = (agent: Agent): AgentRecord => ({ ...agent.settings, ...VIEW.toRecord(agent) });
 
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
-
-/**
- * The record as operations answer it: the settings, and the columns VIEW
- * shows written out (VIEW.schema, a strict object, would refuse the settings beside them).
- */
-export const AGENT_SCHEMA = v.strictObject({
-  ...AGENT_SETTINGS.entries,
-  _id: v.string(),
-  subscriptionId: v.string(),
-  userId: v.string(),
-  projectId: v.nullable(v.string()),
-  name: v.string(),
-  model: v.string(),
-  agentClass: v.string(),
-  role: v.nullable(v.string()),
-  realtime: v.boolean(),
-  avatarUrl: v.nullable(v.string()),
-  messagingContactId: v.nullable(v.string()),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
+/** The record as operations answer it: its settings beside the columns VIEW shows. */
+export const AGENT_SCHEMA = v.strictObject({ ...AGENT_SETTINGS.entries, ...VIEW.entries });
 
 const ACCESS_LEVELS: readonly Access[] = ['public', 'user', 'staff', 'admin'];
 

@@ -39,40 +39,16 @@ export type DocumentRecord = InferRecord<typeof DOCUMENT>;
 
 /** A date as the records carry it. */
 export const timestamp = v.pipe(v.string(), v.isoTimestamp());
-/** The records' schemas, written out rather than derived: a derived one takes any value for a JSON column (tags), and getDocument adds a field. */
+/** The document as operations answer it. */
 export const DOCUMENT_SCHEMA = v.strictObject({
-  _id: v.string(),
-  name: v.string(),
-  description: v.string(),
-  collection: v.nullable(v.string()),
+  ...DOCUMENT.entries,
+  // The derived schema takes any value for tags (a JSON column) and any text for the enumerations.
   tags: v.array(v.string()),
-  docType: v.string(),
   sourceType: v.picklist(SOURCE_TYPES),
-  userId: v.nullable(v.string()),
-  contactId: v.nullable(v.string()),
-  projectId: v.nullable(v.string()),
   status: v.picklist(STATUSES),
-  error: v.nullable(v.string()),
-  version: v.number(),
-  chunkCount: v.number(),
-  sizeBytes: v.number(),
-  createdBy: v.string(),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-  deletedAt: v.nullable(timestamp),
 });
 /** A version as getDocumentVersions answers it: `current` when the document is at it. */
-export const VERSION_SCHEMA = v.strictObject({
-  version: v.number(),
-  docType: v.string(),
-  fileId: v.nullable(v.string()),
-  fileName: v.nullable(v.string()),
-  sourceUrl: v.nullable(v.string()),
-  sizeBytes: v.number(),
-  createdBy: v.string(),
-  createdAt: timestamp,
-  current: v.boolean(),
-});
+export const VERSION_SCHEMA = v.strictObject({ ...VERSION.entries, current: v.boolean() });
 
 export interface ListDocumentsQuery {
   userId?: string;

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { conflict, defineRecord, LockMode, notFound, type AuthenticatedContext, type EntityManager, type InferRecord, type Jobs } from 'rpc-service/plugin';
 import { KnowledgeDocument } from './document.entity.ts';
-import { liveDocument, timestamp } from './documents.service.ts';
+import { liveDocument } from './documents.service.ts';
 import { Ingestion, INGESTION_STATES, type IngestionState } from './ingestion.entity.ts';
 import { queueIngestion } from './ingestion.service.ts';
 
@@ -9,17 +9,12 @@ const INGESTION = defineRecord(Ingestion, { hide: ['id', 'subscriptionId', 'jobI
 
 /** An ingestion is addressed as a job: its id is the record's `jobId` (the queue's own job id stays inside). */
 export type IngestionRecord = InferRecord<typeof INGESTION> & { jobId: string };
-/** Its schema, written out: the record adds jobId, and its state is one of INGESTION_STATES (any text to the derived schema). */
+/** Its schema: the record adds jobId. */
 export const INGESTION_SCHEMA = v.strictObject({
+  ...INGESTION.entries,
   jobId: v.string(),
-  documentId: v.string(),
-  version: v.number(),
+  // The derived schema takes any text for the state.
   state: v.picklist(INGESTION_STATES),
-  error: v.nullable(v.string()),
-  createdBy: v.string(),
-  createdAt: timestamp,
-  startedAt: v.nullable(timestamp),
-  finishedAt: v.nullable(timestamp),
 });
 
 const toIngestion = (ingestion: Ingestion): IngestionRecord => ({ jobId: ingestion.id, ...INGESTION.toRecord(ingestion) });

@@ -64,31 +64,16 @@ export const COMMENT = v.strictObject({
 });
 export type Comment = v.InferOutput<typeof COMMENT>;
 
-/**
- * The columns TASK shows, written out rather than TASK.schema: the tree's
- * records add subtasks to them, and the enumerations and the comments are
- * described, where the derived schema has text and any value.
- */
-const TASK_ENTRIES = {
-  _id: v.string(),
-  taskInstanceId: v.string(),
-  title: v.string(),
-  description: v.nullable(v.string()),
+/** The record as operations answer it. */
+export const TASK_SCHEMA = v.strictObject({
+  ...TASK.entries,
+  // The derived schema takes any text for the enumerations and any value for the comments (a JSON column).
   status: v.picklist(STATUSES),
   priority: v.picklist(PRIORITIES),
-  assignees: v.array(v.string()),
-  parentId: v.nullable(v.string()),
-  dueDate: v.nullable(timestamp),
-  completedAt: v.nullable(timestamp),
-  tags: v.array(v.string()),
   comments: v.array(COMMENT),
-  isArchived: v.boolean(),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-};
-export const TASK_SCHEMA = v.strictObject(TASK_ENTRIES);
+});
 /** A task of createTaskTree's answer: the task and the tasks below it. */
-export const TREE_SCHEMA: v.GenericSchema<TreeRecord> = v.strictObject({ ...TASK_ENTRIES, subtasks: v.array(v.lazy(() => TREE_SCHEMA)) });
+export const TREE_SCHEMA: v.GenericSchema<TreeRecord> = v.strictObject({ ...TASK_SCHEMA.entries, subtasks: v.array(v.lazy(() => TREE_SCHEMA)) });
 /** What addComment answers: the comment, not yet updated. */
 export const NEW_COMMENT_SCHEMA = v.omit(COMMENT, ['updatedAt']);
 
