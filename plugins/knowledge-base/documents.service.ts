@@ -38,7 +38,6 @@ const VERSION = defineRecord(DocumentVersion, { hide: ['id', 'subscriptionId', '
 export type DocumentRecord = InferRecord<typeof DOCUMENT>;
 
 /** A date as the records carry it. */
-export const timestamp = v.pipe(v.string(), v.isoTimestamp());
 /** The document as operations answer it. */
 export const DOCUMENT_SCHEMA = v.strictObject({
   ...DOCUMENT.entries,

@@ -1,10 +1,10 @@
 import * as v from 'valibot';
-import { isoTime, listSchema, recordId, topK } from 'rpc-service/plugin';
+import { isoTime, listSchema, recordId, topK, wireTimestamp } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
 import { INGESTION_SCHEMA } from './ingestion-jobs.service.ts';
-import { DOCUMENT_SCHEMA, FILE_PURPOSE, SORT_FIELDS, timestamp, VERSION_SCHEMA, type SortField } from './documents.service.ts';
+import { DOCUMENT_SCHEMA, FILE_PURPOSE, SORT_FIELDS, VERSION_SCHEMA, type SortField } from './documents.service.ts';
 import { INDEXED_CHUNK } from './knowledge-index.ts';
 
 const MAX_TEXT = 2_000_000;
@@ -51,7 +51,7 @@ export const getUploadKey = defineOperation({
   result: v.strictObject({
     uploadKey: v.string(),
     uploadUrl: v.string(),
-    expiresAt: timestamp,
+    expiresAt: wireTimestamp,
     maxBytes: v.number(),
     maxFiles: v.number(),
     types: v.array(v.string()),
@@ -338,7 +338,7 @@ export const getStats = defineOperation({
     ingestions: v.record(v.picklist(INGESTION_STATES), v.number()),
     embedding: v.strictObject({
       model: v.string(),
-      switch: v.nullable(v.strictObject({ nextModel: v.string(), embedded: v.number(), total: v.number(), startedAt: v.nullable(timestamp) })),
+      switch: v.nullable(v.strictObject({ nextModel: v.string(), embedded: v.number(), total: v.number(), startedAt: v.nullable(wireTimestamp) })),
     }),
   }),
   params: v.object({}),

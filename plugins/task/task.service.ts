@@ -13,6 +13,7 @@ import {
   type ListEnvelope,
   type ListQuery,
   type PluginServices,
+  wireTimestamp,
 } from 'rpc-service/plugin';
 import { PRIORITIES, STATUSES, Task, type Priority, type Status } from './task.entity.ts';
 
@@ -52,15 +53,13 @@ export type TaskRecord = InferRecord<typeof TASK>;
 
 export type TreeRecord = TaskRecord & { subtasks: TreeRecord[] };
 
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
-
 /** A comment as kept with its task and answered. */
 export const COMMENT = v.strictObject({
   commentId: v.string(),
   authorContactId: v.string(),
   content: v.string(),
-  createdAt: timestamp,
-  updatedAt: v.nullable(timestamp),
+  createdAt: wireTimestamp,
+  updatedAt: v.nullable(wireTimestamp),
 });
 export type Comment = v.InferOutput<typeof COMMENT>;
 
