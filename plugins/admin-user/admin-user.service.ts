@@ -8,6 +8,7 @@ import {
   ROLES,
   toOrderBy,
   toWhere,
+  wireTimestamp,
   type AuthenticatedContext,
   type ListQuery,
   type Page,
@@ -19,8 +20,6 @@ import {
 type UserService = PluginServices['userService'];
 type User = NonNullable<Awaited<ReturnType<UserService['findById']>>>;
 type AdminUserRecord = ReturnType<UserService['adminRecord']>;
-
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
 
 /**
  * The declared result of an answer with a user: the auth plugin's record of
@@ -40,8 +39,8 @@ export const ADMIN_USER_SCHEMA = v.strictObject({
   onboardingCompleted: v.boolean(),
   partnerContactId: v.nullable(v.string()),
   serviceCode: v.nullable(v.string()),
-  createdAt: isoDate,
-  updatedAt: isoDate,
+  createdAt: wireTimestamp,
+  updatedAt: wireTimestamp,
   oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string(), email: v.optional(v.string()) })),
 });
 
@@ -52,10 +51,10 @@ export const INVITE_CODE_SCHEMA = v.strictObject({
   role: v.picklist(ROLES),
   maxUses: v.number(),
   uses: v.number(),
-  expiresAt: v.nullable(isoDate),
-  revokedAt: v.nullable(isoDate),
+  expiresAt: v.nullable(wireTimestamp),
+  revokedAt: v.nullable(wireTimestamp),
   createdBy: v.string(),
-  createdAt: isoDate,
+  createdAt: wireTimestamp,
   status: v.picklist(['active', 'exhausted', 'expired', 'revoked']),
 });
 

@@ -1,4 +1,13 @@
-import { defineRecord, notFound, rowTimestamp, type AiCall, type AuthenticatedContext, type Database, type InferRecord } from 'rpc-service/plugin';
+import {
+  defineRecord,
+  notFound,
+  rowTimestamp,
+  wireTimestamp,
+  type AiCall,
+  type AuthenticatedContext,
+  type Database,
+  type InferRecord,
+} from 'rpc-service/plugin';
 import * as v from 'valibot';
 import { AiTrace } from './trace.entity.ts';
 
@@ -12,12 +21,10 @@ export interface TraceFilter {
   dateTo?: Date;
 }
 
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
-
 export const THREAD_SUMMARY = v.strictObject({
   threadId: v.string(),
-  latestTimestamp: timestamp,
-  earliestTimestamp: timestamp,
+  latestTimestamp: wireTimestamp,
+  earliestTimestamp: wireTimestamp,
   turnCount: v.number(),
   totalTokens: v.number(),
   cachedTokens: v.number(),

@@ -10,6 +10,7 @@ import {
   sha256,
   sha256Hex,
   unauthenticated,
+  wireTimestamp,
   type AuthenticatedContext,
   type CredentialCache,
   type Credentials,
@@ -33,7 +34,6 @@ const KEY_FORMAT = /^(ak[0-9a-f]{14})_([A-Za-z0-9_-]{43,})$/;
  * A key as ApiKeyRpc returns it; the webhook fields are ApiManagementRpc's (`api-key.recordFields`), null without it.
  * Written by hand: lists read raw rows (LIST_KEYS) and merge fields another plugin contributes, so it is not one entity's record.
  */
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
 export const API_KEY_RECORD = v.strictObject({
   _id: v.string(),
   subscriptionId: v.string(),
@@ -46,9 +46,9 @@ export const API_KEY_RECORD = v.strictObject({
   webhookSecret: v.nullable(v.string()),
   // The contributing plugin's vocabulary (ApiManagementRpc: verified, unreachable, disabled).
   webhookStatus: v.nullable(v.string()),
-  lastTestedAt: v.nullable(timestamp),
-  createdAt: timestamp,
-  updatedAt: timestamp,
+  lastTestedAt: v.nullable(wireTimestamp),
+  createdAt: wireTimestamp,
+  updatedAt: wireTimestamp,
 });
 export type ApiKeyRecord = v.InferOutput<typeof API_KEY_RECORD>;
 

@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import { defineEntity, wireTimestamp, type InferEntity } from 'rpc-service/plugin';
 import * as v from 'valibot';
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
@@ -6,7 +6,7 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
 /** One attempt, as kept on its delivery. */
 export const ATTEMPT_RECORD = v.strictObject({
-  at: v.pipe(v.string(), v.isoTimestamp()),
+  at: wireTimestamp,
   statusCode: v.nullable(v.number()),
   error: v.nullable(v.string()),
   durationMs: v.number(),

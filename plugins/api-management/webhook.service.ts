@@ -5,6 +5,7 @@ import {
   notFound,
   OutboundRefusedError,
   validationError,
+  wireTimestamp,
   type AuthenticatedContext,
   type BusEvent,
   type Database,
@@ -38,23 +39,15 @@ export type RegisterResult = v.InferOutput<typeof REGISTER_RESULT>;
 
 const DELIVERY = defineRecord(WebhookDelivery, { hide: ['subscriptionId', 'seq', 'body'] });
 
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
-
 /** The record of DELIVERY, with its attempts spelled out and `nextAttemptAt` only while a delivery is pending: afterwards no attempt is coming. */
 export const DELIVERY_RECORD = v.strictObject({
-  _id: v.string(),
-  apiKeyId: v.string(),
-  eventId: v.string(),
-  eventType: v.string(),
+  ...DELIVERY.entries,
+  // An enumeration the view knows as text.
   state: v.picklist(DELIVERY_STATES),
-  attempts: v.number(),
-  nextAttemptAt: v.nullable(timestamp),
-  lastAttemptAt: v.nullable(timestamp),
-  lastStatusCode: v.nullable(v.number()),
-  lastError: v.nullable(v.string()),
+  // Set on every row; toRecord clears it once the delivery is settled.
+  nextAttemptAt: v.nullable(wireTimestamp),
+  // A JSON column, any value to the view.
   attemptLog: v.array(ATTEMPT_RECORD),
-  deliveredAt: v.nullable(timestamp),
-  createdAt: timestamp,
 });
 export type DeliveryRecord = v.InferOutput<typeof DELIVERY_RECORD>;
 

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { email, envelope, password, SESSION_COOKIE, username, validationError, type Transport } from 'rpc-service/plugin';
+import { email, envelope, password, SESSION_COOKIE, username, validationError, wireTimestamp, type Transport } from 'rpc-service/plugin';
 import type { SessionGrant } from './auth.service.ts';
 import { SIGNUP_MODES } from './config.ts';
 import { defineOperation } from './deps.ts';
@@ -17,9 +17,8 @@ const nonEmpty = (label: string, max = 200) => v.pipe(v.string(), v.trim(), v.mi
 const verification = v.object({ otpRequestId: nonEmpty('otpRequestId'), code: nonEmpty('code', 20) });
 const inviteCode = v.optional(nonEmpty('inviteCode'));
 
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
 /** A new session: its token (also set as the session cookie), when it expires unused, and its user. */
-const sessionGrant = { token: v.string(), expiresAt: isoDate, user: USER_VIEW_SCHEMA };
+const sessionGrant = { token: v.string(), expiresAt: wireTimestamp, user: USER_VIEW_SCHEMA };
 
 export const preSignupValidate = defineOperation({
   access: 'public',
@@ -54,7 +53,7 @@ export const requestVerificationCode = defineOperation({
   access: 'public',
   kind: 'write',
   describe: 'Send a six-digit code to an e-mail address or phone number; valid for ten minutes.',
-  result: v.strictObject({ otpRequestId: v.string(), channelType: v.picklist(OTP_CHANNELS), destination: v.string(), expiresAt: isoDate }),
+  result: v.strictObject({ otpRequestId: v.string(), channelType: v.picklist(OTP_CHANNELS), destination: v.string(), expiresAt: wireTimestamp }),
   params: v.object({
     channelType: v.picklist(OTP_CHANNELS, 'channelType must be email, sms or whatsapp'),
     identifier: nonEmpty('identifier', 254),
@@ -126,7 +125,7 @@ export const getSession = defineOperation({
   access: 'user',
   kind: 'read',
   describe: 'The calling user, their subscription and when the session expires.',
-  result: v.strictObject({ user: USER_VIEW_SCHEMA, subscriptionId: v.string(), expiresAt: v.nullable(isoDate), apiKeyId: v.nullable(v.string()) }),
+  result: v.strictObject({ user: USER_VIEW_SCHEMA, subscriptionId: v.string(), expiresAt: v.nullable(wireTimestamp), apiKeyId: v.nullable(v.string()) }),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.authService.getSession(ctx),
 });
@@ -165,7 +164,7 @@ export const createExternalOAuthLoginSession = defineOperation({
   access: 'public',
   kind: 'write',
   describe: 'Start an OAuth login in an external browser; poll its result with pollExternalOAuthLoginSession.',
-  result: v.strictObject({ sessionId: v.string(), loginUrl: v.string(), pollToken: v.string(), expiresAt: isoDate }),
+  result: v.strictObject({ sessionId: v.string(), loginUrl: v.string(), pollToken: v.string(), expiresAt: wireTimestamp }),
   params: v.object({ provider }),
   handler: ({ params, deps, transport }) => deps.oauthService.createExternalOAuthLoginSession(params.provider, transport.baseUrl),
 });

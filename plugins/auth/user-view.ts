@@ -9,28 +9,11 @@ const ADMIN = defineRecord(User, { hide: ['passwordHash', 'phoneNumber', 'profil
 /** A user as the user themself sees it (the profile of `plugins/user-profile/README.md`): linked providers without their addresses. */
 export type UserView = InferRecord<typeof OWN> & { oauthProfiles: { provider: string; id: string }[] };
 
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
-
 /** The declared result of an answer with a UserView: OWN's columns, with the links' names only. */
 export const USER_VIEW_SCHEMA = v.strictObject({
-  _id: v.string(),
-  subscriptionId: v.string(),
-  email: v.string(),
-  username: v.string(),
-  firstName: v.nullable(v.string()),
-  lastName: v.nullable(v.string()),
+  ...OWN.entries,
+  // A text column to the view; only ROLES are ever stored.
   role: v.picklist(ROLES),
-  isActive: v.boolean(),
-  isVerified: v.boolean(),
-  isPhoneVerified: v.boolean(),
-  phoneNumber: v.nullable(v.string()),
-  onboardingCompleted: v.boolean(),
-  profilePicture: v.nullable(v.string()),
-  jobTitle: v.nullable(v.string()),
-  department: v.nullable(v.string()),
-  serviceCode: v.nullable(v.string()),
-  createdAt: isoDate,
-  updatedAt: isoDate,
   oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string() })),
 });
 

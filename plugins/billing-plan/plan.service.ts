@@ -62,7 +62,7 @@ export type PlanRecord = Omit<InferRecord<typeof PLAN>, 'features'> & { features
 const billingCycle = v.picklist(BILLING_CYCLES);
 
 /** The plan as operations answer it: the derived record, its cycle one of BILLING_CYCLES and its features described. */
-export const PLAN_SCHEMA = v.intersect([PLAN.schema, v.object({ billingCycle, features: v.union([v.array(FEATURE), v.array(RESOLVED_FEATURE)]) })]);
+export const PLAN_SCHEMA = v.strictObject({ ...PLAN.entries, billingCycle, features: v.union([v.array(FEATURE), v.array(RESOLVED_FEATURE)]) });
 
 /** What listPublicPlans shows anyone of the subscription. */
 export const PUBLIC_PLAN = v.strictObject({

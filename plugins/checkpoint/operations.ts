@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { SCOPE_NAME, trimmedText } from 'rpc-service/plugin';
+import { SCOPE_NAME, trimmedText, wireTimestamp } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 
 const scope = v.pipe(v.string('scope must be a string'), v.regex(SCOPE_NAME, 'scope must be lower-case letters, digits, _ and -, at most 64 characters'));
@@ -55,7 +55,7 @@ const FILE_CHANGES = ['added', 'modified', 'deleted'] as const;
 const CHECKPOINT = v.strictObject({
   hash: v.string(),
   author: v.string(),
-  date: v.pipe(v.string(), v.isoTimestamp()),
+  date: wireTimestamp,
   message: v.string(),
   tags: v.array(v.string()),
 });

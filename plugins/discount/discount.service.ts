@@ -35,7 +35,7 @@ export type DiscountRecord = InferRecord<typeof DISCOUNT>;
 const kind = v.picklist(DISCOUNT_KINDS);
 
 /** The discount as operations answer it: the derived record, its kind one of DISCOUNT_KINDS. */
-export const DISCOUNT_SCHEMA = v.intersect([DISCOUNT.schema, v.object({ kind })]);
+export const DISCOUNT_SCHEMA = v.strictObject({ ...DISCOUNT.entries, kind });
 
 /** What redeem answers: what the billing system needs to apply the discount, and the count. */
 export const REDEMPTION = v.strictObject({

@@ -24,35 +24,20 @@ const VERSION = defineRecord(PageVersion, { hide: ['id', 'subscriptionId', 'page
 export type DocumentRecord = InferRecord<typeof PAGE> & { uuid: string; documentInstanceId: string };
 export type VersionRecord = InferRecord<typeof VERSION>;
 
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
-
 /** The declared result of an answer with a page: PAGE's columns (tags spelled out), uuid and documentInstanceId. */
 export const DOCUMENT_SCHEMA = v.strictObject({
-  _id: v.string(),
+  ...PAGE.entries,
+  // A JSON column, any value to the view.
+  tags: v.array(v.string()),
   uuid: v.string(),
   documentInstanceId: v.string(),
-  parentId: v.nullable(v.string()),
-  title: v.string(),
-  content: v.string(),
-  tags: v.array(v.string()),
-  version: v.number(),
-  isArchived: v.boolean(),
-  createdBy: v.string(),
-  lastModifiedBy: v.string(),
-  createdAt: isoDate,
-  updatedAt: isoDate,
 });
 
 /** The declared result of an answer with a version of a page: VERSION's columns, tags spelled out. */
 export const VERSION_SCHEMA = v.strictObject({
-  version: v.number(),
-  parentId: v.nullable(v.string()),
-  title: v.string(),
-  content: v.string(),
+  ...VERSION.entries,
+  // A JSON column, any value to the view.
   tags: v.array(v.string()),
-  isArchived: v.boolean(),
-  modifiedBy: v.string(),
-  modifiedAt: isoDate,
 });
 
 /** The declared result of an answer with a search hit (DocumentSearchHit). */

@@ -1,9 +1,7 @@
 import * as v from 'valibot';
-import { listSchema, MAX_PAGE_SIZE, stringList, trimmedText } from 'rpc-service/plugin';
+import { listSchema, MAX_PAGE_SIZE, stringList, trimmedText, wireTimestamp } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { PLAYBOOK_SCHEMA, RESOURCE_SCHEMA } from './playbook.service.ts';
-
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
 
 /** Playbooks list and search return at most this many by default. */
 const DEFAULT_LIMIT = 50;
@@ -98,7 +96,7 @@ export const getResourceUploadKey = defineOperation({
   result: v.strictObject({
     uploadKey: v.string(),
     uploadUrl: v.string(),
-    expiresAt: isoDate,
+    expiresAt: wireTimestamp,
     maxBytes: v.number(),
     maxFiles: v.number(),
     types: v.array(v.string()),

@@ -47,26 +47,14 @@ export interface PlaybookFields {
 const PLAYBOOK = defineRecord(Playbook);
 export type PlaybookRecord = InferRecord<typeof PLAYBOOK>;
 
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
-
 /** A resource file as a playbook lists it and finalizeResourceUpload answers it. */
 export const RESOURCE_SCHEMA = v.strictObject({ fileId: v.string(), fileName: v.string(), mimeType: v.string(), size: v.number() });
 
 /** The declared result of an answer with a playbook: PLAYBOOK's columns, its resources spelled out. */
 export const PLAYBOOK_SCHEMA = v.strictObject({
-  _id: v.string(),
-  subscriptionId: v.string(),
-  createdBy: v.string(),
-  source: v.string(),
-  name: v.string(),
-  description: v.string(),
-  content: v.string(),
-  category: v.nullable(v.string()),
-  tags: v.array(v.string()),
-  isActive: v.boolean(),
+  ...PLAYBOOK.entries,
+  // A JSON column, any value to the view.
   resources: v.array(RESOURCE_SCHEMA),
-  createdAt: isoDate,
-  updatedAt: isoDate,
 });
 
 /** A LIKE pattern matching the text anywhere (its % _ and \ escaped). */

@@ -45,22 +45,12 @@ const RUN = defineRecord(TaskRun, { hide: ['subscriptionId'] });
 /** A run also says how late it fired. */
 export type RunRecord = InferRecord<typeof RUN> & { delayMs: number };
 
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
-
 /** The declared result of an answer with a run: RUN's columns and delayMs. */
 export const RUN_SCHEMA = v.strictObject({
-  _id: v.string(),
-  taskId: v.string(),
-  taskName: v.string(),
+  ...RUN.entries,
+  // Enumerations the view knows as text.
   actionType: v.picklist(ACTION_TYPES),
-  scheduledFor: isoDate,
-  firedAt: isoDate,
-  finishedAt: v.nullable(isoDate),
   status: v.picklist(RUN_STATUSES),
-  error: v.nullable(v.string()),
-  // Whatever the action gave (a workflow run's id, an agent's answer), null when nothing.
-  result: v.unknown(),
-  attempts: v.number(),
   delayMs: v.number(),
 });
 

@@ -47,26 +47,14 @@ const VIEW = defineRecord(ScheduledTask, { hide: ['subscriptionId', 'context'], 
 /** The task's context holds the user it acts as and its subscription, kept as columns of their own. */
 export type TaskRecord = InferRecord<typeof VIEW> & { context: TaskContext & { userId: string; subscriptionId: string } };
 
-const isoDate = v.pipe(v.string(), v.isoTimestamp());
-
 /** The declared result of an answer with a task: VIEW's columns and the context. */
 export const TASK_SCHEMA = v.strictObject({
-  _id: v.string(),
-  createdBy: v.string(),
-  name: v.string(),
-  description: v.nullable(v.string()),
-  schedule: v.string(),
-  timeZone: v.nullable(v.string()),
+  ...VIEW.entries,
+  // Enumerations the view knows as text.
   actionType: v.picklist(ACTION_TYPES),
-  // Its shape depends on actionType (ACTION_CONFIGS).
-  actionConfig: v.record(v.string(), v.unknown()),
   category: v.picklist(CATEGORIES),
-  tags: v.array(v.string()),
-  enabled: v.boolean(),
-  nextRun: v.nullable(isoDate),
-  lastRun: v.nullable(isoDate),
-  createdAt: isoDate,
-  updatedAt: isoDate,
+  // A JSON column to the view: always an object, its shape by actionType (ACTION_CONFIGS).
+  actionConfig: v.record(v.string(), v.unknown()),
   context: v.strictObject({ userId: v.string(), subscriptionId: v.string(), serviceCode: v.optional(v.string()), projectId: v.optional(v.string()) }),
 });
 

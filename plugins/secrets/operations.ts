@@ -1,7 +1,7 @@
 import * as v from 'valibot';
-import { AUDIT_FIELDS, listParams, listSchema } from 'rpc-service/plugin';
+import { AUDIT_FIELDS, AUDIT_RECORD, listParams, listSchema } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { AUDIT_RECORD, SECRET_RECORD } from './secrets.service.ts';
+import { SECRET_RECORD } from './secrets.service.ts';
 
 const MAX_VALUE_LENGTH = 65_536;
 

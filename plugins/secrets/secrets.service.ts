@@ -18,25 +18,6 @@ import { Secret } from './secret.entity.ts';
 export const SECRET_RECORD = v.strictObject({ _id: v.string(), zone: v.string(), key: v.string(), description: v.string() });
 export type SecretRecord = v.InferOutput<typeof SECRET_RECORD>;
 
-/**
- * An entry of the core's audit log as `AuditLog.list` answers it (the core
- * derives it from its entity and exports only the type).
- */
-export const AUDIT_RECORD = v.strictObject({
-  _id: v.string(),
-  at: v.pipe(v.string(), v.isoTimestamp()),
-  kind: v.string(),
-  group: v.string(),
-  action: v.string(),
-  targetId: v.string(),
-  target: v.string(),
-  userId: v.nullable(v.string()),
-  role: v.nullable(v.string()),
-  apiKeyId: v.nullable(v.string()),
-  sessionId: v.nullable(v.string()),
-  requestId: v.string(),
-});
-
 export interface SecretFilter {
   zone?: string;
   key?: string;

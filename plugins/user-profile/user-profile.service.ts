@@ -5,6 +5,7 @@ import {
   ROLES,
   RpcError,
   validationError,
+  wireTimestamp,
   type AuthenticatedContext,
   type IssuedUploadKey,
   type PluginServices,
@@ -18,7 +19,6 @@ type VerificationService = PluginServices['verificationService'];
 type UserView = ReturnType<UserService['view']>;
 
 const nullableText = v.nullable(v.string());
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
 
 /**
  * The user's own record as the auth plugin's `userService.view` makes it
@@ -42,8 +42,8 @@ export const PROFILE = v.strictObject({
   department: nullableText,
   serviceCode: nullableText,
   oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string() })),
-  createdAt: timestamp,
-  updatedAt: timestamp,
+  createdAt: wireTimestamp,
+  updatedAt: wireTimestamp,
 });
 
 export const PROFILE_PICTURE = 'profile-picture';
