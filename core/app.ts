@@ -183,7 +183,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.collections.load(extensions.all('core.collections'));
     core.dataScopes.load(extensions.all('core.dataScopes'));
     core.ai.load(extensions.all('core.aiCalls'));
-    const pipeline = new RequestPipeline(authenticator, { db, logger });
+    const pipeline = new RequestPipeline(authenticator, { db, logger, rateLimiter: core.rateLimiter });
     const dispatcher = new Dispatcher(registry, pipeline, { checkResults: config.checkResults });
     core.http.bind(pipeline, logger);
     core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
@@ -379,13 +379,15 @@ function createHttpServer(parts: {
   const koaHandler = koa.callback();
   const rpcEndpoint = {
     dispatcher: parts.dispatcher,
+    pipeline: parts.pipeline,
+    registry: parts.registry,
     openRpc: parts.openRpc,
     metrics: parts.metrics,
     logger,
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
   };
   const handleRpc = createRpcEndpoint(rpcEndpoint);
-  const handleMcp = createMcpEndpoint({ ...rpcEndpoint, registry: parts.registry, pipeline: parts.pipeline, version: CORE_VERSION });
+  const handleMcp = createMcpEndpoint({ ...rpcEndpoint, version: CORE_VERSION });
   const checkProxy = untrustedProxyCheck(config.trustProxy, logger);
 
   // Idle connections are kept longer than clients and proxies keep theirs (undici 4 s, load balancers 60 s): a

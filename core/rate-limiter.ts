@@ -69,6 +69,28 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Counts one hit in the bucket and refuses with RATE_LIMITED when that is
+   * past `limit` in the window: one statement, so nodes counting the same
+   * bucket never let more through than the limit.
+   */
+  async take(bucket: string, limit: number, windowSeconds: number): Promise<void> {
+    const [row] = await this.#db.execute<BucketRow>(
+      `insert into core_rate_limit (bucket, hits, window_ends_at)
+       values (?, 1, now() + make_interval(secs => ?))
+       on conflict (bucket) do update set
+         hits = case when core_rate_limit.window_ends_at <= now() then 1 else core_rate_limit.hits + 1 end,
+         window_ends_at = case when core_rate_limit.window_ends_at <= now()
+           then excluded.window_ends_at else core_rate_limit.window_ends_at end
+       returning hits, window_ends_at`,
+      [bucket, windowSeconds],
+    );
+    if (row && row.hits > limit) {
+      const retryAfter = Math.max(1, Math.ceil((new Date(row.window_ends_at).getTime() - Date.now()) / 1000));
+      throw new RpcError('RATE_LIMITED', `Rate limit of ${limit} calls a minute reached; try again in ${retryAfter} s`, { retryAfter });
+    }
+  }
+
   async reset(buckets: readonly string[]): Promise<void> {
     await this.#db.execute('delete from core_rate_limit where bucket in (?)', [buckets]);
   }

@@ -134,7 +134,7 @@ export function answerJsonRpc(exchange: JsonRpcExchange, body: unknown): void | 
 /** A call through the dispatcher, as the spec's envelope makes it; `rpc.discover` (OpenRPC's) answers the service's document. */
 const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): DispatchResult | Promise<DispatchResult> =>
   call.method === 'rpc.discover'
-    ? { ok: true, result: openRpcFor(exchange.endpoint.openRpc, exchange.transport.baseUrl), method: call.method, userId: null }
+    ? discover(exchange)
     : exchange.endpoint.dispatcher.dispatch({
         method: call.method,
         params: call.params,
@@ -142,6 +142,15 @@ const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): Dis
         credentials: presentedCredentials(exchange.req.headers),
         transport: exchange.transport,
       });
+
+/** The OpenRPC document, of what the caller may call when a credential comes with the request (as GET /openrpc.json). */
+async function discover({ endpoint, req, transport }: JsonRpcExchange): Promise<DispatchResult> {
+  const { pipeline, registry, openRpc } = endpoint;
+  const presented = presentedCredentials(req.headers);
+  const caller = presented.apiKey || presented.sessionToken ? await pipeline.principalFor(presented, 'public') : null;
+  const permits = caller ? (method: string) => pipeline.permits(registry.get(method)!, caller) : undefined;
+  return { ok: true, result: openRpcFor(openRpc, transport.baseUrl, permits), method: 'rpc.discover', userId: caller?.userId ?? null };
+}
 
 function noContent({ res, requestId, transport }: JsonRpcExchange): void {
   const headers: Record<string, string | string[]> = { 'x-request-id': requestId };

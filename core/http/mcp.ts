@@ -8,7 +8,6 @@ import type { Principal } from '../rpc/context.ts';
 import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { Envelope } from '../rpc/operation.ts';
-import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { RegisteredOperation, Registry } from '../rpc/registry.ts';
 import { readBody } from './read-body.ts';
 import { HttpTransport } from './request-info.ts';
@@ -16,13 +15,11 @@ import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 
 /**
  * An MCP server at `/mcp` (Streamable HTTP, stateless, on the official SDK):
- * every operation the caller may run is a tool, called through the same
+ * every operation the caller may run (its role, and its key's scopes) is a tool, called through the same
  * dispatcher as `POST /api/rpc` with the caller's own credentials, so an
  * agent can do exactly what its API key (or session) can, and no more.
  */
 export interface McpEndpoint extends RpcEndpoint {
-  registry: Registry;
-  pipeline: RequestPipeline;
   version: string;
 }
 
@@ -59,16 +56,6 @@ function toolsOf(registry: Registry): Map<string, ToolEntry> {
   return tools;
 }
 
-/** Whether the caller's role admits the operation (the pipeline's own check). */
-function admits(pipeline: RequestPipeline, principal: Principal, operation: RegisteredOperation): boolean {
-  try {
-    pipeline.admit(operation.access, principal, operation.method);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function toolResult(outcome: DispatchResult, entry: ToolEntry) {
   if (!outcome.ok) {
     // A tool error the model can read and act on: our code, the message, the issues.
@@ -89,7 +76,7 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
     const server = new Server({ name: 'rpc-service', version: endpoint.version }, { capabilities: { tools: { listChanged: false } } });
     const transport = new HttpTransport(req, endpoint.options);
     server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [...tools.values()].filter((entry) => admits(endpoint.pipeline, principal, entry.operation)).map((entry) => entry.tool),
+      tools: [...tools.values()].filter((entry) => endpoint.pipeline.permits(entry.operation, principal)).map((entry) => entry.tool),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const entry = tools.get(request.params.name);

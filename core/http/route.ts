@@ -49,6 +49,7 @@ export function pipelineRoute<A extends Access>(
     try {
       const principal = await pipeline.principalFor(presentedCredentials(http.req.headers), access);
       pipeline.admit(access, principal, `${http.method} ${route}`);
+      await pipeline.admitRoute(http.method, `${http.method} ${route}`, principal);
       await handler({ ctx: pipeline.context(requestId, principal) as RouteArgs<A>['ctx'], http });
     } catch (thrown) {
       const { error, errorId } = pipeline.failure(thrown, { requestId, route });

@@ -1,4 +1,8 @@
 import Router from '@koa/router';
+import type { Context } from 'koa';
+import { presentedCredentials } from '../credentials/authenticator.ts';
+import type { Principal } from '../rpc/context.ts';
+import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { Database } from '../db/orm.ts';
 import type { EventDeclaration } from '../events/catalogue.ts';
 import type { Registry } from '../rpc/registry.ts';
@@ -17,6 +21,7 @@ export function coreRoutes({
   metrics,
   config,
   openRpc,
+  pipeline,
 }: {
   registry: Registry;
   events: readonly EventDeclaration[];
@@ -24,17 +29,30 @@ export function coreRoutes({
   metrics: Metrics;
   config: Pick<Config, 'metricsToken' | 'trustProxy' | 'publicUrl'>;
   openRpc: OpenRpcDocument;
+  pipeline: RequestPipeline;
 }): Router {
   const router = new Router();
   const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events } });
 
-  router.get('/api/rpc', (ctx) => {
+  /** The caller a request's credentials name, for a listing of what they may call; null without (or with an invalid) credential. */
+  const callerOf = async (ctx: Context): Promise<Principal | null> => {
+    const presented = presentedCredentials(ctx.req.headers);
+    return presented.apiKey || presented.sessionToken ? await pipeline.principalFor(presented, 'public') : null;
+  };
+  const permitted = (principal: Principal) => (method: string) => pipeline.permits(registry.get(method)!, principal);
+
+  router.get('/api/rpc', async (ctx) => {
     ctx.type = 'application/json';
-    ctx.body = listing;
+    const caller = await callerOf(ctx);
+    if (!caller) return void (ctx.body = listing);
+    // A caller sees what they may call, and what their credential narrows it to.
+    const operations = registry.listing().filter((operation) => permitted(caller)(operation.method));
+    ctx.body = { success: true, data: { operations, events, caller: { role: caller.role, limits: caller.limits ?? null } } };
   });
 
-  router.get('/openrpc.json', (ctx) => {
-    ctx.body = openRpcFor(openRpc, baseUrlOf(ctx.req, config));
+  router.get('/openrpc.json', async (ctx) => {
+    const caller = await callerOf(ctx);
+    ctx.body = openRpcFor(openRpc, baseUrlOf(ctx.req, config), caller ? permitted(caller) : undefined);
   });
 
   router.get('/health', (ctx) => {

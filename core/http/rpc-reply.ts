@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.ts';
 import type { DispatchResult, Dispatcher } from '../rpc/dispatch.ts';
 import type { OpenRpcDocument } from '../rpc/openrpc.ts';
+import type { RequestPipeline } from '../rpc/pipeline.ts';
+import type { Registry } from '../rpc/registry.ts';
 import type { Metrics } from './metrics.ts';
 import { answerDuringBody } from './read-body.ts';
 import type { TransportOptions } from './request-info.ts';
@@ -13,8 +15,10 @@ export interface RpcEndpointOptions extends TransportOptions {
 
 export interface RpcEndpoint {
   dispatcher: Dispatcher;
-  /** What JSON-RPC's `rpc.discover` answers (with the caller's server address). */
+  /** What JSON-RPC's `rpc.discover` answers (with the caller's server address, and only what the caller may call). */
   openRpc: OpenRpcDocument;
+  pipeline: RequestPipeline;
+  registry: Registry;
   metrics: Metrics;
   logger: Logger;
   options: RpcEndpointOptions;

@@ -13,6 +13,18 @@ export interface Principal {
   sessionId: string | null;
   /** Extra context from the API key's initialContext (projectId, serviceCode, ...). */
   initialContext: Record<string, unknown> | null;
+  /** What the credential narrows the role to (an API key's scopes and rate limit); nothing when absent. */
+  limits?: CallerLimits;
+}
+
+/** What an API key may call, within what its user's role allows (plugins/api-key/README.md, "Scopes and limits"). */
+export interface CallerLimits {
+  /** Groups (`TaskRpc`) and operations (`TaskRpc.getData`) it may call; all of them when null. */
+  scopes: readonly string[] | null;
+  /** Only operations of kind `read` (and GET routes). */
+  readOnly: boolean;
+  /** Calls per minute, counted over every door and every node; none when null. */
+  perMinute: number | null;
 }
 
 /**

@@ -93,8 +93,24 @@ export class Dispatcher {
   }
 
   #run(operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult | Promise<DispatchResult> {
+    let metered: Promise<void> | undefined;
     try {
-      this.#pipeline.admit(operation.access, principal, operation.method);
+      this.#pipeline.admitOperation(operation, principal);
+      metered = this.#pipeline.meter(principal);
+    } catch (thrown) {
+      return this.#failure(thrown, operation, request, principal);
+    }
+    // A rate-limited credential waits for its count; every other call goes on synchronously.
+    return metered
+      ? metered.then(
+          () => this.#call(operation, request, principal),
+          (thrown) => this.#failure(thrown, operation, request, principal),
+        )
+      : this.#call(operation, request, principal);
+  }
+
+  #call(operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult | Promise<DispatchResult> {
+    try {
       const unsafe = unsafeInputIssues(request.params);
       if (unsafe.length > 0) throw validationError(unsafe);
       const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);

@@ -76,8 +76,12 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
   };
 }
 
-/** The document with the server address a caller used, for `GET /openrpc.json` and `rpc.discover`. */
-export const openRpcFor = (document: OpenRpcDocument, baseUrl: string): OpenRpcDocument => ({
+/**
+ * The document with the server address a caller used, for `GET /openrpc.json`
+ * and `rpc.discover`; with `permits`, only the methods the caller may call.
+ */
+export const openRpcFor = (document: OpenRpcDocument, baseUrl: string, permits?: (method: string) => boolean): OpenRpcDocument => ({
   ...document,
   servers: [{ name: 'this service', url: `${baseUrl}/api/rpc` }],
+  ...(permits ? { methods: document.methods.filter((method) => permits(method.name as string)) } : {}),
 });

@@ -6,7 +6,16 @@ import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from './context.ts';
 import { RpcError } from './errors.ts';
 import { refusedRegexError } from './list-query.ts';
-import type { Access } from './operation.ts';
+import type { Access, OperationKind } from './operation.ts';
+import type { RateLimiter } from '../rate-limiter.ts';
+
+/** What the caller's limits are checked against: an operation's group, method, access and kind. */
+export interface OperationSite {
+  method: string;
+  group: string;
+  access: Access;
+  kind?: OperationKind;
+}
 
 const ROLE_ALLOWED: Record<Exclude<Access, 'public'>, (role: string) => boolean> = {
   user: () => true,
@@ -35,9 +44,12 @@ export class RequestPipeline {
   readonly #contextDeps: { forkEm: Database['forkEm']; logger: Logger };
   readonly #logger: Logger;
 
-  constructor(authenticator: Authenticator, { db, logger }: { db: Database; logger: Logger }) {
+  readonly #rateLimiter: RateLimiter;
+
+  constructor(authenticator: Authenticator, { db, logger, rateLimiter }: { db: Database; logger: Logger; rateLimiter: RateLimiter }) {
     this.#authenticator = authenticator;
     this.#logger = logger;
+    this.#rateLimiter = rateLimiter;
     this.#contextDeps = { forkEm: (id) => db.forkEm(id), logger };
   }
 
@@ -64,6 +76,51 @@ export class RequestPipeline {
     if (access === 'public') return;
     if (!principal) throw new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token');
     if (!ROLE_ALLOWED[access](principal.role)) throw new RpcError('FORBIDDEN', `${what} requires the ${access} role`);
+  }
+
+  /**
+   * Throws unless the caller may call the operation: its role (as `admit`),
+   * then what its credential narrows that to (an API key's scopes and
+   * read-only flag).
+   */
+  admitOperation(operation: OperationSite, principal: Principal | null): void {
+    this.admit(operation.access, principal, operation.method);
+    const limits = principal?.limits;
+    if (!limits) return;
+    if (limits.readOnly && operation.kind !== 'read') {
+      throw new RpcError('FORBIDDEN', `This API key is read-only, and ${operation.method} changes data`);
+    }
+    if (limits.scopes && !limits.scopes.includes(operation.group) && !limits.scopes.includes(operation.method)) {
+      throw new RpcError('FORBIDDEN', `This API key may not call ${operation.method}: its scopes are ${limits.scopes.join(', ')}`);
+    }
+  }
+
+  /** Whether the caller may call the operation (what MCP lists and GET /api/rpc shows a caller). */
+  permits(operation: OperationSite, principal: Principal | null): boolean {
+    try {
+      this.admitOperation(operation, principal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Counts one request of a credential that has a rate limit, refusing it
+   * with RATE_LIMITED past the limit; undefined (nothing to wait for) for any
+   * other, so the hot path stays synchronous.
+   */
+  meter(principal: Principal | null): Promise<void> | undefined {
+    const perMinute = principal?.limits?.perMinute;
+    if (!perMinute || !principal?.apiKeyId) return undefined;
+    return this.#rateLimiter.take(`api-key:${principal.apiKeyId}`, perMinute, 60);
+  }
+
+  /** For routes: a credential's rate limit, and a read-only key kept to GET and HEAD. */
+  admitRoute(method: string, what: string, principal: Principal | null): Promise<void> | undefined {
+    if (principal?.limits?.readOnly && method !== 'GET' && method !== 'HEAD')
+      throw new RpcError('FORBIDDEN', `This API key is read-only: ${what} changes data`);
+    return this.meter(principal);
   }
 
   context(requestId: string, principal: Principal | null): RequestContext {

@@ -16,6 +16,12 @@ export const ApiKey = defineEntity({
     description: p.text(),
     isEnabled: p.boolean().default(true),
     initialContext: p.json<Record<string, unknown>>().nullable(),
+    /** Groups (`TaskRpc`) and operations (`TaskRpc.getData`) the key may call; every one its owner's role allows when null. */
+    scopes: p.array().nullable(),
+    /** Only operations that change nothing (kind `read`), and GET routes. */
+    readOnly: p.boolean().default(false),
+    /** Calls a minute over every door and node; no limit when null. */
+    rateLimitPerMinute: p.integer().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
       .datetime()

@@ -42,6 +42,9 @@ export const API_KEY_RECORD = v.strictObject({
   description: v.string(),
   isEnabled: v.boolean(),
   initialContext: v.nullable(v.record(v.string(), v.unknown())),
+  scopes: v.nullable(v.array(v.string())),
+  readOnly: v.boolean(),
+  rateLimitPerMinute: v.nullable(v.number()),
   webhookUrl: v.nullable(v.string()),
   webhookSecret: v.nullable(v.string()),
   // The contributing plugin's vocabulary (ApiManagementRpc: verified, unreachable, disabled).
@@ -64,7 +67,16 @@ export interface KeySummary {
   isEnabled: boolean;
 }
 
-export interface ApiKeyChanges {
+/** What a key may call, within its owner's role (README.md here, "Scopes and limits"). */
+export interface KeyLimits {
+  /** undefined leaves it (on update); null: every operation. */
+  scopes?: string[] | null;
+  readOnly?: boolean;
+  /** undefined leaves it (on update); null: no limit. */
+  rateLimitPerMinute?: number | null;
+}
+
+export interface ApiKeyChanges extends KeyLimits {
   description?: string;
   /** undefined leaves it; null clears it. */
   initialContext?: Record<string, unknown> | null;
@@ -102,6 +114,9 @@ export function toApiKeyRecord(key: RecordSource, contributed: ContributedFields
     description: key.description,
     isEnabled: key.isEnabled,
     initialContext: key.initialContext ?? null,
+    scopes: key.scopes ?? null,
+    readOnly: key.readOnly ?? false,
+    rateLimitPerMinute: key.rateLimitPerMinute ?? null,
     webhookUrl: contributed.webhookUrl ?? null,
     webhookSecret: contributed.webhookSecret ?? null,
     webhookStatus: contributed.webhookStatus ?? null,
@@ -123,7 +138,8 @@ export function toApiKeyRecord(key: RecordSource, contributed: ContributedFields
 export const LIST_KEYS = preparedRead(
   'api_key_list',
   'select id, subscription_id as "subscriptionId", user_id as "userId", prefix, description, is_enabled as "isEnabled", ' +
-    'initial_context as "initialContext", created_at as "createdAt", updated_at as "updatedAt" ' +
+    'initial_context as "initialContext", scopes, read_only as "readOnly", rate_limit_per_minute as "rateLimitPerMinute", ' +
+    'created_at as "createdAt", updated_at as "updatedAt" ' +
     'from api_key where subscription_id = $1 and user_id = $2 order by created_at desc',
 );
 
@@ -175,7 +191,7 @@ export class ApiKeyService implements CredentialVerifier {
     return keys.map((key) => ({ id: key.id, userId: key.userId, description: key.description, isEnabled: key.isEnabled }));
   }
 
-  async create(ctx: AuthenticatedContext, input: { description: string; initialContext: Record<string, unknown> | null }): Promise<CreatedApiKey> {
+  async create(ctx: AuthenticatedContext, input: { description: string; initialContext: Record<string, unknown> | null } & KeyLimits): Promise<CreatedApiKey> {
     const prefix = `ak${randomBytes(7).toString('hex')}`;
     const fullKey = `${prefix}_${randomToken(32)}`;
     const key = ctx.em.create(ApiKey, {
@@ -188,6 +204,9 @@ export class ApiKeyService implements CredentialVerifier {
       description: input.description,
       isEnabled: true,
       initialContext: input.initialContext,
+      scopes: input.scopes ?? null,
+      readOnly: input.readOnly ?? false,
+      rateLimitPerMinute: input.rateLimitPerMinute ?? null,
       createdAt: new Date(),
       updatedAt: new Date(),
     });
@@ -219,6 +238,9 @@ export class ApiKeyService implements CredentialVerifier {
     if (changes.description !== undefined) key.description = changes.description;
     if (changes.initialContext !== undefined) key.initialContext = changes.initialContext;
     if (changes.isEnabled !== undefined) key.isEnabled = changes.isEnabled;
+    if (changes.scopes !== undefined) key.scopes = changes.scopes;
+    if (changes.readOnly !== undefined) key.readOnly = changes.readOnly;
+    if (changes.rateLimitPerMinute !== undefined) key.rateLimitPerMinute = changes.rateLimitPerMinute;
     await ctx.em.flush();
     await this.#credentials.changed({ apiKeyId: key.id });
     const [record] = await this.#records(ctx.subscriptionId, [key]);
@@ -280,6 +302,7 @@ export class ApiKeyService implements CredentialVerifier {
       apiKeyId: key.id,
       sessionId: null,
       initialContext: key.initialContext ?? null,
+      ...limitsOf(key),
     };
     this.#cache.set(prefix, { principal, secretHash: storedHash, expiresAt: null, lastSeenAt: null }, readAt);
     return principal;
@@ -289,6 +312,14 @@ export class ApiKeyService implements CredentialVerifier {
     if (this.#unknownPrefixes.size >= UNKNOWN_PREFIX_LIMIT) this.#unknownPrefixes.clear();
     this.#unknownPrefixes.set(prefix, Date.now() + UNKNOWN_PREFIX_TTL_MS);
   }
+}
+
+/** The principal's limits, only for a key that has some: calls of every other key stay on the synchronous path. */
+function limitsOf(key: ApiKey): Pick<Principal, 'limits'> {
+  const scopes = key.scopes ?? null;
+  const perMinute = key.rateLimitPerMinute ?? null;
+  if (scopes === null && !key.readOnly && perMinute === null) return {};
+  return { limits: { scopes, readOnly: key.readOnly, perMinute } };
 }
 
 const UNKNOWN_PREFIX_TTL_MS = 10_000;
