@@ -1,5 +1,10 @@
+import * as v from 'valibot';
 import { defineEntity, type InferEntity } from 'rpc-service/plugin';
-import type { PlanFeature } from './plan.service.ts';
+
+export const feature = { key: v.string(), name: v.nullable(v.string()), limit: v.nullable(v.number()) };
+/** One feature a plan grants (the features column): a key the application checks, a display name, and a limit (null: no limit). */
+export const FEATURE = v.strictObject(feature);
+export type PlanFeature = v.InferOutput<typeof FEATURE>;
 
 export const BILLING_CYCLES = ['one_time', 'weekly', 'monthly', 'quarterly', 'yearly'] as const;
 export type BillingCycle = (typeof BILLING_CYCLES)[number];

@@ -18,7 +18,7 @@ import {
   type Page,
   type ValidationIssue,
 } from 'rpc-service/plugin';
-import { BILLING_CYCLES, BillingPlan } from './plan.entity.ts';
+import { BILLING_CYCLES, BillingPlan, feature, FEATURE, type PlanFeature } from './plan.entity.ts';
 
 /** How many plans a chain of base plans may hold, the plan itself included. */
 export const MAX_PLAN_CHAIN = 5;
@@ -43,11 +43,6 @@ const EDITABLE = [
 export type PlanFields = FieldsOf<BillingPlan, (typeof EDITABLE)[number]>;
 
 export type PlanInput = Partial<PlanFields>;
-
-const feature = { key: v.string(), name: v.nullable(v.string()), limit: v.nullable(v.number()) };
-/** One feature a plan grants: a key the application checks, a display name, and a limit (null: no limit). */
-const FEATURE = v.strictObject(feature);
-export type PlanFeature = v.InferOutput<typeof FEATURE>;
 
 /** A feature as findById and getData give it with resolveFeatures: with the plan it comes from. */
 const RESOLVED_FEATURE = v.strictObject({ ...feature, fromPlanId: v.string() });

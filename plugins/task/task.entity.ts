@@ -1,5 +1,15 @@
-import { defineEntity, type InferEntity } from 'rpc-service/plugin';
-import type { Comment } from './task.service.ts';
+import * as v from 'valibot';
+import { defineEntity, wireTimestamp, type InferEntity } from 'rpc-service/plugin';
+
+/** A comment as kept with its task (the comments column) and answered. */
+export const COMMENT = v.strictObject({
+  commentId: v.string(),
+  authorContactId: v.string(),
+  content: v.string(),
+  createdAt: wireTimestamp,
+  updatedAt: v.nullable(wireTimestamp),
+});
+export type Comment = v.InferOutput<typeof COMMENT>;
 
 export const STATUSES = ['todo', 'in_progress', 'in_review', 'done', 'blocked'] as const;
 export type Status = (typeof STATUSES)[number];

@@ -13,9 +13,8 @@ import {
   type ListEnvelope,
   type ListQuery,
   type PluginServices,
-  wireTimestamp,
 } from 'rpc-service/plugin';
-import { PRIORITIES, STATUSES, Task, type Priority, type Status } from './task.entity.ts';
+import { COMMENT, PRIORITIES, STATUSES, Task, type Comment, type Priority, type Status } from './task.entity.ts';
 
 /** A comment given with a task (create, createTaskTree): its content, and optionally who wrote it and when. */
 export interface CommentInput {
@@ -52,16 +51,6 @@ export const TASK = defineRecord(Task, { hide: ['subscriptionId', 'createdBy'] }
 export type TaskRecord = InferRecord<typeof TASK>;
 
 export type TreeRecord = TaskRecord & { subtasks: TreeRecord[] };
-
-/** A comment as kept with its task and answered. */
-export const COMMENT = v.strictObject({
-  commentId: v.string(),
-  authorContactId: v.string(),
-  content: v.string(),
-  createdAt: wireTimestamp,
-  updatedAt: v.nullable(wireTimestamp),
-});
-export type Comment = v.InferOutput<typeof COMMENT>;
 
 /** The record as operations answer it. */
 export const TASK_SCHEMA = v.strictObject({
