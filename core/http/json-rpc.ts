@@ -10,8 +10,8 @@ import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 
 /**
  * JSON-RPC 2.0 at `POST /api/rpc` (https://www.jsonrpc.org/specification),
- * beside the spec's envelope: a body that is an array (a batch) or an object
- * with a `jsonrpc` member. Each call runs through the same dispatcher as the
+ * beside the spec's envelope: an object with a `jsonrpc` member, or a batch
+ * (an array holding one). Each call runs through the same dispatcher as the
  * spec's envelope (credentials, access, validation, handler, metrics, logs);
  * only the envelope differs.
  */
