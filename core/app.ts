@@ -218,6 +218,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       heartbeatMs: config.wsHeartbeatSeconds * 1000,
       limits: config.wsLimits,
       trustProxy: config.trustProxy,
+      eventGroups: eventGroupsOf(extensions, plugins),
+      meter: (principal) => pipeline.meter(principal),
     });
     hub.attach(server);
     uploadService.start();
@@ -329,6 +331,12 @@ function addContributions(plugins: readonly Plugin[], scopes: Map<string, Awilix
       for (const value of contributions) extensions.add(id, { pluginId: plugin.id, value });
     }
   }
+}
+
+/** The group of the plugin that declared each event of `core.events`. */
+function eventGroupsOf(extensions: ExtensionRegistry, plugins: readonly Plugin[]): Map<string, string> {
+  const groups = new Map(plugins.map((plugin) => [plugin.id, plugin.group]));
+  return new Map(extensions.all('core.events').flatMap(({ pluginId, value }) => (groups.has(pluginId) ? [[value.name, groups.get(pluginId)!] as const] : [])));
 }
 
 /** The events of `core.events`; each name is declared once. */

@@ -15,7 +15,7 @@ import { BUS_RESYNC, type BusEvent, type EventBus } from './bus.ts';
 export const WS_PATH = '/ws';
 export const CLOSE_CREDENTIAL_REVOKED = 4001;
 
-type Refusal = 'unauthenticated' | 'user_limit' | 'address_limit' | 'total_limit';
+type Refusal = 'unauthenticated' | 'user_limit' | 'address_limit' | 'total_limit' | 'key_rate_limit';
 
 interface Client {
   socket: WebSocket;
@@ -46,6 +46,8 @@ export class WebSocketHub {
   #held = 0;
   readonly #byAddress = new Map<string, number>();
   readonly #byUser = new Map<string, number>();
+  readonly #eventGroups: ReadonlyMap<string, string>;
+  readonly #meter: (principal: Principal) => Promise<void> | undefined;
 
   constructor({
     authenticator,
@@ -55,6 +57,8 @@ export class WebSocketHub {
     heartbeatMs,
     limits,
     trustProxy,
+    eventGroups,
+    meter,
   }: {
     authenticator: Authenticator;
     bus: EventBus;
@@ -64,7 +68,13 @@ export class WebSocketHub {
     limits: WebSocketLimits;
     /** Count addresses as X-Forwarded-For gives them (TRUST_PROXY). */
     trustProxy: boolean;
+    /** The group of the plugin that declared each event: a key scoped to some groups hears only theirs. */
+    eventGroups: ReadonlyMap<string, string>;
+    /** Counts an opening against an API key's rate limit (RequestPipeline.meter). */
+    meter: (principal: Principal) => Promise<void> | undefined;
   }) {
+    this.#eventGroups = eventGroups;
+    this.#meter = meter;
     this.#authenticator = authenticator;
     this.#limits = limits;
     this.#trustProxy = trustProxy;
@@ -121,6 +131,13 @@ export class WebSocketHub {
     if ((this.#byUser.get(principal.userId) ?? 0) >= perUser) {
       return this.#overLimit(socket, 'user_limit', `Too many WebSockets for this user (at most ${perUser}); close one and try again`);
     }
+    try {
+      await this.#meter(principal);
+    } catch (error) {
+      if (!(error instanceof RpcError) || error.code !== 'RATE_LIMITED') throw error;
+      return this.#overLimit(socket, 'key_rate_limit', error.message, error.retryAfter);
+    }
+    if (socket.destroyed) return;
     userId = principal.userId;
     count(this.#byUser, userId, 1);
     socket.off('error', onError);
@@ -132,11 +149,11 @@ export class WebSocketHub {
   }
 
   /** Refuses an upgrade over one of the caps: 429 with Retry-After and the error in the RPC envelope. */
-  #overLimit(socket: Duplex, reason: Refusal, message: string): void {
+  #overLimit(socket: Duplex, reason: Refusal, message: string, retryAfter = this.#retryAfterSeconds): void {
     this.#metrics.webSockets.inc({ outcome: 'refused', reason });
     this.#logger.debug({ reason }, 'WebSocket refused over a limit');
     const body = JSON.stringify({ success: false, data: errorBody(new RpcError('RATE_LIMITED', message)) });
-    refuse(socket, 429, 'Too Many Requests', { 'Retry-After': String(this.#retryAfterSeconds), 'Content-Type': 'application/json; charset=utf-8' }, body);
+    refuse(socket, 429, 'Too Many Requests', { 'Retry-After': String(retryAfter), 'Content-Type': 'application/json; charset=utf-8' }, body);
   }
 
   async #authenticate(presented: PresentedCredentials, touch = true): Promise<Principal | null> {
@@ -177,6 +194,7 @@ export class WebSocketHub {
     let text: string | undefined;
     for (const client of this.#bySubscription.get(event.subscriptionId) ?? []) {
       if (event.userIds && !event.userIds.includes(client.principal.userId)) continue;
+      if (!inScope(client.principal, this.#eventGroups.get(event.name))) continue;
       text ??= JSON.stringify({ type: 'event', event: event.name, payload: event.payload, at: event.at });
       client.socket.send(text);
     }
@@ -226,6 +244,13 @@ function refuse(socket: Duplex, status: number, reason: string, headers: Record<
     ([name, value]) => `${name}: ${value}\r\n`,
   );
   socket.end(`HTTP/1.1 ${status} ${reason}\r\n${lines.join('')}\r\n${body}`, () => socket.destroy());
+}
+
+/** Whether a key scoped to some groups or operations hears an event of this group (any of its operations in scope does). */
+function inScope(principal: Principal, group: string | undefined): boolean {
+  const scopes = principal.limits?.scopes;
+  if (!scopes || group === undefined) return true;
+  return scopes.some((scope) => scope === group || scope.startsWith(`${group}.`));
 }
 
 /** Adds `by` to the count of `key`, dropping keys that reach zero. */

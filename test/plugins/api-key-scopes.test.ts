@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import WebSocket from 'ws';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
@@ -112,6 +113,51 @@ describe('ApiKeyRpc: scopes and limits', () => {
     assert.equal((await jsonRpc(key, 'NoteRpc.list')).error.code, -32029);
     // Other keys of the same user are not slowed.
     assert.equal((await t.call('NoteRpc.list', {}, { token: owner.token })).status, 200);
+  });
+
+  /** Opens /ws with a key: its messages as they come, and a round trip that flushes what the server sent before it. */
+  async function socket(key: string) {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/ws`, { headers: { 'x-api-key': key } });
+    const messages: any[] = [];
+    const waiters: ((message: any) => void)[] = [];
+    ws.on('message', (data) => {
+      const message = JSON.parse(data.toString());
+      messages.push(message);
+      for (const waiter of waiters.splice(0)) waiter(message);
+    });
+    const status = await new Promise<number>((resolve) => {
+      ws.once('open', () => resolve(101));
+      ws.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      ws.once('error', () => undefined);
+    });
+    const next = (match: (message: any) => boolean) =>
+      new Promise<any>((resolve) => {
+        const found = messages.find(match);
+        if (found) return resolve(found);
+        const wait = (message: any) => (match(message) ? resolve(message) : waiters.push(wait));
+        waiters.push(wait);
+      });
+    return { ws, status, messages, next, flush: () => (ws.send('{"type":"ping"}'), next((message) => message.type === 'pong')) };
+  }
+
+  it('keeps a scoped key to its groups’ events on the WebSocket, and counts an opening against its rate', async () => {
+    const scoped = await socket(await keyWith({ scopes: ['ApiKeyRpc'] }));
+    const notes = await socket(await keyWith({ scopes: ['NoteRpc.list'] }));
+    const everything = await socket(await keyWith({}));
+    for (const open of [scoped, notes, everything]) assert.equal(open.status, 101);
+    await t.ok('NoteRpc.add', { text: 'heard by some' }, { token: owner.token });
+    await everything.next((message) => message.event === 'note.added');
+    await notes.next((message) => message.event === 'note.added');
+    await scoped.flush();
+    assert.ok(!scoped.messages.some((message) => message.event === 'note.added'), 'a key scoped to ApiKeyRpc hears no NoteRpc event');
+    for (const open of [scoped, notes, everything]) open.ws.close();
+
+    const limitedKey = await keyWith({ rateLimitPerMinute: 1 });
+    const first = await socket(limitedKey);
+    assert.equal(first.status, 101);
+    const second = await socket(limitedKey);
+    assert.equal(second.status, 429);
+    first.ws.close();
   });
 
   it('refuses scopes that name no group or operation, and limits out of range', async () => {
