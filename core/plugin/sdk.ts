@@ -153,7 +153,16 @@ export { RateLimiter, type Limit } from '../rate-limiter.ts';
 export { Outbound, OutboundRefusedError, isPublicAddress, type OutboundInit, type OutboundPolicy } from '../http/outbound.ts';
 export type { BusEvent, EventBus, PublishInput } from '../events/bus.ts';
 export type { EventDeclaration } from '../events/catalogue.ts';
-export { fileUrl, fileIdOfUrl, type UploadService, type PurposeLimits, type FileInfo, type IssuedUploadKey } from '../uploads/upload-service.ts';
+export {
+  fileUrl,
+  fileIdOfUrl,
+  UPLOAD_KEY_ANSWER,
+  UPLOAD_KEY_WITH_LIMITS,
+  type UploadService,
+  type PurposeLimits,
+  type FileInfo,
+  type IssuedUploadKey,
+} from '../uploads/upload-service.ts';
 export { WorkerTaskError, type WorkerFailure, type WorkerPool } from '../pool/worker-pool.ts';
 export type { HttpHelpers } from '../http/request-info.ts';
 export type { default as Router } from '@koa/router';

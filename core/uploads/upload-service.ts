@@ -2,12 +2,14 @@ import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { LockMode } from '@mikro-orm/core';
+import * as v from 'valibot';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomToken, sha256Hex } from '../credentials/crypto.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import type { AuthenticatedContext } from '../rpc/context.ts';
+import { wireTimestamp } from '../rpc/schemas.ts';
 import { badRequest, counted, notFound, RpcError } from '../rpc/errors.ts';
 import { StoredFile } from './file.entity.ts';
 import { UploadKey } from './upload-key.entity.ts';
@@ -48,6 +50,11 @@ export interface IssuedUploadKey {
   uploadKey: string;
   expiresAt: Date;
 }
+
+/** What an operation issuing an upload key answers: the key, the URL to send files to, and when the key expires. */
+export const UPLOAD_KEY_ANSWER = v.strictObject({ uploadKey: v.string(), uploadUrl: v.string(), expiresAt: wireTimestamp });
+/** The same with the purpose's limits, for operations that tell the client what it may send. */
+export const UPLOAD_KEY_WITH_LIMITS = v.strictObject({ ...UPLOAD_KEY_ANSWER.entries, maxBytes: v.number(), maxFiles: v.number(), types: v.array(v.string()) });
 
 const KEY_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 const SWEEP_EVERY_MS = 5 * 60_000;

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { listParams, listSchema, recordId } from 'rpc-service/plugin';
+import { listParams, listSchema, recordId, UPLOAD_KEY_ANSWER } from 'rpc-service/plugin';
 import { agentFields } from './agent-settings.ts';
 import { AGENT_SCHEMA, TOOL } from './agent.service.ts';
 import { defineOperation } from './deps.ts';
@@ -74,7 +74,7 @@ export const getUploadKeyForAvatar = defineOperation({
   access: 'user',
   kind: 'write',
   describe: "A single-use upload key and the URL to PUT or POST the agent's new avatar to (PNG, JPEG, WebP or GIF, at most 2 MB).",
-  result: v.strictObject({ uploadKey: v.string(), uploadUrl: v.string(), expiresAt: v.pipe(v.string(), v.isoTimestamp()) }),
+  result: UPLOAD_KEY_ANSWER,
   params: v.object({ _id: recordId('_id') }),
   handler: async ({ params, ctx, deps, transport }) => {
     const { uploadKey, expiresAt } = await deps.agentService.getUploadKeyForAvatar(ctx, params._id);

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { isoTime, listSchema, recordId, topK, wireTimestamp } from 'rpc-service/plugin';
+import { isoTime, listSchema, recordId, topK, UPLOAD_KEY_WITH_LIMITS, wireTimestamp } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
@@ -48,14 +48,7 @@ export const getUploadKey = defineOperation({
   access: 'staff',
   kind: 'write',
   describe: 'A single-use upload key and the URL to PUT or POST files to (text, Markdown, HTML, PDF and the types of contributed parsers), for ingestFiles.',
-  result: v.strictObject({
-    uploadKey: v.string(),
-    uploadUrl: v.string(),
-    expiresAt: wireTimestamp,
-    maxBytes: v.number(),
-    maxFiles: v.number(),
-    types: v.array(v.string()),
-  }),
+  result: UPLOAD_KEY_WITH_LIMITS,
   params: v.object({}),
   handler: async ({ ctx, deps, transport }) => {
     const { uploadKey, expiresAt } = await deps.uploadService.createKey(ctx, FILE_PURPOSE);

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { listSchema, MAX_PAGE_SIZE, stringList, trimmedText, wireTimestamp } from 'rpc-service/plugin';
+import { listSchema, MAX_PAGE_SIZE, stringList, trimmedText, UPLOAD_KEY_WITH_LIMITS } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { PLAYBOOK_SCHEMA, RESOURCE_SCHEMA } from './playbook.service.ts';
 
@@ -93,14 +93,7 @@ export const getResourceUploadKey = defineOperation({
   access: 'user',
   kind: 'write',
   describe: 'A single-use upload key and the URL to PUT or POST resource files of a playbook to (up to 20 files of 25 MB).',
-  result: v.strictObject({
-    uploadKey: v.string(),
-    uploadUrl: v.string(),
-    expiresAt: wireTimestamp,
-    maxBytes: v.number(),
-    maxFiles: v.number(),
-    types: v.array(v.string()),
-  }),
+  result: UPLOAD_KEY_WITH_LIMITS,
   params: v.object({ playbookId: id('playbookId') }),
   handler: async ({ params, ctx, deps, transport }) => {
     const { uploadKey, expiresAt, maxBytes, maxFiles, types } = await deps.playbookService.getResourceUploadKey(ctx, params.playbookId);

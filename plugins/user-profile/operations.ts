@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { password, wireTimestamp } from 'rpc-service/plugin';
+import { password, UPLOAD_KEY_ANSWER } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { PROFILE } from './user-profile.service.ts';
 
@@ -58,7 +58,7 @@ export const getUploadKeyForProfilePicture = defineOperation({
   access: 'user',
   kind: 'write',
   describe: 'A single-use upload key, when it expires, and the URL to PUT or POST the new profile picture to.',
-  result: v.strictObject({ uploadKey: v.string(), uploadUrl: v.string(), expiresAt: wireTimestamp }),
+  result: UPLOAD_KEY_ANSWER,
   params: v.object({}),
   handler: async ({ ctx, deps, transport }) => {
     const { uploadKey, expiresAt } = await deps.userProfileService.getUploadKeyForProfilePicture(ctx);
