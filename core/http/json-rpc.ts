@@ -4,7 +4,7 @@ import type { DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError, validationError } from '../rpc/errors.ts';
 import { jsonRpcCode, PARSE_ERROR } from '../rpc/json-rpc-codes.ts';
 import { openRpcFor } from '../rpc/openrpc.ts';
-import { Envelope } from '../rpc/operation.ts';
+import { answerData } from '../rpc/operation.ts';
 import type { HttpTransport } from './request-info.ts';
 import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 
@@ -91,7 +91,7 @@ function answerOf(id: Id, outcome: DispatchResult, requestId: string) {
   if (!outcome.ok) return errorAnswer(id, outcome.error, requestId, outcome.errorId);
   // An operation answering beside `data` in the spec's envelope ({success: true, message}) answers those fields as its result.
   const { result } = outcome;
-  return { jsonrpc: '2.0', id, result: result instanceof Envelope ? result.fields : (result ?? null) };
+  return { jsonrpc: '2.0', id, result: answerData(result) };
 }
 
 /** A body that is not JSON but was meant as JSON-RPC: 400 with JSON-RPC's parse error. */
@@ -146,8 +146,7 @@ const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): Dis
 /** The OpenRPC document, of what the caller may call when a credential comes with the request (as GET /openrpc.json). */
 async function discover({ endpoint, req, transport }: JsonRpcExchange): Promise<DispatchResult> {
   const { pipeline, registry, openRpc } = endpoint;
-  const presented = presentedCredentials(req.headers);
-  const caller = presented.apiKey || presented.sessionToken ? await pipeline.principalFor(presented, 'public') : null;
+  const caller = await pipeline.callerOf(presentedCredentials(req.headers));
   const permits = caller ? (method: string) => pipeline.permits(registry.get(method)!, caller) : undefined;
   return { ok: true, result: openRpcFor(openRpc, transport.baseUrl, permits), method: 'rpc.discover', userId: caller?.userId ?? null };
 }

@@ -2,13 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { toJsonSchema } from '@valibot/to-json-schema';
 import { presentedCredentials } from '../credentials/authenticator.ts';
 import type { Principal } from '../rpc/context.ts';
 import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
-import { Envelope } from '../rpc/operation.ts';
-import type { RegisteredOperation, Registry } from '../rpc/registry.ts';
+import { answerData } from '../rpc/operation.ts';
+import { jsonSchemaOf, type RegisteredOperation, type Registry } from '../rpc/registry.ts';
 import { readBody } from './read-body.ts';
 import { HttpTransport } from './request-info.ts';
 import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
@@ -31,22 +30,17 @@ interface ToolEntry {
   operation: RegisteredOperation;
 }
 
-const jsonSchema = (schema: Parameters<typeof toJsonSchema>[0]): Record<string, unknown> => {
-  const { $schema: _dialect, ...rest } = toJsonSchema(schema, { errorMode: 'ignore' }) as Record<string, unknown>;
-  return rest;
-};
-
 /** Every operation as a tool, made once: inputs and outputs from its schemas, hints from its kind. */
 function toolsOf(registry: Registry): Map<string, ToolEntry> {
   const tools = new Map<string, ToolEntry>();
   for (const operation of registry.all()) {
-    const output = operation.result ? jsonSchema(operation.result) : undefined;
+    const output = operation.result ? jsonSchemaOf(operation.result) : undefined;
     const read = operation.kind === 'read';
     const tool: Tool = {
       name: toolName(operation.method),
       title: operation.method,
       description: operation.describe,
-      inputSchema: jsonSchema(operation.params) as Tool['inputSchema'],
+      inputSchema: jsonSchemaOf(operation.params) as Tool['inputSchema'],
       // MCP's structured output is an object; other results travel as text only.
       ...(output?.type === 'object' ? { outputSchema: output as Tool['outputSchema'] } : {}),
       annotations: { readOnlyHint: read, destructiveHint: !read, openWorldHint: false },
@@ -61,7 +55,7 @@ function toolResult(outcome: DispatchResult, entry: ToolEntry) {
     // A tool error the model can read and act on: our code, the message, the issues.
     return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(errorBody(outcome.error, outcome.errorId)) }] };
   }
-  const data = outcome.result instanceof Envelope ? outcome.result.fields : (outcome.result ?? null);
+  const data = answerData(outcome.result);
   return {
     content: [{ type: 'text' as const, text: JSON.stringify(data) }],
     ...(entry.tool.outputSchema ? { structuredContent: data as Record<string, unknown> } : {}),

@@ -34,11 +34,7 @@ export function coreRoutes({
   const router = new Router();
   const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events } });
 
-  /** The caller a request's credentials name, for a listing of what they may call; null without (or with an invalid) credential. */
-  const callerOf = async (ctx: Context): Promise<Principal | null> => {
-    const presented = presentedCredentials(ctx.req.headers);
-    return presented.apiKey || presented.sessionToken ? await pipeline.principalFor(presented, 'public') : null;
-  };
+  const callerOf = (ctx: Context) => pipeline.callerOf(presentedCredentials(ctx.req.headers));
   const permitted = (principal: Principal) => (method: string) => pipeline.permits(registry.get(method)!, principal);
 
   router.get('/api/rpc', async (ctx) => {
@@ -46,7 +42,8 @@ export function coreRoutes({
     const caller = await callerOf(ctx);
     if (!caller) return void (ctx.body = listing);
     // A caller sees what they may call, and what their credential narrows it to.
-    const operations = registry.listing().filter((operation) => permitted(caller)(operation.method));
+    const permits = permitted(caller);
+    const operations = registry.listing().filter((operation) => permits(operation.method));
     ctx.body = { success: true, data: { operations, events, caller: { role: caller.role, limits: caller.limits ?? null } } };
   });
 

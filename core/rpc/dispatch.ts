@@ -3,7 +3,7 @@ import type { PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Principal } from './context.ts';
 import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
 import { unsafeInputIssues } from './input-guard.ts';
-import { Envelope, type Transport } from './operation.ts';
+import { answerData, type Transport } from './operation.ts';
 import type { RequestPipeline } from './pipeline.ts';
 import type { RegisteredOperation, Registry } from './registry.ts';
 
@@ -43,7 +43,7 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
 /** Throws when an answer is outside the operation's declared result (an envelope's fields are its answer). */
 function checkResult(operation: RegisteredOperation, value: unknown): void {
   if (!operation.result) return;
-  const answer = value instanceof Envelope ? value.fields : (value ?? null);
+  const answer = answerData(value);
   const checked = v.safeParse(operation.result, answer, REPORT_ALL_ISSUES);
   if (checked.success) return;
   const problems = issuesOf(checked.issues).map((issue) => `${issue.path || '(result)'}: ${issue.message}`);

@@ -1,9 +1,7 @@
-import { toJsonSchema } from '@valibot/to-json-schema';
-import type { GenericSchema } from 'valibot';
 import type { EventDeclaration } from '../events/catalogue.ts';
 import { CORE_ERROR_STATUS } from './errors.ts';
 import { jsonRpcCode } from './json-rpc-codes.ts';
-import type { RegisteredOperation } from './registry.ts';
+import { jsonSchemaOf, type RegisteredOperation } from './registry.ts';
 
 /**
  * The OpenRPC 1.3 document of the service (https://spec.open-rpc.org),
@@ -29,11 +27,6 @@ export interface OpenRpcSource {
   pluginErrors: ReadonlyMap<string, Readonly<Record<string, number>>>;
 }
 
-const jsonSchema = (schema: GenericSchema): Record<string, unknown> => {
-  const { $schema: _dialect, ...rest } = toJsonSchema(schema, { errorMode: 'ignore' }) as Record<string, unknown>;
-  return rest;
-};
-
 /** Errors every call may meet, whatever its operation. */
 const COMMON_ERRORS = ['BAD_REQUEST', 'VALIDATION_ERROR', 'RATE_LIMITED', 'INTERNAL'];
 
@@ -44,7 +37,7 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
   for (const codes of pluginErrors.values()) for (const [code, status] of Object.entries(codes)) declare(code, status);
 
   const methods = operations.map((operation) => {
-    const params = jsonSchema(operation.params) as { properties?: Record<string, unknown>; required?: string[] };
+    const params = jsonSchemaOf(operation.params) as { properties?: Record<string, unknown>; required?: string[] };
     const codes = [
       ...COMMON_ERRORS,
       ...(operation.access === 'public' ? [] : ['UNAUTHENTICATED', 'FORBIDDEN']),
@@ -55,7 +48,7 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
       description: operation.describe,
       paramStructure: 'by-name',
       params: Object.entries(params.properties ?? {}).map(([name, schema]) => ({ name, required: params.required?.includes(name) ?? false, schema })),
-      result: { name: 'result', schema: operation.result ? jsonSchema(operation.result) : {} },
+      result: { name: 'result', schema: operation.result ? jsonSchemaOf(operation.result) : {} },
       errors: codes.map((code) => ({ $ref: `#/components/errors/${code}` })),
       'x-access': operation.access,
       'x-kind': operation.kind ?? 'write',

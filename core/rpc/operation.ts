@@ -89,3 +89,6 @@ export class Envelope {
 }
 
 export const envelope = (fields: Record<string, unknown> = {}): Envelope => new Envelope(fields);
+
+/** The data a handler's answer carries: an envelope's fields, else the value (null for none). */
+export const answerData = (result: unknown): unknown => (result instanceof Envelope ? result.fields : (result ?? null));

@@ -71,6 +71,11 @@ export class RequestPipeline {
     return lenient ? pending.catch(() => null) : pending;
   }
 
+  /** The caller a request's credentials name, for a listing of what they may call; null without (or with an invalid) credential. */
+  async callerOf(presented: PresentedCredentials): Promise<Principal | null> {
+    return presented.apiKey || presented.sessionToken ? await this.principalFor(presented, 'public') : null;
+  }
+
   /** Throws unless the principal may use something of this access level; `what` names it in the message. */
   admit(access: Access, principal: Principal | null, what: string): void {
     if (access === 'public') return;

@@ -45,6 +45,12 @@ export interface OperationSource {
   operations: Record<string, Operation>;
 }
 
+/** A valibot schema as JSON Schema, for the listing, OpenRPC and MCP (what JSON Schema cannot say, such as a transform, is left out). */
+export function jsonSchemaOf(schema: GenericSchema): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = toJsonSchema(schema, { errorMode: 'ignore' }) as Record<string, unknown>;
+  return rest;
+}
+
 /** The operation table, frozen at boot: nothing can add a method after the server starts. */
 export function buildRegistry<P extends OperationSource>(plugins: readonly P[], depsOf: (plugin: P) => object): Registry {
   const table = new Map<string, RegisteredOperation>();
@@ -78,8 +84,8 @@ export function buildRegistry<P extends OperationSource>(plugins: readonly P[], 
       access: operation.access,
       kind: operation.kind ?? 'write',
       description: operation.describe,
-      params: toJsonSchema(operation.params, { errorMode: 'ignore' }) as Record<string, unknown>,
-      ...(operation.result ? { result: toJsonSchema(operation.result, { errorMode: 'ignore' }) as Record<string, unknown> } : {}),
+      params: jsonSchemaOf(operation.params),
+      ...(operation.result ? { result: jsonSchemaOf(operation.result) } : {}),
     })),
   );
   return {
