@@ -175,7 +175,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await jobService.open();
     addContributions(plugins, scopes, extensions);
     const events = eventCatalogue(extensions);
-    bus.useCatalogue(events.map((event) => event.name));
+    bus.useCatalogue(events, { checkPayloads: config.checkResults });
 
     const authenticator = new Authenticator(credentialVerifiers(extensions), core.credentials);
     const registry = buildRegistry(plugins, (plugin) => scopes.get(plugin.id)!.cradle);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import * as v from 'valibot';
 import type { Logger } from '../logger.ts';
+import type { EventDeclaration } from './catalogue.ts';
 
 /**
  * An event on the bus. Events with a subscriptionId reach that subscription's
@@ -47,6 +49,16 @@ interface FanOut {
   execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
 }
 
+/** Throws when a payload, as clients receive it (after JSON), is outside its declared schema. */
+function checkPayload(input: PublishInput, schema: v.GenericSchema | undefined): void {
+  if (!schema) return;
+  const wire: unknown = JSON.parse(JSON.stringify(input.payload) ?? 'null');
+  const checked = v.safeParse(schema, wire, { abortEarly: false });
+  if (checked.success) return;
+  const problems = checked.issues.map((issue) => `${v.getDotPath(issue) ?? '(payload)'}: ${issue.message}`);
+  throw new Error(`Event "${input.name}" was published outside its declared payload: ${problems.slice(0, 10).join('; ')}`);
+}
+
 /**
  * The in-process event bus. With PostgreSQL it also fans events out to every
  * node through LISTEN/NOTIFY, so a client of any node hears any node's events.
@@ -58,14 +70,22 @@ export class EventBus {
   #fanOut: FanOut | null = null;
   /** Names of the events clients may receive (the `core.events` catalogue); null before the plugins are loaded. */
   #catalogue: ReadonlySet<string> | null = null;
+  /** The declared payloads by event name, to check each publication against; null unless checked (tests), so production pays nothing. */
+  #payloads: ReadonlyMap<string, v.GenericSchema> | null = null;
 
   constructor(logger: Logger) {
     this.#logger = logger;
   }
 
-  /** From now on, an event for clients must be in the catalogue, so webhooks and clients can rely on the list. */
-  useCatalogue(names: Iterable<string>): void {
-    this.#catalogue = new Set(names);
+  /**
+   * From now on, an event for clients must be in the catalogue, so webhooks
+   * and clients can rely on the list; with `checkPayloads` (CHECK_RESULTS, as
+   * the Dispatcher checks answers), a payload outside its declared schema is
+   * the publishing plugin's fault, thrown to it.
+   */
+  useCatalogue(events: readonly EventDeclaration[], { checkPayloads = false }: { checkPayloads?: boolean } = {}): void {
+    this.#catalogue = new Set(events.map((event) => event.name));
+    this.#payloads = checkPayloads ? new Map(events.flatMap((event) => (event.payload ? [[event.name, event.payload] as const] : []))) : null;
   }
 
   /** Subscribes to one event name, or to every event with `*`; returns the unsubscribe function. */
@@ -86,6 +106,7 @@ export class EventBus {
     if (input.subscriptionId && this.#catalogue && !input.tenantDefined && !this.#catalogue.has(input.name)) {
       throw new Error(`Event "${input.name}" is not in the event catalogue: declare it with extends: {'core.events': [...]}`);
     }
+    if (this.#payloads && !input.tenantDefined) checkPayload(input, this.#payloads.get(input.name));
     const event: BusEvent<P> = { ...input, id: randomUUID(), origin: this.nodeId, at: new Date().toISOString() };
     this.#deliver(event);
     if (this.#fanOut) await this.#notify(this.#fanOut, event);

@@ -16,7 +16,8 @@ export interface OpenRpcDocument {
   servers?: { name: string; url: string }[];
   methods: Record<string, unknown>[];
   components: { errors: Record<string, { code: number; message: string; data: { code: string; status: number } }> };
-  'x-events': { name: string; description: string }[];
+  /** The event catalogue; `schema` is the JSON Schema of the payload, where the event declares one. */
+  'x-events': { name: string; description: string; schema?: Record<string, unknown> }[];
 }
 
 export interface OpenRpcSource {
@@ -65,7 +66,7 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
     },
     methods,
     components: { errors },
-    'x-events': events.map((event) => ({ name: event.name, description: event.describe })),
+    'x-events': events.map((event) => ({ name: event.name, description: event.describe, ...(event.payload ? { schema: jsonSchemaOf(event.payload) } : {}) })),
   };
 }
 

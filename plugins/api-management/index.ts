@@ -1,5 +1,6 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { apiManagementSettings } from './config.ts';
 import { WebhookDelivery } from './delivery.entity.ts';
 import { DEPS, type ApiManagementDeps } from './deps.ts';
@@ -21,7 +22,13 @@ export const apiManagementPlugin = definePlugin<ApiManagementDeps>({
   migrations,
   services: { webhookService: asClass(WebhookService).singleton(), webhookStore: asClass(WebhookStore).singleton() },
   extends: {
-    'core.events': [{ name: WEBHOOK_TEST, describe: 'Sent by registerWebhook to the webhook being registered only: {apiKeyId, message}.' }],
+    'core.events': [
+      {
+        name: WEBHOOK_TEST,
+        describe: 'Sent by registerWebhook to the webhook being registered only: {apiKeyId, message}.',
+        payload: v.strictObject({ apiKeyId: v.string(), message: v.string() }),
+      },
+    ],
     // ApiKeyRpc's records show a key's webhook (plugins/api-key/README.md lists those fields on the key).
     'api-key.recordFields': (deps) => [{ fields: (subscriptionId, apiKeyIds) => deps.webhookStore.recordFields(subscriptionId, apiKeyIds) }],
   },

@@ -1,5 +1,6 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { CheckpointService } from './checkpoint.service.ts';
 import { checkpointSettings } from './config.ts';
 import { DEPS, type CheckpointDeps } from './deps.ts';
@@ -30,6 +31,7 @@ export const checkpointPlugin = definePlugin<CheckpointDeps>({
       {
         name: 'dataScopeRefreshed',
         describe: 'A scope you restored or rolled back now holds other files (and records): {scope, hash, action}, hash the checkpoint it is at now.',
+        payload: v.strictObject({ scope: v.string(), hash: v.string(), action: v.picklist(['restore', 'rollback']) }),
       },
     ],
   },

@@ -3,7 +3,7 @@ import { definePlugin } from 'rpc-service/plugin';
 import { DEPS, type NotificationDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { Notification } from './notification.entity.ts';
-import { NOTIFICATION_CREATED, NotificationService } from './notification.service.ts';
+import { NOTIFICATION, NOTIFICATION_CREATED, NotificationService } from './notification.service.ts';
 import { deleteAll, findById, getData, getSchema, markAllAsRead, markAsRead, remove } from './operations.ts';
 
 declare module 'rpc-service/plugin' {
@@ -25,7 +25,11 @@ export const notificationPlugin = definePlugin<NotificationDeps>({
   exports: ['notificationService'],
   extends: {
     'core.events': [
-      { name: NOTIFICATION_CREATED, describe: 'A notification for you: the notification record {_id, title, message, read, timestamp, userId, source, data}.' },
+      {
+        name: NOTIFICATION_CREATED,
+        describe: 'A notification for you: the notification record {_id, title, message, read, timestamp, userId, source, data}.',
+        payload: NOTIFICATION.schema,
+      },
     ],
   },
   operations: { getSchema, getData, findById, delete: remove, markAsRead, markAllAsRead, deleteAll },

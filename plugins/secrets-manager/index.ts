@@ -1,10 +1,11 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { DEPS, type SecretsManagerDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
 import { create, getData, getScopeOptions, getSecretValue, remove, update } from './operations.ts';
 import { ScopedSecret } from './scoped-secret.entity.ts';
-import { SCOPED_SECRET_CHANGED, ScopedSecretsService } from './scoped-secrets.service.ts';
+import { SCOPED_SECRET, SCOPED_SECRET_CHANGED, ScopedSecretsService } from './scoped-secrets.service.ts';
 
 declare module 'rpc-service/plugin' {
   interface PluginServices {
@@ -29,6 +30,7 @@ export const secretsManagerPlugin = definePlugin<SecretsManagerDeps>({
         name: SCOPED_SECRET_CHANGED,
         describe:
           'A scope-based secret was created, updated or deleted: {action, _id, scope, projectId, agentName, key, label, description, createdAt, updatedAt}; never its value.',
+        payload: v.strictObject({ action: v.picklist(['created', 'updated', 'deleted']), ...SCOPED_SECRET.entries }),
       },
     ],
   },

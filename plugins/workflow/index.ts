@@ -1,5 +1,6 @@
 import { asClass } from 'awilix';
-import { definePlugin, entityScope } from 'rpc-service/plugin';
+import { definePlugin, entityScope, wireTimestamp } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { workflowSettings } from './config.ts';
 import { DEPS, type WorkflowDeps } from './deps.ts';
 import { WorkflowInstance } from './instance.entity.ts';
@@ -24,7 +25,7 @@ import {
   update,
 } from './operations.ts';
 import { PendingEvent } from './pending-event.entity.ts';
-import { WorkflowRunner } from './runner.ts';
+import { INSTANCE, WorkflowRunner } from './runner.ts';
 import { NodeEffects } from './effects.ts';
 import { Workflow } from './definition.entity.ts';
 import { WORKFLOW, WorkflowService } from './workflow.service.ts';
@@ -35,6 +36,9 @@ declare module 'rpc-service/plugin' {
     WORKFLOW_FAILED: 422;
   }
 }
+
+/** What each `workflow.*` event says of its run, as the run's record names it. */
+const RUN = { instanceId: INSTANCE.entries._id, workflowId: INSTANCE.entries.workflowId, workflowName: INSTANCE.entries.workflowName };
 
 /** WorkflowRpc: workflow graphs of a subscription, checked when saved and run durably; the values forms pick from; lead-generating tools. */
 export const workflowPlugin = definePlugin<WorkflowDeps>({
@@ -54,9 +58,21 @@ export const workflowPlugin = definePlugin<WorkflowDeps>({
   },
   extends: {
     'core.events': [
-      { name: 'workflow.completed', describe: 'A run you started completed: {instanceId, workflowId, workflowName, output}.' },
-      { name: 'workflow.failed', describe: 'A run you started failed: {instanceId, workflowId, workflowName, error}.' },
-      { name: 'workflow.waiting', describe: 'A run you started waits: {instanceId, workflowId, workflowName, event} for an event, {..., until} for a time.' },
+      {
+        name: 'workflow.completed',
+        describe: 'A run you started completed: {instanceId, workflowId, workflowName, output}.',
+        payload: v.strictObject({ ...RUN, output: v.unknown() }),
+      },
+      {
+        name: 'workflow.failed',
+        describe: 'A run you started failed: {instanceId, workflowId, workflowName, error}.',
+        payload: v.strictObject({ ...RUN, error: v.string() }),
+      },
+      {
+        name: 'workflow.waiting',
+        describe: 'A run you started waits: {instanceId, workflowId, workflowName, event} for an event, {..., until} for a time.',
+        payload: v.union([v.strictObject({ ...RUN, event: v.string() }), v.strictObject({ ...RUN, until: wireTimestamp })]),
+      },
     ],
     'core.collections': (deps) => [
       {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
-import { definePlugin } from 'rpc-service/plugin';
+import { definePlugin, wireTimestamp } from 'rpc-service/plugin';
+import * as v from 'valibot';
 import { BUS_RESYNC } from '../../core/events/bus.ts';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
@@ -175,6 +176,7 @@ const catalogue = definePlugin({
     'core.events': [
       { name: 'direct.message', describe: 'A message to some users of a subscription.' },
       { name: 'big.event', describe: 'An event too large for a NOTIFY payload.' },
+      { name: 'stamped.event', describe: 'An event with a declared payload: {at}.', payload: v.strictObject({ at: wireTimestamp }) },
     ],
   },
 });
@@ -331,6 +333,17 @@ describe('WebSocket /ws', () => {
     } finally {
       for (const socket of [ownerSocket, memberSocket, outsider]) socket.ws.close();
     }
+  });
+
+  it('refuses, with CHECK_RESULTS on, an event whose payload is outside its declared schema, judged as clients receive it', async () => {
+    const bus = t.app.deps.bus;
+    const subscriptionId = owner.subscriptionId;
+    // A date becomes ISO text on the way to clients, which is what the schema says.
+    await bus.publish({ name: 'stamped.event', payload: { at: new Date() }, subscriptionId });
+    await assert.rejects(
+      bus.publish({ name: 'stamped.event', payload: { at: 'yesterday', extra: 1 }, subscriptionId }),
+      /Event "stamped\.event" was published outside its declared payload: at: Invalid timestamp: .*; extra: Invalid key/,
+    );
   });
 
   describe('revocation', () => {

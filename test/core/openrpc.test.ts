@@ -54,6 +54,10 @@ describe('OpenRPC', () => {
     assert.equal(signup['x-access'], 'public');
     assert.ok(!signup.errors.some((error: { $ref: string }) => error.$ref.endsWith('/UNAUTHENTICATED')));
     assert.ok(document['x-events'].some((event: { name: string }) => event.name === 'note.added'));
+    const taskCreated = document['x-events'].find((event: { name: string }) => event.name === 'task.created');
+    assert.equal(taskCreated.description, 'A task was created: {task}.');
+    assert.deepEqual(taskCreated.schema.required, ['task'], "the declared payload's JSON Schema");
+    assert.equal(taskCreated.schema.properties.task.properties.createdAt.format, 'date-time', 'dates as clients receive them');
   });
 
   it('answers rpc.discover with the same document', async () => {
