@@ -5,7 +5,7 @@ import type { Principal } from '../rpc/context.ts';
 import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { Database } from '../db/orm.ts';
 import type { EventDeclaration } from '../events/catalogue.ts';
-import type { Registry } from '../rpc/registry.ts';
+import { jsonSchemaOf, type Registry } from '../rpc/registry.ts';
 import type { Config } from '../config.ts';
 import { errorBody } from '../rpc/dispatch.ts';
 import { unauthenticated } from '../rpc/errors.ts';
@@ -32,7 +32,9 @@ export function coreRoutes({
   pipeline: RequestPipeline;
 }): Router {
   const router = new Router();
-  const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events } });
+  // Each event with its payload as JSON Schema, as the operations carry theirs.
+  const eventListing = events.map(({ name, describe, payload }) => ({ name, describe, ...(payload ? { payload: jsonSchemaOf(payload) } : {}) }));
+  const listing = JSON.stringify({ success: true, data: { operations: registry.listing(), events: eventListing } });
 
   const callerOf = (ctx: Context) => pipeline.callerOf(presentedCredentials(ctx.req.headers));
   const permitted = (principal: Principal) => (method: string) => pipeline.permits(registry.get(method)!, principal);
@@ -44,7 +46,7 @@ export function coreRoutes({
     // A caller sees what they may call, and what their credential narrows it to.
     const permits = permitted(caller);
     const operations = registry.listing().filter((operation) => permits(operation.method));
-    ctx.body = { success: true, data: { operations, events, caller: { role: caller.role, limits: caller.limits ?? null } } };
+    ctx.body = { success: true, data: { operations, events: eventListing, caller: { role: caller.role, limits: caller.limits ?? null } } };
   });
 
   router.get('/openrpc.json', async (ctx) => {

@@ -15,7 +15,11 @@ export interface OpenRpcDocument {
   info: { title: string; version: string; description: string };
   servers?: { name: string; url: string }[];
   methods: Record<string, unknown>[];
-  components: { errors: Record<string, { code: number; message: string; data: { code: string; status: number } }> };
+  components: {
+    errors: Record<string, { code: number; message: string; data: { code: string; status: number } }>;
+    /** The definitions a recursive schema refers to (`$ref: '#/components/schemas/<method>.<part>.<n>'`). */
+    schemas: Record<string, Record<string, unknown>>;
+  };
   /** The event catalogue; `schema` is the JSON Schema of the payload, where the event declares one. */
   'x-events': { name: string; description: string; schema?: Record<string, unknown> }[];
 }
@@ -28,6 +32,24 @@ export interface OpenRpcSource {
   pluginErrors: ReadonlyMap<string, Readonly<Record<string, number>>>;
 }
 
+/**
+ * A schema whose `$defs` (a recursive one: a task tree) moved into the
+ * document's shared schemas, each named `<owner>.<n>`, with its references
+ * following: in an OpenRPC document `#` is the document, so a `$ref` to
+ * `#/$defs/…` inside a method's params would point nowhere.
+ */
+function hoisted(schema: Record<string, unknown>, owner: string, shared: Record<string, Record<string, unknown>>): Record<string, unknown> {
+  const { $defs, ...rest } = schema as { $defs?: Record<string, Record<string, unknown>> };
+  if (!$defs) return schema;
+  const moved = (value: unknown) =>
+    JSON.parse(JSON.stringify(value).replace(/"#\/\$defs\/([^"]+)"/g, (_, key: string) => JSON.stringify(`#/components/schemas/${owner}.${key}`))) as Record<
+      string,
+      unknown
+    >;
+  for (const [key, definition] of Object.entries($defs)) shared[`${owner}.${key}`] = moved(definition);
+  return moved(rest);
+}
+
 /** Errors every call may meet, whatever its operation. */
 const COMMON_ERRORS = ['BAD_REQUEST', 'VALIDATION_ERROR', 'RATE_LIMITED', 'INTERNAL'];
 
@@ -37,8 +59,12 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
   for (const [code, status] of Object.entries(CORE_ERROR_STATUS)) declare(code, status);
   for (const codes of pluginErrors.values()) for (const [code, status] of Object.entries(codes)) declare(code, status);
 
+  const schemas: OpenRpcDocument['components']['schemas'] = {};
   const methods = operations.map((operation) => {
-    const params = jsonSchemaOf(operation.params) as { properties?: Record<string, unknown>; required?: string[] };
+    const params = hoisted(jsonSchemaOf(operation.params), `${operation.method}.params`, schemas) as {
+      properties?: Record<string, unknown>;
+      required?: string[];
+    };
     const codes = [
       ...COMMON_ERRORS,
       ...(operation.access === 'public' ? [] : ['UNAUTHENTICATED', 'FORBIDDEN']),
@@ -49,7 +75,7 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
       description: operation.describe,
       paramStructure: 'by-name',
       params: Object.entries(params.properties ?? {}).map(([name, schema]) => ({ name, required: params.required?.includes(name) ?? false, schema })),
-      result: { name: 'result', schema: operation.result ? jsonSchemaOf(operation.result) : {} },
+      result: { name: 'result', schema: operation.result ? hoisted(jsonSchemaOf(operation.result), `${operation.method}.result`, schemas) : {} },
       errors: codes.map((code) => ({ $ref: `#/components/errors/${code}` })),
       'x-access': operation.access,
       'x-kind': operation.kind ?? 'write',
@@ -65,8 +91,12 @@ export function openRpcDocument({ version, operations, events, pluginErrors }: O
         'An error carries our code in error.data.code; x-access is who may call the method, x-kind whether it changes data.',
     },
     methods,
-    components: { errors },
-    'x-events': events.map((event) => ({ name: event.name, description: event.describe, ...(event.payload ? { schema: jsonSchemaOf(event.payload) } : {}) })),
+    components: { errors, schemas },
+    'x-events': events.map((event) => ({
+      name: event.name,
+      description: event.describe,
+      ...(event.payload ? { schema: hoisted(jsonSchemaOf(event.payload), `event.${event.name}`, schemas) } : {}),
+    })),
   };
 }
 

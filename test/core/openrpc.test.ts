@@ -58,6 +58,13 @@ describe('OpenRPC', () => {
     assert.equal(taskCreated.description, 'A task was created: {task}.');
     assert.deepEqual(taskCreated.schema.required, ['task'], "the declared payload's JSON Schema");
     assert.equal(taskCreated.schema.properties.task.properties.createdAt.format, 'date-time', 'dates as clients receive them');
+    // A recursive schema (a task tree) refers to its definitions in the document's shared schemas, and every reference lands.
+    const tree = document.methods.find((method: { name: string }) => method.name === 'TaskRpc.createTaskTree');
+    assert.match(JSON.stringify(tree.params), /"#\/components\/schemas\/TaskRpc\.createTaskTree\.params\.\w+"/);
+    const dangling = [...JSON.stringify(document).matchAll(/"\$ref":"#\/([^"]+)"/g)]
+      .map(([, pointer]) => pointer!)
+      .filter((pointer) => pointer.split('/').reduce((node: any, token) => node?.[token], document) === undefined);
+    assert.deepEqual(dangling, []);
   });
 
   it('answers rpc.discover with the same document', async () => {

@@ -418,10 +418,19 @@ describe('plugin deps, settings and extension points', () => {
           'notes.tallied',
         ],
       );
-      assert.deepEqual(listing.data.events.slice(-2), [
-        { name: 'note.added', describe: 'A note was added to the subscription; the payload is the note.' },
-        { name: 'notes.tallied', describe: "The subscription's notes were counted again; the payload is {notes, words}." },
-      ]);
+      const [added, tallied] = listing.data.events.slice(-2);
+      assert.equal(added.describe, 'A note was added to the subscription; the payload is the note.');
+      assert.deepEqual(added.payload.required, ['_id', 'userId', 'text', 'createdAt']);
+      assert.deepEqual(tallied, {
+        name: 'notes.tallied',
+        describe: "The subscription's notes were counted again; the payload is {notes, words}.",
+        payload: {
+          type: 'object',
+          properties: { notes: { type: 'number' }, words: { type: 'number' } },
+          required: ['notes', 'words'],
+          additionalProperties: false,
+        },
+      });
     } finally {
       await t.close();
     }

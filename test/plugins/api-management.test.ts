@@ -163,7 +163,11 @@ describe('ApiManagementRpc: webhooks', () => {
     const r = await receiver();
     await keyWithWebhook(r.url);
     const published = Array.from({ length: 6 }, (_, index) =>
-      t.app.deps.bus.publish({ name: 'secret.changed', subscriptionId: admin.subscriptionId, payload: { key: `BURST_${index}` } }),
+      t.app.deps.bus.publish({
+        name: 'secret.changed',
+        subscriptionId: admin.subscriptionId,
+        payload: { action: 'created', _id: `ops:BURST_${index}`, zone: 'ops', key: `BURST_${index}`, description: '' },
+      }),
     );
     await Promise.all(published);
     const received = await eventually(() => (events(r).length >= 6 ? events(r) : undefined), 10_000);
