@@ -26,6 +26,11 @@ export default tseslint.config(
     },
   },
   {
+    // Generated from the registry (npm run client:generate): one type per operation's params and result.
+    files: ['clients/typescript/src/operations.ts'],
+    rules: { 'max-lines': 'off' },
+  },
+  {
     // Tests read answers as the loose JSON they are, and so do plugins' tests through core/testing.ts.
     files: ['test/**/*.ts', 'core/testing.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
