@@ -69,6 +69,13 @@ export interface AppOptions {
   pluginsDir?: string;
   /** Start only these plugins and those they need (a test backend for the plugins under test). */
   only?: readonly string[];
+  /**
+   * False for an operator command run in its own process (core/operator/):
+   * the app answers calls, but takes no job from the queue and sweeps no
+   * uploads, work a node that may exit any second should leave to the nodes
+   * that serve. True by default.
+   */
+  background?: boolean;
 }
 
 export interface App {
@@ -195,7 +202,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       }
       await plugin.start?.(deps);
     }
-    await jobService.start();
+    if (options.background !== false) await jobService.start();
 
     const pluginRoutes = plugins.flatMap((plugin) => {
       if (!plugin.routes) return [];
@@ -222,7 +229,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       meter: (principal) => pipeline.meter(principal),
     });
     hub.attach(server);
-    uploadService.start();
+    if (options.background !== false) uploadService.start();
 
     return {
       config,
