@@ -37,6 +37,12 @@ export interface Database {
   read<T = Record<string, unknown>>(statement: PreparedRead, values: unknown[]): Promise<T[]>;
   migrate(): Promise<string[]>;
   pendingMigrations(): Promise<string[]>;
+  /**
+   * The embedded database's folder as one gzipped tarball, taken between two
+   * statements (PGlite runs one at a time), so it is consistent: for backups
+   * (core/operator/backup.ts). Null on PostgreSQL, which pg_dump snapshots.
+   */
+  dumpEmbedded(): Promise<Blob> | null;
   close(): Promise<void>;
 }
 
@@ -160,6 +166,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     async pendingMigrations() {
       return (await pendingMigrations(em(), migrations)).map((m) => m.name);
     },
+    dumpEmbedded: () => pglite?.dumpDataDir('gzip') ?? null,
     async close() {
       await orm.close(true);
       await pglite?.close();
