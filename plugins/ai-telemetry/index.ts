@@ -2,7 +2,7 @@ import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { DEPS, type TelemetryDeps } from './deps.ts';
 import { migrations } from './migrations/index.ts';
-import { getStats, getThread, getTrace, listThreads } from './operations.ts';
+import { getStats, getThread, getTrace, getUsage, listThreads } from './operations.ts';
 import { TelemetryService } from './telemetry.service.ts';
 import { AiTrace } from './trace.entity.ts';
 
@@ -18,5 +18,5 @@ export const aiTelemetryPlugin = definePlugin<TelemetryDeps>({
   extends: {
     'core.aiCalls': (deps) => [{ record: (call) => deps.telemetryService.record(call) }],
   },
-  operations: { listThreads, getThread, getTrace, getStats },
+  operations: { listThreads, getThread, getTrace, getStats, getUsage },
 });

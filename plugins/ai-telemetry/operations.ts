@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { listSchema } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { STATS, THREAD_SUMMARY, TRACE } from './telemetry.service.ts';
+import { STATS, THREAD_SUMMARY, TRACE, USAGE } from './telemetry.service.ts';
 
 const text = (label: string) => v.pipe(v.string(`${label} must be a string`), v.minLength(1, `${label} must not be empty`), v.maxLength(500));
 const date = (label: string) =>
@@ -18,21 +18,21 @@ const positive = (label: string, max: number) =>
     v.maxValue(max, `${label} must be at most ${max}`),
   );
 
-const filter = v.optional(
-  v.strictObject(
-    {
-      callerType: v.optional(text('filter.callerType')),
-      callerName: v.optional(text('filter.callerName')),
-      threadId: v.optional(text('filter.threadId')),
-      subscriptionId: v.optional(text('filter.subscriptionId')),
-      status: v.optional(text('filter.status')),
-      dateFrom: v.optional(date('filter.dateFrom')),
-      dateTo: v.optional(date('filter.dateTo')),
-    },
-    'unknown field; filterable fields: callerType, callerName, threadId, subscriptionId, status, dateFrom, dateTo',
-  ),
-  {},
-);
+const filterFields = {
+  callerType: v.optional(text('filter.callerType')),
+  callerName: v.optional(text('filter.callerName')),
+  threadId: v.optional(text('filter.threadId')),
+  subscriptionId: v.optional(text('filter.subscriptionId')),
+  status: v.optional(text('filter.status')),
+  dateFrom: v.optional(date('filter.dateFrom')),
+  dateTo: v.optional(date('filter.dateTo')),
+};
+const unknownField = (fields: object) => `unknown field; filterable fields: ${Object.keys(fields).join(', ')}`;
+
+const filter = v.optional(v.strictObject(filterFields, unknownField(filterFields)), {});
+/** Usage is read over callers, statuses and time; by thread or subscription it is the other views' business. */
+const { threadId: _thread, subscriptionId: _subscription, ...usageFields } = filterFields;
+const usageFilter = v.optional(v.strictObject(usageFields, unknownField(usageFields)), {});
 
 export const listThreads = defineOperation({
   access: 'user',
@@ -80,4 +80,14 @@ export const getStats = defineOperation({
   result: STATS,
   params: v.object({ filter }),
   handler: ({ params, ctx, deps }) => deps.telemetryService.getStats(ctx, params.filter),
+});
+
+export const getUsage = defineOperation({
+  access: 'user',
+  kind: 'read',
+  describe:
+    'Calls, errors and tokens of the matching traces per UTC day and model (oldest day first), and the 50th, 90th and 99th percentile of each model’s call duration in ms; empty lists when none match.',
+  result: USAGE,
+  params: v.object({ filter: usageFilter }),
+  handler: ({ params, ctx, deps }) => deps.telemetryService.getUsage(ctx, params.filter),
 });

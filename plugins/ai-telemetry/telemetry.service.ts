@@ -50,6 +50,23 @@ export const STATS = v.strictObject({
 });
 export type Stats = v.InferOutput<typeof STATS>;
 
+/** Calls and tokens of one model on one UTC day. */
+const DAILY_USAGE = v.strictObject({
+  day: v.string(),
+  model: v.string(),
+  calls: v.number(),
+  errors: v.number(),
+  inputTokens: v.number(),
+  outputTokens: v.number(),
+  totalTokens: v.number(),
+});
+
+/** Percentiles of one model's call durations, in milliseconds. */
+const LATENCY = v.strictObject({ model: v.string(), calls: v.number(), p50Ms: v.number(), p90Ms: v.number(), p99Ms: v.number() });
+
+export const USAGE = v.strictObject({ daily: v.array(DAILY_USAGE), latency: v.array(LATENCY) });
+export type Usage = v.InferOutput<typeof USAGE>;
+
 type Row = Record<string, unknown>;
 
 /** A trace without a threadId is a thread of its own, named by its traceId. */
@@ -176,6 +193,39 @@ export class TelemetryService {
       uniqueThreadCount: int(row!.threads),
       // The share of input tokens served from the provider's cache.
       cacheHitRate: input === 0 ? 0 : Math.round((int(row!.cached) / input) * 10_000) / 10_000,
+    };
+  }
+
+  /** The matching traces per UTC day and model (oldest day first), and each model's duration percentiles over all of them. */
+  async getUsage(ctx: AuthenticatedContext, filter: TraceFilter): Promise<Usage> {
+    const where = this.#where(ctx, filter);
+    const daily: Row[] = await ctx.em.execute(
+      `select to_char(request_timestamp at time zone 'UTC', 'YYYY-MM-DD') as day, model, count(*) as calls,
+              count(*) filter (where status = 'error') as errors, coalesce(sum(input_tokens), 0) as input,
+              coalesce(sum(output_tokens), 0) as output, coalesce(sum(total_tokens), 0) as total
+       from ai_telemetry_trace where ${where.sql}
+       group by 1, model order by 1, model`,
+      where.params,
+    );
+    const latency: Row[] = await ctx.em.execute(
+      `select model, count(*) as calls, percentile_cont(0.5) within group (order by duration_ms) as p50,
+              percentile_cont(0.9) within group (order by duration_ms) as p90, percentile_cont(0.99) within group (order by duration_ms) as p99
+       from ai_telemetry_trace where ${where.sql}
+       group by model order by model`,
+      where.params,
+    );
+    const ms = (value: unknown) => Math.round(Number(value) * 100) / 100;
+    return {
+      daily: daily.map((row) => ({
+        day: row.day as string,
+        model: row.model as string,
+        calls: int(row.calls),
+        errors: int(row.errors),
+        inputTokens: int(row.input),
+        outputTokens: int(row.output),
+        totalTokens: int(row.total),
+      })),
+      latency: latency.map((row) => ({ model: row.model as string, calls: int(row.calls), p50Ms: ms(row.p50), p90Ms: ms(row.p90), p99Ms: ms(row.p99) })),
     };
   }
 

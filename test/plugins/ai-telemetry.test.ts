@@ -167,6 +167,30 @@ describe('AITelemetryRpc', () => {
     });
   });
 
+  it('sums calls and tokens per day and model, and gives duration percentiles per model', async () => {
+    await insert('next-day', { minutes: 24 * 60, threadId: 'thread-c', input: 10, output: 5 });
+    try {
+      assert.deepEqual(await t.ok('AITelemetryRpc.getUsage', {}, as(admin.token)), {
+        daily: [
+          { day: '2026-11-01', model: 'gpt-4o-mini', calls: 5, errors: 1, inputTokens: 500, outputTokens: 100, totalTokens: 600 },
+          { day: '2026-11-02', model: 'gpt-4o-mini', calls: 1, errors: 0, inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+        ],
+        // Durations 100, 105, 110, 115, 120 and 1540 ms (100 + minutes).
+        latency: [{ model: 'gpt-4o-mini', calls: 6, p50Ms: 112.5, p90Ms: 830, p99Ms: 1469 }],
+      });
+      assert.deepEqual(await t.ok('AITelemetryRpc.getUsage', { filter: { callerName: 'nobody' } }, as(admin.token)), { daily: [], latency: [] });
+      const mine = await t.ok('AITelemetryRpc.getUsage', {}, as(member.token));
+      assert.deepEqual(
+        mine.daily.map((row: { calls: number }) => row.calls),
+        [1],
+      );
+      const refused = await t.call('AITelemetryRpc.getUsage', { filter: { threadId: 'thread-a' } }, as(admin.token));
+      assert.equal(refused.body.data.code, 'VALIDATION_ERROR');
+    } finally {
+      await t.app.deps.db.execute('delete from ai_telemetry_trace where trace_id = ?', [ids['next-day']]);
+    }
+  });
+
   it("shows other roles only their own calls, and another subscription's to no one", async () => {
     const mine = await t.ok('AITelemetryRpc.listThreads', {}, as(member.token));
     assert.deepEqual(
