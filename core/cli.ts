@@ -8,13 +8,15 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { Keyring } from './credentials/keyring.ts';
-import { masterKeyFile, prependMasterKeyFile, pruneMasterKeyFile, resolveMasterKeys, type MasterKeys } from './credentials/master-key.ts';
+import { MASTER_KEY_FILE, masterKeyFile, prependMasterKeyFile, pruneMasterKeyFile, resolveMasterKeys, type MasterKeys } from './credentials/master-key.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
 import { Command } from 'commander';
 import { createLogger } from './logger.ts';
 import type { NewPluginOptions } from './scaffold/new-plugin.ts';
+import type { BackupResult } from './operator/backup.ts';
+import { formatBytes, progressBars } from './operator/progress.ts';
 import { serve } from './serve.ts';
 import { CORE_VERSION } from './version.ts';
 
@@ -117,6 +119,72 @@ program
   .action((owner: string | undefined, name: string | undefined, options: { plugin?: string; check?: boolean }) =>
     report('make the migration', () => migrationCreate(owner, name, options)),
   );
+
+program
+  .command('backup')
+  .description(
+    'write one archive of everything the installation keeps: the database, uploaded files, checkpoint scopes and plugin folders, and (embedded ' +
+      'database, master key in DATA_DIR) the master key. Works while the service runs: it takes the snapshot when asked on its control socket.',
+  )
+  .requiredOption('--out <file>', 'the archive to write (.tar.gz); it must not exist')
+  .option('--without-master-key', "leave the master key out of the archive: a restore then needs the installation's master.key beside it")
+  .action(({ out, withoutMasterKey }: { out: string; withoutMasterKey?: boolean }) =>
+    report('back up', async () => {
+      const result = (await operate('backup', { out: path.resolve(out), withoutMasterKey: withoutMasterKey ?? false })) as BackupResult;
+      const key = {
+        included: 'It holds the master key: keep it as safe as the key itself.',
+        'left out': `It holds no master key: a restore needs this installation's ${MASTER_KEY_FILE} (keep it apart from the archive).`,
+        environment: 'It holds no master key: a restore needs the same MASTER_KEY.',
+      }[result.masterKey];
+      return `Wrote ${result.out} (${formatBytes(result.bytes)}, ${result.entries} entries). ${key}`;
+    }),
+  );
+
+program
+  .command('restore')
+  .description(
+    'put a backup archive in place of an empty installation (DATA_DIR, and DATABASE_URL for PostgreSQL), then apply migrations. ' +
+      'The service must be stopped. The archive is checked whole first: a newer format or a damaged entry is refused.',
+  )
+  .requiredOption('--from <file>', 'the archive rpc-service backup wrote')
+  .option('--force', 'replace what the target holds')
+  .action(({ from, force }: { from: string; force?: boolean }) =>
+    report('restore', async () => {
+      // Loaded here only, as for every administration command: the service's modules are not needed to write a plugin.
+      const [{ refuseWhileServed }, { restore }, { createApp }] = await Promise.all([
+        import('./operator/control.ts'),
+        import('./operator/backup.ts'),
+        import('./app.ts'),
+      ]);
+      const config = operatorConfig();
+      await refuseWhileServed(config);
+      const bars = progressBars();
+      let manifest;
+      try {
+        manifest = await restore(config, { from: path.resolve(from), force: force ?? false }, bars.report);
+      } finally {
+        bars.stop();
+      }
+      // Opening the service once applies the migrations of a backup from an older version and checks that the master key opens the keyring.
+      const app = await createApp({ config, background: false });
+      await app.close();
+      return `Restored the backup of ${manifest.createdAt} (rpc-service ${manifest.serviceVersion}, ${manifest.entries.length} entries) into ${config.dataDir}${config.databaseUrl ? ' and the database' : ''}.`;
+    }),
+  );
+
+/** The configuration of an administration command: only warnings logged, unless LOG_LEVEL says otherwise, so its output is its answer. */
+const operatorConfig = (): Config => loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+
+/** Runs an operator command (core/operator/) with progress bars on a terminal; its result. */
+async function operate(name: string, args: Record<string, unknown>): Promise<unknown> {
+  const [{ OPERATOR_COMMANDS }, { runOperatorCommand }] = await Promise.all([import('./operator/commands.ts'), import('./operator/control.ts')]);
+  const bars = progressBars();
+  try {
+    return await runOperatorCommand(operatorConfig(), OPERATOR_COMMANDS, name, args, bars.report);
+  } finally {
+    bars.stop();
+  }
+}
 
 /** Runs a command that answers one line: printed, or its error on stderr with exit code 1. */
 async function report(doing: string, run: () => Promise<string>): Promise<void> {

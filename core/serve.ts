@@ -2,6 +2,9 @@ import { createServer } from 'node:net';
 import { createApp, describeAllSettings, listenOn, loadPlugins } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DatabaseStartupError } from './db/orm.ts';
+import { OperatorError } from './operator/command.ts';
+import { OPERATOR_COMMANDS } from './operator/commands.ts';
+import { startControlServer, type ControlServer } from './operator/control.ts';
 import { PluginLoadError } from './plugin/errors.ts';
 
 /**
@@ -13,7 +16,7 @@ export async function serve(options: { printConfig?: boolean } = {}): Promise<vo
   try {
     await start(options.printConfig ?? false);
   } catch (error) {
-    const known = error instanceof ConfigError || error instanceof DatabaseStartupError || error instanceof PluginLoadError;
+    const known = error instanceof ConfigError || error instanceof DatabaseStartupError || error instanceof PluginLoadError || error instanceof OperatorError;
     // A plugin's load error ends with its code, which the README's table of an author's mistakes lists.
     const code = error instanceof PluginLoadError ? ` (${error.code})` : '';
     console.error(known ? `Cannot start: ${(error as Error).message}${code}` : error);
@@ -32,13 +35,14 @@ async function start(printConfigOnly: boolean): Promise<void> {
   if (printConfigOnly) return printConfig(config);
   await checkAddress(config);
   const app = await createApp({ config });
+  let control: ControlServer | undefined;
   let stopping = false;
   stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.logger.info({ signal }, 'shutting down');
-    app
-      .close()
+    Promise.resolve(control?.close())
+      .then(() => app.close())
       .then(() => process.exit(0))
       .catch((err) => {
         app.logger.error({ err }, 'shutdown failed');
@@ -48,6 +52,11 @@ async function start(printConfigOnly: boolean): Promise<void> {
   if (signalled) return stop(signalled);
   // The port was taken since checkAddress: close the database before reporting it.
   await app.listen().catch(async (error: Error) => {
+    await app.close();
+    throw error;
+  });
+  // Operator commands (backup, jobs, doctor) reach this process here: on the embedded database no other process may open it.
+  control = await startControlServer(app, OPERATOR_COMMANDS, app.logger).catch(async (error: Error) => {
     await app.close();
     throw error;
   });
