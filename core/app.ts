@@ -33,6 +33,7 @@ import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { Outbound } from './http/outbound.ts';
 import { JobService, type RegisteredJob } from './jobs/job-service.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { startTracing } from './telemetry/sdk.ts';
 import type { Plugin } from './plugin/define.ts';
 import { PluginLoadError } from './plugin/errors.ts';
 import { ExtensionRegistry } from './plugin/extension-points.ts';
@@ -117,7 +118,8 @@ export async function loadPlugins(options: AppOptions): Promise<Plugin[]> {
 /** Builds the whole service: plugins, database, services, HTTP and WebSocket endpoints. Does not listen yet. */
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
-  const logger = createLogger(config.logLevel, options.logStream);
+  const tracing = config.tracing ? await startTracing(config.tracing) : undefined;
+  const logger = createLogger(config.logLevel, options.logStream, tracing !== undefined);
   const plugins = await loadPlugins(options);
   // Every plugin's settings are checked before anything opens, like the core's.
   const settings = new Map(plugins.map((plugin) => [plugin.id, plugin.config ? parseSettings(plugin.config, config.env) : {}]));
@@ -143,6 +145,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await bus.close();
     await pool.close();
     await db.close();
+    await tracing?.stop();
   };
 
   try {

@@ -10,6 +10,8 @@ import { ConfigError, env, parseSettings, setting, splitList } from './settings.
 export { ConfigError };
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** OpenTelemetry's sampler names (its environment specification), as OTEL_TRACES_SAMPLER takes them. */
+const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
 /** The core's own environment settings; each plugin declares its own in `definePlugin({config})`. */
 export const CoreSettings = v.object({
@@ -87,6 +89,30 @@ export const CoreSettings = v.object({
     v.pipe(v.string(), v.regex(/^\S+$/, 'METRICS_TOKEN must not contain spaces'), v.minLength(16, 'METRICS_TOKEN must be at least 16 characters')),
     'a secret: /metrics then requires Authorization: Bearer <it> (unset: /metrics is open)',
   ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: setting(
+    v.pipe(v.string(), v.url('OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute URL')),
+    'OTLP/HTTP collector: traces are sent to <it>/v1/traces (unset, with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT unset: no tracing, at no cost)',
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: setting(
+    v.pipe(v.string(), v.url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an absolute URL')),
+    'the full OTLP/HTTP URL traces are sent to, instead of OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces',
+  ),
+  OTEL_SERVICE_NAME: setting(v.pipe(v.string(), v.minLength(1)), "the traces' service.name", 'rpc-service'),
+  OTEL_TRACES_SAMPLER: setting(
+    v.picklist(SAMPLERS, `OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}`),
+    'which traces are recorded',
+    'parentbased_always_on',
+  ),
+  OTEL_TRACES_SAMPLER_ARG: setting(
+    v.pipe(v.string(), v.transform(Number), v.number('OTEL_TRACES_SAMPLER_ARG must be a number'), v.minValue(0), v.maxValue(1)),
+    'the ratio of the traceidratio samplers, from 0 to 1',
+    '1',
+  ),
+  OTEL_BSP_SCHEDULE_DELAY: setting(
+    env.integer('OTEL_BSP_SCHEDULE_DELAY', 0, 600_000),
+    'how long finished spans wait to be sent together, in milliseconds',
+    '5000',
+  ),
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);
@@ -139,8 +165,34 @@ export interface Config {
   outbound: OutboundPolicy;
   /** Set: /metrics requires it as a bearer token. */
   metricsToken?: string;
+  /** Set when traces are exported (an OTLP endpoint is set): core/telemetry/sdk.ts. */
+  tracing?: TracingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
   env: Readonly<Record<string, string | undefined>>;
+}
+
+/** Where and how spans are exported (the OTEL_* settings). */
+export interface TracingConfig {
+  serviceName: string;
+  /** The OTLP/HTTP URL spans are posted to. */
+  url: string;
+  sampler: (typeof SAMPLERS)[number];
+  samplerRatio: number;
+  scheduleDelayMs: number;
+}
+
+/** Tracing's settings when an OTLP endpoint is set, as OpenTelemetry's environment specification reads them. */
+function tracingConfig(e: v.InferOutput<typeof CoreSettings>): TracingConfig | undefined {
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '');
+  const url = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base}/v1/traces`);
+  if (url === undefined) return undefined;
+  return {
+    serviceName: e.OTEL_SERVICE_NAME,
+    url,
+    sampler: e.OTEL_TRACES_SAMPLER,
+    samplerRatio: e.OTEL_TRACES_SAMPLER_ARG,
+    scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+  };
 }
 
 /** Reads and checks the core's configuration; every problem is named in one error. */
@@ -174,6 +226,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     aiMaxRetries: e.AI_MAX_RETRIES,
     outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
     metricsToken: e.METRICS_TOKEN,
+    tracing: tracingConfig(e),
     env: { ...environment },
   };
 }

@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { databaseErrorRecord, isDatabaseError } from './rpc/database-errors.ts';
+import { traceFields } from './telemetry/tracing.ts';
 
 export type { Logger };
 
@@ -61,10 +62,12 @@ function propertyOf(value: unknown, seen: WeakSet<Error>): unknown {
   return `[${Array.isArray(value) ? 'Array' : (value.constructor?.name ?? 'Object')}]`;
 }
 
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+/** With `traced`, a line written inside a span carries its trace_id and span_id; without, pino calls nothing per line for it. */
+export function createLogger(level: string, destination?: DestinationStream, traced = false): Logger {
   return pino(
     {
       level,
+      ...(traced ? { mixin: traceFields } : {}),
       base: { service: 'rpc-service' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: { err: (err: unknown) => serializeError(err) },

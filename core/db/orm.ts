@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { PGlite, QueryOptions } from '@electric-sql/pglite';
 import { MikroORM, type Options } from '@mikro-orm/core';
-import { PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AnyEntitySchema } from './any-entity.ts';
 import { PgliteDriver } from './pglite-driver.ts';
 import { makeDataFolder } from '../config.ts';
@@ -9,6 +9,7 @@ import type { Logger } from '../logger.ts';
 import { applyMigrations, MIGRATIONS_TABLE, pendingMigrations, type MigrationClass, type NamedMigration } from './migration.ts';
 import { openPglite } from './pglite.ts';
 import { withRawConnection, type KnexClient } from './raw-connection.ts';
+import { inStatementSpan, TracedPostgreSqlDriver } from './statement-spans.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
 
 /**
@@ -109,7 +110,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let orm: MikroORM;
   let pglite: PGlite | undefined;
   if (databaseUrl) {
-    orm = await MikroORM.init({ ...base, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 1, max: 10 } }).catch((error: Error) => {
+    orm = await MikroORM.init({ ...base, driver: TracedPostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 1, max: 10 } }).catch((error: Error) => {
       throw new DatabaseStartupError(`Cannot connect to PostgreSQL at DATABASE_URL: ${error.message}`);
     });
     await requirePgvector(orm);
@@ -146,16 +147,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // One value, one parameter: an array would be spread over several when inlined on PGlite.
       if (values.some((value) => Array.isArray(value))) throw new TypeError(`Prepared read "${statement.name}": values must be scalars`);
       // The statement's SQL decides the rows' shape; its caller names it.
-      return withRawConnection(knexClientOf(orm), async (raw) => {
-        if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows as T[];
-        if (!preparedOnPglite.has(statement.name)) {
-          await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
-          preparedOnPglite.add(statement.name);
-        }
-        const args = values.length > 0 ? `(${values.map(() => '?').join(', ')})` : '';
-        const [result] = await raw.exec(platform.formatQuery(`execute "${statement.name}"${args}`, values));
-        return result!.rows as T[];
-      });
+      return inStatementSpan(statement.sql, () =>
+        withRawConnection(knexClientOf(orm), async (raw) => {
+          if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows as T[];
+          if (!preparedOnPglite.has(statement.name)) {
+            await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
+            preparedOnPglite.add(statement.name);
+          }
+          const args = values.length > 0 ? `(${values.map(() => '?').join(', ')})` : '';
+          const [result] = await raw.exec(platform.formatQuery(`execute "${statement.name}"${args}`, values));
+          return result!.rows as T[];
+        }),
+      );
     },
     async migrate() {
       await refuseV1Schema(connection());

@@ -1,6 +1,7 @@
 import type { PGliteInterface } from '@electric-sql/pglite';
 import { AbstractSqlDriver, PostgreSqlPlatform, type Configuration } from '@mikro-orm/postgresql';
 import { PGliteConnection, PGliteDialectDataSource, PGliteKnexDialect, type QueryObject } from 'mikro-orm-pglite';
+import { withStatementSpans } from './statement-spans.ts';
 
 /**
  * Sends every statement to PGlite whole. The dialect of mikro-orm-pglite
@@ -36,9 +37,13 @@ class WholeStatementConnection extends PGliteConnection {
   }
 }
 
-/** mikro-orm-pglite's driver with the connection above. */
+/** mikro-orm-pglite's driver with the connection above, its statements traced as on PostgreSQL (core/db/statement-spans.ts). */
 export class PgliteDriver extends AbstractSqlDriver<WholeStatementConnection> {
   constructor(config: Configuration) {
-    super(config, new PostgreSqlPlatform(), WholeStatementConnection, ['knex', '@electric-sql/pglite', '@harryplusplus/knex-pglite']);
+    super(config, new PostgreSqlPlatform(), withStatementSpans(WholeStatementConnection) as unknown as typeof WholeStatementConnection, [
+      'knex',
+      '@electric-sql/pglite',
+      '@harryplusplus/knex-pglite',
+    ]);
   }
 }

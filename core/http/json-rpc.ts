@@ -5,6 +5,7 @@ import { RpcError, validationError } from '../rpc/errors.ts';
 import { jsonRpcCode, PARSE_ERROR } from '../rpc/json-rpc-codes.ts';
 import { openRpcFor } from '../rpc/openrpc.ts';
 import { answerData } from '../rpc/operation.ts';
+import { withContext } from '../telemetry/tracing.ts';
 import type { HttpTransport } from './request-info.ts';
 import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 
@@ -20,6 +21,12 @@ import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 export const JSON_RPC_BATCH_LIMIT = 50;
 
 type Id = string | number | null;
+
+/** The metrics and log line of a call (recordCall), the line written inside the call's span when it was traced. */
+export function recordTracedCall(endpoint: RpcEndpoint, requestId: string, method: string, outcome: DispatchResult, started: number): void {
+  if (outcome.trace) withContext(outcome.trace, () => recordCall(endpoint, requestId, method, outcome, started));
+  else recordCall(endpoint, requestId, method, outcome, started);
+}
 
 const hasJsonRpcMember = (item: unknown): boolean => typeof item === 'object' && item !== null && !Array.isArray(item) && Object.hasOwn(item, 'jsonrpc');
 
@@ -122,7 +129,7 @@ export function answerJsonRpc(exchange: JsonRpcExchange, body: unknown): void | 
   const started = performance.now();
   const outcome = dispatch(exchange, call, requestId);
   const finish = (settled: DispatchResult): void => {
-    recordCall(exchange.endpoint, requestId, call.method, settled, started);
+    recordTracedCall(exchange.endpoint, requestId, call.method, settled, started);
     if (call.notification) return noContent(exchange);
     const retryAfter = settled.ok ? undefined : settled.error.retryAfter;
     send(res, 200, answerOf(call.id, settled, requestId), { requestId, cookies: transport.cookies, retryAfter });
@@ -141,6 +148,7 @@ const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): Dis
         requestId,
         credentials: presentedCredentials(exchange.req.headers),
         transport: exchange.transport,
+        traceHeaders: exchange.req.headers,
       });
 
 /** The OpenRPC document, of what the caller may call when a credential comes with the request (as GET /openrpc.json). */
@@ -175,7 +183,7 @@ async function answerBatch(exchange: JsonRpcExchange, items: unknown[]): Promise
     }
     const started = performance.now();
     const outcome = await dispatch(exchange, call, callId);
-    recordCall(exchange.endpoint, callId, call.method, outcome, started);
+    recordTracedCall(exchange.endpoint, callId, call.method, outcome, started);
     if (!outcome.ok && outcome.error.retryAfter !== undefined) retryAfter = Math.max(retryAfter ?? 0, outcome.error.retryAfter);
     if (!call.notification) answers.push(answerOf(call.id, outcome, callId));
   }

@@ -1,7 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, fetch, type RequestInit, type Response } from 'undici';
+import { Agent, fetch, Headers, type RequestInit, type Response } from 'undici';
+import { currentTraceparent, failedWith, inSpan, SpanKind, tracingOn, type Span } from '../telemetry/tracing.ts';
 
 /** IANA's global unicast space (RFC 4291 section 2.4): outside it, no IPv6 address is public, e.g. the IPv4-compatible ::/96 (::127.0.0.1). */
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
@@ -92,12 +93,7 @@ export class Outbound {
     let request: RequestInit = first;
     let target = this.check(url);
     for (let redirects = 0; ; redirects++) {
-      const response = await fetch(target, { ...request, redirect: 'manual', dispatcher: this.#allows(target) ? this.#open : this.#guarded }).catch(
-        (error: Error) => {
-          // undici reports a refused lookup as "fetch failed" with the reason as its cause.
-          throw error.cause instanceof OutboundRefusedError ? error.cause : error;
-        },
-      );
+      const response = await this.#send(target, request);
       const location = response.headers.get('location');
       if (response.status < 300 || response.status >= 400 || !location || redirects >= maxRedirects) return response;
       await response.body?.cancel();
@@ -110,6 +106,25 @@ export class Outbound {
     }
   }
 
+  /**
+   * One request, without following a redirect. With tracing on it is a client
+   * span carrying `traceparent` to the receiver; the span names the scheme,
+   * host and port only, as a path or query may hold a secret (a webhook's token).
+   */
+  #send(target: URL, request: RequestInit): Promise<Response> {
+    const method = (request.method ?? 'GET').toUpperCase();
+    const attributes = tracingOn()
+      ? { 'http.request.method': method, 'url.scheme': target.protocol.slice(0, -1), 'server.address': hostOf(target), 'server.port': portOf(target) }
+      : undefined;
+    return inSpan({ name: method, kind: SpanKind.CLIENT, attributes, outcome: describeResponse }, () => {
+      const headers = tracingOn() ? withTraceparent(request.headers) : request.headers;
+      return fetch(target, { ...request, headers, redirect: 'manual', dispatcher: this.#allows(target) ? this.#open : this.#guarded }).catch((error: Error) => {
+        // undici reports a refused lookup as "fetch failed" with the reason as its cause.
+        throw error.cause instanceof OutboundRefusedError ? error.cause : error;
+      });
+    });
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.#guarded.close(), this.#open.close()]);
   }
@@ -117,8 +132,21 @@ export class Outbound {
   #allows(target: URL): boolean {
     if (this.#policy.allowPrivate) return true;
     const host = hostOf(target).toLowerCase();
-    return this.#policy.allowedHosts.some(
-      (allowed) => allowed === host || allowed === `${host}:${target.port || (target.protocol === 'https:' ? '443' : '80')}`,
-    );
+    return this.#policy.allowedHosts.some((allowed) => allowed === host || allowed === `${host}:${portOf(target)}`);
   }
+}
+
+const portOf = (url: URL): number => Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+
+/** The request's headers with the active span's `traceparent`, which is the request's own span. */
+function withTraceparent(given: RequestInit['headers']): Headers {
+  const headers = new Headers(given);
+  const traceparent = currentTraceparent();
+  if (traceparent) headers.set('traceparent', traceparent);
+  return headers;
+}
+
+function describeResponse(span: Span, response: Response): void {
+  span.setAttribute('http.response.status_code', response.status);
+  if (response.status >= 400) failedWith(span, String(response.status));
 }

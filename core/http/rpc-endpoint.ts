@@ -4,10 +4,10 @@ import { presentedCredentials } from '../credentials/authenticator.ts';
 import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { Envelope } from '../rpc/operation.ts';
-import { answerJsonRpc, answerParseError, errorAnswer, isJsonRpc, looksLikeJsonRpc } from './json-rpc.ts';
+import { answerJsonRpc, answerParseError, errorAnswer, isJsonRpc, looksLikeJsonRpc, recordTracedCall } from './json-rpc.ts';
 import { readBody, type BodyReceiver } from './read-body.ts';
 import { HttpTransport } from './request-info.ts';
-import { recordCall, send, type Reply, type RpcEndpoint } from './rpc-reply.ts';
+import { send, type Reply, type RpcEndpoint } from './rpc-reply.ts';
 
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\b/i;
 
@@ -93,6 +93,7 @@ class RpcCall implements BodyReceiver {
       requestId: this.requestId,
       credentials: presentedCredentials(this.req.headers),
       transport: this.#transport,
+      traceHeaders: this.req.headers,
     });
     if (outcome instanceof Promise) {
       // One then with both handlers: a .then().catch() chain costs a second promise and closure per call.
@@ -121,7 +122,7 @@ class RpcCall implements BodyReceiver {
     } else {
       sendError(this.res, outcome.error, reply, outcome.errorId);
     }
-    recordCall(this.endpoint, this.requestId, this.#method, outcome, this.#started);
+    recordTracedCall(this.endpoint, this.requestId, this.#method, outcome, this.#started);
   }
 
   #refuse(error: RpcError): void {

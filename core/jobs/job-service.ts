@@ -6,6 +6,7 @@ import { JOBS_SCHEMA, type Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
 import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
+import { currentTraceparent, inSpan, remoteParent, SpanKind, tracingOn } from '../telemetry/tracing.ts';
 import { sqlExecutor, type DrainableSqlExecutor } from './sql-executor.ts';
 
 export interface RetryPolicy {
@@ -122,10 +123,12 @@ export interface JobServiceOptions {
   pollMs: number;
 }
 
-/** What a job row carries: the data, and who enqueued it so the handler gets their context. */
+/** What a job row carries: the data, and who enqueued it so the handler gets their context (and, traced, their trace). */
 interface Envelope {
   data: unknown;
   principal: Principal | null;
+  /** The W3C trace context of the span that enqueued the job, when tracing was on. */
+  traceparent?: string;
 }
 
 const STATES: Record<string, JobState> = {
@@ -277,6 +280,7 @@ export class JobService implements Jobs {
     }
     const id = randomUUID();
     const envelope: Envelope = { data: parsed.output, principal: principalOf(options.ctx) };
+    if (tracingOn()) envelope.traceparent = currentTraceparent();
     const startAfter = options.runAt ?? (options.delaySeconds ? new Date(Date.now() + options.delaySeconds * 1000) : undefined);
     const sent = await this.#boss.send(name, envelope as object, {
       id,
@@ -313,8 +317,22 @@ export class JobService implements Jobs {
     if (this.#started && workerId) this.#boss.notifyWorker(workerId);
   }
 
+  /** One attempt in a span of the trace that enqueued the job (a new trace for a scheduled one). */
+  #attempt(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<void> {
+    const { traceparent } = job.data;
+    return inSpan(
+      {
+        name: `job ${queue}`,
+        kind: SpanKind.CONSUMER,
+        attributes: { 'job.name': queue, 'job.id': job.id, 'job.attempt': job.retryCount + 1 },
+        parent: remoteParent(traceparent ? { traceparent } : {}),
+      },
+      () => this.#run(queue, registered, job),
+    );
+  }
+
   /** One attempt: the handler with its time limit, then the outcome recorded for this job alone. */
-  async #attempt(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<void> {
+  async #run(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<void> {
     const { definition } = registered;
     const timeoutSeconds = definition.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
     const controller = new AbortController();

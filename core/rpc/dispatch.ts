@@ -1,5 +1,7 @@
+import type { Context } from '@opentelemetry/api';
 import * as v from 'valibot';
 import type { PresentedCredentials } from '../credentials/authenticator.ts';
+import { activeContext, failedWith, inSpan, remoteParent, SpanKind, tracingOn, type Span } from '../telemetry/tracing.ts';
 import type { Principal } from './context.ts';
 import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
 import { unsafeInputIssues } from './input-guard.ts';
@@ -18,11 +20,19 @@ export interface DispatchRequest {
   /** An already known caller (the in-process caller); null calls anonymously. */
   principal?: Principal | null;
   transport: Transport;
+  /** Headers that may carry the caller's W3C trace context (`traceparent`), read only when tracing is on. */
+  traceHeaders?: Readonly<Record<string, unknown>>;
 }
 
-export type DispatchResult =
-  | { ok: true; result: unknown; method: string; userId: string | null }
-  | { ok: false; error: RpcError; errorId?: string; method: string; userId: string | null };
+interface Outcome {
+  method: string;
+  userId: string | null;
+  subscriptionId?: string | null;
+  /** With tracing on, the call's span: its log line (recordCall) is written inside it. */
+  trace?: Context;
+}
+
+export type DispatchResult = ({ ok: true; result: unknown } | { ok: false; error: RpcError; errorId?: string }) & Outcome;
 
 export function issuesOf(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
   return issues.map((issue) => ({
@@ -73,6 +83,28 @@ export class Dispatcher {
    * and a synchronous handler): the hot path then creates no promise at all.
    */
   dispatch(request: DispatchRequest): DispatchResult | Promise<DispatchResult> {
+    return tracingOn() ? this.#traced(request) : this.#dispatch(request);
+  }
+
+  /**
+   * The call inside a span named for its method, continuing the caller's
+   * trace when its headers carry one. It records who called and how it ended,
+   * never params or results.
+   */
+  #traced(request: DispatchRequest): DispatchResult | Promise<DispatchResult> {
+    return inSpan(
+      {
+        name: request.method,
+        kind: SpanKind.SERVER,
+        attributes: { 'rpc.system.name': 'jsonrpc', 'rpc.method': request.method },
+        parent: request.traceHeaders ? remoteParent(request.traceHeaders) : undefined,
+        outcome: describeCall,
+      },
+      () => this.#dispatch(request),
+    );
+  }
+
+  #dispatch(request: DispatchRequest): DispatchResult | Promise<DispatchResult> {
     const operation = this.#registry.get(request.method);
     if (!operation) {
       return { ok: false, error: new RpcError('METHOD_NOT_FOUND', `Unknown method ${request.method}`), method: 'unknown', userId: null };
@@ -136,11 +168,26 @@ export class Dispatcher {
         return this.#failure(thrown, operation, request, principal);
       }
     }
-    return { ok: true, result, method: operation.method, userId: principal?.userId ?? null };
+    return { ok: true, result, ...outcomeOf(operation, principal) };
   }
 
   #failure(thrown: unknown, operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult {
     const { error, errorId } = this.#pipeline.failure(thrown, { requestId: request.requestId, method: operation.method });
-    return { ok: false, error, errorId, method: operation.method, userId: principal?.userId ?? null };
+    return { ok: false, error, errorId, ...outcomeOf(operation, principal) };
   }
+}
+
+/** Who made the call, and the span it ran in when tracing is on. */
+function outcomeOf(operation: RegisteredOperation, principal: Principal | null): Outcome {
+  const outcome: Outcome = { method: operation.method, userId: principal?.userId ?? null };
+  if (!tracingOn()) return outcome;
+  return { ...outcome, subscriptionId: principal?.subscriptionId ?? null, trace: activeContext() };
+}
+
+function describeCall(span: Span, outcome: DispatchResult): void {
+  if (outcome.subscriptionId) span.setAttribute('subscription.id', outcome.subscriptionId);
+  if (outcome.userId) span.setAttribute('user.id', outcome.userId);
+  if (outcome.ok) return;
+  span.setAttribute('rpc.status_code', outcome.error.code);
+  failedWith(span, outcome.error.code);
 }

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { eventually, startHttpReceiver } from '../support/peers.ts';
+
+/** One span as OTLP/HTTP JSON carries it, its attributes flattened. */
+interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  attributes: Record<string, unknown>;
+}
+
+type Receiver = Awaited<ReturnType<typeof startHttpReceiver>>;
+
+/** Every span the collector has been sent, from the exporter's JSON bodies. */
+function spansOf(collector: Receiver): ReceivedSpan[] {
+  return collector.requests.flatMap((request) =>
+    (JSON.parse(request.body).resourceSpans as any[]).flatMap((resource) =>
+      (resource.scopeSpans as any[]).flatMap((scope) =>
+        (scope.spans as any[]).map((span) => ({
+          ...span,
+          attributes: Object.fromEntries((span.attributes ?? []).map((a: any) => [a.key, Object.values(a.value)[0]])),
+        })),
+      ),
+    ),
+  );
+}
+
+/** Whether `span` descends from the span `ancestorId` among `spans`. */
+function descendsFrom(span: ReceivedSpan, ancestorId: string, spans: ReceivedSpan[]): boolean {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  for (let parent = span.parentSpanId; parent; parent = byId.get(parent)?.parentSpanId) if (parent === ancestorId) return true;
+  return false;
+}
+
+describe('OpenTelemetry traces', () => {
+  let t: TestApp;
+  let collector: Receiver;
+  let hooks: Receiver;
+
+  before(async () => {
+    collector = await startHttpReceiver();
+    hooks = await startHttpReceiver();
+    t = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'api-key', 'api-management', 'secrets'],
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        OTEL_SERVICE_NAME: 'traced-service',
+        OUTBOUND_ALLOW_PRIVATE: 'true',
+        JOBS_POLL_MS: '500',
+      },
+    });
+  });
+  after(async () => {
+    await t.close();
+    await Promise.all([collector.close(), hooks.close()]);
+  });
+
+  it("follows one call from the caller's trace through its statements to the job and the webhook it caused", async () => {
+    const admin = await t.signup();
+    const key = await t.ok('ApiKeyRpc.create', { description: 'traced' }, { token: admin.token });
+    await t.ok('ApiManagementRpc.registerWebhook', { webhookUrl: `${hooks.url}/hooks` }, { apiKey: key.fullKey });
+
+    const traceId = randomBytes(16).toString('hex');
+    const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+    await t.ok('SecretsRpc.create', { zone: 'traced', key: 'TRACED', value: 'not-in-any-span' }, { token: admin.token, headers: { traceparent } });
+
+    const delivery = await eventually(() => hooks.requests.find((request) => request.body.includes('"secret.changed"')), 10_000);
+    assert.match(delivery.headers.traceparent ?? '', new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`), 'the webhook receiver is sent the trace');
+
+    const inTrace = () => spansOf(collector).filter((span) => span.traceId === traceId);
+    const spans = await eventually(() => {
+      const found = inTrace();
+      return found.some((span) => span.name.startsWith('job ')) && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
+    }, 10_000);
+
+    const call = spans.find((span) => span.name === 'SecretsRpc.create')!;
+    assert.ok(call, 'the RPC call has a span');
+    assert.equal(call.attributes['rpc.method'], 'SecretsRpc.create');
+    assert.equal(call.attributes['subscription.id'], admin.subscriptionId);
+    assert.equal(call.parentSpanId, traceparent.split('-')[2], "the call continues the caller's trace");
+
+    const statements = spans.filter((span) => span.attributes['db.system.name'] === 'postgresql' && descendsFrom(span, call.spanId, spans));
+    assert.ok(
+      statements.some((span) => /^insert/i.test(String(span.attributes['db.query.text']))),
+      'the insert is a span under the call',
+    );
+
+    const job = spans.find((span) => span.name.startsWith('job '))!;
+    assert.ok(descendsFrom(job, call.spanId, spans), 'the job continues the trace of the call that enqueued it');
+    const webhook = spans.find((span) => span.attributes['server.port'] === hooks.port)!;
+    assert.equal(webhook.attributes['http.request.method'], 'POST');
+    assert.equal(webhook.attributes['http.response.status_code'], 200);
+    assert.ok(descendsFrom(webhook, job.spanId, spans), 'the webhook is sent from the job');
+    assert.equal(delivery.headers.traceparent!.split('-')[2], webhook.spanId, "the receiver's parent is the request's span");
+
+    const everything = JSON.stringify(spansOf(collector));
+    assert.ok(!everything.includes('not-in-any-span') && !everything.includes('TRACED'), 'no span holds a param, nor a statement its values');
+    const resource = JSON.parse(collector.requests[0]!.body).resourceSpans[0].resource.attributes;
+    assert.deepEqual(
+      resource.find((a: any) => a.key === 'service.name'),
+      { key: 'service.name', value: { stringValue: 'traced-service' } },
+    );
+
+    const logged = t.logs.map((line) => JSON.parse(line)).filter((line) => line.trace_id === traceId);
+    assert.ok(
+      logged.some((line) => line.method === 'SecretsRpc.create' && line.span_id === call.spanId),
+      'the call is logged with its trace',
+    );
+  });
+});
