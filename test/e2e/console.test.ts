@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { addUser } from '../support/users.ts';
+
+/** Debian's chromium, installed by .ci/ensure-chromium.sh; playwright-core downloads no browser. */
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = 'test-results/console';
+const PLUGINS = ['auth', 'admin-user', 'api-key', 'api-management', 'secrets', 'scheduler', 'workflow', 'knowledge-base', 'ai-telemetry', 'console'];
+// The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless told.
+const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_TEST_TIMEOUT_MS: '3000', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', JOBS_POLL_MS: '500' };
+
+/** Polls `check` until it holds (a delivery sent by a job, a table refreshed by a click). */
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe('console in a browser', () => {
+  let t: TestApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let receiver: Server;
+  let hookUrl: string;
+  const received: { type: string }[] = [];
+  let admin: Awaited<ReturnType<TestApp['signup']>>;
+  let member: Awaited<ReturnType<typeof addUser>>;
+
+  /** Runs a step of the scenario; on failure, keeps a screenshot of every open page under test-results/console/. */
+  const step = (name: string, body: () => Promise<void>): void => {
+    it(name, async () => {
+      try {
+        await body();
+      } catch (error) {
+        mkdirSync(SCREENSHOTS, { recursive: true });
+        const slug = name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+        for (const [index, open] of (browser?.contexts().flatMap((each) => each.pages()) ?? []).entries()) {
+          await open.screenshot({ path: `${SCREENSHOTS}/${slug}-${index}.png`, fullPage: true }).catch(() => undefined);
+        }
+        throw error;
+      }
+    });
+  };
+
+  const signIn = async (on: Page, identifier: string, password: string) => {
+    await on.goto(`${t.url}/console`);
+    await on.getByLabel('E-mail or username').fill(identifier);
+    await on.getByLabel('Password').fill(password);
+    // By keyboard: Enter in the last field submits the form.
+    await on.getByLabel('Password').press('Enter');
+  };
+
+  before(async () => {
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        received.push(JSON.parse(body));
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    t = await startTestApp({ withNotes: false, plugins: PLUGINS, env: ENV });
+    admin = await t.signup();
+    member = await addUser(t, admin.subscriptionId, 'user');
+    // Traces as the AI client reports them, over two days and two models.
+    const { telemetryService } = t.app.depsOf('ai-telemetry') as { telemetryService: { record(call: object): Promise<void> } };
+    const day = 86_400_000;
+    for (const [ago, model, tokens, durationMs] of [
+      [day, 'gpt-4o-mini', 1200, 420],
+      [day, 'local-embedder', 300, 35],
+      [0, 'gpt-4o-mini', 800, 610],
+      [0, 'gpt-4o-mini', 500, 380],
+    ] as const) {
+      await telemetryService.record({
+        traceId: randomUUID(),
+        subscriptionId: admin.subscriptionId,
+        userId: admin.user._id,
+        threadId: null,
+        requestTimestamp: new Date(Date.now() - ago),
+        durationMs,
+        status: 'success',
+        provider: 'openai',
+        model,
+        operation: 'chat',
+        callerType: 'agent',
+        callerName: 'support-bot',
+        inputTokens: tokens - 100,
+        outputTokens: 100,
+        cachedTokens: 0,
+        totalTokens: tokens,
+        attempts: 1,
+        error: null,
+      });
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking'] });
+    context = await browser.newContext();
+    context.setDefaultTimeout(10_000);
+    page = await context.newPage();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+    receiver?.close();
+  });
+
+  step('signs an admin in with the session cookie, kept from the page', async () => {
+    await signIn(page, admin.user.username, admin.password);
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    const [cookie] = (await context.cookies()).filter((each) => each.name === 'session');
+    assert.ok(cookie, 'the session cookie is set');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Lax');
+    assert.equal(await page.evaluate(() => document.cookie.includes('session')), false, 'the page cannot read the session');
+    assert.equal(await page.evaluate(() => window.localStorage.length + window.sessionStorage.length), 0, 'nothing kept in storage');
+  });
+
+  let fullKey = '';
+  step('creates an API key, shows it once, and registers its webhook with it', async () => {
+    await page.getByLabel('Description').fill('console key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    fullKey = (await page.getByTestId('full-key').textContent())!;
+    assert.ok(fullKey.length > 20, fullKey);
+    await page.getByRole('cell', { name: 'console key', exact: true }).waitFor();
+    await page.getByLabel('Webhook URL').fill(hookUrl);
+    await page.getByRole('button', { name: 'Register webhook' }).click();
+    await page.getByText('Webhook verified.').waitFor();
+    await page.getByRole('cell', { name: `${hookUrl} (verified)` }).waitFor();
+    assert.ok(received.some((event) => event.type === 'webhook.test'));
+    await page.reload();
+    await page.getByRole('cell', { name: 'console key', exact: true }).waitFor();
+    assert.equal((await page.content()).includes(fullKey), false, 'the full key is gone after a reload');
+  });
+
+  step('shows a delivery of the webhook in its log', async () => {
+    await t.ok(
+      'SecretsRpc.create',
+      { zone: 'production', key: 'db-password', value: 'hunter2-but-longer', description: 'The database' },
+      { token: admin.token },
+    );
+    await eventually('the secret.changed delivery', async () => received.some((event) => event.type === 'secret.changed'));
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: 'Show deliveries of console key' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'secret.changed' });
+    await eventually('the delivered row', async () => {
+      if ((await row.count()) > 0 && (await row.first().textContent())!.includes('delivered')) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return false;
+    });
+  });
+
+  step('reveals a secret on request and shows the read in the audit log', async () => {
+    await page.getByRole('link', { name: 'Secrets' }).click();
+    await page.getByRole('cell', { name: 'db-password', exact: true }).waitFor();
+    assert.equal((await page.content()).includes('hunter2-but-longer'), false, 'no value before Reveal');
+    await page.getByRole('button', { name: 'Reveal the value of production:db-password' }).click();
+    await page.getByText('hunter2-but-longer').waitFor();
+    await page.getByRole('row').filter({ hasText: 'read' }).filter({ hasText: 'production:db-password' }).first().waitFor();
+    const audit = await t.ok('SecretsRpc.getAuditLog', {}, { token: admin.token });
+    assert.ok(audit.data.some((entry: { action: string }) => entry.action === 'read'));
+  });
+
+  step('draws the telemetry charts from recorded traces, with their numbers as text', async () => {
+    await page.getByRole('link', { name: 'AI telemetry' }).click();
+    const tokens = page.getByRole('img', { name: /Tokens per day and model/ });
+    await tokens.waitFor();
+    assert.equal(await tokens.locator('rect.bar').count(), 3, 'two days: one model, then two');
+    assert.match((await tokens.locator('desc').textContent())!, /2,800 tokens over 2 days/);
+    const latency = page.getByRole('img', { name: /Call duration percentiles/ });
+    assert.equal(await latency.locator('rect.bar').count(), 6, 'three percentiles of two models');
+    await page.getByText('Tokens as a table').click();
+    await page.getByRole('table', { name: 'Calls and tokens per day and model' }).waitFor();
+  });
+
+  step('fits a 375 px wide screen without scrolling sideways', async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const path of ['keys', 'webhooks', 'users', 'secrets', 'runs', 'knowledge', 'telemetry']) {
+      await page.goto(`${t.url}/console#/${path}`);
+      await page.locator('main h2').first().waitFor();
+      await page.waitForLoadState('networkidle');
+      const { scroll, width } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth }));
+      assert.ok(scroll <= width, `#/${path}: ${scroll} px wide in ${width}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  step('refuses a user with the role user, on every page, and the service refuses their calls', async () => {
+    const own = await browser.newContext();
+    own.setDefaultTimeout(10_000);
+    const refused = await own.newPage();
+    await signIn(refused, member.username, member.password);
+    await refused.getByRole('heading', { level: 1, name: 'Not for your role' }).waitFor();
+    await refused.goto(`${t.url}/console#/users`);
+    await refused.getByRole('heading', { level: 1, name: 'Not for your role' }).waitFor();
+    assert.equal(await refused.getByRole('navigation').locator('a').count(), 0);
+    // The page only hides: the service itself refuses the admin operations to this session.
+    const status = await refused.evaluate(async () => {
+      const response = await fetch('/api/rpc', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"method":"AdminUserRpc.getData","params":{}}',
+      });
+      return response.status;
+    });
+    assert.equal(status, 403);
+    await own.close();
+  });
+
+  step('refuses a body that is not JSON, all a form of another site could send with the cookie', async () => {
+    const response = await page.evaluate(async () => {
+      const answer = await fetch('/api/rpc', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: '{"method":"ApiKeyRpc.getData","params":{}}' });
+      return { status: answer.status, body: await answer.json() };
+    });
+    assert.equal(response.status, 400);
+    assert.equal(response.body.data.code, 'BAD_REQUEST');
+  });
+});
