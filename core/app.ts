@@ -44,6 +44,7 @@ import { RateLimiter } from './rate-limiter.ts';
 import { createCaller, OperationCaller, type Caller, type CallerOptions } from './rpc/caller.ts';
 import type { Principal } from './rpc/context.ts';
 import { Dispatcher } from './rpc/dispatch.ts';
+import { tenantDataPoint } from './operator/tenant-data.ts';
 import { openRpcDocument, type OpenRpcDocument } from './rpc/openrpc.ts';
 import { CORE_VERSION } from './version.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
@@ -56,7 +57,7 @@ import { UploadService } from './uploads/upload-service.ts';
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
 
 /** The extension points of the core: plugins contribute to them like to any plugin's. */
-export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint, dataScopesPoint, aiCallsPoint];
+export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint, dataScopesPoint, aiCallsPoint, tenantDataPoint];
 
 export interface AppOptions {
   config: Config;
@@ -87,6 +88,8 @@ export interface App {
   readonly plugins: readonly Plugin[];
   /** The events of the catalogue, as `GET /api/rpc` lists them. */
   readonly events: readonly EventDeclaration[];
+  /** Every contribution to the core's and the plugins' extension points (operator commands read core.tenantData). */
+  readonly extensions: ExtensionRegistry;
   readonly server: Server;
   readonly logger: Logger;
   /** The deps one plugin receives (its named services, own services, config, logger, extension points). */
@@ -240,6 +243,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       registry,
       plugins,
       events,
+      extensions,
       server,
       logger,
       depsOf(pluginId) {

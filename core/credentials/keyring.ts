@@ -8,7 +8,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Data keys kept unwrapped in memory; past this many, the cache starts over. */
 const CACHE_LIMIT = 10_000;
 
-interface DataKeyRow {
+export interface DataKeyRow {
   id: string;
   subscription_id: string;
   wraps: Record<string, string> | string;
@@ -88,6 +88,27 @@ export class Keyring {
       rewrapped += pass.rewrapped;
       if (pass.rewrapped === 0) return { rewrapped, current: pass.current - rewrapped };
     }
+  }
+
+  /**
+   * A subscription's data keys wrapped by `transferKey` instead of a master
+   * key, for a tenant export (core/operator/tenant.ts): its sealed values
+   * travel as they are, and only what opens them is wrapped for the trip.
+   */
+  async exportDataKeys(subscriptionId: string, transferKey: Buffer): Promise<{ id: string; wrapped: string }[]> {
+    const rows = await this.#db.execute<DataKeyRow>('select id, subscription_id, wraps from core_data_key where subscription_id = ? order by id', [
+      subscriptionId,
+    ]);
+    return rows.map((row) => ({ id: row.id, wrapped: gcmSeal(transferKey, this.#unwrap(row), wrapAad(row.id, subscriptionId)) }));
+  }
+
+  /** The rows of `core_data_key` for data keys exportDataKeys wrapped, now wrapped by this installation's master key. */
+  importedDataKeys(subscriptionId: string, keys: readonly { id: string; wrapped: string }[], transferKey: Buffer): DataKeyRow[] {
+    return keys.map(({ id, wrapped }) => {
+      if (!UUID.test(id)) throw new Error(`Data key id ${id} is not a UUID`);
+      const key = gcmOpen(transferKey, wrapped, wrapAad(id, subscriptionId));
+      return { id, subscription_id: subscriptionId, wraps: this.#wrap(id, subscriptionId, key, [this.#master.current]) };
+    });
   }
 
   async #rewrapPass(): Promise<RewrapResult> {

@@ -62,6 +62,8 @@ export const authPlugin = definePlugin<AuthDeps>({
   extensionPoints: [lifecyclePoint],
   extends: {
     'core.credentials': (deps) => [{ scheme: 'session', verifier: deps.sessionService }],
+    // The subscription's own row is keyed by its id; its users, sessions and links move by their subscription_id.
+    'core.tenantData': [{ tables: [{ name: 'auth_subscription', key: 'id' }] }],
   },
   operations,
   routes: oauthRoutes,

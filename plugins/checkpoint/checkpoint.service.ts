@@ -52,6 +52,11 @@ export class CheckpointService {
     this.#root = deps.config.CHECKPOINT_DIR ? path.resolve(deps.config.CHECKPOINT_DIR) : deps.dataFolders.folder('checkpoints');
   }
 
+  /** The folder holding a folder per subscription, each holding its scopes' repositories. */
+  get root(): string {
+    return this.#root;
+  }
+
   /** The scopes of records, and the file scopes the subscription has made. */
   async listScopes(ctx: AuthenticatedContext): Promise<string[]> {
     return [...new Set([...this.#deps.dataScopes.names(), ...(await this.#fileScopes(ctx))])].sort();

@@ -34,6 +34,8 @@ export const checkpointPlugin = definePlugin<CheckpointDeps>({
         payload: v.strictObject({ scope: v.string(), hash: v.string(), action: v.picklist(['restore', 'rollback']) }),
       },
     ],
+    // A subscription's scopes are <root>/<subscriptionId>/<scope>: they move with the tenant.
+    'core.tenantData': (deps) => [{ folders: [deps.checkpointService.root] }],
   },
   operations: { listScopes, getStatus, listCheckpoints, createCheckpoint, tagRelease, restore, rollback, writeFile, readFile, listFiles, deleteFile },
 });

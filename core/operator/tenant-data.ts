@@ -1,0 +1,44 @@
+import * as v from 'valibot';
+import { defineExtensionPoint } from '../plugin/extension-points.ts';
+
+/**
+ * What a plugin adds to a tenant's export (`rpc-service tenant export`)
+ * beyond what moves without asking: every row of its entities' tables that
+ * have a `subscription_id` column. A plugin names here the tables keyed by
+ * another column (the subscription's own row, keyed by `id`), the folders
+ * where it keeps each subscription's files under `<folder>/<subscriptionId>`,
+ * and the tables whose rows must not move (with why).
+ */
+export interface TenantDataDeclaration {
+  /** Tables whose tenant rows are found by another column than subscription_id. */
+  tables?: { name: string; key: string }[];
+  /** Folders holding a folder per subscription, named by its id. */
+  folders?: string[];
+  /** Tables with a subscription_id whose rows stay behind: their reason, e.g. "a login attempt counter". */
+  skip?: { name: string; reason: string }[];
+}
+
+declare module '../plugin/extension-points.ts' {
+  interface ExtensionPoints {
+    'core.tenantData': TenantDataDeclaration;
+  }
+}
+
+const tableName = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_]{0,62}$/, 'a table name is lower-case letters, digits and _'));
+
+export const tenantDataPoint = defineExtensionPoint({
+  id: 'core.tenantData',
+  describe: "What moves with a tenant beyond its entities' rows with a subscription_id: tables keyed otherwise, per-subscription folders, tables left behind.",
+  contribution: v.strictObject({
+    tables: v.optional(v.array(v.strictObject({ name: tableName, key: tableName }))),
+    folders: v.optional(
+      v.array(
+        v.pipe(
+          v.string(),
+          v.check((folder) => folder.startsWith('/'), 'a folder is an absolute path'),
+        ),
+      ),
+    ),
+    skip: v.optional(v.array(v.strictObject({ name: tableName, reason: v.pipe(v.string(), v.minLength(1)) }))),
+  }),
+});
