@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -33,6 +33,7 @@ describe('console in a browser', () => {
   let hookUrl: string;
   const received: { type: string }[] = [];
   let admin: Awaited<ReturnType<TestApp['signup']>>;
+  let staff: Awaited<ReturnType<typeof addUser>>;
   let member: Awaited<ReturnType<typeof addUser>>;
 
   /** Runs a step of the scenario; on failure, keeps a screenshot of every open page under test-results/console/. */
@@ -72,6 +73,7 @@ describe('console in a browser', () => {
     hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     t = await startTestApp({ withNotes: false, plugins: PLUGINS, env: ENV });
     admin = await t.signup();
+    staff = await addUser(t, admin.subscriptionId, 'staff');
     member = await addUser(t, admin.subscriptionId, 'user');
     // Traces as the AI client reports them, over two days and two models.
     const { telemetryService } = t.app.depsOf('ai-telemetry') as { telemetryService: { record(call: object): Promise<void> } };
@@ -103,6 +105,7 @@ describe('console in a browser', () => {
         error: null,
       });
     }
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run .ci/ensure-chromium.sh`);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking'] });
     context = await browser.newContext();
     context.setDefaultTimeout(10_000);
@@ -193,6 +196,26 @@ describe('console in a browser', () => {
       assert.ok(scroll <= width, `#/${path}: ${scroll} px wide in ${width}`);
     }
     await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  step('gives staff the pages of their role: no admin pages in the menu, no values to reveal', async () => {
+    const own = await browser.newContext();
+    own.setDefaultTimeout(10_000);
+    const staffPage = await own.newPage();
+    await signIn(staffPage, staff.username, staff.password);
+    await staffPage.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    const menu = await staffPage.getByRole('navigation').locator('a').allTextContents();
+    assert.deepEqual(menu, ['API keys', 'Secrets', 'Workflows and schedules', 'Knowledge base', 'AI telemetry']);
+    await staffPage.goto(`${t.url}/console#/secrets`);
+    await staffPage.getByRole('cell', { name: 'db-password', exact: true }).waitFor();
+    assert.equal(await staffPage.getByRole('button', { name: /Reveal/ }).count(), 0);
+    await staffPage.goto(`${t.url}/console#/users`);
+    await staffPage.getByText('Users and invites is for admins.').waitFor();
+    // Signed out elsewhere: the next call is refused and the page asks to sign in again.
+    await t.ok('AuthRpc.logout', {}, { token: (await own.cookies()).find((cookie) => cookie.name === 'session')!.value });
+    await staffPage.goto(`${t.url}/console#/runs`);
+    await staffPage.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    await own.close();
   });
 
   step('refuses a user with the role user, on every page, and the service refuses their calls', async () => {

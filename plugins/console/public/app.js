@@ -117,6 +117,10 @@ async function start() {
   route();
 }
 
+window.addEventListener('console:signed-out', () => {
+  session = null;
+  signInPage('Your session has ended; sign in again.');
+});
 window.addEventListener('hashchange', () => {
   if (routeOf(window.location.hash) !== null) route();
 });

@@ -1,4 +1,4 @@
-/* global fetch */
+/* global fetch, window, CustomEvent */
 /**
  * Calls of POST /api/rpc from the page. The session travels in its HttpOnly
  * cookie (the page never sees it); `Content-Type: application/json` is what
@@ -23,5 +23,8 @@ export async function rpc(method, params = {}, { apiKey } = {}) {
   const body = await response.json().catch(() => null);
   if (body && body.success === true) return body.data;
   const error = body && body.data;
-  throw new RpcFailure(error?.code ?? 'INTERNAL', error?.error ?? `The service answered HTTP ${response.status}`, response.status);
+  const failure = new RpcFailure(error?.code ?? 'INTERNAL', error?.error ?? `The service answered HTTP ${response.status}`, response.status);
+  // The session ended (expired, signed out elsewhere, its user removed): the page goes back to signing in.
+  if (failure.code === 'UNAUTHENTICATED' && !apiKey && !method.startsWith('AuthRpc.')) window.dispatchEvent(new CustomEvent('console:signed-out'));
+  throw failure;
 }
