@@ -15,7 +15,10 @@ import { openDatabase, type Database } from './db/orm.ts';
 import { Command } from 'commander';
 import { createLogger } from './logger.ts';
 import type { NewPluginOptions } from './scaffold/new-plugin.ts';
+import type { AdminCreateResult } from './operator/admin.ts';
 import type { BackupResult } from './operator/backup.ts';
+import type { Check } from './operator/doctor.ts';
+import type { JobsListResult } from './operator/jobs.ts';
 import { formatBytes, progressBars } from './operator/progress.ts';
 import { serve } from './serve.ts';
 import { CORE_VERSION } from './version.ts';
@@ -171,6 +174,128 @@ program
       return `Restored the backup of ${manifest.createdAt} (rpc-service ${manifest.serviceVersion}, ${manifest.entries.length} entries) into ${config.dataDir}${config.databaseUrl ? ' and the database' : ''}.`;
     }),
   );
+
+program
+  .command('admin')
+  .description('subscriptions and their administrators')
+  .command('create')
+  .description(
+    'make a new subscription and its first admin without the HTTP API, whatever SIGNUP_MODE says (the way in when signup is closed). ' +
+      'The password is asked for on a terminal, or read from --password-file or a pipe: never from an argument, which shell history and ps show. ' +
+      'Works while the service runs.',
+  )
+  .requiredOption('--email <address>', "the admin's e-mail address")
+  .requiredOption('--username <name>', "the admin's username: 3 to 32 letters, digits, dots, dashes or underscores")
+  .option('--subscription-name <name>', "the subscription's name; the username by default, as signup names it")
+  .option('--password-file <file>', 'read the password from the first line of this file (- for standard input)')
+  .action((options: { email: string; username: string; subscriptionName?: string; passwordFile?: string }) =>
+    report('create the admin', async () => {
+      const { readPassword } = await import('./operator/admin.ts');
+      const password = await readPassword(options.passwordFile);
+      const { email, username, subscriptionName } = options;
+      const result = (await operate('admin create', { email, username, subscriptionName, password })) as AdminCreateResult;
+      return `Created subscription ${result.subscriptionId} ("${result.subscriptionName}") and its admin ${username}: user ${result.userId}.`;
+    }),
+  );
+
+program
+  .command('doctor')
+  .description(
+    'check the installation and say what to fix: the settings, the master key, free space on DATA_DIR, and the database (reachable, version, ' +
+      'pgvector, migrations, clock, the master key opening every data key). One line a check: ok, warn or fail; exit code 1 when one fails. ' +
+      'Works while the service runs.',
+  )
+  .action(() =>
+    report('check the installation', async () => {
+      const { configCheck, diskCheck, formatCheck, masterKeyCheck } = await import('./operator/doctor.ts');
+      const { check, config } = configCheck({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+      const checks = [check];
+      if (config) {
+        const key = masterKeyCheck(config);
+        checks.push(key.check, await diskCheck(config.dataDir));
+        if (key.open) checks.push(...(await databaseChecks(config)));
+      }
+      const failed = checks.filter((one) => one.status === 'fail').length;
+      const warned = checks.filter((one) => one.status === 'warn').length;
+      if (failed > 0) process.exitCode = 1;
+      const summary = failed + warned === 0 ? 'Everything checked is in order.' : `${failed} failed, ${warned} to look at: do what those lines say.`;
+      return [...checks.map(formatCheck), summary].join('\n');
+    }),
+  );
+
+/** The doctor's checks of the database, run where the database is open (a serving process, else here); a database that does not open is a failed check. */
+async function databaseChecks(config: Config): Promise<Check[]> {
+  let known: string[];
+  try {
+    const { loadPlugins } = await import('./app.ts');
+    const plugins = await loadPlugins({ config });
+    known = [{ id: 'core', migrations: coreMigrations }, ...plugins].flatMap(({ id, migrations = [] }) =>
+      migrations.map((migration) => `${id}:${migration.name}`),
+    );
+  } catch (error) {
+    return [{ name: 'plugins', status: 'fail', message: `${(error as Error).message} (fix PLUGINS or the plugin)` }];
+  }
+  try {
+    return (await operate('doctor', { known })) as Check[];
+  } catch (error) {
+    return [{ name: 'database', status: 'fail', message: `${(error as Error).message}: check DATABASE_URL and that the database server runs` }];
+  }
+}
+
+const jobs = program.command('jobs').description('the job queue of every subscription: its states, and the jobs that failed for good ("dead")');
+
+jobs
+  .command('list')
+  .description('jobs per queue and state, and the dead jobs that failed last: id, queue, when and the error (never their data). Works while the service runs.')
+  .option('--queue <queue>', 'only this queue (<plugin id>.<job name>)')
+  .option('--limit <count>', 'how many dead jobs to show', '20')
+  .action(({ queue, limit }: { queue?: string; limit: string }) =>
+    report('list the jobs', async () => formatJobs((await operate('jobs list', { queue, limit: Number(limit) })) as JobsListResult)),
+  );
+
+jobs
+  .command('retry')
+  .description('put dead jobs back in their queue, with one more attempt: one by id, or every one. Works while the service runs.')
+  .argument('[id]', "a dead job's id (jobs list shows them)")
+  .option('--all-failed', 'every dead job')
+  .option('--queue <queue>', "with --all-failed: only this queue's")
+  .action((id: string | undefined, { allFailed, queue }: { allFailed?: boolean; queue?: string }) =>
+    report('retry', async () => {
+      const { retried } = (await operate('jobs retry', { id, allFailed, queue })) as { retried: number };
+      return `Put ${retried} dead job${retried === 1 ? '' : 's'} back in the queue.`;
+    }),
+  );
+
+jobs
+  .command('purge')
+  .description('delete finished jobs, dead or done, from the queue and its archive. Works while the service runs.')
+  .option('--failed', 'the dead jobs')
+  .option('--completed', 'the jobs that succeeded')
+  .option('--older-than <age>', 'only those that finished longer ago: 30m, 12h, 7d')
+  .option('--queue <queue>', 'only this queue')
+  .action(({ failed, completed, olderThan, queue }: { failed?: boolean; completed?: boolean; olderThan?: string; queue?: string }) =>
+    report('purge the jobs', async () => {
+      if (failed === completed) throw new Error('give --failed or --completed (one of them)');
+      const state = failed ? 'failed' : 'completed';
+      const { deleted } = (await operate('jobs purge', { state, olderThan, queue })) as { deleted: number };
+      return `Deleted ${deleted} ${state === 'failed' ? 'dead' : 'done'} job${deleted === 1 ? '' : 's'}${olderThan ? ` older than ${olderThan}` : ''}${queue ? ` of ${queue}` : ''}.`;
+    }),
+  );
+
+/** `jobs list`: a table of the queues' states, then the dead jobs. */
+function formatJobs({ queues, failed }: JobsListResult): string {
+  const states = ['waiting', 'retrying', 'running', 'done', 'dead', 'cancelled'] as const;
+  const width = Math.max(5, ...queues.map(({ queue }) => queue.length));
+  const table = [
+    ['queue'.padEnd(width), ...states.map((state) => state.padStart(9))].join(' '),
+    ...queues.map(({ queue, states: counts }) => [queue.padEnd(width), ...states.map((state) => String(counts[state]).padStart(9))].join(' ')),
+  ];
+  const dead =
+    failed.length === 0
+      ? ['No dead jobs.']
+      : [`Dead jobs, newest first (${failed.length}):`, ...failed.map((job) => `${job.id}  ${job.queue}  ${job.failedAt}  ${job.error ?? '(no message)'}`)];
+  return [...table, '', ...dead].join('\n');
+}
 
 /** The configuration of an administration command: only warnings logged, unless LOG_LEVEL says otherwise, so its output is its answer. */
 const operatorConfig = (): Config => loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });

@@ -379,7 +379,105 @@ export class JobService implements Jobs {
     const envelope: Envelope = { data: {}, principal: null };
     for (const [queue, cron] of wanted) await this.#boss.schedule(queue, cron, envelope as object, { tz: 'UTC' });
   }
+
+  // Administration of the queue, for `rpc-service jobs` (core/operator/jobs.ts). Jobs of every subscription: pg-boss's
+  // tables carry no subscription, so these read them across tenants, and show no job's data, which may be a tenant's content.
+
+  /** Jobs per queue and state, every queue listed (with zeros). */
+  async queueCounts(): Promise<QueueCounts[]> {
+    // pg-boss 10 counts one queue before a state (getQueueSize); its countStates, all queues by state, is not in its API.
+    const rows = await this.#db.execute<{ name: string; state: string; count: number }>(
+      `select name, state::text as state, count(*)::int as count from ${JOBS_SCHEMA}.job group by name, state`,
+    );
+    const counts = new Map((await this.#boss.getQueues()).map((queue) => [queue.name, emptyCounts()]));
+    for (const row of rows) {
+      const queue = counts.get(row.name) ?? counts.set(row.name, emptyCounts()).get(row.name)!;
+      queue[STATES[row.state] ?? 'waiting'] += row.count;
+    }
+    return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([queue, states]) => ({ queue, states }));
+  }
+
+  /** The dead jobs that failed last, newest first. */
+  async failedJobs({ queue, limit }: { queue?: string; limit: number }): Promise<FailedJob[]> {
+    // pg-boss 10 finds jobs by id only.
+    const rows = await this.#db.execute<{ id: string; name: string; completed_on: Date | string; output: unknown }>(
+      `select id, name, completed_on, output from ${JOBS_SCHEMA}.job
+       where state = 'failed' ${queue ? 'and name = ?' : ''} order by completed_on desc limit ?`,
+      queue ? [queue, limit] : [limit],
+    );
+    return rows.map((row) => ({ id: row.id, queue: row.name, failedAt: iso(row.completed_on)!, error: lastErrorOf(row.output) }));
+  }
+
+  /** Puts dead jobs back in their queue, to run at once: one by id, or every one (of a queue); how many were. */
+  async retryFailed(which: { id: string } | { queue?: string }): Promise<number> {
+    const [condition, params] = 'id' in which ? ['and id = ?', [which.id]] : which.queue ? ['and name = ?', [which.queue]] : ['', []];
+    const rows = await this.#db.execute<{ id: string; name: string }>(`select id, name from ${JOBS_SCHEMA}.job where state = 'failed' ${condition}`, params);
+    const byQueue = new Map<string, string[]>();
+    for (const row of rows) byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), row.id]);
+    let retried = 0;
+    for (const [queue, ids] of byQueue) {
+      // pg-boss's retry gives each job one more attempt than its limit; its typing leaves out the count it answers.
+      const result = (await this.#boss.retry(queue, ids)) as unknown as { affected: number };
+      retried += result.affected;
+      this.#notify(queue);
+    }
+    return retried;
+  }
+
+  /**
+   * Deletes the finished jobs in one state, of every queue or one, that
+   * finished more than `olderThanSeconds` ago, from the queue and from the
+   * archive pg-boss moves them to after a while; how many. In batches, each
+   * reported, so a large purge holds no long lock.
+   */
+  async purgeFinished(
+    { state, queue, olderThanSeconds = 0 }: { state: 'done' | 'dead'; queue?: string; olderThanSeconds?: number },
+    progress: (deleted: number, total: number) => void = () => undefined,
+  ): Promise<number> {
+    // pg-boss's deleteJob takes the ids of one queue and leaves its archive alone: one statement a batch does both by state and age.
+    const where = `state = '${state === 'done' ? 'completed' : 'failed'}' and completed_on < now() - make_interval(secs => ?) ${queue ? 'and name = ?' : ''}`;
+    const params = queue ? [olderThanSeconds, queue] : [olderThanSeconds];
+    const tables = [`${JOBS_SCHEMA}.job`, `${JOBS_SCHEMA}.archive`];
+    const [{ total }] = await this.#db.execute<{ total: number }>(
+      `select (${tables.map((table) => `(select count(*) from ${table} where ${where})`).join(' + ')})::int as total`,
+      [...params, ...params],
+    );
+    let deleted = 0;
+    progress(deleted, total);
+    for (const table of tables) {
+      for (;;) {
+        const [{ count }] = await this.#db.execute<{ count: number }>(
+          `with gone as (delete from ${table} where (name, id) in (select name, id from ${table} where ${where} limit ${PURGE_BATCH}) returning 1)
+           select count(*)::int as count from gone`,
+          params,
+        );
+        deleted += count;
+        progress(deleted, Math.max(total, deleted));
+        if (count < PURGE_BATCH) break;
+      }
+    }
+    return deleted;
+  }
 }
+
+/** A queue's jobs by state. */
+export interface QueueCounts {
+  queue: string;
+  states: Record<JobState, number>;
+}
+
+/** A dead job as an operator sees it: never its data. */
+export interface FailedJob {
+  id: string;
+  queue: string;
+  failedAt: string;
+  error: string | null;
+}
+
+const emptyCounts = (): Record<JobState, number> => ({ waiting: 0, retrying: 0, running: 0, done: 0, dead: 0, cancelled: 0 });
+
+/** Jobs deleted by one statement of a purge. */
+const PURGE_BATCH = 1000;
 
 function principalOf(ctx: RequestContext | undefined): Principal | null {
   if (!ctx?.subscriptionId || !ctx.userId || !ctx.role) return null;
