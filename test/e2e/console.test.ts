@@ -32,6 +32,8 @@ describe('console in a browser', () => {
   let receiver: Server;
   let hookUrl: string;
   const received: { type: string }[] = [];
+  /** While set, the receiver answers 500: deliveries fail until re-sent. */
+  let failing = false;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let staff: Awaited<ReturnType<typeof addUser>>;
   let member: Awaited<ReturnType<typeof addUser>>;
@@ -65,6 +67,7 @@ describe('console in a browser', () => {
       let body = '';
       req.on('data', (chunk) => (body += chunk));
       req.on('end', () => {
+        if (failing) return res.writeHead(500).end();
         received.push(JSON.parse(body));
         res.writeHead(204).end();
       });
@@ -161,6 +164,25 @@ describe('console in a browser', () => {
       await page.getByRole('button', { name: 'Refresh' }).click();
       return false;
     });
+  });
+
+  step('re-sends a failed delivery from the log', async () => {
+    failing = true;
+    await t.ok('SecretsRpc.create', { zone: 'production', key: 'api-token', value: 'token-value-1234' }, { token: admin.token });
+    const row = page.getByRole('row').filter({ hasText: 'secret.changed' }).filter({ hasText: 'failed' });
+    await eventually('the failed delivery', async () => {
+      if ((await row.count()) > 0) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return false;
+    });
+    failing = false;
+    await page.getByRole('button', { name: 'Re-send 1 failed' }).click();
+    await eventually('the delivery re-sent', async () => {
+      if ((await row.count()) === 0) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return false;
+    });
+    assert.equal(received.filter((event) => event.type === 'secret.changed').length, 2);
   });
 
   step('reveals a secret on request and shows the read in the audit log', async () => {
