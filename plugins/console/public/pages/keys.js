@@ -35,8 +35,9 @@ function createdKey(created, refresh) {
   );
   return h(
     'div',
-    { class: 'callout', role: 'status' },
-    h('p', {}, `The key "${created.description}" — copy it now, it is shown only this once:`),
+    { class: 'callout' },
+    h('h3', { tabindex: -1, class: 'callout-title' }, `New key: ${created.description}`),
+    h('p', {}, 'Copy it now, it is shown only this once:'),
     h('p', {}, h('code', { class: 'secret', 'data-testid': 'full-key' }, created.fullKey)),
     h('h3', {}, 'Register a webhook for this key'),
     webhook,
@@ -95,6 +96,8 @@ export function keysPage() {
         const key = await rpc('ApiKeyRpc.create', { description, scopes: scopesOf(scopes), readOnly });
         element.reset();
         created.replaceChildren(createdKey(key, list.refresh));
+        // Where the reader is sent: the key, then its webhook form, follow the heading.
+        created.querySelector('.callout-title').focus();
         await list.refresh();
       },
     ),
