@@ -435,6 +435,10 @@ export interface Operations {
     params: AITelemetryRpcGetTraceParams;
     result: AITelemetryRpcGetTraceResult;
   };
+  'AITelemetryRpc.getUsage': {
+    params: AITelemetryRpcGetUsageParams;
+    result: AITelemetryRpcGetUsageResult;
+  };
   'AITelemetryRpc.listThreads': {
     params: AITelemetryRpcListThreadsParams;
     result: AITelemetryRpcListThreadsResult;
@@ -1864,6 +1868,33 @@ export interface AITelemetryRpcGetTraceResult {
   totalTokens: number;
   attempts: number;
   error: string | null;
+}
+export interface AITelemetryRpcGetUsageParams {
+  filter?: {
+    callerType?: string;
+    callerName?: string;
+    status?: string;
+    dateFrom?: string | number;
+    dateTo?: string | number;
+  };
+}
+export interface AITelemetryRpcGetUsageResult {
+  daily: {
+    day: string;
+    model: string;
+    calls: number;
+    errors: number;
+    inputTokens: number;
+    outputTokens: number;
+    totalTokens: number;
+  }[];
+  latency: {
+    model: string;
+    calls: number;
+    p50Ms: number;
+    p90Ms: number;
+    p99Ms: number;
+  }[];
 }
 export interface AITelemetryRpcListThreadsParams {
   page?: number;
@@ -4856,6 +4887,8 @@ export interface AITelemetryRpc {
   getThread(params: AITelemetryRpcGetThreadParams, options?: CallOptions): Promise<AITelemetryRpcGetThreadResult>;
   /** One trace by its id; NOT_FOUND when there is none. (user, read) */
   getTrace(params: AITelemetryRpcGetTraceParams, options?: CallOptions): Promise<AITelemetryRpcGetTraceResult>;
+  /** Calls, errors and tokens of the matching traces per UTC day and model (oldest day first), and the 50th, 90th and 99th percentile of each model’s call duration in ms; empty lists when none match. (user, read) */
+  getUsage(params?: AITelemetryRpcGetUsageParams, options?: CallOptions): Promise<AITelemetryRpcGetUsageResult>;
   /** AI calls grouped by thread (a call without one is its own group), latest first; sort.direction "asc" gives oldest first. (user, read) */
   listThreads(params?: AITelemetryRpcListThreadsParams, options?: CallOptions): Promise<AITelemetryRpcListThreadsResult>;
 }
@@ -5270,7 +5303,7 @@ export const GROUPS = {
   ],
   AgentConfigRpc: ['create', 'delete', 'findById', 'getAvailableTools', 'getData', 'getUploadKeyForAvatar', 'update', 'updateAvatar'],
   AIConfigRpc: ['getAIConfiguration', 'getDefaultModels', 'getModelCategories', 'getModels', 'getProviders', 'getProviderSettings', 'getTaskRecommendations'],
-  AITelemetryRpc: ['getStats', 'getThread', 'getTrace', 'listThreads'],
+  AITelemetryRpc: ['getStats', 'getThread', 'getTrace', 'getUsage', 'listThreads'],
   ApiKeyRpc: ['create', 'delete', 'getData', 'update'],
   ApiManagementRpc: ['getDeliveries', 'listApiKeysForWebhook', 'registerWebhook', 'resendDeliveries'],
   AuthRpc: [
