@@ -17,6 +17,7 @@ import { createLogger } from './logger.ts';
 import type { NewPluginOptions } from './scaffold/new-plugin.ts';
 import type { AdminCreateResult } from './operator/admin.ts';
 import type { BackupResult } from './operator/backup.ts';
+import type { TenantExportResult, TenantImportResult } from './operator/tenant.ts';
 import type { Check } from './operator/doctor.ts';
 import type { JobsListResult } from './operator/jobs.ts';
 import { formatBytes, progressBars } from './operator/progress.ts';
@@ -279,6 +280,39 @@ jobs
       const state = failed ? 'failed' : 'completed';
       const { deleted } = (await operate('jobs purge', { state, olderThan, queue })) as { deleted: number };
       return `Deleted ${deleted} ${state === 'failed' ? 'dead' : 'done'} job${deleted === 1 ? '' : 's'}${olderThan ? ` older than ${olderThan}` : ''}${queue ? ` of ${queue}` : ''}.`;
+    }),
+  );
+
+const tenant = program.command('tenant').description("one subscription's records and files, to move it to another installation");
+
+tenant
+  .command('export')
+  .description(
+    "write one subscription's records from every plugin (NDJSON) and its files into an archive, and the transfer key that opens its secrets " +
+      'beside it (<out>.key): keep the two apart. Works while the service runs.',
+  )
+  .requiredOption('--subscription <id>', "the subscription's id")
+  .requiredOption('--out <file>', 'the archive to write (.tar.gz); it and <file>.key must not exist')
+  .action(({ subscription, out }: { subscription: string; out: string }) =>
+    report('export the tenant', async () => {
+      const result = (await operate('tenant export', { subscriptionId: subscription, out: path.resolve(out) })) as TenantExportResult;
+      return `Wrote ${result.out} (${result.rows} records from ${result.tables} tables, ${result.files} files) and its transfer key ${result.keyFile}.`;
+    }),
+  );
+
+tenant
+  .command('import')
+  .description(
+    "add a subscription tenant export wrote to this installation: its secrets' data keys are wrapped again by this installation's master key. " +
+      'Refused when the subscription exists here or a plugin it used is missing; all or nothing. Works while the service runs.',
+  )
+  .requiredOption('--from <file>', 'the archive tenant export wrote')
+  .option('--key-file <file>', 'its transfer key; <file>.key by default')
+  .action(({ from, keyFile }: { from: string; keyFile?: string }) =>
+    report('import the tenant', async () => {
+      const archive = path.resolve(from);
+      const result = (await operate('tenant import', { from: archive, keyFile: path.resolve(keyFile ?? `${archive}.key`) })) as TenantImportResult;
+      return `Imported subscription ${result.subscriptionId}: ${result.rows} records and ${result.files} files.`;
     }),
   );
 

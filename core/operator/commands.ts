@@ -3,6 +3,7 @@ import { backup } from './backup.ts';
 import type { OperatorCommand } from './command.ts';
 import { doctor } from './doctor.ts';
 import { jobsList, jobsPurge, jobsRetry } from './jobs.ts';
+import { tenantExport, tenantImport } from './tenant.ts';
 
 /** The commands a serving process answers on its control socket, and the command line runs itself when none serves. */
 export const OPERATOR_COMMANDS: Readonly<Record<string, OperatorCommand<never>>> = {
@@ -12,4 +13,6 @@ export const OPERATOR_COMMANDS: Readonly<Record<string, OperatorCommand<never>>>
   'jobs list': jobsList,
   'jobs retry': jobsRetry,
   'jobs purge': jobsPurge,
+  'tenant export': tenantExport,
+  'tenant import': tenantImport,
 };

@@ -45,7 +45,7 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     server = runServer({ ...where.env, PORT: String(port), LOG_LEVEL: 'warn' });
-    await whenHealthy(server, base);
+    await whenHealthy(server, base, 90_000);
   }
 
   async function stop(): Promise<void> {

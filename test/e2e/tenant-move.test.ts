@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { NOTES_PLUGIN } from '../support/harness.ts';
+import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+
+/**
+ * One tenant moved between two installations, as the operator does it: both
+ * services running (`npm start`), `rpc-service tenant export` on the source,
+ * `tenant import` on the target (through each one's control socket on the
+ * embedded database), and the same reads answered alike by both, with the
+ * same credentials. The target has master keys of its own; a third-party
+ * plugin (the notes example, from PLUGINS) moves its records too.
+ */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+const STEP_MS = 120_000;
+
+interface Node {
+  env: Record<string, string>;
+  base: string;
+  server: RunningProcess;
+}
+
+describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'rpc-tenant-'));
+  const databases: ScratchDatabase[] = [];
+  let source: Node;
+  let target: Node;
+
+  async function start(name: string, masterKey: string): Promise<Node> {
+    const env: Record<string, string> = { DATA_DIR: path.join(work, name), PLUGINS: NOTES_PLUGIN, LOG_LEVEL: 'warn', SIGNUP_IP_LIMIT: '1000' };
+    if (TEST_DATABASE_URL) {
+      const database = await createScratchDatabase(TEST_DATABASE_URL);
+      databases.push(database);
+      Object.assign(env, { DATABASE_URL: database.url, MASTER_KEY: masterKey });
+    }
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const server = runServer({ ...env, PORT: String(port) });
+    await whenHealthy(server, base, 90_000);
+    return { env, base, server };
+  }
+
+  async function cli(node: Node, ...args: string[]): Promise<{ code: number | null; output: string }> {
+    const child = runInProject(process.execPath, ['bin/rpc-service.js', ...args], node.env);
+    const { code } = await child.exited(STEP_MS);
+    return { code, output: `${child.stdout()}${child.stderr()}` };
+  }
+
+  async function call(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
+    const response = await fetch(`${node.base}/api/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ method, params }),
+    });
+    return response.json();
+  }
+
+  async function ok(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
+    const body = await call(node, method, params, headers);
+    assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
+    return body.data;
+  }
+
+  before(async () => {
+    [source, target] = await Promise.all([start('source', Buffer.alloc(32, 1).toString('base64')), start('target', Buffer.alloc(32, 2).toString('base64'))]);
+  });
+  after(async () => {
+    killLeftoverProcesses();
+    for (const database of databases) await database.drop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  const archive = path.join(work, 'acme.tar.gz');
+  let session: Record<string, string>;
+  let apiKey: Record<string, string>;
+  let subscriptionId: string;
+  let strangerId: string;
+  let fileId: string;
+
+  /** Reads a user of the tenant makes, answered by an installation; their answers must not depend on which one (none is audited: that would add to the audit log read beside it). */
+  const reads = (node: Node) =>
+    Promise.all([
+      ok(node, 'AuthRpc.getSession', {}, session),
+      ok(node, 'UserProfileRpc.getUserProfile', {}, apiKey),
+      ok(node, 'ApiKeyRpc.getData', {}, session),
+      ok(node, 'SecretsRpc.getAuditLog', {}, session),
+      ok(node, 'TaskRpc.getData', { taskInstanceId: 'board' }, apiKey),
+      ok(node, 'DocumentRpc.getAllDocuments', { documentInstanceId: 'handbook' }, apiKey),
+      ok(node, 'CheckpointRpc.listCheckpoints', { scope: 'site' }, apiKey),
+      ok(node, 'CheckpointRpc.readFile', { scope: 'site', path: 'index.html' }, apiKey),
+      ok(node, 'NoteRpc.list', {}, apiKey),
+      fetch(`${node.base}/api/files/${fileId}`, { headers: apiKey }).then(async (response) => [
+        response.status,
+        Buffer.from(await response.arrayBuffer()).toString('base64'),
+      ]),
+    ]);
+
+  it('exports a tenant from a running installation', async () => {
+    const signup = await ok(source, 'AuthRpc.signup', {
+      email: 'owner@acme.example',
+      username: 'acme-owner',
+      password: 'a long enough password',
+      subscriptionName: 'Acme',
+    });
+    subscriptionId = signup.user.subscriptionId;
+    session = { authorization: `Bearer ${signup.token}` };
+    apiKey = { 'x-api-key': (await ok(source, 'ApiKeyRpc.create', { description: 'moves along' }, session)).fullKey };
+    await ok(source, 'SecretsRpc.create', { zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the secret value' }, session);
+    await ok(source, 'SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, session);
+    await ok(source, 'TaskRpc.create', { taskInstanceId: 'board', title: 'Move the tenant' }, apiKey);
+    await ok(source, 'DocumentRpc.create', { documentInstanceId: 'handbook', title: 'Welcome', content: 'Hello' }, apiKey);
+    await ok(source, 'CheckpointRpc.writeFile', { scope: 'site', path: 'index.html', content: '<h1>Acme</h1>' }, apiKey);
+    await ok(source, 'CheckpointRpc.createCheckpoint', { scope: 'site', message: 'first page' }, apiKey);
+    await ok(source, 'NoteRpc.add', { text: 'a note of a third-party plugin' }, apiKey);
+    const { uploadUrl, uploadKey } = await ok(source, 'UserProfileRpc.getUploadKeyForProfilePicture', {}, apiKey);
+    const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { ...apiKey, 'content-type': 'image/png' }, body: PNG });
+    fileId = (await uploaded.json()).data.files[0].fileId;
+    await ok(source, 'UserProfileRpc.updateProfilePicture', { uploadKey }, apiKey);
+    const stranger = await ok(source, 'AuthRpc.signup', { email: 'other@example.com', username: 'other-owner', password: 'a long enough password' });
+    strangerId = stranger.user.subscriptionId;
+
+    const { code, output } = await cli(source, 'tenant', 'export', '--subscription', subscriptionId, '--out', archive);
+    assert.equal(code, 0, output);
+    assert.ok(statSync(`${archive}.key`).mode % 0o1000 === 0o600, 'the transfer key is for its owner only');
+    console.log(`# tenant export: ${statSync(archive).size} bytes; ${output.trim()}`);
+  });
+
+  it('refuses an import without the transfer key that opens it', async () => {
+    const wrongKey = path.join(work, 'wrong.key');
+    writeFileSync(wrongKey, `${Buffer.alloc(32, 9).toString('base64url')}\n`);
+    const refused = await cli(target, 'tenant', 'import', '--from', archive, '--key-file', wrongKey);
+    assert.equal(refused.code, 1);
+    assert.match(refused.output, /does not open the data keys/);
+    assert.equal((await call(target, 'AuthRpc.getSession', {}, session)).data.code, 'UNAUTHENTICATED', 'nothing was imported');
+  });
+
+  it('imports it into another installation, which answers the same reads with the same credentials', async () => {
+    const { code, output } = await cli(target, 'tenant', 'import', '--from', archive);
+    assert.equal(code, 0, output);
+    assert.deepEqual(await reads(target), await reads(source));
+    assert.equal(
+      (await ok(target, 'SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, apiKey)).value,
+      'the secret value',
+      "opened by the target's keys",
+    );
+    const login = await ok(target, 'AuthRpc.login', { identifier: 'acme-owner', password: 'a long enough password' });
+    assert.equal(login.user.subscriptionId, subscriptionId);
+    assert.equal(
+      (await call(target, 'AuthRpc.login', { identifier: 'other-owner', password: 'a long enough password' })).data.code,
+      'UNAUTHENTICATED',
+      'only the one tenant moved',
+    );
+    assert.notEqual(strangerId, subscriptionId);
+    const again = await cli(target, 'tenant', 'import', '--from', archive);
+    assert.equal(again.code, 1);
+    assert.match(again.output, /already exists in this installation/);
+  });
+});
