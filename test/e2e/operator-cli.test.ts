@@ -1,0 +1,260 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { TEST_MASTER_KEY } from '../support/harness.ts';
+import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+
+/**
+ * `rpc-service admin create`, `doctor` and `jobs list|retry|purge` as the
+ * operator runs them: first while the service serves (on the embedded
+ * database the commands reach it through its control socket, since it owns
+ * the database), then with the service stopped (each command opens the
+ * installation itself). One installation throughout, with a plugin whose job
+ * fails on its first attempt and succeeds on the next.
+ */
+const STEP_MS = 120_000;
+const PASSWORD = 'a long enough password';
+const QUEUE = 'failing.boom';
+/** Job data a listing must never show: it may be a tenant's content. */
+const TENANT_CONTENT = 'tenant-content-never-listed';
+
+const sdk = pathToFileURL(fileURLToPath(new URL('../../core/plugin/sdk.ts', import.meta.url))).href;
+/** The plugin, outside the project: it names the SDK and valibot by the files the service loads, so both are the same modules. */
+const FAILING_PLUGIN = `
+import * as v from '${import.meta.resolve('valibot')}';
+import { definePlugin, jobBuilder, operationBuilder } from '${sdk}';
+
+const defineOperation = operationBuilder();
+const defineJob = jobBuilder();
+
+export const failingPlugin = definePlugin({
+  id: 'failing',
+  group: 'FailingRpc',
+  coreVersion: '^2.0.0',
+  deps: ['jobs'],
+  jobs: {
+    boom: defineJob({
+      describe: 'Fails on its first attempt, succeeds on the next.',
+      data: v.object({ note: v.string() }),
+      retry: { limit: 0 },
+      handler: ({ job }) => {
+        if (job.attempt === 1) throw new Error('boom on attempt 1');
+        return { attempt: job.attempt };
+      },
+    }),
+  },
+  operations: {
+    enqueue: defineOperation({
+      access: 'user',
+      kind: 'write',
+      describe: 'Enqueue a boom job.',
+      params: v.object({ note: v.string() }),
+      handler: async ({ params, ctx, deps }) => ({ id: await deps.jobs.enqueue('boom', params, { ctx }) }),
+    }),
+    state: defineOperation({
+      access: 'user',
+      kind: 'read',
+      describe: "A boom job's state.",
+      params: v.object({ id: v.string() }),
+      handler: async ({ params, deps }) => ({ state: (await deps.jobs.get('boom', params.id))?.state ?? null }),
+    }),
+  },
+});
+`;
+
+describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'rpc-operator-'));
+  const dataDir = path.join(work, 'data');
+  const passwordFile = path.join(work, 'password');
+  let database: ScratchDatabase | undefined;
+  let env: Record<string, string> = {};
+  let server: RunningProcess | undefined;
+  let base = '';
+  let token = '';
+
+  /** `rpc-service <args>` as the operator types it: its exit code and output. */
+  async function cli(args: string[], extra: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+    const child = runInProject(process.execPath, ['bin/rpc-service.js', ...args], { ...env, ...extra });
+    const { code } = await child.exited(STEP_MS);
+    return { code, output: `${child.stdout()}${child.stderr()}` };
+  }
+
+  async function call(method: string, params: object): Promise<{ success: boolean; data?: any; error?: any }> {
+    const response = await fetch(`${base}/api/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ method, params }),
+    });
+    return (await response.json()) as { success: boolean; data?: any; error?: any };
+  }
+
+  async function rpc(method: string, params: object): Promise<any> {
+    const body = await call(method, params);
+    assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
+    return body.data;
+  }
+
+  async function jobState(id: string, state: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    let seen: string | null = null;
+    while (Date.now() < deadline) {
+      seen = (await rpc('FailingRpc.state', { id })).state;
+      if (seen === state) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.fail(`job ${id} is ${seen}, not ${state}`);
+  }
+
+  async function enqueueFailing(): Promise<string> {
+    const { id } = await rpc('FailingRpc.enqueue', { note: TENANT_CONTENT });
+    await jobState(id, 'dead');
+    return id;
+  }
+
+  before(async () => {
+    const plugin = path.join(work, 'failing-plugin');
+    mkdirSync(plugin);
+    writeFileSync(path.join(plugin, 'package.json'), JSON.stringify({ name: 'failing-plugin', type: 'module', main: 'index.js' }));
+    writeFileSync(path.join(plugin, 'index.js'), FAILING_PLUGIN);
+    writeFileSync(passwordFile, `${PASSWORD}\n`);
+    env = { DATA_DIR: dataDir, PLUGINS: plugin, SIGNUP_MODE: 'invite', JOBS_POLL_MS: '500', LOG_LEVEL: 'warn' };
+    if (TEST_DATABASE_URL) {
+      database = await createScratchDatabase(TEST_DATABASE_URL);
+      env = { ...env, DATABASE_URL: database.url, MASTER_KEY: TEST_MASTER_KEY };
+    }
+  });
+  after(async () => {
+    killLeftoverProcesses();
+    await database?.drop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('while the service serves: admin create, then login over HTTP; jobs list, retry and purge; doctor', async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    server = runServer({ ...env, PORT: String(port) });
+    await whenHealthy(server, base);
+
+    const created = await cli([
+      'admin',
+      'create',
+      '--email',
+      'Owner@Example.com',
+      '--username',
+      'owner',
+      '--subscription-name',
+      'Acme',
+      '--password-file',
+      passwordFile,
+    ]);
+    assert.equal(created.code, 0, created.output);
+    const [, subscriptionId, userId] = /^Created subscription (\S+) \("Acme"\) and its admin owner: user (\S+)\.$/m.exec(created.output) ?? [];
+    assert.ok(subscriptionId && userId, created.output);
+    const session = await rpc('AuthRpc.login', { identifier: 'owner@example.com', password: PASSWORD });
+    assert.equal(session.user._id, userId);
+    assert.equal(session.user.role, 'admin');
+    token = session.token;
+    // Invite mode: with a user in the installation, signup wants a code; the command was the way in.
+    const refused = await call('AuthRpc.signup', { email: 'someone@example.com', username: 'someone', password: PASSWORD });
+    assert.equal(refused.success, false);
+
+    const taken = await cli(['admin', 'create', '--email', 'owner@example.com', '--username', 'other', '--password-file', passwordFile]);
+    assert.equal(taken.code, 1);
+    assert.equal(taken.output.trim(), 'Cannot create the admin: This e-mail address is already registered');
+
+    const first = await enqueueFailing();
+    const listed = await cli(['jobs', 'list', '--queue', QUEUE]);
+    assert.equal(listed.code, 0, listed.output);
+    assert.match(listed.output, new RegExp(`^${QUEUE.replace('.', '\\.')}\\s+0\\s+0\\s+0\\s+0\\s+1\\s+0$`, 'm'));
+    assert.match(listed.output, new RegExp(`^${first}  ${QUEUE}  \\S+Z  boom on attempt 1$`, 'm'));
+    assert.ok(!listed.output.includes(TENANT_CONTENT), 'no job data in the listing');
+
+    const retried = await cli(['jobs', 'retry', first]);
+    assert.equal(retried.code, 0, retried.output);
+    assert.match(retried.output, /^Put 1 dead job back in the queue\.$/m);
+    await jobState(first, 'done');
+    const second = await enqueueFailing();
+    const all = await cli(['jobs', 'retry', '--all-failed', '--queue', QUEUE]);
+    assert.match(all.output, /^Put 1 dead job back in the queue\.$/m);
+    await jobState(second, 'done');
+    const again = await cli(['jobs', 'retry', second]);
+    assert.equal(again.code, 1);
+    assert.equal(again.output.trim(), `Cannot retry: no dead job has the id ${second} (jobs list shows them)`);
+
+    const purged = await cli(['jobs', 'purge', '--completed', '--queue', QUEUE]);
+    assert.equal(purged.code, 0, purged.output);
+    assert.match(purged.output, /^Deleted 2 done jobs of failing\.boom\.$/m);
+
+    const doctor = await cli(['doctor']);
+    assert.equal(doctor.code, 0, doctor.output);
+    for (const check of ['configuration', 'master key', 'database', 'pgvector', 'migrations', 'clock', 'data keys']) {
+      assert.match(doctor.output, new RegExp(`^ok\\s+${check}\\s`, 'm'), doctor.output);
+    }
+    assert.match(doctor.output, /^(ok|warn)\s+disk\s+\S+ \S+ free/m);
+
+    // Left dead for the commands run with the service stopped.
+    await enqueueFailing();
+    await enqueueFailing();
+    server.child.kill('SIGTERM');
+    assert.equal((await server.exited(30_000)).code, 0);
+  });
+
+  it('with the service stopped: the same commands open the installation themselves', async () => {
+    const listed = await cli(['jobs', 'list']);
+    assert.equal(listed.code, 0, listed.output);
+    assert.match(listed.output, new RegExp(`^${QUEUE.replace('.', '\\.')}\\s+0\\s+0\\s+0\\s+0\\s+2\\s+0$`, 'm'));
+
+    const recent = await cli(['jobs', 'purge', '--failed', '--older-than', '7d']);
+    assert.match(recent.output, /^Deleted 0 dead jobs older than 7d\.$/m);
+    const purged = await cli(['jobs', 'purge', '--failed', '--queue', QUEUE]);
+    assert.equal(purged.code, 0, purged.output);
+    assert.match(purged.output, /^Deleted 2 dead jobs of failing\.boom\.$/m);
+
+    const both = await cli(['jobs', 'purge']);
+    assert.equal(both.code, 1);
+    assert.equal(both.output.trim(), 'Cannot purge the jobs: give --failed or --completed (one of them)');
+    const unknown = await cli(['jobs', 'retry', '--all-failed', '--queue', 'nope']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.output, /^Cannot retry: there is no queue "nope"; the queues are: .*failing\.boom/);
+
+    const invalid = await cli(['admin', 'create', '--email', 'not an address', '--username', 'x', '--password-file', passwordFile]);
+    assert.equal(invalid.code, 1);
+    assert.equal(
+      invalid.output.trim(),
+      'Cannot create the admin: email: Invalid e-mail address; username: Username must be 3 to 32 letters, digits, dots, dashes or underscores',
+    );
+
+    const healthy = await cli(['doctor']);
+    assert.equal(healthy.code, 0, healthy.output);
+    assert.match(healthy.output, /^ok\s+data keys\s/m);
+  });
+
+  it('doctor names a failed check and what to do, with exit code 1', async () => {
+    const badSetting = await cli(['doctor'], { PORT: 'eighty' });
+    assert.equal(badSetting.code, 1);
+    assert.match(badSetting.output, /^fail\s+configuration\s+Invalid configuration: PORT must be a whole number/m);
+    assert.doesNotMatch(badSetting.output, /\n\s+at /, 'no stack');
+
+    const unreachable = await cli(['doctor'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere', MASTER_KEY: TEST_MASTER_KEY });
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.output, /^fail\s+database\s+.*ECONNREFUSED.*: check DATABASE_URL/m);
+
+    if (TEST_DATABASE_URL) {
+      const { MASTER_KEY: _, ...withoutKey } = env;
+      env = withoutKey;
+      const noKey = await cli(['doctor']);
+      assert.equal(noKey.code, 1);
+      assert.match(noKey.output, /^fail\s+master key\s+MASTER_KEY is required with DATABASE_URL/m);
+    } else {
+      renameSync(path.join(dataDir, 'master.key'), path.join(work, 'master.key'));
+      const noKey = await cli(['doctor']);
+      assert.equal(noKey.code, 1);
+      assert.match(noKey.output, /^fail\s+master key\s+.*master\.key is missing, yet the embedded database exists/m);
+      assert.doesNotMatch(noKey.output, /^ok\s+database/m, 'the installation was not opened (it would have made a new key)');
+    }
+  });
+});
