@@ -6,7 +6,7 @@ import { JOBS_SCHEMA, type Database } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
 import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
-import { currentTraceparent, inSpan, remoteParent, SpanKind, tracingOn } from '../telemetry/tracing.ts';
+import { currentTraceparent, failActiveSpan, inSpan, remoteParent, SpanKind, tracingOn } from '../telemetry/tracing.ts';
 import { sqlExecutor, type DrainableSqlExecutor } from './sql-executor.ts';
 
 export interface RetryPolicy {
@@ -354,6 +354,7 @@ export class JobService implements Jobs {
       // The message is stored with the job: a database error's is kept without the values of its statement.
       const message = error instanceof Error ? String((isDatabaseError(error) ? databaseErrorRecord(error) : error).message) : String(error);
       this.#logger.warn({ job: queue, jobId: job.id, attempt: run.attempt, err: error }, 'job attempt failed');
+      failActiveSpan(error);
       await this.#boss.fail(queue, job.id, { message });
       await this.#capRetryDelay(queue, job.id, { ...DEFAULT_RETRY, ...definition.retry }.maxDelaySeconds);
     } finally {

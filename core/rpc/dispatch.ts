@@ -168,20 +168,21 @@ export class Dispatcher {
         return this.#failure(thrown, operation, request, principal);
       }
     }
-    return { ok: true, result, ...outcomeOf(operation, principal) };
+    return traced({ ok: true, result, method: operation.method, userId: principal?.userId ?? null }, principal);
   }
 
   #failure(thrown: unknown, operation: RegisteredOperation, request: DispatchRequest, principal: Principal | null): DispatchResult {
     const { error, errorId } = this.#pipeline.failure(thrown, { requestId: request.requestId, method: operation.method });
-    return { ok: false, error, errorId, ...outcomeOf(operation, principal) };
+    return traced({ ok: false, error, errorId, method: operation.method, userId: principal?.userId ?? null }, principal);
   }
 }
 
-/** Who made the call, and the span it ran in when tracing is on. */
-function outcomeOf(operation: RegisteredOperation, principal: Principal | null): Outcome {
-  const outcome: Outcome = { method: operation.method, userId: principal?.userId ?? null };
-  if (!tracingOn()) return outcome;
-  return { ...outcome, subscriptionId: principal?.subscriptionId ?? null, trace: activeContext() };
+/** With tracing on, the result also names the caller's subscription and the span the call ran in; off, it is left as it is. */
+function traced(result: DispatchResult, principal: Principal | null): DispatchResult {
+  if (!tracingOn()) return result;
+  result.subscriptionId = principal?.subscriptionId ?? null;
+  result.trace = activeContext();
+  return result;
 }
 
 function describeCall(span: Span, outcome: DispatchResult): void {

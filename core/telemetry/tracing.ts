@@ -46,8 +46,7 @@ export function inSpan<T>(spec: SpanSpec<Awaited<T>>, run: () => T): T {
     return value;
   };
   const fail = (error: unknown): never => {
-    span.setStatus({ code: SpanStatusCode.ERROR });
-    span.setAttribute('error.type', error instanceof Error ? error.constructor.name : typeof error);
+    failedWith(span, errorType(error));
     span.end();
     throw error;
   };
@@ -60,10 +59,18 @@ export function inSpan<T>(spec: SpanSpec<Awaited<T>>, run: () => T): T {
   return (result instanceof Promise ? result.then(settle, fail) : settle(result as Awaited<T>)) as T;
 }
 
-/** Marks a span failed with a code of ours (an RpcError's, an HTTP status). */
+/** Marks a span failed with a code of ours (an RpcError's, an HTTP status) or an error's class. */
 export function failedWith(span: Span, code: string): void {
   span.setStatus({ code: SpanStatusCode.ERROR });
   span.setAttribute('error.type', code);
+}
+
+const errorType = (error: unknown): string => (error instanceof Error ? error.constructor.name : typeof error);
+
+/** Marks the active span failed, for an error handled where it happened (a job attempt's). */
+export function failActiveSpan(error: unknown): void {
+  const span = on ? trace.getSpan(context.active()) : undefined;
+  if (span) failedWith(span, errorType(error));
 }
 
 /** Whether a span is active: statements are traced only inside one, so the job queue's polling makes no traces of its own. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { context, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import {
   defineRecord,
   notFound,
@@ -21,7 +22,7 @@ import {
 import type { WorkflowConfig } from './config.ts';
 import type { NodeEffects } from './effects.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
-import { WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
+import { WorkflowInstance, type InstanceStatus, type Step } from './instance.entity.ts';
 import {
   CLOCK,
   EXPRESSION_LIMITS,
@@ -46,6 +47,14 @@ const LEASE_MS = 15_000;
 
 /** A part of a run as the host sees it: an outcome, or its thread lost under it (out of memory, or stopped for another part on it). */
 type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: boolean };
+
+/**
+ * Spans of runs and their nodes, in the trace of the call or job that runs
+ * them. Without a tracer provider (the service's tracing is off) they are
+ * @opentelemetry/api's no-op spans.
+ */
+const tracer = trace.getTracer('rpc-service.workflow');
+const failed = (span: Span) => span.setStatus({ code: SpanStatusCode.ERROR });
 
 export const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil'] });
 export type InstanceRecord = InferRecord<typeof INSTANCE>;
@@ -327,8 +336,55 @@ export class WorkflowRunner {
     }
   }
 
-  /** One part of a run in the worker pool, answering its requests for effects and keeping its checkpoints. */
+  /**
+   * One part of a run in a span, with a span per node: a node whose work the
+   * host does (an operation, an HTTP request, an AI call) while it runs, so
+   * what it causes nests under it; one the thread evaluates alone (a
+   * condition, a variable) from its step once the part is over.
+   */
   async #runPart(em: EntityManager, instance: WorkflowInstance, principal: Principal, state: RunState, resumed?: { result: unknown }): Promise<PartOutcome> {
+    const span = tracer.startSpan(`workflow ${instance.workflowName}`, {
+      attributes: { 'workflow.name': instance.workflowName, 'workflow.instance.id': instance.id },
+    });
+    const began = new Date();
+    const hostNodes = new Set<string>();
+    try {
+      const outcome = await this.#part(em, instance, principal, state, resumed, trace.setSpan(context.active(), span), hostNodes);
+      span.setAttribute('workflow.status', outcome.status);
+      if (outcome.status === 'failed' || outcome.status === 'lost') failed(span);
+      if (outcome.status !== 'lost') recordSteps(span, outcome.steps, began, hostNodes);
+      return outcome;
+    } catch (error) {
+      failed(span);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  /** A node whose work the host does, in a span of its own. */
+  #effect(principal: Principal, ctx: AuthenticatedContext, instance: WorkflowInstance, request: EffectRequest, stopped: () => boolean): Promise<EffectReply> {
+    return tracer.startActiveSpan(`workflow node ${request.type}`, { attributes: nodeAttributes(request.node, request.type) }, async (span) => {
+      try {
+        const reply = await this.#effects.run(principal, ctx, instance, request, stopped);
+        if (!reply.ok) failed(span);
+        return reply;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** One part of a run in the worker pool, answering its requests for effects and keeping its checkpoints. */
+  async #part(
+    em: EntityManager,
+    instance: WorkflowInstance,
+    principal: Principal,
+    state: RunState,
+    resumed: { result: unknown } | undefined,
+    traced: Context,
+    hostNodes: Set<string>,
+  ): Promise<PartOutcome> {
     const { port1, port2 } = new MessageChannel();
     const ctx = this.#operations.contextOf(principal, `workflow:${instance.id}`) as AuthenticatedContext;
     let stopped = false;
@@ -352,7 +408,8 @@ export class WorkflowRunner {
       }
       pending.add(message.id);
       if (outOfTime) return reply({ id: message.id, ok: false, error: 'the run ran out of time' });
-      void this.#effects.run(principal, ctx, instance, message, () => stopped).then(reply);
+      hostNodes.add(message.node);
+      void context.with(traced, () => this.#effect(principal, ctx, instance, message, () => stopped)).then(reply);
     });
     const clock = new SharedArrayBuffer(CLOCK.cells * Float64Array.BYTES_PER_ELEMENT);
     const cells = new Float64Array(clock);
@@ -498,5 +555,22 @@ export class WorkflowRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+const nodeAttributes = (node: string, type: string) => ({ 'workflow.node.id': node, 'workflow.node.type': type });
+
+/** Spans of the part's nodes that ran on its thread alone, each from the step before it (or the part's start) to its own. */
+function recordSteps(part: Span, steps: readonly Step[], began: Date, hostNodes: ReadonlySet<string>): void {
+  const parent = trace.setSpan(context.active(), part);
+  let from = began;
+  for (const step of steps) {
+    const at = new Date(step.at);
+    if (!hostNodes.has(step.node)) {
+      const span = tracer.startSpan(`workflow node ${step.type}`, { attributes: nodeAttributes(step.node, step.type), startTime: from }, parent);
+      if (step.status === 'failed') failed(span);
+      span.end(at);
+    }
+    from = at;
   }
 }

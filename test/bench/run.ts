@@ -16,8 +16,10 @@ import { createScratchDatabase, type ScratchDatabase } from '../support/database
  *   (g) SecretsRpc.getSecretValue: a read that decrypts under the keyring and
  *       writes its audit entry before answering,
  *   (h) the call of (a) as JSON-RPC 2.0, at the same endpoint,
+ *   (i) the call of (a) on a second service with tracing on, its spans sent
+ *       over OTLP/HTTP to a loopback sink in a process of its own,
  * measured with wrk, interleaved over several rounds in one run, then the
- * ratios a/c, b/c, b/f, g/b, h/a and a/d, and a/e and e/c, which separate the cost of
+ * ratios a/c, i/c, i/a, b/c, b/f, g/b, h/a and a/d, and a/e and e/c, which separate the cost of
  * the RPC layer from that of the process it runs in. Each target is its own
  * process, so each gets a core while wrk uses the other.
  *
@@ -33,8 +35,8 @@ const BASE_DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 const PROFILE_DIR = process.env.BENCH_PROFILE || undefined;
 const here = fileURLToPath(new URL('.', import.meta.url));
 
-type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h';
-type Kind = 'rpc' | 'node' | 'koa' | 'inProcess' | 'direct';
+type Label = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i';
+type Kind = 'rpc' | 'node' | 'koa' | 'inProcess' | 'direct' | 'traced';
 
 interface Target {
   label: Label;
@@ -63,6 +65,7 @@ const ALL_TARGETS: Target[] = [
   },
   { label: 'g', name: 'SecretsRpc.getSecretValue (decrypted, audited)', kind: 'rpc', body: GET_SECRET_VALUE, withKey: true },
   { label: 'h', name: '(a) as JSON-RPC 2.0', kind: 'rpc', body: WHO_AM_I_JSON_RPC, withKey: true },
+  { label: 'i', name: '(a) with tracing on, spans sent over OTLP', kind: 'traced', body: WHO_AM_I, withKey: true },
 ];
 const TARGETS = process.env.BENCH_TARGETS ? ALL_TARGETS.filter((target) => process.env.BENCH_TARGETS!.split(',').includes(target.label)) : ALL_TARGETS;
 
@@ -79,9 +82,14 @@ interface Server {
   fields: string[];
 }
 
-async function startServer(kind: 'rpc' | 'node' | 'koa' | 'pg', args: string[] = []): Promise<Server> {
+type ServerKind = 'rpc' | 'node' | 'koa' | 'pg' | 'sink';
+
+async function startServer(kind: ServerKind, args: string[] = [], env: Record<string, string> = {}): Promise<Server> {
   const profile = (kind === 'rpc' || kind === 'pg') && PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', `${here}servers.ts`, kind, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', `${here}servers.ts`, kind, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   const lines = createInterface({ input: child.stdout! });
   for await (const line of lines) {
     if (line.startsWith('READY ')) return { child, fields: line.split(' ').slice(1) };
@@ -118,8 +126,8 @@ const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floo
 /** Requests/s and p99 of every target, interleaved over ROUNDS rounds; the medians by label. */
 async function measureThroughput(databaseUrl: string | undefined): Promise<Partial<Record<Label, Sample>>> {
   const children: ChildProcess[] = [];
-  const start = async (kind: 'rpc' | 'node' | 'koa' | 'pg', args?: string[]) => {
-    const server = await startServer(kind, args);
+  const start = async (kind: ServerKind, args?: string[], env?: Record<string, string>) => {
+    const server = await startServer(kind, args, env);
     children.push(server.child);
     return server.fields;
   };
@@ -127,17 +135,21 @@ async function measureThroughput(databaseUrl: string | undefined): Promise<Parti
   try {
     const [rpcUrl, apiKey, inProcessUrl, subscriptionId, userId, directUrl] = await start('rpc', databaseUrl ? [databaseUrl] : []);
     const needs = (kind: Kind) => TARGETS.some((target) => target.kind === kind);
+    // (i) runs on a database of its own (PGlite in memory, or a second scratch database), so its key is its own.
+    const [tracedUrl, tracedKey] = needs('traced') ? await startTraced(start, databaseUrl) : [];
+    const keys: Partial<Record<Kind, string>> = { rpc: apiKey, traced: tracedKey };
     const urls: Record<Kind, string> = {
       rpc: rpcUrl!,
       inProcess: inProcessUrl!,
       node: needs('node') ? (await start('node'))[0]! : '',
       koa: needs('koa') ? (await start('koa'))[0]! : '',
       direct: databaseUrl && needs('direct') ? (await start('pg', [databaseUrl, subscriptionId!, userId!]))[0]! : directUrl!,
+      traced: tracedUrl ?? '',
     };
-    for (const target of TARGETS) runWrk(urls[target.kind], target, apiKey!, 1); // warm-up
+    for (const target of TARGETS) runWrk(urls[target.kind], target, keys[target.kind] ?? '', 1); // warm-up
     for (let round = 1; round <= ROUNDS; round++) {
       for (const target of TARGETS) {
-        const sample = runWrk(urls[target.kind], target, apiKey!, SECONDS);
+        const sample = runWrk(urls[target.kind], target, keys[target.kind] ?? '', SECONDS);
         samples.get(target.label)!.push(sample);
         console.log(`round ${round} ${target.label}: ${sample.rps.toFixed(0)} req/s, p99 ${sample.p99ms.toFixed(2)} ms`);
       }
@@ -148,6 +160,17 @@ async function measureThroughput(databaseUrl: string | undefined): Promise<Parti
     );
   }
   return Object.fromEntries([...samples].map(([label, list]) => [label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }]));
+}
+
+/** (i)'s own scratch database on PostgreSQL, dropped with the run's. */
+let tracedScratch: ScratchDatabase | undefined;
+
+/** The service with OTEL_EXPORTER_OTLP_ENDPOINT at a sink answering 200, as a collector would: its URL and API key. */
+async function startTraced(start: (kind: ServerKind, args?: string[], env?: Record<string, string>) => Promise<string[]>, databaseUrl?: string) {
+  const [sinkUrl] = await start('sink');
+  tracedScratch = databaseUrl ? await createScratchDatabase(BASE_DATABASE_URL!) : undefined;
+  const [url, key] = await start('rpc', tracedScratch ? [tracedScratch.url] : [], { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl! });
+  return [url!, key!];
 }
 
 function printThroughput(summary: Partial<Record<Label, Sample>>): void {
@@ -161,6 +184,8 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
   };
   console.log('');
   ratio('a', 'c', '   (aim: at least 0.5)');
+  ratio('i', 'c', '   (a/c with tracing on)');
+  ratio('i', 'a', '   (what tracing costs the call)');
   ratio('b', 'c', `   (aim: at least ${BASE_DATABASE_URL ? '0.25' : '0.15'})`);
   ratio(
     'b',
@@ -183,4 +208,5 @@ try {
   printThroughput(await measureThroughput(scratch?.url));
 } finally {
   await scratch?.drop();
+  await tracedScratch?.drop();
 }

@@ -14,8 +14,9 @@ import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
 
 /**
  * One benchmark target per process: `rpc` (the service), `node` (bare
- * node:http), `koa` (stock Koa + @koa/router) or `pg` (bare node:http reading
- * the API keys through a pg.Pool). Prints `READY <url>`, and for `rpc` also
+ * node:http), `koa` (stock Koa + @koa/router), `pg` (bare node:http reading
+ * the API keys through a pg.Pool) or `sink` (an OTLP/HTTP collector that
+ * reads each export and drops it). Prints `READY <url>`, and for `rpc` also
  * the API key, the bare server inside the same process, the key owner's
  * subscription and user ids, and (on PGlite) the in-process direct reader.
  */
@@ -72,6 +73,15 @@ async function directReader(query: (sql: string, params: string[]) => Promise<Ro
     res.end(text);
   });
   return `${await listen(server)}/api/rpc`;
+}
+
+/** Takes OTLP/HTTP exports at any path and answers 200, as a collector does, keeping nothing. */
+async function otlpSink(): Promise<string> {
+  const server = createServer(async (req, res) => {
+    await readAll(req);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  return listen(server);
 }
 
 async function stockKoa(): Promise<string> {
@@ -139,6 +149,8 @@ if (kind === 'rpc') {
   // As many connections as the service's pool (core/db/orm.ts), so both wait on PostgreSQL alike.
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   console.log(`READY ${await directReader(async (sql, params) => (await pool.query<Row>(sql, params)).rows, subscriptionId!, userId!)}`);
+} else if (kind === 'sink') {
+  console.log(`READY ${await otlpSink()}`);
 } else {
   console.log(`READY ${kind === 'koa' ? await stockKoa() : await bareNode()}`);
 }

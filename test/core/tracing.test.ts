@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
+import { linearGraph } from '../support/workflows.ts';
 
 /** One span as OTLP/HTTP JSON carries it, its attributes flattened. */
 interface ReceivedSpan {
@@ -29,6 +30,12 @@ function spansOf(collector: Receiver): ReceivedSpan[] {
   );
 }
 
+/** A traceparent of a new trace, as a caller would send it. */
+function newTrace(): { traceId: string; traceparent: string } {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+}
+
 /** Whether `span` descends from the span `ancestorId` among `spans`. */
 function descendsFrom(span: ReceivedSpan, ancestorId: string, spans: ReceivedSpan[]): boolean {
   const byId = new Map(spans.map((s) => [s.spanId, s]));
@@ -46,7 +53,7 @@ describe('OpenTelemetry traces', () => {
     hooks = await startHttpReceiver();
     t = await startTestApp({
       withNotes: false,
-      plugins: ['auth', 'api-key', 'api-management', 'secrets'],
+      plugins: ['auth', 'api-key', 'api-management', 'secrets', 'workflow'],
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
         OTEL_BSP_SCHEDULE_DELAY: '50',
@@ -66,8 +73,7 @@ describe('OpenTelemetry traces', () => {
     const key = await t.ok('ApiKeyRpc.create', { description: 'traced' }, { token: admin.token });
     await t.ok('ApiManagementRpc.registerWebhook', { webhookUrl: `${hooks.url}/hooks` }, { apiKey: key.fullKey });
 
-    const traceId = randomBytes(16).toString('hex');
-    const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+    const { traceId, traceparent } = newTrace();
     await t.ok('SecretsRpc.create', { zone: 'traced', key: 'TRACED', value: 'not-in-any-span' }, { token: admin.token, headers: { traceparent } });
 
     const delivery = await eventually(() => hooks.requests.find((request) => request.body.includes('"secret.changed"')), 10_000);
@@ -112,5 +118,27 @@ describe('OpenTelemetry traces', () => {
       logged.some((line) => line.method === 'SecretsRpc.create' && line.span_id === call.spanId),
       'the call is logged with its trace',
     );
+  });
+
+  it('gives a workflow run a span, and each of its nodes one, the HTTP request of an http node under its own', async () => {
+    const admin = await t.signup();
+    const graph = linearGraph([{ id: 'call', type: 'http', config: { url: `${hooks.url}/flow`, method: 'POST', body: '{"n": 1}' } }]);
+    await t.ok('WorkflowRpc.create', { name: 'traced', ...graph }, { token: admin.token });
+    const { traceId, traceparent } = newTrace();
+    const run = await t.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'traced' }, { token: admin.token, headers: { traceparent } });
+    assert.equal(run.result.status, 'completed');
+
+    const spans = await eventually(() => {
+      const found = spansOf(collector).filter((span) => span.traceId === traceId);
+      return found.some((span) => span.name === 'workflow node end') && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
+    }, 10_000);
+    const call = spans.find((span) => span.name === 'WorkflowRpc.executeWorkflow')!;
+    const part = spans.find((span) => span.name === 'workflow traced')!;
+    assert.ok(descendsFrom(part, call.spanId, spans), 'the run is under the call that started it');
+    const nodes = spans.filter((span) => span.parentSpanId === part.spanId && span.name.startsWith('workflow node '));
+    assert.deepEqual(nodes.map((span) => span.attributes['workflow.node.id']).sort(), ['call', 'done', 'start']);
+    const http = nodes.find((span) => span.attributes['workflow.node.id'] === 'call')!;
+    const request = spans.find((span) => span.attributes['server.port'] === hooks.port)!;
+    assert.ok(descendsFrom(request, http.spanId, spans), "the node's request is under the node");
   });
 });
