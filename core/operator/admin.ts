@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
+import type { App } from '../app.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { email, password, username } from '../rpc/schemas.ts';
 import { parseArgs } from './args.ts';
@@ -29,7 +30,7 @@ export interface AdminCreateResult {
  * reserved usernames) apply, since this is how an installation that keeps
  * signup closed lets its first customers in. The user is made by the auth
  * plugin's UserService, which checks the e-mail address and username are free
- * and hashes the password.
+ * and hashes the password; then signup's `afterSignup` hooks run.
  */
 export const adminCreate: OperatorCommand<AdminCreateArgs, AdminCreateResult> = {
   async run(app, args) {
@@ -37,34 +38,46 @@ export const adminCreate: OperatorCommand<AdminCreateArgs, AdminCreateResult> = 
     const { userService } = app.depsOf('auth');
     const subscriptionId = randomUUID();
     const subscriptionName = input.subscriptionName ?? input.username;
-    try {
-      // Not one transaction: create checks the names on a connection of its own, which the embedded database's one connection
-      // would give only after the transaction. A subscription left without its admin is removed instead.
+    // Not one transaction: create checks the names on a connection of its own, which the embedded database's one connection
+    // would give only after the transaction. A subscription left without its admin is removed instead.
+    const user = await refusalOf(async () => {
       await userService.assertAvailable({ email: input.email, username: input.username });
       const em = app.deps.db.forkEm(subscriptionId);
       const now = new Date();
       em.create('Subscription', { id: subscriptionId, name: subscriptionName, serviceCode: null, createdAt: now, updatedAt: now });
       await em.flush();
-      try {
-        // create reads only the context's EntityManager and subscription.
-        const user = (await userService.create(
-          { em, subscriptionId },
-          { email: input.email, username: input.username, password: input.password, role: 'admin' },
-        )) as {
-          id: string;
-        };
-        return { subscriptionId, subscriptionName, userId: user.id };
-      } catch (error) {
+      // create reads only the context's EntityManager and subscription.
+      const fields = { email: input.email, username: input.username, password: input.password, role: 'admin' };
+      return (userService.create({ em, subscriptionId }, fields) as Promise<{ id: string }>).catch(async (error: unknown) => {
         await app.deps.db.forkEm(subscriptionId).nativeDelete('Subscription', { id: subscriptionId });
         throw error;
-      }
-    } catch (error) {
-      // A taken e-mail address or username: the auth plugin's message is the operator's answer.
-      if (error instanceof RpcError) throw new OperatorError(error.message);
-      throw error;
-    }
+      });
+    });
+    await afterSignup(app, subscriptionId, user.id);
+    return { subscriptionId, subscriptionName, userId: user.id };
   },
 };
+
+/** A taken e-mail address or username: the auth plugin's message is the operator's answer. */
+async function refusalOf<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw error instanceof RpcError ? new OperatorError(error.message) : error;
+  }
+}
+
+/**
+ * What signup does once the user exists: the auth plugin's `afterSignup` hooks
+ * (plugins/auth/lifecycle.ts), so a plugin that prepares each new
+ * subscription prepares this one too. They take the user as the user sees
+ * themself, which AuthRpc.getSession answers.
+ */
+async function afterSignup(app: App, subscriptionId: string, userId: string): Promise<void> {
+  const caller = app.createCaller({ subscriptionId, userId, role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
+  const { user } = await caller.call<{ user: unknown }>('AuthRpc.getSession');
+  await app.depsOf('auth').lifecycle.afterSignup({ user, subscriptionId, joinedExisting: false });
+}
 
 /**
  * The new admin's password, never from an argument, which shell history and

@@ -26,7 +26,10 @@ async function knownQueue(jobs: JobService, name: string | undefined): Promise<v
 const JobsListArgs = v.object({
   queue,
   /** How many of the dead jobs to show, newest first. */
-  limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, 'must be at least 1'), v.maxValue(1000, 'must be at most 1000')), 20),
+  limit: v.optional(
+    v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1'), v.maxValue(1000, 'must be at most 1000')),
+    20,
+  ),
 });
 
 export interface JobsListResult {
