@@ -40,10 +40,6 @@ class WholeStatementConnection extends PGliteConnection {
 /** mikro-orm-pglite's driver with the connection above, its statements traced as on PostgreSQL (core/db/statement-spans.ts). */
 export class PgliteDriver extends AbstractSqlDriver<WholeStatementConnection> {
   constructor(config: Configuration) {
-    super(config, new PostgreSqlPlatform(), withStatementSpans(WholeStatementConnection) as unknown as typeof WholeStatementConnection, [
-      'knex',
-      '@electric-sql/pglite',
-      '@harryplusplus/knex-pglite',
-    ]);
+    super(config, new PostgreSqlPlatform(), withStatementSpans(WholeStatementConnection), ['knex', '@electric-sql/pglite', '@harryplusplus/knex-pglite']);
   }
 }

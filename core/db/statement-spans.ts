@@ -23,18 +23,19 @@ type ConnectionClass = abstract new (...args: any[]) => Connection;
  * ORM makes, found or flushed, passes through `executeQuery` with its SQL
  * before values are inlined (`context.query`).
  */
-export function withStatementSpans<C extends ConnectionClass>(Base: C) {
+export function withStatementSpans<C extends ConnectionClass>(Base: C): C {
   abstract class Traced extends Base {
     protected override executeQuery<T>(query: string, cb: () => Promise<T>, context?: LogContext): Promise<T> {
       return inStatementSpan(context?.query ?? query, () => super.executeQuery(query, cb, context));
     }
   }
+  // Typed as its base: the SDK's declarations (npm run build:types) cannot describe a class expression with protected members.
   return Traced;
 }
 
 /** MikroORM's PostgreSQL driver, with the statement spans above. */
 export class TracedPostgreSqlDriver extends AbstractSqlDriver<PostgreSqlConnection> {
   constructor(config: Configuration) {
-    super(config, new PostgreSqlPlatform(), withStatementSpans(PostgreSqlConnection) as unknown as typeof PostgreSqlConnection, ['knex', 'pg']);
+    super(config, new PostgreSqlPlatform(), withStatementSpans(PostgreSqlConnection), ['knex', 'pg']);
   }
 }
