@@ -82,6 +82,8 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
         requestId,
         principal,
         transport,
+        // A tool call continues the agent's trace when its request carries a traceparent, as an RPC call does.
+        traceHeaders: req.headers,
       });
       recordCall(endpoint, requestId, entry.operation.method, outcome, started);
       return toolResult(outcome, entry);

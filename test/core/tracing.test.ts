@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { linearGraph } from '../support/workflows.ts';
@@ -118,6 +120,23 @@ describe('OpenTelemetry traces', () => {
       logged.some((line) => line.method === 'SecretsRpc.create' && line.span_id === call.spanId),
       'the call is logged with its trace',
     );
+  });
+
+  it("continues an agent's trace through an MCP tool call", async () => {
+    const admin = await t.signup();
+    const { traceId, traceparent } = newTrace();
+    const client = new Client({ name: 'traced-agent', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${admin.token}`, traceparent } } }),
+    );
+    try {
+      const answer = await client.callTool({ name: 'SecretsRpc_getData', arguments: {} });
+      assert.notEqual(answer.isError, true);
+    } finally {
+      await client.close();
+    }
+    const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getData'), 10_000);
+    assert.equal(call.parentSpanId, traceparent.split('-')[2], "the tool call's span is the agent's span's child");
   });
 
   it('gives a workflow run a span, and each of its nodes one, the HTTP request of an http node under its own', async () => {
