@@ -1,18 +1,14 @@
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, readdirSync, statSync, type Dirent } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
-import * as tar from 'tar';
-import type { App } from '../app.ts';
 import type { Config } from '../config.ts';
 import { masterKeyFile } from '../credentials/master-key.ts';
-import { MIGRATIONS_TABLE } from '../db/migration.ts';
 import { PGLITE_START_PARAMS } from '../db/pglite.ts';
 import { CORE_VERSION } from '../version.ts';
+import { appliedMigrations, filesUnder, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand, type Report } from './command.ts';
 
 /**
@@ -26,15 +22,12 @@ import { OperatorError, type OperatorCommand, type Report } from './command.ts';
  */
 export const BACKUP_FORMAT = 1;
 
-export interface Manifest {
-  format: number;
+export interface Manifest extends ArchiveManifest {
   createdAt: string;
-  serviceVersion: string;
   database: { kind: 'pglite' | 'postgresql'; serverVersion: string; migrations: string[] };
   plugins: string[];
   /** `included` (keys/master.key), `left out` (restore needs the installation's master.key), or `environment` (restore needs MASTER_KEY). */
   masterKey: 'included' | 'left out' | 'environment';
-  entries: { path: string; size: number; sha256: string }[];
 }
 
 export interface BackupArgs {
@@ -53,28 +46,8 @@ export interface BackupResult {
 /** What DATA_DIR holds that the archive carries otherwise, or not at all. */
 const NOT_DATA = new Set(['db', 'control.sock', 'master.key']);
 
-/** Files and folders by their path under `root`, a git repository's `objects` after everything else beside it (see copyTree). */
-function walk(root: string, relative = ''): string[] {
-  const here = path.join(root, relative);
-  if (!existsSync(here)) return [];
-  const entries = readdirSync(here, { withFileTypes: true }).sort((a: Dirent, b: Dirent) => order(a) - order(b) || a.name.localeCompare(b.name));
-  return entries.flatMap((entry) => {
-    const child = path.join(relative, entry.name);
-    // A restore's staging folder (`.restore-*`) and any other hidden entry at the top are not the installation's data.
-    if (relative === '' && (NOT_DATA.has(entry.name) || entry.name.startsWith('.'))) return [];
-    if (entry.isDirectory()) return walk(root, child);
-    // An upload still arriving (uploads/storage.ts writes `.part` first) is not kept data yet.
-    return entry.isFile() && !entry.name.endsWith('.part') ? [child] : [];
-  });
-}
-
-const order = (entry: Dirent): number => (entry.isDirectory() && entry.name === 'objects' ? 1 : 0);
-
-async function sha256(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(file), hash);
-  return hash.digest('hex');
-}
+/** DATA_DIR's files the archive carries under `data/`: hidden names at the top are staging folders (`.staging-*`, `.restore-*`), not data. */
+const dataFiles = (dataDir: string): string[] => filesUnder(dataDir, (name) => NOT_DATA.has(name) || name.startsWith('.'));
 
 /** Runs a client program of PostgreSQL; its stderr becomes the error. */
 function runTool(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
@@ -93,48 +66,38 @@ function runTool(command: string, args: string[], env: NodeJS.ProcessEnv = proce
   });
 }
 
-async function migrationsApplied(app: App): Promise<string[]> {
-  const rows = await app.deps.db.execute<{ name: string }>(`select name from "${MIGRATIONS_TABLE}" order by id`);
-  return rows.map((row) => row.name);
-}
-
 /** `backup`: the database first, then the files, so every file the database names is in the archive (files only ever arrive before their record). */
 export const backup: OperatorCommand<BackupArgs, BackupResult> = {
   async run(app, { out, withoutMasterKey = false }, report) {
     const { config, deps } = app;
     if (existsSync(out)) throw new OperatorError(`${out} exists: give a new file`);
-    const staging = await mkdtemp(path.join(path.dirname(out), '.backup-'));
+    const staging = await Staging.open(out);
     try {
-      const entries: Manifest['entries'] = [];
-      const add = async (relative: string) => {
-        const file = path.join(staging, relative);
-        entries.push({ path: relative, size: statSync(file).size, sha256: await sha256(file) });
-      };
-      await mkdir(path.join(staging, 'database'));
+      await mkdir(staging.path('database'));
       report({ label: 'database', done: 0, unit: 'items' });
       const [{ version }] = await deps.db.execute<{ version: string }>('show server_version');
-      const migrations = await migrationsApplied(app);
+      const migrations = await appliedMigrations(deps.db);
       const embedded = deps.db.dumpEmbedded();
       if (embedded) {
-        await writeFile(path.join(staging, 'database/embedded.tar.gz'), new Uint8Array(await (await embedded).arrayBuffer()));
-        await add('database/embedded.tar.gz');
+        await writeFile(staging.path('database/embedded.tar.gz'), new Uint8Array(await (await embedded).arrayBuffer()));
+        await staging.add('database/embedded.tar.gz');
       } else {
         await runTool('pg_dump', [
           '--format=custom',
           '--no-owner',
           '--no-privileges',
-          `--file=${path.join(staging, 'database/postgresql.dump')}`,
+          `--file=${staging.path('database/postgresql.dump')}`,
           config.databaseUrl!,
         ]);
-        await add('database/postgresql.dump');
+        await staging.add('database/postgresql.dump');
       }
       report({ label: 'database', done: 1, total: 1, unit: 'items' });
 
-      const files = walk(config.dataDir);
+      const files = dataFiles(config.dataDir);
       const total = files.reduce((sum, file) => sum + statSync(path.join(config.dataDir, file)).size, 0);
       let done = 0;
       for (const file of files) {
-        const target = path.join(staging, 'data', file);
+        const target = staging.path(path.join('data', file));
         await mkdir(path.dirname(target), { recursive: true });
         // Gone since the walk (a swept upload): nothing to keep.
         const copied = await copyFile(path.join(config.dataDir, file), target).then(
@@ -142,8 +105,7 @@ export const backup: OperatorCommand<BackupArgs, BackupResult> = {
           (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? false : Promise.reject(error)),
         );
         if (!copied) continue;
-        await add(path.join('data', file));
-        done += entries.at(-1)!.size;
+        done += (await staging.add(path.join('data', file))).size;
         report({ label: 'files', done, total, unit: 'bytes' });
       }
 
@@ -151,9 +113,9 @@ export const backup: OperatorCommand<BackupArgs, BackupResult> = {
       if (masterKey === 'included') {
         if (!existsSync(masterKeyFile(config))) masterKey = 'left out';
         else {
-          await mkdir(path.join(staging, 'keys'), { mode: 0o700 });
-          await copyFile(masterKeyFile(config), path.join(staging, 'keys/master.key'));
-          await add('keys/master.key');
+          await mkdir(staging.path('keys'), { mode: 0o700 });
+          await copyFile(masterKeyFile(config), staging.path('keys/master.key'));
+          await staging.add('keys/master.key');
         }
       }
       const manifest: Manifest = {
@@ -163,19 +125,12 @@ export const backup: OperatorCommand<BackupArgs, BackupResult> = {
         database: { kind: deps.db.kind, serverVersion: version, migrations },
         plugins: app.plugins.map((plugin) => plugin.id),
         masterKey,
-        entries,
+        entries: staging.entries,
       };
-      await writeFile(path.join(staging, 'manifest.json'), JSON.stringify(manifest, null, 2));
-      const partial = `${out}.partial`;
-      // The archive may hold the master key: only this user reads it.
-      await pipeline(
-        tar.create({ gzip: true, cwd: staging, portable: true }, ['manifest.json', ...entries.map((entry) => entry.path)]),
-        createWriteStream(partial, { mode: 0o600 }),
-      );
-      await rename(partial, out);
-      return { out, bytes: statSync(out).size, entries: entries.length, masterKey };
+      await staging.pack(out, manifest);
+      return { out, bytes: statSync(out).size, entries: staging.entries.length, masterKey };
     } finally {
-      await rm(staging, { recursive: true, force: true });
+      await staging.close();
     }
   },
 };
@@ -186,45 +141,19 @@ export interface RestoreArgs {
   force?: boolean;
 }
 
-export interface RestoreResult {
-  manifest: Manifest;
-  /** Migrations applied after the restore, for a backup of an older version. */
-  migrated: string[];
-}
-
 /** Unpacks and checks the archive: a newer format, a missing or altered entry, or an entry the manifest does not list is refused. */
-async function unpack(from: string, into: string): Promise<Manifest> {
-  if (!existsSync(from)) throw new OperatorError(`${from} does not exist`);
-  await tar.extract({ file: from, cwd: into, strict: true }).catch((error: Error) => {
-    throw new OperatorError(`${from} is not a backup archive: ${error.message}`);
-  });
-  let manifest: Manifest;
-  try {
-    manifest = JSON.parse(await readFile(path.join(into, 'manifest.json'), 'utf8')) as Manifest;
-  } catch {
-    throw new OperatorError(`${from} has no readable manifest.json: it is not a backup archive`);
-  }
-  if (typeof manifest.format !== 'number' || manifest.format > BACKUP_FORMAT) {
-    throw new OperatorError(
-      `${from} is backup format ${manifest.format}, newer than this version reads (${BACKUP_FORMAT}): restore it with rpc-service ${manifest.serviceVersion} or later`,
-    );
-  }
-  const listed = new Set(manifest.entries.map((entry) => entry.path));
-  const present = walk(into).filter((file) => file !== 'manifest.json');
-  const unlisted = present.filter((file) => !listed.has(file));
-  if (unlisted.length > 0) throw new OperatorError(`${from} holds files its manifest does not list (${unlisted.slice(0, 3).join(', ')}): it was altered`);
-  for (const entry of manifest.entries) {
-    const file = path.join(into, entry.path);
-    if (!existsSync(file) || statSync(file).size !== entry.size || (await sha256(file)) !== entry.sha256) {
-      throw new OperatorError(`${from}: ${entry.path} does not match its checksum: the archive is damaged or was altered`);
+const unpack = (from: string, into: string): Promise<Manifest> =>
+  unpackChecked<Manifest>(from, into, 'a backup archive', (manifest) => {
+    if (typeof manifest.format !== 'number' || manifest.format > BACKUP_FORMAT) {
+      throw new OperatorError(
+        `${from} is backup format ${manifest.format}, newer than this version reads (${BACKUP_FORMAT}): restore it with rpc-service ${manifest.serviceVersion} or later`,
+      );
     }
-  }
-  return manifest;
-}
+  });
 
 /** Whether the target already holds an installation: any table in PostgreSQL, or a database or files in DATA_DIR. */
 async function targetInUse(config: Config): Promise<boolean> {
-  if (walk(config.dataDir).length > 0) return true;
+  if (dataFiles(config.dataDir).length > 0) return true;
   if (!config.databaseUrl) return existsSync(path.join(config.dataDir, 'db')) && readdirSync(path.join(config.dataDir, 'db')).length > 0;
   const pg = (await import('pg')).default;
   const client = new pg.Client({ connectionString: config.databaseUrl });
@@ -292,7 +221,7 @@ export async function restore(config: Config, { from, force = false }: RestoreAr
     const data = manifest.entries.filter((entry) => entry.path.startsWith('data/'));
     const total = data.reduce((sum, entry) => sum + entry.size, 0);
     let done = 0;
-    if (force) for (const file of walk(config.dataDir)) await rm(path.join(config.dataDir, file), { force: true });
+    if (force) for (const file of dataFiles(config.dataDir)) await rm(path.join(config.dataDir, file), { force: true });
     for (const entry of data) {
       const target = path.join(config.dataDir, entry.path.slice('data/'.length));
       await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });

@@ -4,11 +4,11 @@ import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { Keyring } from '../credentials/keyring.ts';
 import { masterKeyFile, resolveMasterKeys } from '../credentials/master-key.ts';
-import { MIGRATIONS_TABLE } from '../db/migration.ts';
 import type { Database } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { formatBytes } from './progress.ts';
 import type { OperatorCommand } from './command.ts';
+import { appliedMigrations } from './archive.ts';
 
 /**
  * `rpc-service doctor`: what is wrong with an installation and what to do
@@ -61,8 +61,7 @@ export const doctor: OperatorCommand<DoctorArgs, Check[]> = {
           },
     );
 
-    const applied = (await db.execute<{ name: string }>(`select name from "${MIGRATIONS_TABLE}"`)).map((row) => row.name);
-    checks.push(migrationsCheck(new Set(applied), known));
+    checks.push(migrationsCheck(new Set(await appliedMigrations(db)), known));
 
     const before = Date.now();
     const [{ now }] = await db.execute<{ now: Date | string }>('select now() as now');

@@ -1,15 +1,13 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { pipeline } from 'node:stream/promises';
 import { IsolationLevel } from '@mikro-orm/core';
-import * as tar from 'tar';
-import type { App } from '../app.ts';
-import { MIGRATIONS_TABLE } from '../db/migration.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { App } from '../app.ts';
 import { CORE_VERSION } from '../version.ts';
+import { appliedMigrations, filesUnder, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand } from './command.ts';
 
 /**
@@ -24,16 +22,13 @@ import { OperatorError, type OperatorCommand } from './command.ts';
  */
 export const TENANT_FORMAT = 1;
 
-interface TenantManifest {
-  format: number;
+interface TenantManifest extends ArchiveManifest {
   kind: 'tenant';
   subscriptionId: string;
   createdAt: string;
-  serviceVersion: string;
   migrations: string[];
   tables: { name: string; rows: number }[];
   folders: string[];
-  entries: { path: string; size: number; sha256: string }[];
 }
 
 /** A per-subscription folder, named by its owner and place in the owner's declaration so the target finds its own. */
@@ -80,22 +75,6 @@ async function insertableColumns(em: EntityManager, table: string): Promise<stri
   return rows.map((row) => row.column_name);
 }
 
-function filesUnder(root: string, relative = ''): string[] {
-  const here = path.join(root, relative);
-  if (!existsSync(here)) return [];
-  return readdirSync(here, { withFileTypes: true }).flatMap((entry) => {
-    const child = path.join(relative, entry.name);
-    if (entry.isDirectory()) return filesUnder(root, child);
-    return entry.isFile() && !entry.name.endsWith('.part') ? [child] : [];
-  });
-}
-
-async function sha256(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(file), hash);
-  return hash.digest('hex');
-}
-
 const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 export interface TenantExportArgs {
@@ -122,20 +101,15 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
     const [found] = await db.execute('select 1 from auth_subscription where id = ?', [subscriptionId]);
     if (!found) throw new OperatorError(`no subscription ${subscriptionId} in this installation`);
     const { tables, folders } = tenantData(app);
-    const staging = await mkdtemp(path.join(path.dirname(out), '.tenant-'));
+    const staging = await Staging.open(out);
     try {
-      const entries: TenantManifest['entries'] = [];
-      const add = async (relative: string) => {
-        const file = path.join(staging, relative);
-        entries.push({ path: relative, size: statSync(file).size, sha256: await sha256(file) });
-      };
-      await mkdir(path.join(staging, 'tables'));
+      await mkdir(staging.path('tables'));
       const counted: TenantManifest['tables'] = [];
       await db.forkEm(null).transactional(
         async (em) => {
           for (const [index, table] of tables.entries()) {
             const file = `tables/${table.name}.ndjson`;
-            const stream = createWriteStream(path.join(staging, file));
+            const stream = createWriteStream(staging.path(file));
             let rows = 0;
             for (let offset = 0; ; offset += BATCH) {
               const batch = await em.execute<{ row: string }[]>(
@@ -147,7 +121,7 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
               if (batch.length < BATCH) break;
             }
             await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
-            await add(file);
+            await staging.add(file);
             counted.push({ name: table.name, rows });
             report({ label: 'records', done: index + 1, total: tables.length, unit: 'items' });
           }
@@ -156,21 +130,21 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
       );
 
       const transferKey = randomBytes(32);
-      await writeFile(path.join(staging, 'keys.json'), JSON.stringify(await keyring.exportDataKeys(subscriptionId, transferKey)));
-      await add('keys.json');
+      await writeFile(staging.path('keys.json'), JSON.stringify(await keyring.exportDataKeys(subscriptionId, transferKey)));
+      await staging.add('keys.json');
 
       for (const [index, folder] of folders.entries()) {
         const source = path.join(folder.path, subscriptionId);
         for (const file of filesUnder(source)) {
           const relative = path.join('folders', String(index), file);
-          await mkdir(path.dirname(path.join(staging, relative)), { recursive: true });
-          await cp(path.join(source, file), path.join(staging, relative));
-          await add(relative);
+          await mkdir(path.dirname(staging.path(relative)), { recursive: true });
+          await cp(path.join(source, file), staging.path(relative));
+          await staging.add(relative);
         }
         report({ label: 'files', done: index + 1, total: folders.length, unit: 'items' });
       }
 
-      const migrations = (await db.execute<{ name: string }>(`select name from "${MIGRATIONS_TABLE}" order by id`)).map((row) => row.name);
+      const migrations = await appliedMigrations(db);
       const manifest: TenantManifest = {
         format: TENANT_FORMAT,
         kind: 'tenant',
@@ -180,13 +154,9 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
         migrations,
         tables: counted,
         folders: folders.map((folder) => folder.name),
-        entries,
+        entries: staging.entries,
       };
-      await writeFile(path.join(staging, 'manifest.json'), JSON.stringify(manifest, null, 2));
-      await pipeline(
-        tar.create({ gzip: true, cwd: staging, portable: true }, ['manifest.json', ...entries.map((entry) => entry.path)]),
-        createWriteStream(out, { mode: 0o600 }),
-      );
+      await staging.pack(out, manifest);
       await writeFile(keyFile, `${transferKey.toString('base64url')}\n`, { mode: 0o600 });
       const rows = counted.reduce((sum, table) => sum + table.rows, 0);
       return {
@@ -194,10 +164,10 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
         keyFile,
         rows,
         tables: counted.filter((table) => table.rows > 0).length,
-        files: entries.filter((entry) => entry.path.startsWith('folders/')).length,
+        files: staging.entries.filter((entry) => entry.path.startsWith('folders/')).length,
       };
     } finally {
-      await rm(staging, { recursive: true, force: true });
+      await staging.close();
     }
   },
 };
@@ -213,26 +183,15 @@ export interface TenantImportResult {
   files: number;
 }
 
-async function readManifest(staging: string, from: string): Promise<TenantManifest> {
-  let manifest: TenantManifest;
-  try {
-    manifest = JSON.parse(await readFile(path.join(staging, 'manifest.json'), 'utf8')) as TenantManifest;
-  } catch {
-    throw new OperatorError(`${from} has no readable manifest.json: it is not a tenant export`);
-  }
-  if (manifest.kind !== 'tenant') throw new OperatorError(`${from} is not a tenant export (a backup is restored with rpc-service restore)`);
-  if (typeof manifest.format !== 'number' || manifest.format > TENANT_FORMAT) {
-    throw new OperatorError(`${from} is tenant export format ${manifest.format}, newer than this version reads (${TENANT_FORMAT})`);
-  }
-  if (!UUID.test(manifest.subscriptionId)) throw new OperatorError(`${from}: the manifest names no subscription`);
-  for (const entry of manifest.entries) {
-    const file = path.join(staging, entry.path);
-    if (!existsSync(file) || statSync(file).size !== entry.size || (await sha256(file)) !== entry.sha256) {
-      throw new OperatorError(`${from}: ${entry.path} does not match its checksum: the archive is damaged or was altered`);
+/** Unpacks and checks a tenant export: another kind of archive, a newer format or an altered entry is refused. */
+const unpack = (from: string, into: string): Promise<TenantManifest> =>
+  unpackChecked<TenantManifest>(from, into, 'a tenant export', (manifest) => {
+    if (manifest.kind !== 'tenant') throw new OperatorError(`${from} is not a tenant export (a backup is restored with rpc-service restore)`);
+    if (typeof manifest.format !== 'number' || manifest.format > TENANT_FORMAT) {
+      throw new OperatorError(`${from} is tenant export format ${manifest.format}, newer than this version reads (${TENANT_FORMAT})`);
     }
-  }
-  return manifest;
-}
+    if (!UUID.test(manifest.subscriptionId)) throw new OperatorError(`${from}: the manifest names no subscription`);
+  });
 
 /**
  * `tenant import`: refused when the subscription exists here, a table is
@@ -242,7 +201,6 @@ async function readManifest(staging: string, from: string): Promise<TenantManife
  */
 export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult> = {
   async run(app, { from, keyFile }, report) {
-    if (!existsSync(from)) throw new OperatorError(`${from} does not exist`);
     if (!existsSync(keyFile)) throw new OperatorError(`${keyFile} does not exist: give the .key file tenant export wrote beside the archive (--key-file)`);
     const transferKey = Buffer.from((await readFile(keyFile, 'utf8')).trim(), 'base64url');
     if (transferKey.length !== 32) throw new OperatorError(`${keyFile} does not hold a transfer key`);
@@ -250,10 +208,7 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
     const staging = await mkdtemp(path.join(app.config.dataDir, '.tenant-import-'));
     const placed: string[] = [];
     try {
-      await tar.extract({ file: from, cwd: staging, strict: true }).catch((error: Error) => {
-        throw new OperatorError(`${from} is not a tenant export: ${error.message}`);
-      });
-      const manifest = await readManifest(staging, from);
+      const manifest = await unpack(from, staging);
       const { subscriptionId } = manifest;
       const [exists] = await db.execute('select 1 from auth_subscription where id = ?', [subscriptionId]);
       if (exists) throw new OperatorError(`subscription ${subscriptionId} already exists in this installation`);

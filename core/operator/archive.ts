@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync, readdirSync, statSync, type Dirent } from 'node:fs';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import * as tar from 'tar';
+import type { Database } from '../db/orm.ts';
+import { MIGRATIONS_TABLE } from '../db/migration.ts';
+import { OperatorError } from './command.ts';
+
+/**
+ * The archives of `backup` and `tenant export`: a gzipped tar whose
+ * `manifest.json` lists every other entry with its size and SHA-256, built in
+ * a staging folder and checked whole, before anything is used, when read.
+ */
+export interface ArchiveEntry {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+export interface ArchiveManifest {
+  format: number;
+  serviceVersion: string;
+  entries: ArchiveEntry[];
+}
+
+async function sha256(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+const objectsLast = (entry: Dirent): number => (entry.isDirectory() && entry.name === 'objects' ? 1 : 0);
+
+/**
+ * The files under `root` by their path in it, leaving out uploads still
+ * arriving (`.part`, core/uploads/storage.ts) and the top-level names `skip`
+ * refuses. In a git repository `objects/` comes after the refs beside it, so
+ * a copy made while commits land holds every object the copied refs name.
+ */
+export function filesUnder(root: string, skip: (name: string) => boolean = () => false, relative = ''): string[] {
+  const here = path.join(root, relative);
+  if (!existsSync(here)) return [];
+  const entries = readdirSync(here, { withFileTypes: true }).sort((a, b) => objectsLast(a) - objectsLast(b) || a.name.localeCompare(b.name));
+  return entries.flatMap((entry) => {
+    const child = path.join(relative, entry.name);
+    if (relative === '' && skip(entry.name)) return [];
+    if (entry.isDirectory()) return filesUnder(root, skip, child);
+    return entry.isFile() && !entry.name.endsWith('.part') ? [child] : [];
+  });
+}
+
+/** The migrations the database has applied, in order. */
+export async function appliedMigrations(db: Database): Promise<string[]> {
+  return (await db.execute<{ name: string }>(`select name from "${MIGRATIONS_TABLE}" order by id`)).map((row) => row.name);
+}
+
+/** A staging folder beside the archive to be: entries go in, then `pack` writes the archive (0600: it may hold keys). */
+export class Staging {
+  readonly entries: ArchiveEntry[] = [];
+
+  private constructor(readonly folder: string) {}
+
+  static async open(out: string): Promise<Staging> {
+    return new Staging(await mkdtemp(path.join(path.dirname(out), '.staging-')));
+  }
+
+  /** Where an entry is written before `add` records it. */
+  path(relative: string): string {
+    return path.join(this.folder, relative);
+  }
+
+  /** Records an entry written into the staging folder: its size and checksum. */
+  async add(relative: string): Promise<ArchiveEntry> {
+    const file = this.path(relative);
+    const entry = { path: relative, size: statSync(file).size, sha256: await sha256(file) };
+    this.entries.push(entry);
+    return entry;
+  }
+
+  /** Writes the manifest, then the archive under a temporary name renamed into place once whole. */
+  async pack(out: string, manifest: ArchiveManifest): Promise<void> {
+    await writeFile(this.path('manifest.json'), JSON.stringify(manifest, null, 2));
+    const partial = `${out}.partial`;
+    await pipeline(
+      tar.create({ gzip: true, cwd: this.folder, portable: true }, ['manifest.json', ...this.entries.map((entry) => entry.path)]),
+      createWriteStream(partial, { mode: 0o600 }),
+    );
+    await rename(partial, out);
+  }
+
+  close(): Promise<void> {
+    return rm(this.folder, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Unpacks `from` into `into` and answers its manifest once `accept` took it
+ * (format, kind) and every entry matched: a missing or altered entry, or a
+ * file the manifest does not list, is refused.
+ */
+export async function unpackChecked<M extends ArchiveManifest>(from: string, into: string, what: string, accept: (manifest: M) => void): Promise<M> {
+  if (!existsSync(from)) throw new OperatorError(`${from} does not exist`);
+  await tar.extract({ file: from, cwd: into, strict: true }).catch((error: Error) => {
+    throw new OperatorError(`${from} is not ${what}: ${error.message}`);
+  });
+  let manifest: M;
+  try {
+    manifest = JSON.parse(await readFile(path.join(into, 'manifest.json'), 'utf8')) as M;
+  } catch {
+    throw new OperatorError(`${from} has no readable manifest.json: it is not ${what}`);
+  }
+  accept(manifest);
+  const listed = new Set(manifest.entries.map((entry) => entry.path));
+  const unlisted = filesUnder(into).filter((file) => file !== 'manifest.json' && !listed.has(file));
+  if (unlisted.length > 0) throw new OperatorError(`${from} holds files its manifest does not list (${unlisted.slice(0, 3).join(', ')}): it was altered`);
+  for (const entry of manifest.entries) {
+    const file = path.join(into, entry.path);
+    if (!existsSync(file) || statSync(file).size !== entry.size || (await sha256(file)) !== entry.sha256) {
+      throw new OperatorError(`${from}: ${entry.path} does not match its checksum: the archive is damaged or was altered`);
+    }
+  }
+  return manifest;
+}
