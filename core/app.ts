@@ -177,6 +177,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       http: new HttpHelpers({ trustProxy: config.trustProxy, publicUrl: config.publicUrl }),
       outbound,
       jobs: jobService,
+      jobQueue: jobService,
     };
 
     const extensions = new ExtensionRegistry();

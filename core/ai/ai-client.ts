@@ -6,7 +6,7 @@ import { defineExtensionPoint, type Contribution } from '../plugin/extension-poi
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { RequestContext } from '../rpc/context.ts';
 import { RpcError } from '../rpc/errors.ts';
-import { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
+import { costOf, EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
 import embedInThisThread, { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
 
 /** Token counts of one call. `inputTokens` includes `cachedTokens` (the cached part of the input); never add the two. */
@@ -77,6 +77,8 @@ export interface AiCall {
   outputTokens: number;
   cachedTokens: number;
   totalTokens: number;
+  /** In US dollars at the catalogue's prices when the call was made; null when the model has none. */
+  costUsd: number | null;
   attempts: number;
   error: string | null;
 }
@@ -239,6 +241,7 @@ export class AiClient {
         outputTokens: usage.outputTokens,
         cachedTokens: usage.cachedTokens,
         totalTokens: usage.inputTokens + usage.outputTokens,
+        costUsd: costOf(model, usage),
         attempts,
         error,
       });

@@ -21,6 +21,16 @@ const ProviderSchema = v.object({
   apiKeyEnvVar: v.nullable(v.pipe(v.string(), v.regex(/^[A-Z][A-Z0-9_]*$/, 'apiKeyEnvVar must be the name of an environment variable'))),
 });
 
+const price = v.pipe(v.number(), v.minValue(0));
+
+/** What a model's calls cost, in US dollars per million tokens (0 for a model run on the operator's own hardware). */
+const CostSchema = v.object({
+  input: price,
+  /** Input tokens the provider served from its cache, when it charges them less. */
+  cachedInput: v.optional(price),
+  output: price,
+});
+
 const ModelSchema = v.object({
   id: name,
   name,
@@ -34,6 +44,8 @@ const ModelSchema = v.object({
   contextWindow: v.pipe(v.number(), v.integer(), v.minValue(1)),
   /** Embedding models: the size of their vectors. */
   dimensions: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Without it the calls of the model are counted, not priced. */
+  costPerMillionTokens: v.optional(CostSchema),
 });
 
 const RecommendationSchema = v.object({
@@ -54,6 +66,18 @@ export type AiProvider = v.InferOutput<typeof ProviderSchema>;
 export type AiModel = v.InferOutput<typeof ModelSchema>;
 export type AiRecommendation = v.InferOutput<typeof RecommendationSchema>;
 export type AiCatalogue = v.InferOutput<typeof CatalogueSchema>;
+
+/**
+ * What a call of the model cost in US dollars at the catalogue's prices, or
+ * null when the model has none. `inputTokens` includes `cachedTokens`, as the
+ * AI client counts them (core/ai/ai-client.ts).
+ */
+export function costOf(model: AiModel, tokens: { inputTokens: number; cachedTokens: number; outputTokens: number }): number | null {
+  const cost = model.costPerMillionTokens;
+  if (!cost) return null;
+  const fresh = tokens.inputTokens - tokens.cachedTokens;
+  return (fresh * cost.input + tokens.cachedTokens * (cost.cachedInput ?? cost.input) + tokens.outputTokens * cost.output) / 1_000_000;
+}
 
 /** The references inside a catalogue that must hold: providers of models, models of defaults and recommendations, embedding sizes. */
 function problemsOf(catalogue: AiCatalogue): string[] {

@@ -7,6 +7,20 @@ import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
 import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
 import { currentTraceparent, failActiveSpan, inSpan, remoteParent, SpanKind, tracingOn } from '../telemetry/tracing.ts';
+import {
+  BOSS_STATES,
+  countsByQueue,
+  iso,
+  lastErrorOf,
+  progressOf,
+  subscriptionJobOf,
+  type FailedJob,
+  type JobRow,
+  type JobState,
+  type JobView,
+  type QueueCounts,
+  type SubscriptionJob,
+} from './job-views.ts';
 import { sqlExecutor, type DrainableSqlExecutor } from './sql-executor.ts';
 
 export interface RetryPolicy {
@@ -80,24 +94,8 @@ export interface EnqueueOptions {
   runAt?: Date;
   /** Enqueue inside this EntityManager's transaction: the job exists only if the transaction commits. */
   em?: EntityManager;
-}
-
-export type JobState = 'waiting' | 'retrying' | 'running' | 'done' | 'dead' | 'cancelled';
-
-export interface JobView {
-  id: string;
-  name: string;
-  state: JobState;
-  data: unknown;
-  /** Attempts started so far. */
-  attempts: number;
-  /** The last failure's message, while retrying and once dead. */
-  lastError: string | null;
-  output: unknown;
-  runAt: string;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
+  /** The subscription the job works for, when no user's `ctx` says it: its admins then see the job (JobQueue). */
+  subscriptionId?: string;
 }
 
 /** What a plugin's `jobs` dep does: its own jobs, by the names it gave them. */
@@ -107,6 +105,22 @@ export interface Jobs {
   get(name: string, id: string): Promise<JobView | null>;
   /** Cancels a job that has not finished; false when there is none. */
   cancel(name: string, id: string): Promise<boolean>;
+}
+
+/**
+ * The queue as one subscription sees it (JobQueueRpc): the jobs of every
+ * plugin enqueued for that subscription, by a user of it or for it.
+ */
+export interface JobQueue {
+  /** Its jobs per queue and state; queues without any of its jobs are left out. */
+  getCounts(subscriptionId: string): Promise<QueueCounts[]>;
+  /** Its jobs newest first, of one state and queue when given, a page of them with the count of all. */
+  listJobs(
+    subscriptionId: string,
+    options: { state?: JobState; queue?: string; offset: number; limit: number },
+  ): Promise<{ jobs: SubscriptionJob[]; total: number }>;
+  /** Puts one of its dead jobs back in its queue to run at once; false when it has no dead job of that id. */
+  retryJob(subscriptionId: string, id: string): Promise<boolean>;
 }
 
 export interface RegisteredJob {
@@ -127,18 +141,11 @@ export interface JobServiceOptions {
 interface Envelope {
   data: unknown;
   principal: Principal | null;
+  /** Whose job it is (the principal's subscription, or the one the enqueue named); JobQueue reads it. */
+  subscriptionId?: string | null;
   /** The W3C trace context of the span that enqueued the job, when tracing was on. */
   traceparent?: string;
 }
-
-const STATES: Record<string, JobState> = {
-  created: 'waiting',
-  retry: 'retrying',
-  active: 'running',
-  completed: 'done',
-  failed: 'dead',
-  cancelled: 'cancelled',
-};
 
 const DEFAULT_RETRY = { limit: 3, delaySeconds: 10, backoff: true, maxDelaySeconds: 3600 } satisfies Required<RetryPolicy>;
 const DEFAULT_TIMEOUT_SECONDS = 300;
@@ -151,7 +158,7 @@ const EXPIRY_GRACE_SECONDS = 30;
  * PostgreSQL). Jobs are rows, so they survive restarts; workers on every node
  * claim them with `FOR UPDATE SKIP LOCKED`, so each attempt runs on one node.
  */
-export class JobService implements Jobs {
+export class JobService implements Jobs, JobQueue {
   readonly #boss: PgBoss;
   readonly #sql: DrainableSqlExecutor;
   readonly #db: Database;
@@ -279,7 +286,8 @@ export class JobService implements Jobs {
       throw new TypeError(`Job "${name}": data does not match its schema: ${parsed.issues.map((issue) => issue.message).join('; ')}`);
     }
     const id = randomUUID();
-    const envelope: Envelope = { data: parsed.output, principal: principalOf(options.ctx) };
+    const principal = principalOf(options.ctx);
+    const envelope: Envelope = { data: parsed.output, principal, subscriptionId: principal?.subscriptionId ?? options.subscriptionId ?? null };
     if (tracingOn()) envelope.traceparent = currentTraceparent();
     const startAfter = options.runAt ?? (options.delaySeconds ? new Date(Date.now() + options.delaySeconds * 1000) : undefined);
     const sent = await this.#boss.send(name, envelope as object, {
@@ -381,6 +389,50 @@ export class JobService implements Jobs {
     for (const [queue, cron] of wanted) await this.#boss.schedule(queue, cron, envelope as object, { tz: 'UTC' });
   }
 
+  // One subscription's view of the queue (JobQueue, for JobQueueRpc). pg-boss keeps no subscription column: the envelope's
+  // subscriptionId is read from the job's data. Unindexed, but pg-boss keeps the table to recent jobs (it archives finished ones).
+
+  async getCounts(subscriptionId: string): Promise<QueueCounts[]> {
+    const rows = await this.#db.execute<{ name: string; state: string; count: number }>(
+      `select name, state::text as state, count(*)::int as count from ${JOBS_SCHEMA}.job where data->>'subscriptionId' = ? group by name, state`,
+      [subscriptionId],
+    );
+    return countsByQueue(rows, []);
+  }
+
+  async listJobs(
+    subscriptionId: string,
+    { state, queue, offset, limit }: { state?: JobState; queue?: string; offset: number; limit: number },
+  ): Promise<{ jobs: SubscriptionJob[]; total: number }> {
+    const parts = [`data->>'subscriptionId' = ?`];
+    const params: unknown[] = [subscriptionId];
+    if (state) {
+      parts.push('state::text = ?');
+      params.push(BOSS_STATES[state]);
+    }
+    if (queue) {
+      parts.push('name = ?');
+      params.push(queue);
+    }
+    const where = parts.join(' and ');
+    const rows = await this.#db.execute<JobRow>(
+      `select id, name, state::text as state, retry_count, start_after, created_on, started_on, completed_on, output
+       from ${JOBS_SCHEMA}.job where ${where} order by created_on desc, id limit ? offset ?`,
+      [...params, limit, offset],
+    );
+    const [{ total }] = await this.#db.execute<{ total: number }>(`select count(*)::int as total from ${JOBS_SCHEMA}.job where ${where}`, params);
+    return { jobs: rows.map(subscriptionJobOf), total };
+  }
+
+  async retryJob(subscriptionId: string, id: string): Promise<boolean> {
+    const [row] = await this.#db.execute<{ name: string }>(
+      `select name from ${JOBS_SCHEMA}.job where id = ? and state = 'failed' and data->>'subscriptionId' = ?`,
+      [id, subscriptionId],
+    );
+    if (!row) return false;
+    return (await this.retryFailed({ id })) > 0;
+  }
+
   // Administration of the queue, for `rpc-service jobs` (core/operator/jobs.ts). Jobs of every subscription: pg-boss's
   // tables carry no subscription, so these read them across tenants, and show no job's data, which may be a tenant's content.
 
@@ -390,12 +442,10 @@ export class JobService implements Jobs {
     const rows = await this.#db.execute<{ name: string; state: string; count: number }>(
       `select name, state::text as state, count(*)::int as count from ${JOBS_SCHEMA}.job group by name, state`,
     );
-    const counts = new Map((await this.#boss.getQueues()).map((queue) => [queue.name, emptyCounts()]));
-    for (const row of rows) {
-      const queue = counts.get(row.name) ?? counts.set(row.name, emptyCounts()).get(row.name)!;
-      queue[STATES[row.state] ?? 'waiting'] += row.count;
-    }
-    return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([queue, states]) => ({ queue, states }));
+    return countsByQueue(
+      rows,
+      (await this.#boss.getQueues()).map((queue) => queue.name),
+    );
   }
 
   /** The dead jobs that failed last, newest first. */
@@ -461,22 +511,6 @@ export class JobService implements Jobs {
   }
 }
 
-/** A queue's jobs by state. */
-export interface QueueCounts {
-  queue: string;
-  states: Record<JobState, number>;
-}
-
-/** A dead job as an operator sees it: never its data. */
-export interface FailedJob {
-  id: string;
-  queue: string;
-  failedAt: string;
-  error: string | null;
-}
-
-const emptyCounts = (): Record<JobState, number> => ({ waiting: 0, retrying: 0, running: 0, done: 0, dead: 0, cancelled: 0 });
-
 /** Jobs deleted by one statement of a purge. */
 const PURGE_BATCH = 1000;
 
@@ -492,28 +526,14 @@ function principalOf(ctx: RequestContext | undefined): Principal | null {
   };
 }
 
-const iso = (value: Date | string | null | undefined): string | null => (value ? new Date(value).toISOString() : null);
-
-function lastErrorOf(output: unknown): string | null {
-  if (!output || typeof output !== 'object') return null;
-  const record = output as { message?: unknown; value?: unknown };
-  if (typeof record.message === 'string') return record.message;
-  if (typeof record.value === 'string') return record.value;
-  if (record.value && typeof record.value === 'object') return lastErrorOf(record.value);
-  return null;
-}
-
 function viewOf(job: PgBoss.JobWithMetadata<Envelope> & { output: unknown }): JobView {
-  const state = STATES[job.state] ?? 'waiting';
-  const failed = state === 'retrying' || state === 'dead';
+  const progress = progressOf(job.state, job.retryCount, job.startedOn, job.output);
   return {
     id: job.id,
     name: job.name,
-    state,
+    ...progress,
     data: job.data.data,
-    attempts: job.startedOn ? job.retryCount + 1 : job.retryCount,
-    lastError: failed ? lastErrorOf(job.output) : null,
-    output: state === 'done' ? ((job.output as { result?: unknown } | null)?.result ?? null) : null,
+    output: progress.state === 'done' ? ((job.output as { result?: unknown } | null)?.result ?? null) : null,
     runAt: iso(job.startAfter)!,
     createdAt: iso(job.createdOn)!,
     startedAt: iso(job.startedOn),

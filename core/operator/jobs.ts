@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import type { App } from '../app.ts';
-import type { FailedJob, JobService, QueueCounts } from '../jobs/job-service.ts';
+import type { JobService } from '../jobs/job-service.ts';
+import type { FailedJob, QueueCounts } from '../jobs/job-views.ts';
 import { parseArgs } from './args.ts';
 import { OperatorError, type OperatorCommand } from './command.ts';
 

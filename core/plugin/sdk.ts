@@ -34,12 +34,12 @@ export {
   type JobDefinition,
   type JobHandlerArgs,
   type JobRun,
-  type JobView,
-  type JobState,
   type Jobs,
+  type JobQueue,
   type EnqueueOptions,
   type RetryPolicy,
 } from '../jobs/job-service.ts';
+export type { JobView, JobState, QueueCounts, SubscriptionJob } from '../jobs/job-views.ts';
 
 // Errors, params and lists
 export {

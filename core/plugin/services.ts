@@ -13,7 +13,7 @@ import type { Database } from '../db/orm.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { Outbound } from '../http/outbound.ts';
 import type { HttpHelpers } from '../http/request-info.ts';
-import type { Jobs } from '../jobs/job-service.ts';
+import type { JobQueue, Jobs } from '../jobs/job-service.ts';
 import type { Logger } from '../logger.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { RateLimiter } from '../rate-limiter.ts';
@@ -53,6 +53,8 @@ export interface CoreServices {
   outbound: Outbound;
   /** The plugin's own background jobs (those in its definition's `jobs`), by their names. */
   jobs: Jobs;
+  /** The jobs of every plugin as one subscription's admins see them: states and failures, never data. */
+  jobQueue: JobQueue;
 }
 
 export const CORE_SERVICE_NAMES = [
@@ -75,6 +77,7 @@ export const CORE_SERVICE_NAMES = [
   'http',
   'outbound',
   'jobs',
+  'jobQueue',
 ] as const satisfies readonly (keyof CoreServices)[];
 
 /**

@@ -50,7 +50,7 @@ export const STATS = v.strictObject({
 });
 export type Stats = v.InferOutput<typeof STATS>;
 
-/** Calls and tokens of one model on one UTC day. */
+/** Calls, tokens and cost of one model on one UTC day. */
 const DAILY_USAGE = v.strictObject({
   day: v.string(),
   model: v.string(),
@@ -59,6 +59,8 @@ const DAILY_USAGE = v.strictObject({
   inputTokens: v.number(),
   outputTokens: v.number(),
   totalTokens: v.number(),
+  /** The sum of the priced calls' costs in US dollars; null when none of them was priced. */
+  costUsd: v.nullable(v.number()),
 });
 
 /** Percentiles of one model's call durations, in milliseconds. */
@@ -73,7 +75,7 @@ type Row = Record<string, unknown>;
 const GROUP = `coalesce(thread_id, trace_id::text)`;
 const TRACE_COLUMNS =
   'trace_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation, caller_type, caller_name, subscription_id, user_id, ' +
-  'input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error';
+  'input_tokens, output_tokens, cached_tokens, total_tokens, cost_usd, attempts, error';
 
 const iso = (value: unknown): string => rowTimestamp(value as Date | string).toISOString();
 const int = (value: unknown): number => Number(value ?? 0);
@@ -95,6 +97,7 @@ const toTrace = (row: Row): TraceRecord => ({
   outputTokens: int(row.output_tokens),
   cachedTokens: int(row.cached_tokens),
   totalTokens: int(row.total_tokens),
+  costUsd: row.cost_usd === null || row.cost_usd === undefined ? null : Number(row.cost_usd),
   attempts: int(row.attempts),
   error: (row.error as string | null) ?? null,
 });
@@ -196,13 +199,13 @@ export class TelemetryService {
     };
   }
 
-  /** The matching traces per UTC day and model (oldest day first), and each model's duration percentiles over all of them. */
+  /** The matching traces (calls, tokens, cost) per UTC day and model (oldest day first), and each model's duration percentiles over all of them. */
   async getUsage(ctx: AuthenticatedContext, filter: TraceFilter): Promise<Usage> {
     const where = this.#where(ctx, filter);
     const daily: Row[] = await ctx.em.execute(
       `select to_char(request_timestamp at time zone 'UTC', 'YYYY-MM-DD') as day, model, count(*) as calls,
               count(*) filter (where status = 'error') as errors, coalesce(sum(input_tokens), 0) as input,
-              coalesce(sum(output_tokens), 0) as output, coalesce(sum(total_tokens), 0) as total
+              coalesce(sum(output_tokens), 0) as output, coalesce(sum(total_tokens), 0) as total, sum(cost_usd) as cost
        from ai_telemetry_trace where ${where.sql}
        group by 1, model order by 1, model`,
       where.params,
@@ -224,6 +227,7 @@ export class TelemetryService {
         inputTokens: int(row.input),
         outputTokens: int(row.output),
         totalTokens: int(row.total),
+        costUsd: row.cost === null ? null : Number(row.cost),
       })),
       latency: latency.map((row) => ({ model: row.model as string, calls: int(row.calls), p50Ms: ms(row.p50), p90Ms: ms(row.p90), p99Ms: ms(row.p99) })),
     };

@@ -27,6 +27,8 @@ export const AiTrace = defineEntity({
     outputTokens: p.integer(),
     cachedTokens: p.integer(),
     totalTokens: p.integer(),
+    /** In US dollars at the AI catalogue's prices when the call was made; null for a model the catalogue gives no price. */
+    costUsd: p.double().nullable(),
     attempts: p.integer(),
     error: p.text().nullable(),
   }),

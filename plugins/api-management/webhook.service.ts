@@ -149,7 +149,7 @@ export class WebhookService {
           createdAt: new Date(),
         });
         await em.flush();
-        await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { em, runAt: firstAttemptAt });
+        await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { em, runAt: firstAttemptAt, subscriptionId });
       }
     });
   }
@@ -297,7 +297,8 @@ export class WebhookService {
 
   /** A sender for the endpoint, now or at `runAt`; a second wake-up for the same moment is dropped while the first waits. */
   async #wake(subscriptionId: string, apiKeyId: string, runAt?: Date): Promise<void> {
-    await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, runAt ? { runAt, key: `${apiKeyId}@${runAt.toISOString()}` } : {});
+    const when = runAt ? { runAt, key: `${apiKeyId}@${runAt.toISOString()}` } : {};
+    await this.#deps.jobs.enqueue(DELIVER_JOB, { subscriptionId, apiKeyId }, { ...when, subscriptionId });
   }
 
   #noteAttempt(delivery: WebhookDelivery, outcome: AttemptOutcome): void {

@@ -67,6 +67,7 @@ describe('the generated TypeScript client (clients/typescript) against a live se
     assert.equal((await client.DiscountRpc.findById({ _id: discount._id })).code, code);
     const document = await track('DocumentRpc', client.DocumentRpc.create({ documentInstanceId: 'handbook', title: 'Welcome', content: 'Hello' }));
     assert.equal((await client.DocumentRpc.getById({ docId: document._id })).content, 'Hello');
+    assert.ok(Array.isArray(await track('JobQueueRpc', client.JobQueueRpc.getCounts())));
     assert.equal(typeof (await track('KnowledgeBaseAdminRpc', client.KnowledgeBaseAdminRpc.getQuota())).documents.limit, 'number');
     assert.ok(Array.isArray((await track('MemoryRpc', client.MemoryRpc.listMemories({ scope: 'user' }))).memories));
     assert.equal((await track('NotificationRpc', client.NotificationRpc.getData())).totalCount, 0);

@@ -171,6 +171,8 @@ describe('AI client: an OpenAI-compatible provider', () => {
     assert.deepEqual(JSON.parse(request.body), { model: 'loop-chat', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 50 });
     const trace = await traceOf(t, result.traceId);
     assert.deepEqual([trace.operation, trace.input_tokens, trace.output_tokens, trace.cached_tokens, trace.total_tokens], ['chat', 30, 5, 10, 35]);
+    // At the catalogue's gpt-4o-mini prices per million: 20 fresh input tokens at 0.15, 10 cached at 0.075, 5 output at 0.6.
+    assert.ok(Math.abs(Number(trace.cost_usd) - (20 * 0.15 + 10 * 0.075 + 5 * 0.6) / 1e6) < 1e-12, `cost ${trace.cost_usd}`);
   });
 
   it('gives up after the retries, or at once on a 4xx, as UPSTREAM_ERROR with an error trace', async () => {
@@ -263,6 +265,7 @@ describe('AI client: reporting calls through core.aiCalls', () => {
         ['success', 'embedding', 'local', 'thread-9', 'test', 'ai-client.test', 1, null],
       );
       assert.equal(call!.totalTokens, call!.inputTokens + call!.outputTokens);
+      assert.equal(call!.costUsd, 0, 'the local embedder is priced at 0');
       assert.ok(call!.requestTimestamp instanceof Date);
       const failed = reported.find((candidate) => candidate.operation === 'chat');
       assert.deepEqual([failed?.status, failed?.provider], ['error', 'openai']);

@@ -203,6 +203,8 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
     parentId: invalid('a reference inside the page written', (x, b) => ({ _id: b.ids.page, parentId: x.page })),
   },
 
+  'JobQueueRpc.retryJob': { jobId: notFound((x) => ({ jobId: x.queueJob })) },
+
   'KnowledgeBaseAdminRpc.cancelJob': { jobId: notFound((x) => ({ jobId: x.kbJob })) },
   'KnowledgeBaseAdminRpc.deleteChunk': {
     docId: notFound((x) => ({ docId: x.kbDocument, chunkId: x.kbChunk })),

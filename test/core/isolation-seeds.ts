@@ -78,6 +78,8 @@ export const SEEDS: Record<string, Seed> = {
       async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(x.admin))).status === 'ready' ? true : undefined),
       20_000,
     );
+    // The queue's job behind the ingestion, as JobQueueRpc lists it.
+    x.ids.queueJob = (await t.ok('JobQueueRpc.listJobs', { queue: 'knowledge-base.ingest' }, as(x.admin))).docs[0].id;
     const chunks = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(x.admin));
     x.ids.kbChunk = (Array.isArray(chunks) ? chunks : chunks.chunks)[0].chunkId;
     x.ids.kbKey = await uploaded(t, x, 'KnowledgeBaseAdminRpc.getUploadKey', {}, Buffer.from('Parking is underground.\n'), 'text/plain');

@@ -5,13 +5,27 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { queueProbePlugin } from '../fixtures/queue-probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
 
 /** Debian's chromium, installed by .ci/ensure-chromium.sh; playwright-core downloads no browser. */
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = 'test-results/console';
-const PLUGINS = ['auth', 'admin-user', 'api-key', 'api-management', 'secrets', 'scheduler', 'workflow', 'knowledge-base', 'ai-telemetry', 'console'];
+const PLUGINS = [
+  'auth',
+  'admin-user',
+  'api-key',
+  'api-management',
+  'secrets',
+  'scheduler',
+  'workflow',
+  'knowledge-base',
+  'ai-telemetry',
+  'job-queue',
+  'queue-probe',
+  'console',
+];
 // The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless told.
 const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_TEST_TIMEOUT_MS: '3000', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', JOBS_POLL_MS: '500' };
 
@@ -34,6 +48,8 @@ describe('console in a browser', () => {
   const received: { type: string }[] = [];
   /** While set, the receiver answers 500: deliveries fail until re-sent. */
   let failing = false;
+  /** Labels of the probe's jobs that fail (and, with no retries, die). */
+  const failingJobs = new Set(['nightly-export']);
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let staff: Awaited<ReturnType<typeof addUser>>;
   let member: Awaited<ReturnType<typeof addUser>>;
@@ -74,7 +90,7 @@ describe('console in a browser', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    t = await startTestApp({ withNotes: false, plugins: PLUGINS, env: ENV });
+    t = await startTestApp({ withNotes: false, plugins: PLUGINS, env: ENV, extraPlugins: [queueProbePlugin(failingJobs)] });
     admin = await t.signup();
     staff = await addUser(t, admin.subscriptionId, 'staff');
     member = await addUser(t, admin.subscriptionId, 'user');
@@ -104,6 +120,8 @@ describe('console in a browser', () => {
         outputTokens: 100,
         cachedTokens: 0,
         totalTokens: tokens,
+        // Priced for one model only: the other is drawn in tokens, not in cost.
+        costUsd: model === 'gpt-4o-mini' ? tokens * 0.00002 : null,
         attempts: 1,
         error: null,
       });
@@ -185,6 +203,23 @@ describe('console in a browser', () => {
     assert.equal(received.filter((event) => event.type === 'secret.changed').length, 2);
   });
 
+  step("shows the subscription's background jobs, and retries a dead one", async () => {
+    const { jobId } = await t.ok('QueueProbeRpc.enqueue', { label: 'nightly-export' }, { token: admin.token });
+    await eventually('the probe job dead', async () => (await t.app.deps.jobs.get('queue-probe.work', jobId))?.state === 'dead');
+    await page.getByRole('link', { name: 'Background jobs' }).click();
+    const counts = page.getByRole('table', { name: 'Jobs per queue and state' });
+    // The webhook's deliveries of the steps before ran as jobs of this subscription.
+    const deliveries = await counts.getByRole('row').filter({ hasText: 'api-management.deliver' }).allTextContents();
+    assert.equal(deliveries.length, 1, 'one row for the delivery queue');
+    await page.getByLabel('Show jobs in state').selectOption('dead');
+    const dead = page.getByRole('table', { name: 'Background jobs, newest first' }).getByRole('row').filter({ hasText: 'queue-probe.work' });
+    await dead.getByText('nightly-export could not reach its peer').waitFor();
+    failingJobs.clear();
+    await dead.getByRole('button', { name: /^Retry the queue-probe\.work job/ }).click();
+    await page.getByText('No job in this state.').waitFor();
+    await eventually('the retried job done', async () => (await t.app.deps.jobs.get('queue-probe.work', jobId))?.state === 'done');
+  });
+
   step('reveals a secret on request and shows the read in the audit log', async () => {
     await page.getByRole('link', { name: 'Secrets' }).click();
     await page.getByRole('cell', { name: 'db-password', exact: true }).waitFor();
@@ -201,16 +236,22 @@ describe('console in a browser', () => {
     const tokens = page.getByRole('img', { name: /Tokens per day and model/ });
     await tokens.waitFor();
     assert.equal(await tokens.locator('rect.bar').count(), 3, 'two days: one model, then two');
-    assert.match((await tokens.locator('desc').textContent())!, /2,800 tokens over 2 days/);
+    assert.match((await tokens.locator('desc').textContent())!, /2,800 tokens used over 2 days/);
+    const cost = page.getByRole('img', { name: /Cost per day and model/ });
+    await cost.waitFor();
+    assert.equal(await cost.locator('rect.bar').count(), 2, 'one priced model on each day');
+    assert.match((await cost.locator('desc').textContent())!, /\$0\.05 spent over 2 days/);
+    await page.getByText('Not priced: local-embedder.').waitFor();
     const latency = page.getByRole('img', { name: /Call duration percentiles/ });
     assert.equal(await latency.locator('rect.bar').count(), 6, 'three percentiles of two models');
-    await page.getByText('Tokens as a table').click();
-    await page.getByRole('table', { name: 'Calls and tokens per day and model' }).waitFor();
+    await page.getByText('Tokens and cost as a table').click();
+    const numbers = page.getByRole('table', { name: 'Calls, tokens and cost per day and model' });
+    await numbers.getByRole('cell', { name: 'no price' }).waitFor();
   });
 
   step('fits a 375 px wide screen without scrolling sideways', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const path of ['keys', 'webhooks', 'users', 'secrets', 'runs', 'knowledge', 'telemetry']) {
+    for (const path of ['keys', 'webhooks', 'users', 'secrets', 'runs', 'knowledge', 'jobs', 'telemetry']) {
       await page.goto(`${t.url}/console#/${path}`);
       await page.locator('main h2').first().waitFor();
       await page.waitForLoadState('networkidle');
@@ -227,7 +268,10 @@ describe('console in a browser', () => {
     await signIn(staffPage, staff.username, staff.password);
     await staffPage.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
     const menu = await staffPage.getByRole('navigation').locator('a').allTextContents();
-    assert.deepEqual(menu, ['API keys', 'Secrets', 'Workflows and schedules', 'Knowledge base', 'AI telemetry']);
+    assert.deepEqual(menu, ['API keys', 'Secrets', 'Workflows and schedules', 'Knowledge base', 'Background jobs', 'AI telemetry']);
+    await staffPage.goto(`${t.url}/console#/jobs`);
+    await staffPage.getByRole('table', { name: 'Jobs per queue and state' }).waitFor();
+    assert.equal(await staffPage.getByRole('button', { name: /^Retry/ }).count(), 0, 'staff see jobs but retry none');
     await staffPage.goto(`${t.url}/console#/secrets`);
     await staffPage.getByRole('cell', { name: 'db-password', exact: true }).waitFor();
     assert.equal(await staffPage.getByRole('button', { name: /Reveal/ }).count(), 0);

@@ -28,6 +28,8 @@ describe('AITelemetryRpc', () => {
       input?: number;
       output?: number;
       cached?: number;
+      /** US dollars; null for a model without a price. */
+      cost?: number | null;
       subscriptionId?: string;
     },
   ) => {
@@ -36,8 +38,8 @@ describe('AITelemetryRpc', () => {
     const output = fields.output ?? 20;
     await t.app.deps.db.execute(
       `insert into ai_telemetry_trace (trace_id, subscription_id, user_id, thread_id, request_timestamp, duration_ms, status, provider, model, operation,
-        caller_type, caller_name, input_tokens, output_tokens, cached_tokens, total_tokens, attempts, error)
-       values (?, ?, ?, ?, ?, ?, ?, 'openai', 'gpt-4o-mini', 'chat', ?, ?, ?, ?, ?, ?, 1, ?)`,
+        caller_type, caller_name, input_tokens, output_tokens, cached_tokens, total_tokens, cost_usd, attempts, error)
+       values (?, ?, ?, ?, ?, ?, ?, 'openai', 'gpt-4o-mini', 'chat', ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
       [
         ids[name],
         fields.subscriptionId ?? admin.subscriptionId,
@@ -52,6 +54,7 @@ describe('AITelemetryRpc', () => {
         output,
         fields.cached ?? 0,
         input + output,
+        fields.cost === undefined ? 0.25 : fields.cost,
         fields.status === 'error' ? 'the provider answered 500' : null,
       ],
     );
@@ -140,6 +143,7 @@ describe('AITelemetryRpc', () => {
     const trace = await t.ok('AITelemetryRpc.getTrace', { traceId: ids.b1 }, as(admin.token));
     assert.equal(trace.threadId, 'thread-b');
     assert.equal(trace.callerType, 'workflow');
+    assert.equal(trace.costUsd, 0.25);
     const missing = await t.call('AITelemetryRpc.getTrace', { traceId: ids.foreign }, as(admin.token));
     assert.equal(missing.status, 404);
     assert.match(missing.body.data.error, /Trace .* not found/);
@@ -168,12 +172,13 @@ describe('AITelemetryRpc', () => {
   });
 
   it('sums calls and tokens per day and model, and gives duration percentiles per model', async () => {
-    await insert('next-day', { minutes: 24 * 60, threadId: 'thread-c', input: 10, output: 5 });
+    await insert('next-day', { minutes: 24 * 60, threadId: 'thread-c', input: 10, output: 5, cost: null });
     try {
       assert.deepEqual(await t.ok('AITelemetryRpc.getUsage', {}, as(admin.token)), {
         daily: [
-          { day: '2026-11-01', model: 'gpt-4o-mini', calls: 5, errors: 1, inputTokens: 500, outputTokens: 100, totalTokens: 600 },
-          { day: '2026-11-02', model: 'gpt-4o-mini', calls: 1, errors: 0, inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+          { day: '2026-11-01', model: 'gpt-4o-mini', calls: 5, errors: 1, inputTokens: 500, outputTokens: 100, totalTokens: 600, costUsd: 1.25 },
+          // No call of that day was priced: no cost rather than a cost of 0.
+          { day: '2026-11-02', model: 'gpt-4o-mini', calls: 1, errors: 0, inputTokens: 10, outputTokens: 5, totalTokens: 15, costUsd: null },
         ],
         // Durations 100, 105, 110, 115, 120 and 1540 ms (100 + minutes).
         latency: [{ model: 'gpt-4o-mini', calls: 6, p50Ms: 112.5, p90Ms: 830, p99Ms: 1469 }],
@@ -214,6 +219,7 @@ describe('AITelemetryRpc', () => {
       assert.equal(trace.provider, 'local');
       assert.equal(trace.userId, fresh.user._id);
       assert.ok(trace.inputTokens >= 1);
+      assert.equal(trace.costUsd, 0, 'the local embedder is priced at 0');
     }
   });
 });

@@ -96,6 +96,7 @@ export type AITelemetryRpcGetThreadResult = {
   outputTokens: number;
   cachedTokens: number;
   totalTokens: number;
+  costUsd: number | null;
   attempts: number;
   error: string | null;
 }[];
@@ -202,6 +203,18 @@ export type DocumentRpcSearchResult = {
     };
   };
   score: number;
+}[];
+export type JobQueueRpcGetCountsParams = Record<string, never>;
+export type JobQueueRpcGetCountsResult = {
+  queue: string;
+  states: {
+    waiting: number;
+    retrying: number;
+    running: number;
+    done: number;
+    dead: number;
+    cancelled: number;
+  };
 }[];
 export type KnowledgeBaseAdminRpcGetChunksResult = {
   chunkId: string;
@@ -650,6 +663,18 @@ export interface Operations {
   'DocumentRpc.update': {
     params: DocumentRpcUpdateParams;
     result: DocumentRpcUpdateResult;
+  };
+  'JobQueueRpc.getCounts': {
+    params: JobQueueRpcGetCountsParams;
+    result: JobQueueRpcGetCountsResult;
+  };
+  'JobQueueRpc.listJobs': {
+    params: JobQueueRpcListJobsParams;
+    result: JobQueueRpcListJobsResult;
+  };
+  'JobQueueRpc.retryJob': {
+    params: JobQueueRpcRetryJobParams;
+    result: JobQueueRpcRetryJobResult;
   };
   'KnowledgeBaseAdminRpc.cancelJob': {
     params: KnowledgeBaseAdminRpcCancelJobParams;
@@ -1866,6 +1891,7 @@ export interface AITelemetryRpcGetTraceResult {
   outputTokens: number;
   cachedTokens: number;
   totalTokens: number;
+  costUsd: number | null;
   attempts: number;
   error: string | null;
 }
@@ -1887,6 +1913,7 @@ export interface AITelemetryRpcGetUsageResult {
     inputTokens: number;
     outputTokens: number;
     totalTokens: number;
+    costUsd: number | null;
   }[];
   latency: {
     model: string;
@@ -2794,6 +2821,37 @@ export interface DocumentRpcUpdateResult {
   updatedAt: string;
   uuid: string;
   documentInstanceId: string;
+}
+export interface JobQueueRpcListJobsParams {
+  state?: 'waiting' | 'retrying' | 'running' | 'done' | 'dead' | 'cancelled';
+  queue?: string;
+  page?: number;
+  pageSize?: number;
+}
+export interface JobQueueRpcListJobsResult {
+  docs: {
+    id: string;
+    queue: string;
+    state: 'waiting' | 'retrying' | 'running' | 'done' | 'dead' | 'cancelled';
+    attempts: number;
+    lastError: string | null;
+    runAt: string;
+    createdAt: string;
+    startedAt: string | null;
+    finishedAt: string | null;
+  }[];
+  totalDocs: number;
+  limit: number;
+  page: number;
+  totalPages: number;
+  hasNextPage: boolean;
+  hasPrevPage: boolean;
+}
+export interface JobQueueRpcRetryJobParams {
+  jobId: string;
+}
+export interface JobQueueRpcRetryJobResult {
+  retried: true;
 }
 export interface KnowledgeBaseAdminRpcCancelJobParams {
   jobId: string;
@@ -5013,6 +5071,14 @@ export interface DocumentRpc {
   /** Change a page (title, content; also tags, parentId to move it, isArchived); each change is a new version, the earlier ones are kept. (user, write) */
   update(params: DocumentRpcUpdateParams, options?: CallOptions): Promise<DocumentRpcUpdateResult>;
 }
+export interface JobQueueRpc {
+  /** The subscription's background jobs per queue and state (waiting, retrying, running, done, dead, cancelled); queues with none are left out. (staff, read) */
+  getCounts(params?: JobQueueRpcGetCountsParams, options?: CallOptions): Promise<JobQueueRpcGetCountsResult>;
+  /** The subscription's background jobs, newest first, of one state and queue when given: attempts, last error and times, never their data. (staff, read) */
+  listJobs(params?: JobQueueRpcListJobsParams, options?: CallOptions): Promise<JobQueueRpcListJobsResult>;
+  /** Puts one of the subscription's dead jobs back in its queue to run at once; NOT_FOUND when it has no dead job of that id. (admin, write) */
+  retryJob(params: JobQueueRpcRetryJobParams, options?: CallOptions): Promise<JobQueueRpcRetryJobResult>;
+}
 export interface KnowledgeBaseAdminRpc {
   /** Stop a queued or running ingestion; the document keeps what the index holds (an earlier version), else fails as cancelled. (staff, write) */
   cancelJob(params: KnowledgeBaseAdminRpcCancelJobParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcCancelJobResult>;
@@ -5272,6 +5338,7 @@ export interface Groups {
   CheckpointRpc: CheckpointRpc;
   DiscountRpc: DiscountRpc;
   DocumentRpc: DocumentRpc;
+  JobQueueRpc: JobQueueRpc;
   KnowledgeBaseAdminRpc: KnowledgeBaseAdminRpc;
   MemoryRpc: MemoryRpc;
   NotificationRpc: NotificationRpc;
@@ -5335,6 +5402,7 @@ export const GROUPS = {
   ],
   DiscountRpc: ['create', 'delete', 'findById', 'getData', 'getFieldValues', 'redeem', 'update'],
   DocumentRpc: ['create', 'delete', 'getAllDocuments', 'getById', 'getByTitle', 'getVersions', 'search', 'update'],
+  JobQueueRpc: ['getCounts', 'listJobs', 'retryJob'],
   KnowledgeBaseAdminRpc: [
     'cancelJob',
     'deleteChunk',

@@ -2,6 +2,7 @@
 import { form, h, field } from './dom.js';
 import { rpc, RpcFailure } from './rpc.js';
 import { accessPage } from './pages/access.js';
+import { jobsPage } from './pages/jobs.js';
 import { keysPage, webhooksPage } from './pages/keys.js';
 import { secretsPage } from './pages/secrets.js';
 import { knowledgePage, runsPage } from './pages/runs.js';
@@ -19,6 +20,7 @@ const PAGES = [
   { path: 'secrets', title: 'Secrets', role: 'staff', render: secretsPage },
   { path: 'runs', title: 'Workflows and schedules', role: 'staff', render: runsPage },
   { path: 'knowledge', title: 'Knowledge base', role: 'staff', render: knowledgePage },
+  { path: 'jobs', title: 'Background jobs', role: 'staff', render: jobsPage },
   { path: 'telemetry', title: 'AI telemetry', role: 'staff', render: telemetryPage },
 ];
 const RANK = { user: 0, staff: 1, admin: 2 };

@@ -10,8 +10,8 @@ const BOTTOM = 28;
 /** Series colours are classes of console.css (series-0 … series-7), not style attributes. */
 const PALETTE = 8;
 
-const number = (value) => value.toLocaleString();
-const compact = (value) => new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 }).format(value);
+export const number = (value) => value.toLocaleString();
+export const compact = (value) => new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 }).format(value);
 
 /** The smallest 1, 2, 2.5 or 5 times a power of ten at or above `value`: the top of the axis. */
 function axisTop(value) {
@@ -24,9 +24,10 @@ function axisTop(value) {
  * A bar chart as SVG: a group of bars per `groups[i].label`, one bar per
  * series (side by side, or stacked when `stacked`). Screen readers get
  * `title` and `summary` (role img with its title and description); each bar
- * has a tooltip with its value; the caller puts the numbers in a table too.
+ * has a tooltip with its value, written by `format` (the axis by `tick`); the
+ * caller puts the numbers in a table too.
  */
-export function barChart({ title, summary, unit, series, groups, stacked = false }) {
+export function barChart({ title, summary, unit, series, groups, stacked = false, format = number, tick = compact }) {
   const titleId = uid('chart-title');
   const descId = uid('chart-desc');
   const heights = groups.map(({ values }) => (stacked ? values.reduce((sum, value) => sum + value, 0) : Math.max(0, ...values)));
@@ -43,7 +44,7 @@ export function barChart({ title, summary, unit, series, groups, stacked = false
     s(
       'rect',
       { class: `bar series-${index % PALETTE}`, x, width, y: y(base + value), height: y(base) - y(base + value) },
-      s('title', {}, `${group.label}, ${series[index]}: ${number(value)} ${unit}`),
+      s('title', {}, `${group.label}, ${series[index]}: ${format(value)}${unit ? ` ${unit}` : ''}`),
     );
 
   const svg = s(
@@ -56,7 +57,7 @@ export function barChart({ title, summary, unit, series, groups, stacked = false
         'g',
         { class: 'tick' },
         s('line', { x1: LEFT, x2: WIDTH - RIGHT, y1: y(share * top), y2: y(share * top) }),
-        s('text', { x: LEFT - 6, y: y(share * top) + 4, 'text-anchor': 'end' }, compact(share * top)),
+        s('text', { x: LEFT - 6, y: y(share * top) + 4, 'text-anchor': 'end' }, tick(share * top)),
       ),
     ),
     groups.map((group, position) => {
