@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, embeddedDatabaseDir, loadConfig, type Config } from './config.ts';
 import { Keyring } from './credentials/keyring.ts';
 import { MASTER_KEY_FILE, masterKeyFile, prependMasterKeyFile, pruneMasterKeyFile, resolveMasterKeys, type MasterKeys } from './credentials/master-key.ts';
 import { coreEntities } from './db/core-entities.ts';
@@ -32,7 +32,7 @@ async function rotateMasterKey(config: Config): Promise<string> {
     const file = masterKeyFile(config);
     if (!existsSync(file)) throw new ConfigError(`${file} does not exist: there is no master key to rotate`);
     // PGlite keeps this file while the database is open; two processes on one embedded database would damage it.
-    if (existsSync(path.join(config.dataDir, 'db', 'postmaster.pid'))) {
+    if (existsSync(path.join(embeddedDatabaseDir(config.dataDir), 'postmaster.pid'))) {
       throw new ConfigError('the embedded database is in use (or was not shut down cleanly): stop the service, or start and stop it once, then run this again');
     }
   }
@@ -239,7 +239,10 @@ async function databaseChecks(config: Config): Promise<Check[]> {
   try {
     return (await operate('doctor', { known })) as Check[];
   } catch (error) {
-    return [{ name: 'database', status: 'fail', message: `${(error as Error).message}: check DATABASE_URL and that the database server runs` }];
+    const { message } = error as Error;
+    // That one says what to install; any other failure to open is the address or the server.
+    if (message.includes('pgvector')) return [{ name: 'pgvector', status: 'fail', message }];
+    return [{ name: 'database', status: 'fail', message: `${message}: check DATABASE_URL and that the database server runs` }];
   }
 }
 

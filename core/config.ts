@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
@@ -244,6 +244,15 @@ export function makeDataFolder(folder: string): void {
     throw new ConfigError(`DATA_DIR cannot be used: ${(error as Error).message}; set DATA_DIR to a folder this user can write`);
   }
 }
+
+/** The embedded database's folder under DATA_DIR. */
+export const embeddedDatabaseDir = (dataDir: string): string => path.join(dataDir, 'db');
+
+/** Whether DATA_DIR holds an embedded database: an installation has been made there. */
+export const hasEmbeddedDatabase = (dataDir: string): boolean => {
+  const folder = embeddedDatabaseDir(dataDir);
+  return existsSync(folder) && readdirSync(folder).length > 0;
+};
 
 /** Open files kept from WebSockets for HTTP requests, the database, uploads and logs. */
 const RESERVED_OPEN_FILES = 256;

@@ -1,7 +1,7 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { makeDataFolder, type Config } from '../config.ts';
+import { hasEmbeddedDatabase, makeDataFolder, type Config } from '../config.ts';
 import { ConfigError, splitList } from '../settings.ts';
 import type { Logger } from '../logger.ts';
 
@@ -43,7 +43,8 @@ const fileLines = (file: string): string[] =>
  * The keys that encrypt secrets at rest. With DATABASE_URL, MASTER_KEY must
  * be given, since several nodes must share it, and MASTER_KEY_PREVIOUS lists
  * the keys it replaces while they are rotated out. The embedded mode keeps
- * them in DATA_DIR/master.key (mode 0600), the current one on the first line.
+ * them in DATA_DIR/master.key (mode 0600), the current one on the first line,
+ * made with the database and never after it.
  */
 export function resolveMasterKeys(config: Config, logger: Logger): MasterKeys {
   if (config.masterKey) return keysOf([config.masterKey, ...splitList(config.masterKeyPrevious ?? '')], 'MASTER_KEY');
@@ -52,6 +53,12 @@ export function resolveMasterKeys(config: Config, logger: Logger): MasterKeys {
   }
   const file = masterKeyFile(config);
   if (existsSync(file)) return keysOf(fileLines(file), file);
+  // A new key would open none of an existing database's data keys: its secrets would be lost for good.
+  if (hasEmbeddedDatabase(config.dataDir)) {
+    throw new ConfigError(
+      `${file} is missing, yet DATA_DIR holds the embedded database: put the installation's master.key back (from a backup); a new key would open none of its secrets`,
+    );
+  }
   makeDataFolder(config.dataDir);
   writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
   logger.warn({ file }, 'generated a new master key for the embedded database; back this file up with the data');

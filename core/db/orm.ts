@@ -1,10 +1,9 @@
-import path from 'node:path';
 import type { PGlite, QueryOptions } from '@electric-sql/pglite';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AnyEntitySchema } from './any-entity.ts';
 import { PgliteDriver } from './pglite-driver.ts';
-import { makeDataFolder } from '../config.ts';
+import { embeddedDatabaseDir, makeDataFolder } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { applyMigrations, MIGRATIONS_TABLE, pendingMigrations, type MigrationClass, type NamedMigration } from './migration.ts';
 import { openPglite } from './pglite.ts';
@@ -115,7 +114,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     });
     await requirePgvector(orm);
   } else {
-    const dir = options.inMemory ? undefined : path.join(options.dataDir, 'db');
+    const dir = options.inMemory ? undefined : embeddedDatabaseDir(options.dataDir);
     if (dir) makeDataFolder(dir);
     pglite = await openPglite(dir);
     const instance = pglite;

@@ -33,6 +33,7 @@ export interface AdminCreateResult {
  * and hashes the password; then signup's `afterSignup` hooks run.
  */
 export const adminCreate: OperatorCommand<AdminCreateArgs, AdminCreateResult> = {
+  mayCreate: true,
   async run(app, args) {
     const input = parseArgs(AdminCreateArgs, args);
     const { userService } = app.depsOf('auth');

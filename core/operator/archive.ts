@@ -62,8 +62,11 @@ export class Staging {
 
   private constructor(readonly folder: string) {}
 
+  /** A staging folder beside `out`, so the archive is renamed into place on the same file system. */
   static async open(out: string): Promise<Staging> {
-    return new Staging(await mkdtemp(path.join(path.dirname(out), '.staging-')));
+    const folder = path.dirname(out);
+    if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new OperatorError(`${folder} is not a folder: write the archive into an existing one`);
+    return new Staging(await mkdtemp(path.join(folder, '.staging-')));
   }
 
   /** Where an entry is written before `add` records it. */

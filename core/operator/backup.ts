@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
-import type { Config } from '../config.ts';
+import { embeddedDatabaseDir, hasEmbeddedDatabase, type Config } from '../config.ts';
 import { masterKeyFile } from '../credentials/master-key.ts';
 import { PGLITE_START_PARAMS } from '../db/pglite.ts';
 import { CORE_VERSION } from '../version.ts';
@@ -144,6 +144,8 @@ export interface RestoreArgs {
 /** Unpacks and checks the archive: a newer format, a missing or altered entry, or an entry the manifest does not list is refused. */
 const unpack = (from: string, into: string): Promise<Manifest> =>
   unpackChecked<Manifest>(from, into, 'a backup archive', (manifest) => {
+    if ('kind' in manifest && manifest.kind === 'tenant') throw new OperatorError(`${from} is a tenant export: add it with rpc-service tenant import`);
+    if (!manifest.database) throw new OperatorError(`${from} names no database in its manifest: it is not a backup archive`);
     if (typeof manifest.format !== 'number' || manifest.format > BACKUP_FORMAT) {
       throw new OperatorError(
         `${from} is backup format ${manifest.format}, newer than this version reads (${BACKUP_FORMAT}): restore it with rpc-service ${manifest.serviceVersion} or later`,
@@ -154,7 +156,7 @@ const unpack = (from: string, into: string): Promise<Manifest> =>
 /** Whether the target already holds an installation: any table in PostgreSQL, or a database or files in DATA_DIR. */
 async function targetInUse(config: Config): Promise<boolean> {
   if (dataFiles(config.dataDir).length > 0) return true;
-  if (!config.databaseUrl) return existsSync(path.join(config.dataDir, 'db')) && readdirSync(path.join(config.dataDir, 'db')).length > 0;
+  if (!config.databaseUrl) return hasEmbeddedDatabase(config.dataDir);
   const pg = (await import('pg')).default;
   const client = new pg.Client({ connectionString: config.databaseUrl });
   await client.connect();
@@ -172,8 +174,10 @@ async function targetInUse(config: Config): Promise<boolean> {
  * service stopped; the caller then migrates (core/cli.ts opens the app once).
  */
 export async function restore(config: Config, { from, force = false }: RestoreArgs, report: Report): Promise<Manifest> {
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  // A refused restore leaves no DATA_DIR it made behind: `made` is the first folder mkdir created, if any.
+  const made = await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const staging = await mkdtemp(path.join(config.dataDir, '.restore-'));
+  let restored = false;
   try {
     report({ label: 'checking the archive', done: 0, unit: 'items' });
     const manifest = await unpack(from, staging);
@@ -198,7 +202,7 @@ export async function restore(config: Config, { from, force = false }: RestoreAr
 
     report({ label: 'database', done: 0, total: 1, unit: 'items' });
     if (kind === 'pglite') {
-      const folder = path.join(config.dataDir, 'db');
+      const folder = embeddedDatabaseDir(config.dataDir);
       await rm(folder, { recursive: true, force: true });
       await mkdir(folder, { recursive: true, mode: 0o700 });
       const dump = new Blob([new Uint8Array(await readFile(path.join(staging, 'database/embedded.tar.gz')))]);
@@ -233,8 +237,10 @@ export async function restore(config: Config, { from, force = false }: RestoreAr
       await copyFile(path.join(staging, 'keys/master.key'), masterKeyFile(config));
       await chmod(masterKeyFile(config), 0o600);
     }
+    restored = true;
     return manifest;
   } finally {
     await rm(staging, { recursive: true, force: true });
+    if (!restored && made) await rm(made, { recursive: true, force: true });
   }
 }

@@ -21,6 +21,12 @@ export type Report = (progress: Progress) => void;
  */
 export interface OperatorCommand<A = Record<string, unknown>, R = unknown> {
   run(app: App, args: A, report: Report): Promise<R>;
+  /**
+   * It may be the first use of an embedded installation (`admin create`,
+   * `tenant import`). Any other command refuses a DATA_DIR that holds none:
+   * opening it would make a new, empty one where a mistyped path points.
+   */
+  mayCreate?: true;
 }
 
 /** A refusal the operator can act on: printed as one line, no stack. */

@@ -2,8 +2,9 @@ import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { pino } from 'pino';
 import { createApp, type App } from '../app.ts';
-import type { Config } from '../config.ts';
+import { embeddedDatabaseDir, hasEmbeddedDatabase, type Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { OperatorError, type OperatorCommand, type Progress, type Report } from './command.ts';
 
@@ -181,7 +182,7 @@ export async function refuseWhileServed(config: Config): Promise<void> {
     socket.destroy();
     throw new OperatorError(`the service is running on ${config.dataDir}: stop it first`);
   }
-  if (!config.databaseUrl && existsSync(path.join(config.dataDir, 'db', 'postmaster.pid'))) {
+  if (!config.databaseUrl && existsSync(path.join(embeddedDatabaseDir(config.dataDir), 'postmaster.pid'))) {
     throw new OperatorError(
       `the embedded database in ${config.dataDir} is in use by a process that does not answer on its control socket (or was not shut down cleanly): stop it, or start and stop the service once`,
     );
@@ -203,7 +204,11 @@ export async function runOperatorCommand(config: Config, commands: Commands, nam
     }
   }
   await refuseWhileServed(config);
-  const app = await createApp({ config, background: false });
+  if (!config.databaseUrl && !commands[name]?.mayCreate && !hasEmbeddedDatabase(config.dataDir)) {
+    throw new OperatorError(`DATA_DIR ${config.dataDir} holds no installation (no embedded database in it): check DATA_DIR`);
+  }
+  // Its log lines go to standard error: standard output is the command's answer.
+  const app = await createApp({ config, background: false, logStream: pino.destination(2) });
   try {
     return await runCommand(app, commands, name, args, report);
   } finally {

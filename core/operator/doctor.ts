@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { ConfigError, hasEmbeddedDatabase, loadConfig, type Config } from '../config.ts';
 import { Keyring } from '../credentials/keyring.ts';
 import { masterKeyFile, resolveMasterKeys } from '../credentials/master-key.ts';
 import type { Database } from '../db/orm.ts';
@@ -112,7 +112,7 @@ function migrationsCheck(applied: Set<string>, known: readonly string[]): Check 
  */
 async function dataKeysCheck(config: Config, db: Database, progress: (done: number, total: number) => void): Promise<Check> {
   const fix = 'set MASTER_KEY (or put back DATA_DIR/master.key) as it was when the data keys were made, or list the old key in MASTER_KEY_PREVIOUS';
-  // resolveMasterKeys makes a key when the embedded installation has none; a missing one is the finding here.
+  // The key file removed under a serving process: a finding, said in this check's words.
   if (!config.masterKey && !existsSync(masterKeyFile(config))) return { name: 'data keys', status: 'fail', message: `there is no master key: ${fix}` };
   const keyring = new Keyring({ db, keys: resolveMasterKeys(config, createLogger('silent')) });
   const [{ total }] = await db.execute<{ total: number }>('select count(*)::int as total from core_data_key');
@@ -135,7 +135,8 @@ async function dataKeysCheck(config: Config, db: Database, progress: (done: numb
     after = rows.at(-1)!.subscription_id;
   }
   if (failed > 0) return { name: 'data keys', status: 'fail', message: `the master key opens ${done - failed} of ${done} data keys (${firstError}): ${fix}` };
-  return { name: 'data keys', status: 'ok', message: `the master key (id ${keyring.masterKeyId}) opens all ${done} data keys` };
+  const opened = done === 0 ? 'has no data key to open yet' : done === 1 ? 'opens the one data key' : `opens all ${done} data keys`;
+  return { name: 'data keys', status: 'ok', message: `the master key (id ${keyring.masterKeyId}) ${opened}` };
 }
 
 /** The settings, read as the service reads them; a bad one is a failed check, not a stack. */
@@ -151,27 +152,17 @@ export function configCheck(environment: NodeJS.ProcessEnv): { check: Check; con
 }
 
 /**
- * Whether the master key is there and reads, before anything opens the
- * installation. `open` is false when opening it would do harm: an embedded
- * installation without its key file would be given a new key, which opens
- * none of its data keys.
+ * Whether there is an installation and its master key reads, before anything
+ * opens it. `open` is false when opening it would do harm: a DATA_DIR that
+ * holds no embedded database would be given a new one (a mistyped path), and
+ * an embedded database without its key file cannot be read.
  */
 export function masterKeyCheck(config: Config): { check: Check; open: boolean } {
   const name = 'master key';
   const file = masterKeyFile(config);
-  if (!config.masterKey && !config.databaseUrl && !existsSync(file)) {
-    const database = path.join(config.dataDir, 'db');
-    if (existsSync(database) && readdirSync(database).length > 0) {
-      return {
-        open: false,
-        check: {
-          name,
-          status: 'fail',
-          message: `${file} is missing, yet the embedded database exists: put the installation's master.key back (from a backup) before the service starts, or it makes a new key that opens none of the stored secrets. Database checks skipped`,
-        },
-      };
-    }
-    return { open: true, check: { name, status: 'ok', message: `none yet: ${file} is made when the installation is first opened (back it up with the data)` } };
+  if (!config.databaseUrl && !hasEmbeddedDatabase(config.dataDir)) {
+    const message = `DATA_DIR ${config.dataDir} holds no embedded database: check DATA_DIR (the service makes one where it first starts). Database checks skipped`;
+    return { open: false, check: { name: 'installation', status: 'fail', message } };
   }
   try {
     const keys = resolveMasterKeys(config, createLogger('silent'));
@@ -182,7 +173,7 @@ export function masterKeyCheck(config: Config): { check: Check; open: boolean } 
     }
     return { open: true, check: { name, status: previous ? 'warn' : 'ok', message: `${source} (id ${keys.current.id})${previous}` } };
   } catch (error) {
-    return { open: false, check: { name, status: 'fail', message: (error as Error).message } };
+    return { open: false, check: { name, status: 'fail', message: `${(error as Error).message}. Database checks skipped` } };
   }
 }
 

@@ -200,6 +200,7 @@ const unpack = (from: string, into: string): Promise<TenantManifest> =>
  * one transaction, the data keys wrapped by this installation's master key.
  */
 export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult> = {
+  mayCreate: true,
   async run(app, { from, keyFile }, report) {
     if (!existsSync(keyFile)) throw new OperatorError(`${keyFile} does not exist: give the .key file tenant export wrote beside the archive (--key-file)`);
     const transferKey = Buffer.from((await readFile(keyFile, 'utf8')).trim(), 'base64url');

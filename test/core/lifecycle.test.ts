@@ -63,6 +63,13 @@ describe('restart with the embedded database', () => {
         );
         // The old session token was stored too.
         assert.equal((await t.ok('AuthRpc.getSession', {}, { token: owner.token })).user._id, owner.user._id);
+        await t.close();
+        t = undefined;
+
+        // Without its key file the database's secrets cannot be read: the service refuses to start rather than make a new key.
+        rmSync(masterKeyFile);
+        await assert.rejects(startTestApp({ persistent: true, dataDir }), /master\.key is missing, yet DATA_DIR holds the embedded database/);
+        assert.equal(existsSync(masterKeyFile), false);
       } finally {
         await t?.close();
         rmSync(dataDir, { recursive: true, force: true });

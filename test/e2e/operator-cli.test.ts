@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -77,10 +77,10 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
   let token = '';
 
   /** `rpc-service <args>` as the operator types it: its exit code and output. */
-  async function cli(args: string[], extra: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  async function cli(args: string[], extra: Record<string, string> = {}): Promise<{ code: number | null; output: string; stdout: string }> {
     const child = runInProject(process.execPath, ['bin/rpc-service.js', ...args], { ...env, ...extra });
     const { code } = await child.exited(STEP_MS);
-    return { code, output: `${child.stdout()}${child.stderr()}` };
+    return { code, output: `${child.stdout()}${child.stderr()}`, stdout: child.stdout() };
   }
 
   async function call(method: string, params: object): Promise<{ success: boolean; data?: any; error?: any }> {
@@ -253,8 +253,43 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
       renameSync(path.join(dataDir, 'master.key'), path.join(work, 'master.key'));
       const noKey = await cli(['doctor']);
       assert.equal(noKey.code, 1);
-      assert.match(noKey.output, /^fail\s+master key\s+.*master\.key is missing, yet the embedded database exists/m);
+      assert.match(noKey.output, /^fail\s+master key\s+.*master\.key is missing, yet DATA_DIR holds the embedded database.*Database checks skipped$/m);
       assert.doesNotMatch(noKey.output, /^ok\s+database/m, 'the installation was not opened (it would have made a new key)');
     }
+  });
+
+  it('makes no installation and no master key by mistake', { skip: TEST_DATABASE_URL ? 'the embedded database' : false }, async () => {
+    // The key file is still away (the test before): a new key would open none of the installation's secrets.
+    for (const args of [
+      ['backup', '--out', path.join(work, 'keyless.tar.gz')],
+      ['jobs', 'list'],
+    ]) {
+      const refused = await cli(args);
+      assert.equal(refused.code, 1, refused.output);
+      assert.match(refused.output, /master\.key is missing, yet DATA_DIR holds the embedded database/);
+      assert.equal(existsSync(path.join(dataDir, 'master.key')), false, `${args[0]} made no key`);
+    }
+    renameSync(path.join(work, 'master.key'), path.join(dataDir, 'master.key'));
+
+    const typo = path.join(work, 'dtaa');
+    const backup = await cli(['backup', '--out', path.join(work, 'typo.tar.gz')], { DATA_DIR: typo });
+    assert.equal(backup.code, 1);
+    assert.equal(backup.output.trim(), `Cannot back up: DATA_DIR ${typo} holds no installation (no embedded database in it): check DATA_DIR`);
+    const doctor = await cli(['doctor'], { DATA_DIR: typo });
+    assert.equal(doctor.code, 1);
+    assert.match(doctor.output, /^fail\s+installation\s+DATA_DIR .* holds no embedded database: check DATA_DIR/m);
+    assert.equal(existsSync(typo), false, 'neither made the mistyped DATA_DIR');
+
+    const nowhere = await cli(['backup', '--out', path.join(work, 'no-such-folder', 'x.tar.gz')]);
+    assert.equal(nowhere.code, 1);
+    assert.match(nowhere.output, /^Cannot back up: .*no-such-folder is not a folder: write the archive into an existing one$/m);
+
+    // The first use of a new installation: its new key is logged on standard error, standard output is the answer alone.
+    const created = await cli(['admin', 'create', '--email', 'first@example.com', '--username', 'first-admin', '--password-file', passwordFile], {
+      DATA_DIR: path.join(work, 'second'),
+    });
+    assert.equal(created.code, 0, created.output);
+    assert.match(created.output, /generated a new master key/);
+    assert.match(created.stdout.trim(), /^Created subscription [0-9a-f-]+ \("first-admin"\) and its admin first-admin: user [0-9a-f-]+\.$/);
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -127,6 +127,14 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
     assert.equal(code, 0, output);
     assert.ok(statSync(`${archive}.key`).mode % 0o1000 === 0o600, 'the transfer key is for its owner only');
     console.log(`# tenant export: ${statSync(archive).size} bytes; ${output.trim()}`);
+  });
+
+  it('is not mistaken for a backup: restore refuses it and leaves no folder behind', async () => {
+    const fresh = path.join(work, 'restored-from-export');
+    const refused = await cli({ ...target, env: { ...target.env, DATA_DIR: fresh } }, 'restore', '--from', archive);
+    assert.equal(refused.code, 1);
+    assert.equal(refused.output.trim(), `Cannot restore: ${archive} is a tenant export: add it with rpc-service tenant import`);
+    assert.equal(existsSync(fresh), false, 'the refused restore made no DATA_DIR');
   });
 
   it('refuses an import without the transfer key that opens it', async () => {
