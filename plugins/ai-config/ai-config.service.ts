@@ -10,7 +10,11 @@ import {
 } from 'rpc-service/plugin';
 import * as v from 'valibot';
 
-/** A model as `plugins/ai-config/README.md` lists its fields, plus `dimensions` for the models that have it (embedding models). */
+/**
+ * A model as `plugins/ai-config/README.md` lists its fields, plus `dimensions`
+ * for the models that have it (embedding models) and `costPerMillionTokens`
+ * (US dollars) for those the catalogue prices.
+ */
 export const MODEL_RECORD = v.strictObject({
   id: v.string(),
   name: v.string(),
@@ -23,6 +27,7 @@ export const MODEL_RECORD = v.strictObject({
   outputModalities: v.array(v.string()),
   contextWindow: v.number(),
   dimensions: v.optional(v.number()),
+  costPerMillionTokens: v.optional(v.strictObject({ input: v.number(), cachedInput: v.optional(v.number()), output: v.number() })),
 });
 export type ModelRecord = v.InferOutput<typeof MODEL_RECORD>;
 
@@ -82,6 +87,7 @@ const modelRecord = (model: AiModel): ModelRecord => ({
   outputModalities: [...model.outputModalities],
   contextWindow: model.contextWindow,
   ...(model.dimensions === undefined ? {} : { dimensions: model.dimensions }),
+  ...(model.costPerMillionTokens === undefined ? {} : { costPerMillionTokens: { ...model.costPerMillionTokens } }),
 });
 
 const recommendationRecord = (recommendation: AiRecommendation): RecommendationRecord => ({

@@ -102,7 +102,8 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     assert.deepEqual(config.models, SHIPPED.models, 'the models exactly as the catalogue has them');
     assert.deepEqual(ids(config.models), allModels);
     for (const model of config.models) {
-      const expected = model.type === 'embedding' ? [...MODEL_FIELDS, 'dimensions'] : MODEL_FIELDS;
+      const priced = SHIPPED.models.find((each: { id: string }) => each.id === model.id).costPerMillionTokens !== undefined;
+      const expected = [...MODEL_FIELDS, ...(model.type === 'embedding' ? ['dimensions'] : []), ...(priced ? ['costPerMillionTokens'] : [])];
       assert.deepEqual(Object.keys(model), expected, model.id);
       if (model.type === 'embedding') assert.equal(model.dimensions, 384);
     }

@@ -30,6 +30,11 @@ export type AIConfigRpcGetModelsResult = {
   outputModalities: string[];
   contextWindow: number;
   dimensions?: number;
+  costPerMillionTokens?: {
+    input: number;
+    cachedInput?: number;
+    output: number;
+  };
 }[];
 export type AIConfigRpcGetProvidersParams = Record<string, never>;
 export type AIConfigRpcGetProvidersResult = {
@@ -1790,6 +1795,11 @@ export interface AIConfigRpcGetAIConfigurationResult {
       outputModalities: string[];
       contextWindow: number;
       dimensions?: number;
+      costPerMillionTokens?: {
+        input: number;
+        cachedInput?: number;
+        output: number;
+      };
     }[];
   }[];
   models: {
@@ -1804,6 +1814,11 @@ export interface AIConfigRpcGetAIConfigurationResult {
     outputModalities: string[];
     contextWindow: number;
     dimensions?: number;
+    costPerMillionTokens?: {
+      input: number;
+      cachedInput?: number;
+      output: number;
+    };
   }[];
   defaults: {
     [k: string]: string | undefined;
