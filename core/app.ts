@@ -51,7 +51,8 @@ import { buildRegistry, type Registry } from './rpc/registry.ts';
 import { describeSettings, parseSettings, type SettingInfo } from './settings.ts';
 import { uploadRoutes } from './uploads/routes.ts';
 import { RequestPipeline } from './rpc/pipeline.ts';
-import { DiskStorage } from './uploads/storage.ts';
+import { DatabaseStorage } from './uploads/database-storage.ts';
+import { DiskStorage, type FileStorage } from './uploads/storage.ts';
 import { UploadService } from './uploads/upload-service.ts';
 
 const PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
@@ -90,6 +91,8 @@ export interface App {
   readonly events: readonly EventDeclaration[];
   /** Every contribution to the core's and the plugins' extension points (operator commands read core.tenantData). */
   readonly extensions: ExtensionRegistry;
+  /** Where uploaded files' bytes are kept (FILE_STORAGE), for the operator's commands; plugins go through `uploadService`. */
+  readonly fileStorage: FileStorage;
   readonly server: Server;
   readonly logger: Logger;
   /** The deps one plugin receives (its named services, own services, config, logger, extension points). */
@@ -156,7 +159,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     if (config.databaseUrl) await bus.startFanOut(config.databaseUrl, (sql, params) => db.execute(sql, params));
 
     const metrics = new Metrics();
-    const uploadService = new UploadService({ db, config, logger, fileStorage: new DiskStorage(path.join(config.dataDir, 'files')) });
+    const fileStorage = fileStorageOf(config, db);
+    const uploadService = new UploadService({ db, config, logger, fileStorage });
     const core: CoreRoot = {
       db,
       bus,
@@ -245,6 +249,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       plugins,
       events,
       extensions,
+      fileStorage,
       server,
       logger,
       depsOf(pluginId) {
@@ -317,6 +322,16 @@ function buildPluginScopes(
     scopes.set(plugin.id, scope);
   }
   return scopes;
+}
+
+/**
+ * Where uploaded files' bytes go (FILE_STORAGE). In the database, files still
+ * on disk from before are read and deleted there until they are moved
+ * (`rpc-service files to-database`).
+ */
+function fileStorageOf(config: Config, db: Database): FileStorage {
+  const disk = new DiskStorage(path.join(config.dataDir, 'files'));
+  return config.fileStorage === 'database' ? new DatabaseStorage(db, disk) : disk;
 }
 
 /** The core services as the core holds them: `jobs` serves every plugin, each through its own view. */

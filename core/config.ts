@@ -72,6 +72,10 @@ export const CoreSettings = v.object({
     'how long an upload key can be used',
     String(defaults.uploadKeyTtlSeconds),
   ),
+  FILE_STORAGE: setting(
+    v.picklist(['disk', 'database'], 'FILE_STORAGE must be disk or database'),
+    'where uploaded files are kept: disk (DATA_DIR/files) or database (default: database with DATABASE_URL, disk otherwise)',
+  ),
   JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
   AI_CATALOGUE_FILE: setting(
     v.pipe(v.string(), v.minLength(1)),
@@ -157,6 +161,8 @@ export interface Config {
   /** Ceiling for every uploaded file, whatever its purpose allows. */
   uploadMaxBytes: number;
   uploadKeyTtlSeconds: number;
+  /** Where uploaded files' bytes are kept (FILE_STORAGE). */
+  fileStorage: 'disk' | 'database';
   jobsPollMs: number;
   /** Unset: config/ai-catalogue.json. */
   aiCatalogueFile?: string;
@@ -220,6 +226,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     wsLimits: webSocketLimits(e),
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
+    fileStorage: e.FILE_STORAGE ?? (e.DATABASE_URL ? 'database' : 'disk'),
     jobsPollMs: e.JOBS_POLL_MS,
     aiCatalogueFile: e.AI_CATALOGUE_FILE ? path.resolve(e.AI_CATALOGUE_FILE) : undefined,
     aiTimeoutMs: e.AI_TIMEOUT_MS,

@@ -3,6 +3,7 @@ import { AuditEntry } from '../audit/audit-log.entity.ts';
 import { DataKey } from '../credentials/data-key.entity.ts';
 import { EventPayload } from '../events/event-payload.entity.ts';
 import { RateLimitBucket } from '../rate-limit.entity.ts';
+import { BlobChunk, BlobPart, StoredBlob } from '../uploads/blob.entity.ts';
 import { StoredFile } from '../uploads/file.entity.ts';
 import { UploadKey } from '../uploads/upload-key.entity.ts';
 
@@ -19,4 +20,4 @@ export const SHARED_TABLES: readonly string[] = [];
  * embedding columns speak SQL to theirs; the entities exist so that the
  * schema has one definition and its migrations are generated.
  */
-export const coreEntities = [RateLimitBucket, EventPayload, UploadKey, StoredFile, DataKey, AuditEntry, EmbeddingState];
+export const coreEntities = [RateLimitBucket, EventPayload, UploadKey, StoredFile, StoredBlob, BlobPart, BlobChunk, DataKey, AuditEntry, EmbeddingState];

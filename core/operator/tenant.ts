@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream/promises';
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { App } from '../app.ts';
@@ -16,6 +17,7 @@ import { OperatorError, type OperatorCommand } from './command.ts';
  *   manifest.json          format, subscription, versions, and each entry's rows or size and SHA-256
  *   tables/<table>.ndjson  the tenant's rows, one JSON object a line
  *   keys.json              the subscription's data keys, wrapped by the transfer key (not by a master key)
+ *   files/<file id>        the bytes of each uploaded file, read from and written to the installations' FILE_STORAGE
  *   folders/<n>/...        the tenant's folder under each declared per-subscription folder
  * The transfer key is written beside the archive (`<out>.key`): the archive
  * alone opens none of the tenant's secrets.
@@ -44,6 +46,10 @@ interface TenantTable {
 }
 
 const DATA_KEYS = 'core_data_key';
+/** Uploaded files' bytes travel as `files/`, through each installation's FILE_STORAGE, so a tenant moves between disk and database storage alike. */
+const BLOB_TABLES = ['core_blob', 'core_blob_part', 'core_blob_chunk'];
+/** Where archives of earlier releases kept uploads, as a folder: placed in DATA_DIR/files, which database storage also reads. */
+const FILES_FOLDER = 'core:files';
 const BATCH = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -51,7 +57,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 function tenantData(app: App): { tables: TenantTable[]; folders: Folder[] } {
   const contributions = app.extensions.all('core.tenantData');
   const declared = contributions.map(({ value }) => value);
-  const skipped = new Set([DATA_KEYS, ...declared.flatMap((declaration) => declaration.skip ?? []).map((skip) => skip.name)]);
+  const skipped = new Set([DATA_KEYS, ...BLOB_TABLES, ...declared.flatMap((declaration) => declaration.skip ?? []).map((skip) => skip.name)]);
   const tables = new Map<string, TenantTable>();
   for (const meta of Object.values(app.deps.db.orm.getMetadata().getAll())) {
     if (!meta.tableName || meta.embeddable || meta.virtual) continue;
@@ -59,8 +65,7 @@ function tenantData(app: App): { tables: TenantTable[]; folders: Folder[] } {
     if (tenant && !skipped.has(meta.tableName)) tables.set(meta.tableName, { name: meta.tableName, key: 'subscription_id' });
   }
   for (const declaration of declared) for (const table of declaration.tables ?? []) tables.set(table.name, table);
-  // Uploads are the core's: DATA_DIR/files/<subscriptionId> (core/uploads/storage.ts).
-  const folders: Folder[] = [{ name: 'core:files', path: path.join(app.config.dataDir, 'files') }];
+  const folders: Folder[] = [];
   for (const { pluginId, value } of contributions)
     (value.folders ?? []).forEach((folder, index) => folders.push({ name: `${pluginId}:${index}`, path: folder }));
   return { tables: [...tables.values()].sort((a, b) => a.name.localeCompare(b.name)), folders };
@@ -105,8 +110,11 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
     try {
       await mkdir(staging.path('tables'));
       const counted: TenantManifest['tables'] = [];
+      // The files of the same moment as the rows: those the rows name.
+      let stored: { id: string; storage_path: string }[] = [];
       await db.forkEm(null).transactional(
         async (em) => {
+          stored = await em.execute('select id, storage_path from core_file where subscription_id = ? order by id', [subscriptionId]);
           for (const [index, table] of tables.entries()) {
             const file = `tables/${table.name}.ndjson`;
             const stream = createWriteStream(staging.path(file));
@@ -133,6 +141,20 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
       await writeFile(staging.path('keys.json'), JSON.stringify(await keyring.exportDataKeys(subscriptionId, transferKey)));
       await staging.add('keys.json');
 
+      await mkdir(staging.path('files'));
+      for (const [index, file] of stored.entries()) {
+        const relative = `files/${file.id}`;
+        const content = await app.fileStorage.get(file.storage_path).catch((error: NodeJS.ErrnoException) => {
+          // A file whose bytes are gone (a failed upload's row before its sweep) moves as the row alone, as it is here.
+          if (error.code === 'ENOENT') return null;
+          throw error;
+        });
+        if (!content) continue;
+        await pipeline(content, createWriteStream(staging.path(relative)));
+        await staging.add(relative);
+        report({ label: 'files', done: index + 1, total: stored.length, unit: 'items' });
+      }
+
       for (const [index, folder] of folders.entries()) {
         const source = path.join(folder.path, subscriptionId);
         for (const file of filesUnder(source)) {
@@ -141,7 +163,7 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
           await cp(path.join(source, file), staging.path(relative));
           await staging.add(relative);
         }
-        report({ label: 'files', done: index + 1, total: folders.length, unit: 'items' });
+        report({ label: 'folders', done: index + 1, total: folders.length, unit: 'items' });
       }
 
       const migrations = await appliedMigrations(db);
@@ -164,7 +186,7 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
         keyFile,
         rows,
         tables: counted.filter((table) => table.rows > 0).length,
-        files: staging.entries.filter((entry) => entry.path.startsWith('folders/')).length,
+        files: staging.entries.filter((entry) => entry.path.startsWith('folders/') || entry.path.startsWith('files/')).length,
       };
     } finally {
       await staging.close();
@@ -208,6 +230,8 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
     const { db, keyring } = app.deps;
     const staging = await mkdtemp(path.join(app.config.dataDir, '.tenant-import-'));
     const placed: string[] = [];
+    /** Files put in the storage, deleted again if the import fails. */
+    const stored: string[] = [];
     try {
       const manifest = await unpack(from, staging);
       const { subscriptionId } = manifest;
@@ -223,8 +247,14 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
         throw new OperatorError(`${keyFile} does not open the data keys of ${from}: it is the key of another export`);
       }
 
-      const folders = tenantData(app).folders;
+      const folders = [...tenantData(app).folders, { name: FILES_FOLDER, path: path.join(app.config.dataDir, 'files') }];
       let files = 0;
+      for (const entry of manifest.entries.filter((candidate) => candidate.path.startsWith('files/'))) {
+        const storagePath = `${subscriptionId}/${path.basename(entry.path)}`;
+        await app.fileStorage.put(storagePath, createReadStream(path.join(staging, entry.path)));
+        stored.push(storagePath);
+        files++;
+      }
       for (const [index, name] of manifest.folders.entries()) {
         const folder = folders.find((candidate) => candidate.name === name);
         const source = path.join(staging, 'folders', String(index));
@@ -271,6 +301,7 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
       return { subscriptionId, rows, files };
     } catch (error) {
       for (const target of placed) await rm(target, { recursive: true, force: true });
+      for (const storagePath of stored) await app.fileStorage.delete(storagePath);
       throw error;
     } finally {
       await rm(staging, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -16,9 +16,18 @@ export interface FileStorage {
   get(storagePath: string): Promise<Readable>;
   /** Removes the bytes; a missing file is not an error. */
   delete(storagePath: string): Promise<void>;
+  /** Removes what writes that never finished before `cutoff` left behind; how many. */
+  sweep(cutoff: Date): Promise<number>;
 }
 
-const SAFE_PATH = /^[0-9a-f-]{36}\/[0-9a-f-]{36}$/;
+const SAFE_PATH = /^([0-9a-f-]{36})\/([0-9a-f-]{36})$/;
+
+/** The subscription and file id of a storage path; anything else is a bug, not a file to touch. */
+export function parseStoragePath(storagePath: string): { subscriptionId: string; id: string } {
+  const match = SAFE_PATH.exec(storagePath);
+  if (!match) throw new Error(`Refusing storage path ${JSON.stringify(storagePath)}`);
+  return { subscriptionId: match[1]!, id: match[2]! };
+}
 
 /** Files on the local disk under one root folder (`DATA_DIR/files`). */
 export class DiskStorage implements FileStorage {
@@ -53,9 +62,21 @@ export class DiskStorage implements FileStorage {
     await rm(this.#resolve(storagePath), { force: true });
   }
 
+  async sweep(cutoff: Date): Promise<number> {
+    let removed = 0;
+    for (const entry of await readdir(this.#root, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || !entry.name.endsWith('.part')) continue;
+      const file = path.join(entry.parentPath, entry.name);
+      if ((await stat(file)).mtime < cutoff) {
+        await rm(file, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+
   #resolve(storagePath: string): string {
-    // The service only makes paths of two UUIDs; anything else is a bug, not a file to touch.
-    if (!SAFE_PATH.test(storagePath)) throw new Error(`Refusing storage path ${JSON.stringify(storagePath)}`);
+    parseStoragePath(storagePath);
     return path.join(this.#root, storagePath);
   }
 }

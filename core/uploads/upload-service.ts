@@ -252,8 +252,8 @@ export class UploadService {
   }
 
   /**
-   * Removes files that were never finalized and keys that have expired, in
-   * every subscription. Runs every few minutes on each node; `delete ...
+   * Removes files that were never finalized, keys that have expired and the
+   * storage's unfinished writes, in every subscription. Runs every few minutes on each node; `delete ...
    * returning` lets only one node remove each file's bytes.
    */
   async sweep(): Promise<number> {
@@ -269,7 +269,9 @@ export class UploadService {
       await this.#storage.delete(storage_path).catch((err) => this.#logger.warn({ err }, 'could not delete an unfinalized upload'));
     }
     await this.#db.execute('delete from core_upload_key where expires_at < ?', [cutoff]);
-    return orphans.length;
+    // Bytes of uploads whose node stopped mid-file: never recorded, so no row above names them.
+    const unfinished = await this.#storage.sweep(cutoff);
+    return orphans.length + unfinished;
   }
 
   start(): void {

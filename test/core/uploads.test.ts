@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as v from 'valibot';
 import { definePlugin, operationBuilder, type Deps } from 'rpc-service/plugin';
+import { DatabaseStorage } from '../../core/uploads/database-storage.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { getFile, postUpload, putUpload, tinyPng } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
@@ -45,10 +46,20 @@ async function fileRows(t: TestApp, subscriptionId: string) {
   return t.app.deps.db.execute<Record<string, any>>('select * from core_file where subscription_id = ? order by created_at', [subscriptionId]);
 }
 
-/** Stored files of a subscription on disk, ignoring nothing: half-written `.part` files count too. */
-function filesOnDisk(t: TestApp, subscriptionId: string): string[] {
+/** Stored files of a subscription where the storage keeps them (FILE_STORAGE), ignoring nothing: half-written ones count too. */
+async function storedFiles(t: TestApp, subscriptionId: string): Promise<string[]> {
+  if (t.app.config.fileStorage === 'database') {
+    const rows = await t.app.deps.db.execute<{ id: string }>('select id from core_blob where subscription_id = ?', [subscriptionId]);
+    return rows.map((row) => row.id);
+  }
   const folder = path.join(t.dataDir, 'files', subscriptionId);
   return existsSync(folder) ? readdirSync(folder) : [];
+}
+
+/** A stored file's bytes as the storage keeps them, read past the service. */
+async function storedBytes(t: TestApp, storagePath: string): Promise<Buffer> {
+  if (t.app.config.fileStorage === 'database') return Buffer.concat(await (await new DatabaseStorage(t.app.deps.db).get(storagePath)).toArray());
+  return readFileSync(path.join(t.dataDir, 'files', storagePath));
 }
 
 function assertRefused(answer: { status: number; body: any }, status: number, code: string, message?: RegExp) {
@@ -108,8 +119,7 @@ describe('uploads and files', () => {
     assert.equal(row!.purpose, 'probe-docs');
     assert.equal(row!.storage_path, `${ann.subscriptionId}/${file.fileId}`);
     assert.ok(row!.finalized_at);
-    const onDisk = readFileSync(path.join(t.dataDir, 'files', ann.subscriptionId, file.fileId));
-    assert.ok(onDisk.equals(png));
+    assert.ok((await storedBytes(t, `${ann.subscriptionId}/${file.fileId}`)).equals(png));
   });
 
   it('multipart POST takes several files, up to the purpose limit over all requests of a key', async () => {
@@ -135,7 +145,7 @@ describe('uploads and files', () => {
     assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', { token: ann.token }), 400, 'VALIDATION_ERROR', /at most 2 files/);
 
     const crowded = await probeKey();
-    const before = filesOnDisk(t, ann.subscriptionId).length;
+    const before = (await storedFiles(t, ann.subscriptionId)).length;
     const three = await postUpload(
       t,
       crowded,
@@ -143,7 +153,7 @@ describe('uploads and files', () => {
       { token: ann.token },
     );
     assertRefused(three, 400, 'VALIDATION_ERROR', /at most 2 files/);
-    assert.equal(filesOnDisk(t, ann.subscriptionId).length, before, 'the first two parts were removed again');
+    assert.equal((await storedFiles(t, ann.subscriptionId)).length, before, 'the first two parts were removed again');
     assert.deepEqual(await t.ok('UploadProbeRpc.finalize', { uploadKey: crowded }, { token: ann.token }), []);
   });
 
@@ -160,7 +170,7 @@ describe('uploads and files', () => {
       [await probeKey(), TEXT, 'application/pdf', /application\/pdf are not accepted/],
     ];
     const rowsBefore = (await fileRows(t, ann.subscriptionId)).length;
-    const diskBefore = filesOnDisk(t, ann.subscriptionId).length;
+    const storedBefore = (await storedFiles(t, ann.subscriptionId)).length;
     for (const [uploadKey, bytes, type, message] of cases) {
       const put = await putUpload(t, uploadKey, bytes, type, { token: ann.token });
       assertRefused(put, 400, 'VALIDATION_ERROR', message);
@@ -174,7 +184,7 @@ describe('uploads and files', () => {
     assertRefused(await putUpload(t, profileKey, Buffer.alloc(0), 'image/png', { token: ann.token }), 400, 'VALIDATION_ERROR', /empty/);
 
     assert.equal((await fileRows(t, ann.subscriptionId)).length, rowsBefore);
-    assert.equal(filesOnDisk(t, ann.subscriptionId).length, diskBefore);
+    assert.equal((await storedFiles(t, ann.subscriptionId)).length, storedBefore);
     // A refused upload leaves the key as it was.
     assert.equal((await putUpload(t, profileKey, png, 'image/png', { token: ann.token })).status, 200);
   });
@@ -286,11 +296,11 @@ describe('uploads and files', () => {
           `${head}${'x'.repeat(1000)}`,
       );
       // Let the first bytes reach storage, then hang up mid-body.
-      for (let waited = 0; filesOnDisk(t, carol.subscriptionId).length === 0 && waited < 2000; waited += 20) await sleep(20);
-      assert.equal(filesOnDisk(t, carol.subscriptionId).length, 1, 'a partial file was being written');
+      for (let waited = 0; (await storedFiles(t, carol.subscriptionId)).length === 0 && waited < 2000; waited += 20) await sleep(20);
+      assert.equal((await storedFiles(t, carol.subscriptionId)).length, 1, 'a partial file was being written');
       socket.destroy();
-      for (let waited = 0; filesOnDisk(t, carol.subscriptionId).length > 0 && waited < 2000; waited += 20) await sleep(20);
-      assert.deepEqual(filesOnDisk(t, carol.subscriptionId), []);
+      for (let waited = 0; (await storedFiles(t, carol.subscriptionId)).length > 0 && waited < 2000; waited += 20) await sleep(20);
+      assert.deepEqual(await storedFiles(t, carol.subscriptionId), []);
     }
     assert.deepEqual(await fileRows(t, carol.subscriptionId), []);
     assert.equal((await putUpload(t, uploadKey, TEXT, 'text/plain', { token: carol.token })).status, 200, 'the key is intact');
@@ -310,12 +320,12 @@ describe('uploads and files', () => {
     await t.ok('UploadProbeRpc.finalize', { uploadKey: kept }, { token: other.token });
     const abandoned = await probeKey(other);
     const abandonedId = (await putUpload(t, abandoned, TEXT, 'text/plain', { token: other.token })).body.data.files[0].fileId;
-    assert.deepEqual(filesOnDisk(t, other.subscriptionId).sort(), [keptId, abandonedId].sort());
+    assert.deepEqual((await storedFiles(t, other.subscriptionId)).sort(), [keptId, abandonedId].sort());
 
     assert.equal(await t.app.deps.uploadService.sweep(), 0, 'nothing is swept while keys are valid');
     await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '2 minutes' where user_id = ?`, [other.user._id]);
     assert.equal(await t.app.deps.uploadService.sweep(), 1);
-    assert.deepEqual(filesOnDisk(t, other.subscriptionId), [keptId]);
+    assert.deepEqual(await storedFiles(t, other.subscriptionId), [keptId]);
     assert.deepEqual(
       (await fileRows(t, other.subscriptionId)).map((row) => row.id),
       [keptId],
@@ -369,7 +379,7 @@ describe('upload limits', () => {
     const posted = await postUpload(t, uploadKey, [{ bytes: bigText, type: 'text/plain', name: 'big.txt' }], { token: ann.token });
     assertRefused(posted, 413, 'PAYLOAD_TOO_LARGE');
 
-    assert.deepEqual(filesOnDisk(t, ann.subscriptionId), []);
+    assert.deepEqual(await storedFiles(t, ann.subscriptionId), []);
     assert.deepEqual(await fileRows(t, ann.subscriptionId), []);
     const fits = await putUpload(t, uploadKey, bigText.subarray(0, LIMIT), 'text/plain', { token: ann.token });
     assert.equal(fits.status, 200, JSON.stringify(fits.body));

@@ -30,8 +30,15 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
   let source: Node;
   let target: Node;
 
-  async function start(name: string, masterKey: string): Promise<Node> {
-    const env: Record<string, string> = { DATA_DIR: path.join(work, name), PLUGINS: NOTES_PLUGIN, LOG_LEVEL: 'warn', SIGNUP_IP_LIMIT: '1000' };
+  /** The target keeps files in its database, the source on disk (on PostgreSQL, where that is the default, both in the database): the files move whatever each keeps. */
+  async function start(name: string, masterKey: string, fileStorage: 'disk' | 'database'): Promise<Node> {
+    const env: Record<string, string> = {
+      DATA_DIR: path.join(work, name),
+      PLUGINS: NOTES_PLUGIN,
+      LOG_LEVEL: 'warn',
+      SIGNUP_IP_LIMIT: '1000',
+      ...(TEST_DATABASE_URL ? {} : { FILE_STORAGE: fileStorage }),
+    };
     if (TEST_DATABASE_URL) {
       const database = await createScratchDatabase(TEST_DATABASE_URL);
       databases.push(database);
@@ -66,7 +73,10 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
   }
 
   before(async () => {
-    [source, target] = await Promise.all([start('source', Buffer.alloc(32, 1).toString('base64')), start('target', Buffer.alloc(32, 2).toString('base64'))]);
+    [source, target] = await Promise.all([
+      start('source', Buffer.alloc(32, 1).toString('base64'), 'disk'),
+      start('target', Buffer.alloc(32, 2).toString('base64'), 'database'),
+    ]);
   });
   after(async () => {
     killLeftoverProcesses();

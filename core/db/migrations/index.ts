@@ -5,6 +5,7 @@ import { Migration20261123224152_ai_trace } from './Migration20261123224152_ai_t
 import { Migration20261124144132_embedding_state } from './Migration20261124144132_embedding_state.ts';
 import { Migration20261124161545_notifications } from './Migration20261124161545_notifications.ts';
 import { Migration20261125162418_notification_dedupe_key } from './Migration20261125162418_notification_dedupe_key.ts';
+import { Migration20261126105015_blob_storage } from './Migration20261126105015_blob_storage.ts';
 
 export const migrations = [
   Migration20261123171538_initial,
@@ -13,4 +14,5 @@ export const migrations = [
   Migration20261124144132_embedding_state,
   Migration20261124161545_notifications,
   Migration20261125162418_notification_dedupe_key,
+  Migration20261126105015_blob_storage,
 ];
