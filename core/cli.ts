@@ -19,6 +19,7 @@ import type { AdminCreateResult } from './operator/admin.ts';
 import type { BackupResult } from './operator/backup.ts';
 import type { TenantExportResult, TenantImportResult } from './operator/tenant.ts';
 import type { Check } from './operator/doctor.ts';
+import type { FilesToDatabaseResult } from './operator/files.ts';
 import type { JobsListResult } from './operator/jobs.ts';
 import { formatBytes, progressBars } from './operator/progress.ts';
 import { serve } from './serve.ts';
@@ -316,6 +317,23 @@ tenant
       const archive = path.resolve(from);
       const result = (await operate('tenant import', { from: archive, keyFile: path.resolve(keyFile ?? `${archive}.key`) })) as TenantImportResult;
       return `Imported subscription ${result.subscriptionId}: ${result.rows} records and ${result.files} files.`;
+    }),
+  );
+
+program
+  .command('files')
+  .description('where uploaded files are kept')
+  .command('to-database')
+  .description(
+    'move the uploaded files this installation kept on disk (DATA_DIR/files) into its database, so that nodes share no folder. Set ' +
+      'FILE_STORAGE=database and restart the service first: files not moved yet are still read from disk. Works while the service runs; ' +
+      'a run stopped half-way is run again.',
+  )
+  .action(() =>
+    report('move the files', async () => {
+      const { moved, bytes, already, missing } = (await operate('files to-database', {})) as FilesToDatabaseResult;
+      const left = [already > 0 && `${already} already there`, missing > 0 && `${missing} with no bytes on disk or in the database`].filter(Boolean);
+      return `Moved ${moved} file${moved === 1 ? '' : 's'} (${formatBytes(bytes)}) into the database${left.length > 0 ? `; ${left.join(', ')}` : ''}.`;
     }),
   );
 
