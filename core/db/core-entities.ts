@@ -3,7 +3,9 @@ import { AuditEntry } from '../audit/audit-log.entity.ts';
 import { DataKey } from '../credentials/data-key.entity.ts';
 import { EventPayload } from '../events/event-payload.entity.ts';
 import { RateLimitBucket } from '../rate-limit.entity.ts';
-import { BlobChunk, BlobPart, StoredBlob } from '../uploads/blob.entity.ts';
+import { BlobChunk } from '../uploads/blob-chunk.entity.ts';
+import { BlobPart } from '../uploads/blob-part.entity.ts';
+import { StoredBlob } from '../uploads/blob.entity.ts';
 import { StoredFile } from '../uploads/file.entity.ts';
 import { UploadKey } from '../uploads/upload-key.entity.ts';
 

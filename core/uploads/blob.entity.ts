@@ -23,30 +23,3 @@ export const StoredBlob = defineEntity({
   indexes: [{ name: 'core_blob_incomplete_index', expression: 'create index "core_blob_incomplete_index" on "core_blob" ("created_at") where not "complete"' }],
 });
 export type StoredBlob = InferEntity<typeof StoredBlob>;
-
-export const BlobPart = defineEntity({
-  name: 'BlobPart',
-  tableName: 'core_blob_part',
-  properties: (p) => ({
-    subscriptionId: p.uuid().primary(),
-    blobId: p.uuid().primary(),
-    seq: p.integer().primary(),
-    /** The chunk's SHA-256, hex. */
-    hash: p.text(),
-  }),
-});
-export type BlobPart = InferEntity<typeof BlobPart>;
-
-export const BlobChunk = defineEntity({
-  name: 'BlobChunk',
-  tableName: 'core_blob_chunk',
-  properties: (p) => ({
-    subscriptionId: p.uuid().primary(),
-    hash: p.text().primary(),
-    size: p.integer(),
-    /** Parts naming it, over every blob of the subscription. */
-    refs: p.integer(),
-    data: p.blob().lazy(),
-  }),
-});
-export type BlobChunk = InferEntity<typeof BlobChunk>;
