@@ -6,7 +6,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { asFunction, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { DestinationStream } from 'pino';
-import { ConfigError, CoreSettings, type Config } from './config.ts';
+import { ConfigError, CoreSettings, sessionDatabaseUrl, type Config } from './config.ts';
 import { Authenticator, credentialsPoint, type CredentialScheme, type CredentialVerifier } from './credentials/authenticator.ts';
 import { Credentials } from './credentials/credentials.ts';
 import { SecretBox } from './credentials/crypto.ts';
@@ -135,6 +135,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
+    directUrl: config.databaseDirectUrl,
     dataDir: config.dataDir,
     inMemory: options.inMemoryDatabase,
     entities: [...coreEntities, ...plugins.flatMap((plugin) => plugin.entities ?? [])],
@@ -156,7 +157,8 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   try {
     await db.migrate();
-    if (config.databaseUrl) await bus.startFanOut(config.databaseUrl, (sql, params) => db.execute(sql, params));
+    // LISTEN needs a session: behind a pooler, the direct connection.
+    if (config.databaseUrl) await bus.startFanOut(sessionDatabaseUrl(config)!, (sql, params) => db.execute(sql, params));
 
     const metrics = new Metrics();
     const fileStorage = fileStorageOf(config, db);

@@ -22,6 +22,10 @@ export const CoreSettings = v.object({
     v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://')),
     'postgres://...: use this PostgreSQL (with pgvector) instead of the embedded database',
   ),
+  DATABASE_DIRECT_URL: setting(
+    v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'DATABASE_DIRECT_URL must start with postgres:// or postgresql://')),
+    'postgres://... straight to the server, when DATABASE_URL goes through a pooler in transaction mode (PgBouncer): used only for what needs a session (LISTEN, the migration lock, pg_dump)',
+  ),
   MASTER_KEY: setting(v.string(), '32 bytes in base64; encrypts keys and secrets at rest (required with DATABASE_URL)'),
   MASTER_KEY_PREVIOUS: setting(v.string(), 'comma-separated master keys MASTER_KEY replaces, still read until rotate-master-key has run', ''),
   PUBLIC_URL: setting(v.pipe(v.string(), v.url('PUBLIC_URL must be an absolute URL')), 'the URL users reach the service at'),
@@ -137,6 +141,8 @@ export interface Config {
   dataDir: string;
   /** Set: a real PostgreSQL; unset: the embedded PGlite database under dataDir. */
   databaseUrl?: string;
+  /** Set when databaseUrl is a pooler in transaction mode: the server itself, for what needs a session. */
+  databaseDirectUrl?: string;
   /** Base64 text of 32 bytes; resolved (or generated) by core/credentials/master-key.ts. */
   masterKey?: string;
   /** Comma-separated earlier master keys, read during a rotation. */
@@ -204,11 +210,14 @@ function tracingConfig(e: v.InferOutput<typeof CoreSettings>): TracingConfig | u
 /** Reads and checks the core's configuration; every problem is named in one error. */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const e = parseSettings(CoreSettings, environment);
+  if (e.DATABASE_DIRECT_URL && !e.DATABASE_URL)
+    throw new ConfigError('DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL to the pooler, or leave both unset');
   return {
     port: e.PORT,
     host: e.HOST,
     dataDir: path.resolve(e.DATA_DIR),
     databaseUrl: e.DATABASE_URL,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL,
     masterKey: e.MASTER_KEY,
     masterKeyPrevious: e.MASTER_KEY_PREVIOUS,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
@@ -251,6 +260,9 @@ export function makeDataFolder(folder: string): void {
     throw new ConfigError(`DATA_DIR cannot be used: ${(error as Error).message}; set DATA_DIR to a folder this user can write`);
   }
 }
+
+/** A connection to PostgreSQL that keeps its session (LISTEN, session locks, pg_dump): the direct URL behind a pooler, else DATABASE_URL. */
+export const sessionDatabaseUrl = (config: Config): string | undefined => config.databaseDirectUrl ?? config.databaseUrl;
 
 /** The embedded database's folder under DATA_DIR. */
 export const embeddedDatabaseDir = (dataDir: string): string => path.join(dataDir, 'db');

@@ -1,4 +1,5 @@
 import type { PGlite, QueryOptions } from '@electric-sql/pglite';
+import pg from 'pg';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AnyEntitySchema } from './any-entity.ts';
@@ -48,6 +49,8 @@ export interface Database {
 
 export interface DatabaseOptions {
   databaseUrl?: string;
+  /** Set when databaseUrl is a pooler in transaction mode: the server itself, for the migration lock. */
+  directUrl?: string;
   dataDir: string;
   /** Embedded database kept in memory only (tests). */
   inMemory?: boolean;
@@ -87,7 +90,7 @@ export class DatabaseStartupError extends Error {
 const V1_MIGRATION = 'core:0001_identity';
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const { databaseUrl, logger } = options;
+  const { databaseUrl, directUrl, logger } = options;
   const base: Options = {
     entities: [...options.entities],
     discovery: { warnWhenNoEntities: false },
@@ -148,7 +151,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // The statement's SQL decides the rows' shape; its caller names it.
       return inStatementSpan(statement.sql, () =>
         withRawConnection(knexClientOf(orm), async (raw) => {
-          if (!raw.exec) return (await raw.query({ name: statement.name, text: statement.sql, values })).rows as T[];
+          // A pooler in transaction mode hands each statement to any server connection, where a named one may not be prepared.
+          if (!raw.exec) return (await raw.query({ ...(directUrl ? {} : { name: statement.name }), text: statement.sql, values })).rows as T[];
           if (!preparedOnPglite.has(statement.name)) {
             await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
             preparedOnPglite.add(statement.name);
@@ -161,7 +165,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     },
     async migrate() {
       await refuseV1Schema(connection());
-      const applied = await withMigrationLock(orm, databaseUrl !== undefined, () => applyMigrations(em(), migrations));
+      const applied = await withMigrationLock(orm, databaseUrl !== undefined, directUrl, () => applyMigrations(em(), migrations));
       if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
       return applied;
     },
@@ -221,18 +225,31 @@ async function requirePgvector(orm: MikroORM): Promise<void> {
   }
 }
 
-/** Several nodes may start at once on one PostgreSQL: only one applies migrations at a time. */
-async function withMigrationLock<T>(orm: MikroORM, shared: boolean, run: () => Promise<T>): Promise<T> {
+/**
+ * Several nodes may start at once on one PostgreSQL: only one applies
+ * migrations at a time. The lock is a session's, held on a connection of the
+ * pool, or behind a pooler (`directUrl`) on one straight to the server, where
+ * a session lasts.
+ */
+async function withMigrationLock<T>(orm: MikroORM, shared: boolean, directUrl: string | undefined, run: () => Promise<T>): Promise<T> {
   if (!shared) return run();
   const LOCK_ID = 727_001;
-  return withRawConnection(knexClientOf(orm), async (lockConnection) => {
+  const locked = async (lockConnection: { query(sql: string, values: unknown[]): Promise<unknown> }) => {
     await lockConnection.query('select pg_advisory_lock($1)', [LOCK_ID]);
     try {
       return await run();
     } finally {
       await lockConnection.query('select pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
     }
-  });
+  };
+  if (!directUrl) return withRawConnection(knexClientOf(orm), locked);
+  const client = new pg.Client({ connectionString: directUrl });
+  await client.connect();
+  try {
+    return await locked(client);
+  } finally {
+    await client.end();
+  }
 }
 
 /** The knex client behind the ORM's pool, which hands out its raw connections. */

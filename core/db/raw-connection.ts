@@ -7,7 +7,7 @@ export interface RawResult {
 
 /** The raw connection knex hands out: a `pg` client, or the one PGlite instance (as core/db/orm.ts wraps it). */
 export interface RawConnection {
-  query(text: string | { name: string; text: string; values: unknown[] }, values?: unknown[]): Promise<RawResult>;
+  query(text: string | { name?: string; text: string; values: unknown[] }, values?: unknown[]): Promise<RawResult>;
   /** PGlite only: several statements in one call (the simple query protocol). */
   exec?(text: string): Promise<RawResult[]>;
 }

@@ -4,7 +4,7 @@ import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:f
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
-import { embeddedDatabaseDir, hasEmbeddedDatabase, type Config } from '../config.ts';
+import { embeddedDatabaseDir, hasEmbeddedDatabase, sessionDatabaseUrl, type Config } from '../config.ts';
 import { masterKeyFile } from '../credentials/master-key.ts';
 import { PGLITE_START_PARAMS } from '../db/pglite.ts';
 import { CORE_VERSION } from '../version.ts';
@@ -87,7 +87,7 @@ export const backup: OperatorCommand<BackupArgs, BackupResult> = {
           '--no-owner',
           '--no-privileges',
           `--file=${staging.path('database/postgresql.dump')}`,
-          config.databaseUrl!,
+          sessionDatabaseUrl(config)!,
         ]);
         await staging.add('database/postgresql.dump');
       }
@@ -158,7 +158,7 @@ async function targetInUse(config: Config): Promise<boolean> {
   if (dataFiles(config.dataDir).length > 0) return true;
   if (!config.databaseUrl) return hasEmbeddedDatabase(config.dataDir);
   const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: config.databaseUrl });
+  const client = new pg.Client({ connectionString: sessionDatabaseUrl(config) });
   await client.connect();
   try {
     const { rows } = await client.query("select count(*)::int as tables from pg_tables where schemaname = 'public'");
@@ -216,7 +216,7 @@ export async function restore(config: Config, { from, force = false }: RestoreAr
         '--no-privileges',
         '--exit-on-error',
         ...clean,
-        `--dbname=${config.databaseUrl}`,
+        `--dbname=${sessionDatabaseUrl(config)}`,
         path.join(staging, 'database/postgresql.dump'),
       ]);
     }

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { gcmOpen, gcmSeal } from '../../core/credentials/crypto.ts';
 import { Keyring } from '../../core/credentials/keyring.ts';
 import { resolveMasterKeys } from '../../core/credentials/master-key.ts';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject } from '../support/process.ts';
 
@@ -94,7 +94,7 @@ describe('rotate-master-key', () => {
       // The embedded database takes one process at a time; PostgreSQL serves on during the rotation.
       if (!databaseUrl) await before.close();
 
-      const env = { DATA_DIR: dataDir, MASTER_KEY: nextKey, MASTER_KEY_PREVIOUS: oldKey, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
+      const env = { DATA_DIR: dataDir, MASTER_KEY: nextKey, MASTER_KEY_PREVIOUS: oldKey, ...(databaseUrl ? databaseEnv(databaseUrl) : {}) };
       const rotated = await rotate(env);
       assert.equal(rotated.code, 0, rotated.stderr);
       assert.match(rotated.stdout, /4 data key\(s\) wrapped again, 0 already under it/);

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject, runServer, START_ARGS } from '../support/process.ts';
 
@@ -49,11 +49,11 @@ async function freePort(): Promise<number> {
 }
 
 /** The embedded database in a fresh DATA_DIR, or a scratch database on TEST_DATABASE_URL's server. */
-async function databaseEnv(): Promise<Record<string, string>> {
+async function installationEnv(): Promise<Record<string, string>> {
   if (!TEST_DATABASE_URL) return { DATA_DIR: tempDir() };
   const scratch = await createScratchDatabase(TEST_DATABASE_URL);
   scratches.push(scratch);
-  return { DATA_DIR: tempDir(), DATABASE_URL: scratch.url, MASTER_KEY: TEST_MASTER_KEY };
+  return { DATA_DIR: tempDir(), ...databaseEnv(scratch.url), MASTER_KEY: TEST_MASTER_KEY };
 }
 
 const answers = (url: string) =>
@@ -86,7 +86,7 @@ describe('npm start', () => {
     async () => {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const npm = runInProject('npm', ['start'], { ...(await databaseEnv()), ...QUIET, PORT: String(port), HOST: '127.0.0.1' });
+      const npm = runInProject('npm', ['start'], { ...(await installationEnv()), ...QUIET, PORT: String(port), HOST: '127.0.0.1' });
       const output = () => `stdout:\n${npm.stdout()}\nstderr:\n${npm.stderr()}`;
 
       const deadline = Date.now() + 120_000;
@@ -148,6 +148,11 @@ describe('settings that stop start-up', { concurrency: true }, () => {
     ],
     ['a DATA_DIR that cannot hold the generated master key', async () => ({ DATA_DIR: dataDirUnderAFile() }), 'DATA_DIR'],
     [
+      'a DATABASE_DIRECT_URL without DATABASE_URL',
+      async () => ({ DATA_DIR: tempDir(), DATABASE_DIRECT_URL: 'postgres://postgres@127.0.0.1/test' }),
+      'DATABASE_DIRECT_URL',
+    ],
+    [
       'a DATA_DIR that cannot hold the embedded database',
       async () => {
         // DATA_DIR itself is fine, but its db folder is taken by a file.
@@ -161,7 +166,7 @@ describe('settings that stop start-up', { concurrency: true }, () => {
   if (TEST_DATABASE_URL) {
     cases.push([
       'a DATA_DIR that cannot hold uploaded files (DATABASE_URL)',
-      async () => ({ ...(await databaseEnv()), DATA_DIR: dataDirUnderAFile() }),
+      async () => ({ ...(await installationEnv()), DATA_DIR: dataDirUnderAFile() }),
       'DATA_DIR',
     ]);
   }

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import { loadConfig } from '../../core/config.ts';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, START_ARGS, whenHealthy } from '../support/process.ts';
 
@@ -256,7 +256,7 @@ describe('the default total, from the open-file limit', () => {
       WORKERS: '1',
       WS_MAX_PER_USER: '100000',
       WS_MAX_PER_ADDRESS: '100000',
-      ...(scratch ? { DATABASE_URL: scratch.url, MASTER_KEY: TEST_MASTER_KEY } : {}),
+      ...(scratch ? { ...databaseEnv(scratch.url), MASTER_KEY: TEST_MASTER_KEY } : {}),
     });
     await whenHealthy(server, base, 60_000);
     const rpc = async (method: string, params: unknown, token?: string) => {

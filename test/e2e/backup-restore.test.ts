@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as tar from 'tar';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 
@@ -38,7 +38,7 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     if (!TEST_DATABASE_URL) return { dataDir, env: { DATA_DIR: dataDir } };
     const database = await createScratchDatabase(TEST_DATABASE_URL);
     databases.push(database);
-    return { dataDir, env: { DATA_DIR: dataDir, DATABASE_URL: database.url, MASTER_KEY: TEST_MASTER_KEY } };
+    return { dataDir, env: { DATA_DIR: dataDir, ...databaseEnv(database.url), MASTER_KEY: TEST_MASTER_KEY } };
   }
 
   async function start(where: Installation): Promise<void> {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DatabaseStorage } from '../../core/uploads/database-storage.ts';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
@@ -98,7 +98,7 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
     const port = await freePort();
     baseA = `http://127.0.0.1:${port}`;
     a = runServer({
-      DATABASE_URL: scratch.url,
+      ...databaseEnv(scratch.url),
       MASTER_KEY: TEST_MASTER_KEY,
       DATA_DIR: dataDirA,
       PORT: String(port),

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { filesToDatabase } from '../../core/operator/files.ts';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/harness.ts';
 import { runInProject } from '../support/process.ts';
 
@@ -45,7 +45,7 @@ describe('rpc-service files to-database', { timeout: 5 * 60_000 }, () => {
 
   before(async () => {
     if (TEST_DATABASE_URL) database = await createScratchDatabase(TEST_DATABASE_URL);
-    env = { DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...(database ? { DATABASE_URL: database.url, MASTER_KEY: TEST_MASTER_KEY } : {}) };
+    env = { DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...(database ? { ...databaseEnv(database.url), MASTER_KEY: TEST_MASTER_KEY } : {}) };
     const t = await start('disk');
     try {
       const owner = await t.signup();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 
@@ -124,7 +124,7 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     env = { DATA_DIR: dataDir, PLUGINS: plugin, SIGNUP_MODE: 'invite', JOBS_POLL_MS: '500', LOG_LEVEL: 'warn' };
     if (TEST_DATABASE_URL) {
       database = await createScratchDatabase(TEST_DATABASE_URL);
-      env = { ...env, DATABASE_URL: database.url, MASTER_KEY: TEST_MASTER_KEY };
+      env = { ...env, ...databaseEnv(database.url), MASTER_KEY: TEST_MASTER_KEY };
     }
   });
   after(async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runIn, whenHealthy, type RunningProcess } from '../support/process.ts';
 
@@ -26,7 +26,8 @@ describe('a third-party plugin package, from the scaffold to an installation', {
   const tarball = `rpc-service-${VERSION}.tgz`;
   // On PostgreSQL, one database for the plugin's own tests and one for the installation, which must start on an empty one.
   const databases: ScratchDatabase[] = [];
-  const databaseEnv = (which: 0 | 1): Record<string, string> => (databases[which] ? { DATABASE_URL: databases[which].url, MASTER_KEY: TEST_MASTER_KEY } : {});
+  const installationEnv = (which: 0 | 1): Record<string, string> =>
+    databases[which] ? { ...databaseEnv(databases[which].url), MASTER_KEY: TEST_MASTER_KEY } : {};
 
   /** Runs a command as the author types it, in a folder; insists on exit code 0 and returns its output. */
   async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
@@ -78,7 +79,7 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     assert.ok(readdirSync(path.join(plugin, 'migrations')).some((file) => /^Migration\d{14}_initial\.ts$/.test(file)));
     await run(plugin, 'npm', ['install', '--prefer-offline']);
     await run(plugin, 'npx', ['tsc']);
-    const tests = await run(plugin, 'npm', ['test'], databaseEnv(0));
+    const tests = await run(plugin, 'npm', ['test'], installationEnv(0));
     assert.match(tests, /# pass [1-9]/);
     assert.match(tests, /# fail 0/);
     // An author's next change: a column, then the package's own migration command.
@@ -123,7 +124,7 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     await run(installation, 'npm', ['install', '--prefer-offline', '../hello-plugin/hello-plugin-0.1.0.tgz', '../hello-js/hello-js-1.0.0.tgz']);
     const port = await freePort();
     // The installation's settings in its .env, as the README lays the folder out.
-    const settings = { PLUGINS: 'hello-plugin,hello-js', PORT: String(port), ...databaseEnv(1) };
+    const settings = { PLUGINS: 'hello-plugin,hello-js', PORT: String(port), ...installationEnv(1) };
     writeFileSync(
       path.join(installation, '.env'),
       Object.entries(settings)

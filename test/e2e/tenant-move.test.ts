@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 
@@ -42,7 +42,7 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
     if (TEST_DATABASE_URL) {
       const database = await createScratchDatabase(TEST_DATABASE_URL);
       databases.push(database);
-      Object.assign(env, { DATABASE_URL: database.url, MASTER_KEY: masterKey });
+      Object.assign(env, { ...databaseEnv(database.url), MASTER_KEY: masterKey });
     }
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;

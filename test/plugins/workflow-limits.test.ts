@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 import { linearGraph } from '../support/workflows.ts';
@@ -81,7 +81,7 @@ describe('workflow runs within their limits, in a real process', () => {
       WORKFLOW_RUN_TIMEOUT_MS: '3000',
       WORKFLOW_EXECUTE_WAIT_MS: '500',
       OUTBOUND_ALLOW_PRIVATE: 'true',
-      ...(scratch ? { DATABASE_URL: scratch.url, MASTER_KEY: randomBytes(32).toString('base64') } : {}),
+      ...(scratch ? { ...databaseEnv(scratch.url), MASTER_KEY: randomBytes(32).toString('base64') } : {}),
     };
     await start();
     const owner = await ok('AuthRpc.signup', { email: 'owner@example.com', username: 'owner', password: 'correct horse battery' });

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'rpc-service/plugin';
 import { startTestService, type TestService } from 'rpc-service/testing';
-import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from './database.ts';
+import { createScratchDatabase, directUrlOf, TEST_DATABASE_URL, type ScratchDatabase } from './database.ts';
 
 export { uniqueName, TEST_MASTER_KEY, type CallOptions, type RpcResponse } from 'rpc-service/testing';
 
@@ -41,6 +41,8 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       // Test files sign up many users from one address; the limit's own tests set it lower.
       SIGNUP_IP_LIMIT: '100000',
       PLUGINS: options.withNotes === false ? '' : NOTES_PLUGIN,
+      // Through a pooler, what needs a session goes to the server itself.
+      ...(databaseUrl && directUrlOf(databaseUrl) ? { DATABASE_DIRECT_URL: directUrlOf(databaseUrl)! } : {}),
       ...options.env,
     },
     dataDir: options.dataDir,
