@@ -84,7 +84,8 @@ describe('OpenTelemetry traces', () => {
     const inTrace = () => spansOf(collector).filter((span) => span.traceId === traceId);
     const spans = await eventually(() => {
       const found = inTrace();
-      return found.some((span) => span.name.startsWith('job ')) && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
+      const whole = found.some((span) => span.name === 'SecretsRpc.create') && found.some((span) => span.name.startsWith('job '));
+      return whole && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
     }, 10_000);
 
     const call = spans.find((span) => span.name === 'SecretsRpc.create')!;
@@ -149,7 +150,9 @@ describe('OpenTelemetry traces', () => {
 
     const spans = await eventually(() => {
       const found = spansOf(collector).filter((span) => span.traceId === traceId);
-      return found.some((span) => span.name === 'workflow node end') && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
+      // The call's own span ends last, after its answer, and may come in a later export than its children.
+      const whole = ['workflow node end', 'WorkflowRpc.executeWorkflow', 'workflow traced'].every((name) => found.some((span) => span.name === name));
+      return whole && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
     }, 10_000);
     const call = spans.find((span) => span.name === 'WorkflowRpc.executeWorkflow')!;
     const part = spans.find((span) => span.name === 'workflow traced')!;
