@@ -425,12 +425,7 @@ export class JobService implements Jobs, JobQueue {
   }
 
   async retryJob(subscriptionId: string, id: string): Promise<boolean> {
-    const [row] = await this.#db.execute<{ name: string }>(
-      `select name from ${JOBS_SCHEMA}.job where id = ? and state = 'failed' and data->>'subscriptionId' = ?`,
-      [id, subscriptionId],
-    );
-    if (!row) return false;
-    return (await this.retryFailed({ id })) > 0;
+    return (await this.retryFailed({ id, subscriptionId })) > 0;
   }
 
   // Administration of the queue, for `rpc-service jobs` (core/operator/jobs.ts). Jobs of every subscription: pg-boss's
@@ -459,10 +454,15 @@ export class JobService implements Jobs, JobQueue {
     return rows.map((row) => ({ id: row.id, queue: row.name, failedAt: iso(row.completed_on)!, error: lastErrorOf(row.output) }));
   }
 
-  /** Puts dead jobs back in their queue, to run at once: one by id, or every one (of a queue); how many were. */
-  async retryFailed(which: { id: string } | { queue?: string }): Promise<number> {
-    const [condition, params] = 'id' in which ? ['and id = ?', [which.id]] : which.queue ? ['and name = ?', [which.queue]] : ['', []];
-    const rows = await this.#db.execute<{ id: string; name: string }>(`select id, name from ${JOBS_SCHEMA}.job where state = 'failed' ${condition}`, params);
+  /** Puts dead jobs back in their queue, to run at once: one by id (of a subscription), or every one (of a queue); how many were. */
+  async retryFailed(which: { id: string; subscriptionId?: string } | { queue?: string }): Promise<number> {
+    const conditions = [`state = 'failed'`];
+    const params: unknown[] = [];
+    const where = (condition: string, value: unknown) => (conditions.push(condition), params.push(value));
+    if ('id' in which) where('id = ?', which.id);
+    if ('id' in which && which.subscriptionId) where(`data->>'subscriptionId' = ?`, which.subscriptionId);
+    if ('queue' in which && which.queue) where('name = ?', which.queue);
+    const rows = await this.#db.execute<{ id: string; name: string }>(`select id, name from ${JOBS_SCHEMA}.job where ${conditions.join(' and ')}`, params);
     const byQueue = new Map<string, string[]>();
     for (const row of rows) byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), row.id]);
     let retried = 0;
