@@ -4,7 +4,7 @@ import { env, setting } from 'rpc-service/plugin';
 export const checkpointSettings = v.object({
   CHECKPOINT_DIR: setting(
     v.string(),
-    'where the git repositories of data scopes are kept (DATA_DIR/checkpoints when empty); with several nodes, a folder every node mounts from shared storage',
+    'where earlier releases kept the git repositories of data scopes (DATA_DIR/checkpoints when empty); each moves into the database on its first use',
     '',
   ),
   CHECKPOINT_MAX_FILE_BYTES: setting(

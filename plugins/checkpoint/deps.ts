@@ -3,12 +3,12 @@ import type { CheckpointConfig } from './config.ts';
 import type { CheckpointService } from './checkpoint.service.ts';
 
 /**
- * What CheckpointRpc uses: the worker pool (git), the database (one writer per
- * scope across nodes, restores of records in one transaction), the bus
- * (dataScopeRefreshed), the scopes of records, its data folder and the users
+ * What CheckpointRpc uses: the database (the repositories, one writer per
+ * scope across nodes), the request pipeline (the export's routes), the bus (dataScopeRefreshed), the scopes of records,
+ * its data folder (repositories of earlier releases) and the users
  * (checkpoints' authors).
  */
-export const DEPS = ['db', 'pool', 'bus', 'dataScopes', 'dataFolders', 'userService'] as const;
+export const DEPS = ['db', 'http', 'bus', 'dataScopes', 'dataFolders', 'userService'] as const;
 
 export type CheckpointDeps = Deps<typeof DEPS, { checkpointService: CheckpointService }, CheckpointConfig>;
 

@@ -1,9 +1,15 @@
 import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import * as v from 'valibot';
+import { CheckpointFile } from './checkpoint-file.entity.ts';
+import { CheckpointObject } from './checkpoint-object.entity.ts';
+import { CheckpointRef } from './checkpoint-ref.entity.ts';
+import { CheckpointScope } from './checkpoint-scope.entity.ts';
 import { CheckpointService } from './checkpoint.service.ts';
 import { checkpointSettings } from './config.ts';
 import { DEPS, type CheckpointDeps } from './deps.ts';
+import { exportRoutes } from './export.routes.ts';
+import { migrations } from './migrations/index.ts';
 import {
   createCheckpoint,
   deleteFile,
@@ -18,13 +24,16 @@ import {
   writeFile,
 } from './operations.ts';
 
-/** CheckpointRpc: versioned data scopes of a subscription, each a git repository (files, or records of other plugins as JSON files). */
+/** CheckpointRpc: versioned data scopes of a subscription, each a git repository kept in the database (files, or records of other plugins as JSON files). */
 export const checkpointPlugin = definePlugin<CheckpointDeps>({
   id: 'checkpoint',
   group: 'CheckpointRpc',
   coreVersion: '^2.0.0',
   config: checkpointSettings,
   deps: DEPS,
+  entities: [CheckpointScope, CheckpointObject, CheckpointRef, CheckpointFile],
+  migrations,
+  routes: exportRoutes,
   services: { checkpointService: asClass(CheckpointService).singleton() },
   extends: {
     'core.events': [
@@ -34,8 +43,8 @@ export const checkpointPlugin = definePlugin<CheckpointDeps>({
         payload: v.strictObject({ scope: v.string(), hash: v.string(), action: v.picklist(['restore', 'rollback']) }),
       },
     ],
-    // A subscription's scopes are <root>/<subscriptionId>/<scope>: they move with the tenant.
-    'core.tenantData': (deps) => [{ folders: [deps.checkpointService.root] }],
+    // The scopes' rows move with the tenant as every subscription_id row does; repositories of earlier releases not yet moved into the database move as folders.
+    'core.tenantData': (deps) => [{ folders: [deps.checkpointService.diskRoot] }],
   },
   operations: { listScopes, getStatus, listCheckpoints, createCheckpoint, tagRelease, restore, rollback, writeFile, readFile, listFiles, deleteFile },
 });

@@ -108,15 +108,11 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     await tar.list({ file: archive, onReadEntry: (entry) => void names.push(entry.path) });
     assert.ok(names.includes('manifest.json'));
     assert.ok(names.includes(TEST_DATABASE_URL ? 'database/postgresql.dump' : 'database/embedded.tar.gz'));
-    // On PostgreSQL the files are kept in the database (FILE_STORAGE's default there), so the dump holds them.
+    // On PostgreSQL the files are kept in the database (FILE_STORAGE's default there), so the dump holds them; checkpoint scopes are in the database on both.
     assert.equal(
       names.some((name) => name.startsWith('data/files/')),
       !TEST_DATABASE_URL,
       `the uploaded file: ${names.join(', ')}`,
-    );
-    assert.ok(
-      names.some((name) => name.startsWith('data/checkpoints/')),
-      'the checkpoint scope',
     );
     assert.equal(names.includes('keys/master.key'), !TEST_DATABASE_URL);
   });
@@ -150,8 +146,8 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     assert.equal(newer.code, 1);
     assert.match(newer.output, /backup format 99, newer than this version reads/);
     writeFileSync(manifestFile, JSON.stringify(manifest));
-    const altered = manifest.entries.find((entry: { path: string }) => entry.path.startsWith('data/checkpoints/') && entry.path.endsWith('index.html')).path;
-    writeFileSync(path.join(unpacked, altered), '<h1>Not Acme</h1>');
+    const altered = manifest.entries.find((entry: { path: string }) => entry.path.startsWith('database/')).path;
+    writeFileSync(path.join(unpacked, altered), 'not the database');
     const refused = await cli(target, 'restore', '--from', await repack('altered.tar.gz'));
     assert.equal(refused.code, 1);
     assert.match(refused.output, /does not match its checksum/);
