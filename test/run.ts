@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pgliteTemplate } from '../core/db/pglite.ts';
@@ -20,8 +21,24 @@ const files = (readdirSync(root, { recursive: true }) as string[])
 // once, if missing, rather than by each test file at the same time.
 if (!process.env.TEST_DATABASE_URL) await pgliteTemplate();
 
+// The whole suite also logs every statement it sends, for the tenant-key check after it (test/tenant-keys/check.ts).
+const whole = filters.length === 0;
+const given = process.env.RPC_STATEMENT_LOG;
+const statementLog = whole ? (given ?? mkdtempSync(path.join(tmpdir(), 'rpc-statements-'))) : undefined;
+const env = statementLog ? { ...process.env, RPC_STATEMENT_LOG: statementLog } : process.env;
+
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
   cwd: path.dirname(root),
+  env,
 });
-process.exit(result.status ?? 1);
+let status = result.status ?? 1;
+if (statementLog) {
+  const check = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'tenant-keys', 'check.ts'), statementLog], {
+    stdio: 'inherit',
+    cwd: path.dirname(root),
+  });
+  if (check.status !== 0) status ||= check.status ?? 1;
+  if (!given) rmSync(statementLog, { recursive: true, force: true });
+}
+process.exit(status);

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { withStatementOrigin } from './statement-log.ts';
 
 /**
  * A schema change of the core or of a plugin: `up` lists its statements with
@@ -73,7 +74,10 @@ export async function applyMigrations(em: EntityManager, all: readonly NamedMigr
     await em.fork().transactional(async (tx) => {
       const connection = tx.getConnection();
       const context = tx.getTransactionContext();
-      for (const sql of statements) await connection.execute(sql, [], 'run', context);
+      // A migration changes every tenant's rows at once: the tenant-key check sets its statements apart.
+      await withStatementOrigin('migration', async () => {
+        for (const sql of statements) await connection.execute(sql, [], 'run', context);
+      });
       await connection.execute(`insert into "${MIGRATIONS_TABLE}" ("name") values (?)`, [name], 'run', context);
     });
     applied.push(name);

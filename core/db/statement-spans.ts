@@ -1,14 +1,18 @@
 import type { Connection, LogContext } from '@mikro-orm/core';
 import { AbstractSqlDriver, PostgreSqlConnection, PostgreSqlPlatform, type Configuration } from '@mikro-orm/postgresql';
 import { inSpan, inTrace, SpanKind, tracingOn } from '../telemetry/tracing.ts';
+import { recordStatement } from './statement-log.ts';
 
 /**
  * A statement in a span of its own, child of the span it runs in (an RPC
  * call, a job), with its SQL as written: placeholders, never values. Outside
  * a trace (the job queue polling, start-up) it runs untraced. Both databases
  * are PostgreSQL to a reader of the trace, PGlite being PostgreSQL in WASM.
+ * With RPC_STATEMENT_LOG set, the statement is also logged for the tenant-key
+ * check (core/db/statement-log.ts).
  */
 export function inStatementSpan<T>(sql: string, run: () => Promise<T>): Promise<T> {
+  recordStatement(sql);
   if (!tracingOn() || !inTrace()) return run();
   const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'SQL';
   const attributes = { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql };

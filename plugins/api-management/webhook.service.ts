@@ -167,8 +167,8 @@ export class WebhookService {
       }
       // A delivery added while the lease was held found it taken: it is this sender's to send, if it is next.
       const [head] = await this.#deps.db.execute<{ next_attempt_at: Date | string }>(
-        `select next_attempt_at from api_management_delivery where api_key_id = ? and state = 'pending' order by seq limit 1`,
-        [apiKeyId],
+        `select next_attempt_at from api_management_delivery where subscription_id = ? and api_key_id = ? and state = 'pending' order by seq limit 1`,
+        [subscriptionId, apiKeyId],
       );
       const due = head !== undefined && new Date(head.next_attempt_at).getTime() <= Date.now();
       if (!due || Date.now() - started > DRAIN_BUDGET_MS) {

@@ -102,7 +102,7 @@ export class SessionService implements CredentialVerifier {
       const readAt = this.#cache.generation;
       const [row] = await this.#db.execute<SessionRow>(
         `select s.id, s.subscription_id, s.user_id, s.expires_at, s.last_seen_at, u.role, u.is_active
-         from auth_session s join auth_user u on u.id = s.user_id where s.token_hash = ?`,
+         from auth_session s join auth_user u on u.subscription_id = s.subscription_id and u.id = s.user_id where s.token_hash = ?`,
         [tokenHash],
       );
       if (!row || !row.is_active) throw unauthenticated('Invalid or revoked session');

@@ -31,7 +31,7 @@ export const User = defineEntity({
       .json<OAuthProfile[]>()
       .formula(
         (table) =>
-          `(select coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('provider', l.provider, 'id', l.subject, 'email', l.email)) order by l.created_at, l.provider, l.subject), '[]'::jsonb) from auth_oauth_link l where l.user_id = ${table.alias}.id)`,
+          `(select coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('provider', l.provider, 'id', l.subject, 'email', l.email)) order by l.created_at, l.provider, l.subject), '[]'::jsonb) from auth_oauth_link l where l.subscription_id = ${table.alias}.subscription_id and l.user_id = ${table.alias}.id)`,
       ),
     partnerContactId: p.text().nullable(),
     profilePicture: p.text().nullable(),

@@ -120,8 +120,11 @@ export class UserService {
 
   /** What a credential of this user stands for, across subscriptions; null when there is no such user. */
   /** The messaging contact a user is known by (partnerContactId), null when none is set. */
-  async contactIdOf(userId: string): Promise<string | null> {
-    const [row] = await this.#deps.db.execute<{ partner_contact_id: string | null }>('select partner_contact_id from auth_user where id = ?', [userId]);
+  async contactIdOf(subscriptionId: string, userId: string): Promise<string | null> {
+    const [row] = await this.#deps.db.execute<{ partner_contact_id: string | null }>(
+      'select partner_contact_id from auth_user where subscription_id = ? and id = ?',
+      [subscriptionId, userId],
+    );
     return row?.partner_contact_id ?? null;
   }
 

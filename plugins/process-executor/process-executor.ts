@@ -170,14 +170,10 @@ export class ProcessExecutor {
     this.#running.delete(id);
     await this.#db
       .forkEm(process.subscriptionId)
-      .execute(`update process_executor_instance set status = ?, exit_code = ?, signal = ?, error = ?, logs = ?::jsonb, ended_at = now() where id = ?`, [
-        status,
-        code,
-        signal,
-        startError,
-        JSON.stringify(process.logs),
-        id,
-      ])
+      .execute(
+        `update process_executor_instance set status = ?, exit_code = ?, signal = ?, error = ?, logs = ?::jsonb, ended_at = now() where subscription_id = ? and id = ?`,
+        [status, code, signal, startError, JSON.stringify(process.logs), process.subscriptionId, id],
+      )
       .catch((err) => this.#logger.error({ err, processId: id }, 'could not record the end of a process'));
   }
 

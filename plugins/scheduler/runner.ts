@@ -148,19 +148,19 @@ export class SchedulerRunner {
        returning id`,
       [max, this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
     );
-    const stale = await em.execute<{ id: string; task_id: string }[]>(
+    const stale = await em.execute<{ id: string; subscription_id: string; task_id: string }[]>(
       `update scheduler_run set attempts = attempts + 1, fired_at = now()
        where id in (select id from scheduler_run where status = 'running' and attempts < ? and fired_at < now() - make_interval(secs => ?) order by fired_at limit 100 for update skip locked)
-       returning id, task_id`,
+       returning id, subscription_id, task_id`,
       [max, this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
     );
     for (const run of stale) {
       const [task] = await em.execute<DueTask[]>(
-        'select id, subscription_id, user_id, name, action_type, action_config, context from scheduler_task where id = ?',
-        [run.task_id],
+        'select id, subscription_id, user_id, name, action_type, action_config, context from scheduler_task where subscription_id = ? and id = ?',
+        [run.subscription_id, run.task_id],
       );
       if (task) this.#launch({ runId: run.id, task });
-      else await this.#finish(run.id, 'failed', 'the task was deleted', null);
+      else await this.#finish(run.subscription_id, run.id, 'failed', 'the task was deleted', null);
     }
     return { refired: stale.length, failed: given.length };
   }
@@ -204,8 +204,10 @@ export class SchedulerRunner {
         }
       });
       await tx.execute(
-        `update scheduler_task set next_run = v.next_run, last_run = ? from unnest(?::uuid[], ?::timestamptz[]) as v(id, next_run) where scheduler_task.id = v.id`,
-        [firedAt, pgArray(due.map((task) => task.id)), pgArray(next)],
+        `update scheduler_task set next_run = v.next_run, last_run = ?
+         from unnest(?::uuid[], ?::uuid[], ?::timestamptz[]) as v(subscription_id, id, next_run)
+         where scheduler_task.subscription_id = v.subscription_id and scheduler_task.id = v.id`,
+        [firedAt, pgArray(due.map((task) => task.subscription_id)), pgArray(due.map((task) => task.id)), pgArray(next)],
       );
       const claimed = due.map((task) => ({ runId: randomUUID(), task }));
       await tx.execute(
@@ -236,15 +238,15 @@ export class SchedulerRunner {
   /** Runs a task's action as its user and records how it went. */
   async #fire({ runId, task }: Claimed): Promise<void> {
     const principal = await this.#principal(task);
-    if (!principal) return this.#finish(runId, 'failed', 'the user the task acts as is no longer active', null);
+    if (!principal) return this.#finish(task.subscription_id, runId, 'failed', 'the user the task acts as is no longer active', null);
     const config = json(task.action_config);
     try {
       const result = await this.#act(task, principal, config);
-      await this.#finish(runId, 'succeeded', null, result);
+      await this.#finish(task.subscription_id, runId, 'succeeded', null, result);
     } catch (error) {
       const message = error instanceof RpcError ? `${error.code}: ${error.message}` : 'the action failed';
       if (!(error instanceof RpcError)) this.#logger.error({ err: error, runId, taskId: task.id }, 'a scheduled action failed');
-      await this.#finish(runId, 'failed', message, null);
+      await this.#finish(task.subscription_id, runId, 'failed', message, null);
     }
   }
 
@@ -292,16 +294,14 @@ export class SchedulerRunner {
     }
   }
 
-  async #finish(runId: string, status: RunStatus, error: string | null, result: unknown): Promise<void> {
+  async #finish(subscriptionId: string, runId: string, status: RunStatus, error: string | null, result: unknown): Promise<void> {
     const text = result === undefined || result === null ? null : JSON.stringify(result);
     await this.#db
       .forkEm(null)
-      .execute(`update scheduler_run set status = ?, error = ?, result = ?::jsonb, finished_at = now() where id = ? and status = 'running'`, [
-        status,
-        error,
-        text !== null && text.length <= MAX_RESULT ? text : null,
-        runId,
-      ]);
+      .execute(
+        `update scheduler_run set status = ?, error = ?, result = ?::jsonb, finished_at = now() where subscription_id = ? and id = ? and status = 'running'`,
+        [status, error, text !== null && text.length <= MAX_RESULT ? text : null, subscriptionId, runId],
+      );
   }
 
   /** The task's user as a caller, with their role now; null when they are gone or inactive. */

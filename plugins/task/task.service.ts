@@ -142,8 +142,8 @@ export class TaskService {
          select id from task where id = ? and subscription_id = ?
          union all
          select child.id from task child join subtree on child.parent_id = subtree.id where child.subscription_id = ?)
-       delete from task where id in (select id from subtree) returning id`,
-      [id, ctx.subscriptionId, ctx.subscriptionId],
+       delete from task where subscription_id = ? and id in (select id from subtree) returning id`,
+      [id, ctx.subscriptionId, ctx.subscriptionId, ctx.subscriptionId],
     );
     return { success: deleted.length > 0 };
   }
@@ -254,7 +254,7 @@ export class TaskService {
   }
 
   async #author(ctx: AuthenticatedContext): Promise<string> {
-    return (await this.#users.contactIdOf(ctx.userId)) ?? ctx.userId;
+    return (await this.#users.contactIdOf(ctx.subscriptionId, ctx.userId)) ?? ctx.userId;
   }
 
   async #find(em: EntityManager, id: string): Promise<Task> {

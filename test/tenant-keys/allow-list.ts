@@ -1,0 +1,130 @@
+/**
+ * Statements that reach tenant tables without a subscription_id condition on
+ * purpose: the service's own work across tenants, or lookups made before the
+ * tenant is known (docs/scaling.md, "What would change"). A reason that starts
+ * with "to change:" is work left: the code holds the subscription and should
+ * name it. `match` is tested against the statement with its whitespace
+ * collapsed; `tables` are the tenant tables it may reach unkeyed ('any' for a
+ * shape the ORM gives every table).
+ */
+export interface Allowed {
+  tables: readonly string[] | 'any';
+  match: RegExp;
+  reason: string;
+}
+
+const ID_LIST = String.raw`\(\?(?:, \?)*\)`;
+
+export const ALLOW_LIST: readonly Allowed[] = [
+  // The ORM's own shape.
+  {
+    tables: 'any',
+    match: new RegExp(
+      String.raw`^(?:update "\w+" set (?:"\w+" = \?, )*"\w+" = \? where "id" (?:= \?|in ${ID_LIST})|delete from "\w+" where "id" in ${ID_LIST})$`,
+    ),
+    reason:
+      "to change: the ORM's unit of work writes an entity back by its primary key alone; the entity was read through the tenant filter, so the row is the tenant's, but the statement does not say so. A primary key of (subscription_id, id), which Citus needs anyway, makes the ORM name both",
+  },
+  // Before the tenant is known.
+  {
+    tables: ['auth_user'],
+    match: /^select id, password_hash, is_active from auth_user where lower\(email\) = lower\(\?\) or lower\(username\) = lower\(\?\)/,
+    reason: 'login looks the user up by e-mail or username before the tenant is known',
+  },
+  {
+    tables: ['auth_user'],
+    match: /^select exists\(select 1 from auth_user where lower\(email\) = lower\(\?\) and id is distinct from \?\) as email_taken/,
+    reason: 'e-mail addresses and usernames are unique across the service, since login names no tenant',
+  },
+  {
+    tables: ['auth_session', 'auth_user'],
+    match: /^select s\.id, s\.subscription_id, .* from auth_session s join auth_user u on .* where s\.token_hash = \?$/,
+    reason: 'a session token is looked up by its hash before its tenant is known',
+  },
+  {
+    tables: ['api_key'],
+    match: /^select "a0"\.\* from "api_key" as "a0" where "a0"\."prefix" = \? limit \?$/,
+    reason: 'an API key is looked up by its prefix before its tenant is known',
+  },
+  {
+    tables: ['auth_invite_code'],
+    match: /^select 1 from auth_invite_code where code_hash = \? /,
+    reason: 'an invite code is checked by its hash at signup, before the tenant is known',
+  },
+  {
+    tables: ['auth_user', 'auth_oauth_link'],
+    match: /from "auth_oauth_link" as "a0" where "a0"\."provider" = \? and "a0"\."subject" = \?|from "auth_user" as "u0" where "u0"\."email" = \? limit \?$/,
+    reason: 'an OpenID Connect login finds the provider account or the e-mail before the tenant is known',
+  },
+  // The service's work over every tenant.
+  {
+    tables: ['scheduler_task'],
+    match: /^select id, subscription_id, .* from scheduler_task where enabled and next_run <= now\(\) order by next_run limit 100 for update skip locked$/,
+    reason: 'the scheduler claims the due tasks of every tenant',
+  },
+  {
+    tables: ['scheduler_run'],
+    match: /^update scheduler_run set .* where id in \(select id from scheduler_run where status = 'running' and attempts [<>]=? \? and fired_at < now\(\)/,
+    reason: 'the scheduler takes back the runs of every tenant whose node stopped',
+  },
+  {
+    tables: ['workflow_instance'],
+    match:
+      /^update workflow_instance set lease_until = \?, updated_at = now\(\) where id in \(select id from workflow_instance where status = 'running' and lease_until < now\(\)|^select id, subscription_id from workflow_instance where status = 'waiting' and wake_at < now\(\)/,
+    reason: 'the workflow runner takes back the runs of every tenant whose node stopped, and wakes those whose wait is over',
+  },
+  {
+    tables: ['api_management_delivery'],
+    match:
+      /^select subscription_id, api_key_id from \( select distinct on \(api_key_id\) .* from api_management_delivery where state = 'pending'|^delete from api_management_delivery where state <> 'pending' and created_at < now\(\)/,
+    reason: "the webhook sender finds every tenant's endpoints left with due deliveries, and prunes old deliveries",
+  },
+  {
+    tables: ['api_key', 'api_management_webhook'],
+    match:
+      /^select (?:id|api_key_id), subscription_id, (?:encrypted_key|secret) from (?:api_key|api_management_webhook) where (?:encrypted_key|secret) not like 'k1\.%'$/,
+    reason: "re-sealing, once at start, the values of every tenant sealed before the keyring (each update then names its row's subscription)",
+  },
+  {
+    tables: ['core_blob'],
+    match: /^select subscription_id, id from core_blob where not complete and created_at < \?$/,
+    reason: "the blob sweep finds every tenant's abandoned uploads (each removal then names its subscription)",
+  },
+  {
+    tables: ['core_file', 'core_upload_key'],
+    match:
+      /^delete from core_file where finalized_at is null and \(upload_key_id is null or upload_key_id in \(select id from core_upload_key where expires_at < \?\)\)|^delete from core_upload_key where expires_at < \?$/,
+    reason:
+      "the upload sweep removes every tenant's expired upload keys and the files left unfinished; to change: its subquery should join core_upload_key on subscription_id, so each shard answers for its own (core/uploads/upload-service.ts)",
+  },
+  // Work left.
+  {
+    tables: ['auth_user'],
+    match: /^select subscription_id, role, is_active from auth_user where id = \?$/,
+    reason: "to change: credentialHolder(userId) (plugins/auth/user.service.ts) reads a credential's user by id alone; every caller holds the subscription",
+  },
+  {
+    tables: ['auth_user', 'auth_oauth_link'],
+    match: /^select "u0"\.\*?.* from "auth_user" as "u0" where "u0"\."id" = \? limit \?$/,
+    reason:
+      'to change: findAnywhere(id) (plugins/auth/user.service.ts) reads a user by id alone for login and OAuth, after the credential has named the subscription',
+  },
+  {
+    tables: ['auth_session'],
+    match: /^delete from "auth_session" where "(?:id|user_id)" = \?(?: and "id" != \?)?$/,
+    reason: 'to change: revoke and revokeAllOfUser (plugins/auth/session.service.ts) delete by session or user id alone; their callers hold the subscription',
+  },
+  {
+    tables: ['workflow_instance', 'workflow_pending_event'],
+    match:
+      /^(?:select status from workflow_instance where id = \? for update|update workflow_instance set .* where id = \?(?: and status = 'running')? returning \w+|select id, event_data from workflow_pending_event where instance_id = \? |delete from workflow_pending_event where (?:instance_id|id) = \?$)/,
+    reason: 'to change: the workflow runner (plugins/workflow/runner.ts) addresses an instance by id alone; it holds the instance, subscription included',
+  },
+  {
+    tables: ['knowledge_base_document', 'knowledge_base_document_version'],
+    match:
+      /^update knowledge_base_document set search_vector = .* where id = \?$|^select (?:source|markdown) as text from knowledge_base_document_version where id = \?$/,
+    reason:
+      'to change: refreshSearchVector and #versionText (plugins/knowledge-base) address a document or version by id alone; their callers hold the subscription',
+  },
+];
