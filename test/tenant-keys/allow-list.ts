@@ -97,6 +97,12 @@ export const ALLOW_LIST: readonly Allowed[] = [
     reason:
       "the upload sweep removes every tenant's expired upload keys and the files left unfinished; to change: its subquery should join core_upload_key on subscription_id, so each shard answers for its own (core/uploads/upload-service.ts)",
   },
+  {
+    tables: ['core_file'],
+    match:
+      /^select count\(\*\)::int as total from core_file$|^select id, subscription_id, storage_path, size from core_file where id::text > \? order by id::text limit \?$/,
+    reason: "the operator's `files to-database` command moves every tenant's files from disk into the database",
+  },
   // Work left.
   {
     tables: ['auth_user'],
