@@ -192,7 +192,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const scopes = buildPluginScopes(plugins, core, settings, extensions, logger);
     jobService.register(pluginJobs(plugins, scopes));
     // Queues exist before the start hooks run, so those may enqueue; workers start once every plugin has started.
-    await jobService.open();
+    await db.withSchemaLock(() => jobService.open());
     addContributions(plugins, scopes, extensions);
     const events = eventCatalogue(extensions);
     bus.useCatalogue(events, { checkPayloads: config.checkResults });

@@ -37,6 +37,12 @@ export interface Database {
    */
   read<T = Record<string, unknown>>(statement: PreparedRead, values: unknown[]): Promise<T[]>;
   migrate(): Promise<string[]>;
+  /**
+   * Runs start-up work that changes the schema outside the migrations (the
+   * job queues' partitions) under the migration lock: nodes starting at
+   * once take turns instead of deadlocking.
+   */
+  withSchemaLock<T>(run: () => Promise<T>): Promise<T>;
   pendingMigrations(): Promise<string[]>;
   /**
    * The embedded database's folder as one gzipped tarball, taken between two
@@ -169,6 +175,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
       return applied;
     },
+    withSchemaLock: (run) => withMigrationLock(orm, databaseUrl !== undefined, directUrl, run),
     async pendingMigrations() {
       return (await pendingMigrations(em(), migrations)).map((m) => m.name);
     },

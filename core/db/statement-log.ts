@@ -24,7 +24,10 @@ export const statementLogOn = folder !== undefined;
 /** Records one statement's text, the first time this process sends it. */
 export function recordStatement(sql: string): void {
   if (folder === undefined) return;
-  const origin = origins?.getStore() ?? (sentByTest() ? 'test' : undefined);
+  const given = origins?.getStore();
+  // Logged already as the service's: the stack need not be read again.
+  if (given === undefined && seen.has(sql)) return;
+  const origin = given ?? (sentByTest() ? 'test' : undefined);
   const key = origin === undefined ? sql : `${origin}\0${sql}`;
   if (seen.has(key)) return;
   seen.add(key);

@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /**
  * A path of a scope: what the last checkpoint holds there (`headOid`) and what

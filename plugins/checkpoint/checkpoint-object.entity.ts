@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /**
  * A git object of a scope's repository, as git keeps a loose object: the

@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /** A ref of a scope's repository: `refs/heads/main` (the checkpoints) and `refs/tags/<name>`. */
 export const CheckpointRef = defineEntity({

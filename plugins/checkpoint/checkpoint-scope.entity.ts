@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /**
  * A scope of a subscription that holds a repository: a file scope from its

@@ -322,11 +322,8 @@ async function measureNodes(count: number): Promise<Round> {
   const nodes: Node[] = [];
   try {
     await admin.connect();
-    // The first node alone on the empty database, then the others at once: they find the schema migrated (under the
-    // migration lock) and the job queues made. Nodes started together on an empty database can deadlock creating
-    // the job queues, which is not under that lock (core/jobs/job-service.ts, open).
-    nodes.push(await startNode(scratch.url, dir));
-    const started = await Promise.allSettled(Array.from({ length: count - 1 }, () => startNode(scratch.url, dir)));
+    // Every node at once: migrations and the job queues are made under the migration lock, one node at a time.
+    const started = await Promise.allSettled(Array.from({ length: count }, () => startNode(scratch.url, dir)));
     for (const result of started) if (result.status === 'fulfilled') nodes.push(result.value);
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;

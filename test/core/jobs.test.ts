@@ -300,3 +300,22 @@ test('two nodes on one PostgreSQL run each of 500 jobs exactly once', { skip: !T
     await scratch.drop();
   }
 });
+
+test('nodes started at once on an empty database all start, each queue made once', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async () => {
+  const scratch = await createScratchDatabase(TEST_DATABASE_URL!);
+  const started = await Promise.allSettled(['a', 'b', 'c'].map(() => startTestApp({ env: FAST, databaseUrl: scratch.url })));
+  try {
+    assert.deepEqual(
+      started.map((node) => (node.status === 'fulfilled' ? 'started' : String(node.reason))),
+      ['started', 'started', 'started'],
+    );
+    const node = (started[0] as PromiseFulfilledResult<TestApp>).value;
+    const [{ queues, names }] = await node.app.deps.db.execute<{ queues: number; names: number }>(
+      'select count(*)::int as queues, count(distinct name)::int as names from core_jobs.queue',
+    );
+    assert.ok(queues > 5 && queues === names, `${queues} queues, ${names} names`);
+  } finally {
+    for (const node of started) if (node.status === 'fulfilled') await node.value.close();
+    await scratch.drop();
+  }
+});
