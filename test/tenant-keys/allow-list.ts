@@ -133,4 +133,61 @@ export const ALLOW_LIST: readonly Allowed[] = [
     reason:
       'to change: refreshSearchVector and #versionText (plugins/knowledge-base) address a document or version by id alone; their callers hold the subscription',
   },
+  {
+    tables: ['auth_user'],
+    match: /^select id, password_hash, is_active from auth_user where lower\(email\) = \?$/,
+    reason: 'login by e-mail looks the user up before the tenant is known',
+  },
+  {
+    tables: ['auth_invite_code'],
+    match: /^update auth_invite_code set uses = uses \+ 1 where code_hash = \? /,
+    reason: 'an invite code is spent by its hash at signup, before the tenant is known: it is what names the tenant',
+  },
+  {
+    tables: ['auth_oauth_link'],
+    match: /^select user_id from auth_oauth_link where provider = \? and subject = \?$/,
+    reason: "an OAuth login finds the account linked to the provider's subject before the tenant is known",
+  },
+  {
+    tables: ['auth_user'],
+    match: /^select 1 from auth_user where lower\(username\) = lower\(\?\)$|^select exists\(select 1 from auth_user\) as exists$/,
+    reason: 'usernames are unique across the service (an OAuth signup picks a free one), and the first signup of an installation is told apart from the others',
+  },
+  {
+    tables: ['auth_session'],
+    match: /^select expires_at from auth_session where id = \?$|^update auth_session set last_seen_at = \?, expires_at = \? where id = \?$/,
+    reason:
+      'to change: the OAuth login reads the session it made, and the sliding expiry writes it back, by id alone (plugins/auth/oauth.service.ts, session.service.ts); both hold the subscription',
+  },
+  {
+    tables: ['api_key', 'api_management_webhook'],
+    match:
+      /^update api_key set encrypted_key = \? where id = \? and encrypted_key = \?$|^update api_management_webhook set secret = \? where api_key_id = \? and secret = \?$/,
+    reason:
+      'to change: re-sealing, once at start, writes each value back by its row id alone (plugins/api-key/api-key.service.ts, plugins/api-management/webhook-store.ts); the select before it gave the subscription',
+  },
+  {
+    tables: 'any',
+    match: /^select count\(\*\) as "count" from "\w+" as "\w0" where "\w0"\."id" in \(\?(?:, \?)*\) and "\w0"\."subscription_id" != \?$/,
+    reason:
+      "a restored scope of records refuses a file naming another subscription's record (core/rpc/data-scopes.ts): it asks whether the ids belong to any other tenant",
+  },
+  {
+    tables: ['knowledge_base_chunk', 'memory'],
+    match:
+      /^update (?:knowledge_base_chunk|memory) set embedding_[ab] = null where id in \(select id from (?:knowledge_base_chunk|memory) where id > \? |^select (?:id|subscription_id) from (?:knowledge_base_chunk|memory) where embedding_[ab] is null and .* limit 1$/,
+    reason: "a change of embedding model re-embeds every tenant's rows, and clears the old column of all of them once done (core/ai/embedding-columns.ts)",
+  },
+  {
+    tables: 'any',
+    match:
+      /^update "\w+" set "\w+" = case when \("id" = \?\) then \? (?:when \("id" = \?\) then \? )*else "\w+" end where "id" in \(\?(?:, \?)*\) returning "id"$/,
+    reason:
+      "to change: the ORM's unit of work writes several entities back in one statement by their primary keys alone; a primary key of (subscription_id, id) makes it name both",
+  },
+  {
+    tables: ['workflow_instance'],
+    match: /^update workflow_instance set status = 'running', waiting_for = null, lease_until = \?, updated_at = now\(\) where id = \?$/,
+    reason: 'to change: the workflow runner (plugins/workflow/runner.ts) resumes an instance by id alone; it holds the instance, subscription included',
+  },
 ];
