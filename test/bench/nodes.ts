@@ -9,6 +9,7 @@ import { createApp } from '../../core/app.ts';
 import { loadConfig } from '../../core/config.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
+import { readWrk, type WrkResult } from './wrk.ts';
 
 /**
  * N service nodes on one PostgreSQL, for docs/scaling.md: for each N of
@@ -168,19 +169,6 @@ function writeMixScript(dir: string, requests: [string, string][]): string {
   return file;
 }
 
-interface WrkResult {
-  rps: number;
-  p50ms: number;
-  p99ms: number;
-}
-
-function toMs(text: string): number {
-  const match = /^([\d.]+)(us|ms|s)$/.exec(text);
-  if (!match) throw new Error(`cannot read latency ${text}`);
-  const value = Number(match[1]);
-  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
-}
-
 function runWrk(url: string, connections: number, seconds: number, script: string): { child: ChildProcess; done: Promise<WrkResult> } {
   const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, `${url}/api/rpc`], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -188,11 +176,9 @@ function runWrk(url: string, connections: number, seconds: number, script: strin
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const done = new Promise<WrkResult>((resolve, reject) => {
     child.once('exit', () => {
-      const rps = /Requests\/sec:\s+([\d.]+)/.exec(output);
-      const p50 = /\s50%\s+([\d.]+\w+)/.exec(output);
-      const p99 = /\s99%\s+([\d.]+\w+)/.exec(output);
-      if (!rps || !p50 || !p99 || /Non-2xx|Socket errors/.test(output)) reject(new Error(`wrk failed against ${url}:\n${output}`));
-      else resolve({ rps: Number(rps[1]), p50ms: toMs(p50[1]!), p99ms: toMs(p99[1]!) });
+      const read = readWrk(output);
+      if (!read || /Non-2xx|Socket errors/.test(output)) reject(new Error(`wrk failed against ${url}:\n${output}`));
+      else resolve(read);
     });
   });
   return { child, done };

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createScratchDatabase, type ScratchDatabase } from '../support/database.ts';
+import { readWrk } from './wrk.ts';
 
 /**
  * The throughput part of `npm run bench` (footprint.ts is the other): requests/s and p99 latency of
@@ -102,23 +103,15 @@ interface Sample {
   p99ms: number;
 }
 
-function toMs(text: string): number {
-  const match = /^([\d.]+)(us|ms|s)$/.exec(text);
-  if (!match) throw new Error(`cannot read latency ${text}`);
-  const value = Number(match[1]);
-  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
-}
-
 function runWrk(url: string, target: Target, apiKey: string, seconds: number): Sample {
   const result = spawnSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', `${here}post.lua`, url], {
     encoding: 'utf8',
     env: { ...process.env, BENCH_BODY: target.body, BENCH_API_KEY: target.withKey ? apiKey : '' },
   });
   const output = result.stdout;
-  const rps = /Requests\/sec:\s+([\d.]+)/.exec(output);
-  const p99 = /\s99%\s+([\d.]+\w+)/.exec(output);
-  if (!rps || !p99 || /Non-2xx/.test(output)) throw new Error(`wrk failed for ${target.label}:\n${output}${result.stderr}`);
-  return { rps: Number(rps[1]), p99ms: toMs(p99[1]!) };
+  const read = readWrk(output);
+  if (!read || /Non-2xx/.test(output)) throw new Error(`wrk failed for ${target.label}:\n${output}${result.stderr}`);
+  return { rps: read.rps, p99ms: read.p99ms };
 }
 
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
