@@ -292,8 +292,8 @@ export class ApiKeyService implements CredentialVerifier {
     const storedHash = Buffer.from(key.keyHash, 'hex');
     if (!digestsEqual(sha256(presented), storedHash)) throw unauthenticated('Invalid API key');
     if (!key.isEnabled) throw unauthenticated('API key is disabled');
-    const holder = await this.#users.credentialHolder(key.userId);
-    if (!holder || holder.subscriptionId !== key.subscriptionId) throw unauthenticated('Invalid API key');
+    const holder = await this.#users.credentialHolder(key.subscriptionId, key.userId);
+    if (!holder) throw unauthenticated('Invalid API key');
     if (!holder.isActive) throw unauthenticated('The user of this API key is deactivated');
     const principal: Principal = {
       subscriptionId: key.subscriptionId,

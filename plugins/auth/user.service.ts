@@ -33,7 +33,6 @@ export interface WithEm {
 
 /** What a credential of a user stands for, for the verifiers of credentials. */
 export interface CredentialHolder {
-  subscriptionId: string;
   role: Role;
   isActive: boolean;
 }
@@ -118,7 +117,6 @@ export class UserService {
     return user;
   }
 
-  /** What a credential of this user stands for, across subscriptions; null when there is no such user. */
   /** The messaging contact a user is known by (partnerContactId), null when none is set. */
   async contactIdOf(subscriptionId: string, userId: string): Promise<string | null> {
     const [row] = await this.#deps.db.execute<{ partner_contact_id: string | null }>(
@@ -148,12 +146,13 @@ export class UserService {
     return rows.map((row) => row.id);
   }
 
-  async credentialHolder(userId: string): Promise<CredentialHolder | null> {
-    const [row] = await this.#deps.db.execute<{ subscription_id: string; role: Role; is_active: boolean }>(
-      'select subscription_id, role, is_active from auth_user where id = ?',
-      [userId],
+  /** What a credential of this user stands for now; null when the subscription has no such user. */
+  async credentialHolder(subscriptionId: string, userId: string): Promise<CredentialHolder | null> {
+    const [row] = await this.#deps.db.execute<{ role: Role; is_active: boolean }>(
+      'select role, is_active from auth_user where subscription_id = ? and id = ?',
+      [subscriptionId, userId],
     );
-    return row ? { subscriptionId: row.subscription_id, role: row.role, isActive: row.is_active } : null;
+    return row ? { role: row.role, isActive: row.is_active } : null;
   }
 
   /** A user of the caller's subscription, made by an administrator, with no provider account linked (see `unlinked`). */

@@ -190,7 +190,7 @@ export class GitStore {
     return stats('file', data.length);
   }
 
-  /** The folders isomorphic-git lists: an object folder (to expand a short hash) and the tags. */
+  /** The one folder isomorphic-git lists here: an object folder, to expand a short hash (refs are read by their names, tags listed by SQL). */
   async #readdir(filepath: string): Promise<string[]> {
     const folder = /^\/git\/objects\/([0-9a-f]{2})$/.exec(filepath);
     if (folder) {
@@ -202,21 +202,6 @@ export class GitStore {
       const oids = new Set([...rows.map((row) => row.oid), ...[...this.#objects.keys()].filter((oid) => oid.startsWith(prefix))]);
       return [...oids].map((oid) => oid.slice(2));
     }
-    if (filepath === `${GITDIR}/refs/tags` || filepath === `${GITDIR}/refs/heads`) {
-      const prefix = `${filepath.slice(GITDIR.length + 1)}/`;
-      const rows = await this.#em.execute<{ name: string }[]>(
-        'select name from checkpoint_ref where subscription_id = ? and scope = ? and starts_with(name, ?)',
-        [...this.#key, prefix],
-      );
-      const names = new Set(rows.map((row) => row.name));
-      for (const [name, oid] of this.#refs) {
-        if (!name.startsWith(prefix)) continue;
-        if (oid === null) names.delete(name);
-        else names.add(name);
-      }
-      return [...names].map((name) => name.slice(prefix.length)).sort();
-    }
-    if (filepath === `${GITDIR}/refs`) return ['heads', 'tags'];
     if (FOLDERS.has(filepath)) return [];
     throw missing(filepath);
   }

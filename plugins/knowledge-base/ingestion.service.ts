@@ -204,8 +204,8 @@ export class IngestionService {
   /** A document belongs to a user of the caller's subscription, or to nobody. */
   async #checkUser(ctx: AuthenticatedContext, input: DocumentMetadata): Promise<void> {
     if (!input.userId || input.userId === ctx.userId) return;
-    const holder = await this.#users.credentialHolder(input.userId);
-    if (holder?.subscriptionId !== ctx.subscriptionId) throw validationError([{ path: 'userId', message: `No user ${input.userId} in this subscription` }]);
+    if (!(await this.#users.credentialHolder(ctx.subscriptionId, input.userId)))
+      throw validationError([{ path: 'userId', message: `No user ${input.userId} in this subscription` }]);
   }
 
   #ingest(ctx: AuthenticatedContext, input: IngestInput, content: IngestContent): Promise<{ document: DocumentRecord; jobId: string }> {

@@ -205,8 +205,7 @@ export class MemoryService {
     if (scope === 'global') return { scope, userId: null };
     if (targetUserId === undefined || targetUserId === ctx.userId) return { scope, userId: ctx.userId };
     if (!ACTING_ROLES.has(ctx.role)) throw forbidden('Only agents and admins may act for another user (targetUserId)');
-    const holder = await this.#users.credentialHolder(targetUserId);
-    if (!holder || holder.subscriptionId !== ctx.subscriptionId) throw notFound(`User ${targetUserId} not found`);
+    if (!(await this.#users.credentialHolder(ctx.subscriptionId, targetUserId))) throw notFound(`User ${targetUserId} not found`);
     return { scope, userId: targetUserId };
   }
 

@@ -306,8 +306,8 @@ export class SchedulerRunner {
 
   /** The task's user as a caller, with their role now; null when they are gone or inactive. */
   async #principal(task: DueTask): Promise<Principal | null> {
-    const holder = await this.#users.credentialHolder(task.user_id);
-    if (!holder?.isActive || holder.subscriptionId !== task.subscription_id) return null;
+    const holder = await this.#users.credentialHolder(task.subscription_id, task.user_id);
+    if (!holder?.isActive) return null;
     const context = json(task.context);
     return {
       subscriptionId: task.subscription_id,

@@ -214,8 +214,7 @@ export class SchedulerService {
     const userId = context.userId ?? ctx.userId;
     if (userId === ctx.userId) return userId;
     if (ctx.role !== 'admin') throw forbidden('Only admins may schedule tasks that act as another user');
-    const holder = await this.#users.credentialHolder(userId);
-    if (holder?.subscriptionId !== ctx.subscriptionId)
+    if (!(await this.#users.credentialHolder(ctx.subscriptionId, userId)))
       throw validationError([{ path: `${prefix}.context.userId`, message: `No user ${userId} in this subscription` }]);
     return userId;
   }

@@ -512,8 +512,8 @@ export class WorkflowRunner {
 
   /** The run's user as a caller, with their current role; null when they are gone or inactive. */
   async #principal(instance: WorkflowInstance): Promise<Principal | null> {
-    const holder = await this.#users.credentialHolder(instance.userId);
-    if (!holder || !holder.isActive || holder.subscriptionId !== instance.subscriptionId) return null;
+    const holder = await this.#users.credentialHolder(instance.subscriptionId, instance.userId);
+    if (!holder?.isActive) return null;
     return {
       subscriptionId: instance.subscriptionId,
       userId: instance.userId,

@@ -105,11 +105,6 @@ export const ALLOW_LIST: readonly Allowed[] = [
   },
   // Work left.
   {
-    tables: ['auth_user'],
-    match: /^select subscription_id, role, is_active from auth_user where id = \?$/,
-    reason: "to change: credentialHolder(userId) (plugins/auth/user.service.ts) reads a credential's user by id alone; every caller holds the subscription",
-  },
-  {
     tables: ['auth_user', 'auth_oauth_link'],
     match: /^select "u0"\.\*?.* from "auth_user" as "u0" where "u0"\."id" = \? limit \?$/,
     reason:
