@@ -261,7 +261,7 @@ export class UploadService {
     // A file whose key is already gone (its user was deleted, say) can no longer be finalized either.
     const orphans = await this.#db.execute<{ storage_path: string }>(
       `delete from core_file where finalized_at is null
-         and (upload_key_id is null or upload_key_id in (select id from core_upload_key where expires_at < ?))
+         and (upload_key_id is null or upload_key_id in (select k.id from core_upload_key k where k.subscription_id = core_file.subscription_id and k.expires_at < ?))
        returning storage_path`,
       [cutoff],
     );

@@ -224,8 +224,9 @@ export class ApiKeyService implements CredentialVerifier {
       `select id, subscription_id, encrypted_key from api_key where encrypted_key not like 'k1.%'`,
     );
     for (const row of rows) {
-      await this.#db.execute('update api_key set encrypted_key = ? where id = ? and encrypted_key = ?', [
+      await this.#db.execute('update api_key set encrypted_key = ? where subscription_id = ? and id = ? and encrypted_key = ?', [
         await this.#keyring.seal(row.subscription_id, this.#secretBox.decrypt(row.encrypted_key)),
+        row.subscription_id,
         row.id,
         row.encrypted_key,
       ]);

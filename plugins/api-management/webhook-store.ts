@@ -109,8 +109,9 @@ export class WebhookStore {
       `select api_key_id, subscription_id, secret from api_management_webhook where secret not like 'k1.%'`,
     );
     for (const row of rows) {
-      await db.execute('update api_management_webhook set secret = ? where api_key_id = ? and secret = ?', [
+      await db.execute('update api_management_webhook set secret = ? where subscription_id = ? and api_key_id = ? and secret = ?', [
         await keyring.seal(row.subscription_id, secretBox.decrypt(row.secret)),
+        row.subscription_id,
         row.api_key_id,
         row.secret,
       ]);

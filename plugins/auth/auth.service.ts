@@ -35,6 +35,7 @@ export interface SessionGrant {
 }
 
 interface LoginRow {
+  subscription_id: string;
   id: string;
   password_hash: string | null;
   is_active: boolean;
@@ -183,7 +184,7 @@ export class AuthService {
    */
   async login(identifier: string, password: string, clientIp: string): Promise<SessionGrant> {
     const [row] = await this.#db.execute<LoginRow>(
-      `select id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1`,
+      `select subscription_id, id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1`,
       [identifier, identifier],
     );
     // One count per account whichever name it is given by; unknown names are counted alike.
@@ -217,8 +218,8 @@ export class AuthService {
     const proven = await this.#codes.consume(otpRequestId, code, clientIp, 'login');
     const rows = await this.#db.execute<LoginRow>(
       proven.channel === 'email'
-        ? 'select id, password_hash, is_active from auth_user where lower(email) = ?'
-        : 'select id, password_hash, is_active from auth_user where phone_number = ? and is_phone_verified',
+        ? 'select subscription_id, id, password_hash, is_active from auth_user where lower(email) = ?'
+        : 'select subscription_id, id, password_hash, is_active from auth_user where phone_number = ? and is_phone_verified',
       [proven.identifier],
     );
     if (rows.length !== 1) throw unauthenticated('No account matches this verified address');
@@ -227,7 +228,7 @@ export class AuthService {
 
   async #loginAs(row: LoginRow, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {
     if (!row.is_active) throw unauthenticated('This account is deactivated');
-    const user = await this.#users.findAnywhere(row.id);
+    const user = await this.#users.findForLogin(row.subscription_id, row.id);
     if (!user) throw unauthenticated('Invalid identifier or password');
     const grant = await this.#grant(user, clientIp);
     await this.#lifecycle.afterLogin({ user: grant.user, method });
@@ -243,7 +244,7 @@ export class AuthService {
 
   async logout(ctx: AuthenticatedContext): Promise<void> {
     if (!ctx.sessionId) throw badRequest('Logout ends a session; an API key is revoked with ApiKeyRpc.delete');
-    await this.#sessions.revoke(ctx.sessionId);
+    await this.#sessions.revoke(ctx.subscriptionId, ctx.sessionId);
   }
 
   async getSession(ctx: AuthenticatedContext): Promise<{

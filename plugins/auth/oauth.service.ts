@@ -28,7 +28,13 @@ import { toUserView, type UserView } from './user-view.ts';
 const LOGIN_TTL_MS = 10 * 60_000;
 
 /** The one user a provider account is linked to: (provider, subject) is the key of auth_oauth_link. */
-const LINKED_USER = 'select user_id from auth_oauth_link where provider = ? and subject = ?';
+const LINKED_USER = 'select subscription_id, user_id from auth_oauth_link where provider = ? and subject = ?';
+
+/** A provider account's link: the user it signs in, with their subscription. */
+interface LinkedUser {
+  subscription_id: string;
+  user_id: string;
+}
 
 export interface ExternalLoginStarted {
   sessionId: string;
@@ -180,25 +186,28 @@ export class OAuthService {
   }
 
   async #userFor(provider: string, claims: oidc.IDToken): Promise<User> {
-    const userId = (await this.#linkedUserId(provider, claims.sub)) ?? (await this.#linkOrSignup(provider, claims));
+    const linked = (await this.#linkedUser(provider, claims.sub)) ?? (await this.#linkOrSignup(provider, claims));
     // Read afresh, so the view shows the link this login may just have made.
-    const user = await this.#deps.userService.findAnywhere(userId);
+    const user = await this.#deps.userService.findForLogin(linked.subscription_id, linked.user_id);
     if (!user) throw new RpcError('UNAUTHENTICATED', 'This account no longer exists');
     return user;
   }
 
-  async #linkedUserId(provider: string, subject: string): Promise<string | undefined> {
-    const [link] = await this.#deps.db.execute<{ user_id: string }>(LINKED_USER, [provider, subject]);
-    return link?.user_id;
+  async #linkedUser(provider: string, subject: string): Promise<LinkedUser | undefined> {
+    const [link] = await this.#deps.db.execute<LinkedUser>(LINKED_USER, [provider, subject]);
+    return link;
   }
 
-  async #linkOrSignup(provider: string, claims: oidc.IDToken): Promise<string> {
+  async #linkOrSignup(provider: string, claims: oidc.IDToken): Promise<LinkedUser> {
     const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
     if (!email || claims.email_verified !== true) {
       throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
     }
     const existing = await this.#deps.db.forkEm(null).findOne(User, { email }, ACROSS_TENANTS);
-    if (!existing) return (await this.#signup(provider, claims, email)).id;
+    if (!existing) {
+      const user = await this.#signup(provider, claims, email);
+      return { subscription_id: user.subscriptionId, user_id: user.id };
+    }
     // A verified address at the provider proves the same person: link the provider account to the account.
     return this.#deps.db.forkEm(existing.subscriptionId).transactional(async (tx) => {
       const [linked] = await tx.execute<{ user_id: string }[]>(
@@ -208,11 +217,11 @@ export class OAuthService {
       );
       // Nothing inserted: a login of the same provider account at the same time linked it first, and its link holds.
       if (!linked) {
-        const [held] = await tx.execute<{ user_id: string }[]>(LINKED_USER, [provider, claims.sub]);
-        return held!.user_id;
+        const [held] = await tx.execute<LinkedUser[]>(LINKED_USER, [provider, claims.sub]);
+        return held!;
       }
       await tx.nativeUpdate(User, { id: existing.id }, { isVerified: true });
-      return existing.id;
+      return { subscription_id: existing.subscriptionId, user_id: existing.id };
     });
   }
 
@@ -316,11 +325,14 @@ export class OAuthService {
       [id],
     );
     if (!taken) return { status: 'expired' };
-    const user = await this.#deps.userService.findAnywhere(row.user_id!);
-    if (!user) return { status: 'expired' };
     const token = this.#deps.secretBox.decrypt(taken.session_token);
     const session = await this.#deps.sessionService.authenticate(token);
-    const [expiry] = await this.#deps.db.execute<{ expires_at: Date }>('select expires_at from auth_session where id = ?', [session.sessionId]);
+    const user = await this.#deps.userService.findForLogin(session.subscriptionId, row.user_id!);
+    if (!user) return { status: 'expired' };
+    const [expiry] = await this.#deps.db.execute<{ expires_at: Date }>('select expires_at from auth_session where subscription_id = ? and id = ?', [
+      session.subscriptionId,
+      session.sessionId,
+    ]);
     return { status: 'completed', token, expiresAt: new Date(expiry!.expires_at).toISOString(), user: toUserView(user) };
   }
 }

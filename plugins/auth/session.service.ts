@@ -127,25 +127,25 @@ export class SessionService implements CredentialVerifier {
     if (touch && now - entry.lastSeenAt!.getTime() >= this.#touchEveryMs) {
       entry.lastSeenAt = new Date(now);
       entry.expiresAt = new Date(now + this.#ttlMs);
-      await this.#db.execute('update auth_session set last_seen_at = ?, expires_at = ? where id = ?', [
+      await this.#db.execute('update auth_session set last_seen_at = ?, expires_at = ? where subscription_id = ? and id = ?', [
         entry.lastSeenAt,
         entry.expiresAt,
+        entry.principal.subscriptionId,
         entry.principal.sessionId,
       ]);
     }
     return entry.principal;
   }
 
-  async revoke(sessionId: string): Promise<void> {
-    const em = this.#db.forkEm(null);
-    await em.nativeDelete(Session, { id: sessionId }, ACROSS_TENANTS);
+  async revoke(subscriptionId: string, sessionId: string): Promise<void> {
+    await this.#db.forkEm(null).nativeDelete(Session, { subscriptionId, id: sessionId }, ACROSS_TENANTS);
     await this.#credentials.changed({ sessionId });
   }
 
   /** Ends every session of a user, except one when given (e.g. the caller's own). */
-  async revokeAllOfUser(userId: string, exceptSessionId?: string): Promise<void> {
-    const em = this.#db.forkEm(null);
-    await em.nativeDelete(Session, exceptSessionId ? { userId, id: { $ne: exceptSessionId } } : { userId }, ACROSS_TENANTS);
+  async revokeAllOfUser(subscriptionId: string, userId: string, exceptSessionId?: string): Promise<void> {
+    const where = exceptSessionId ? { subscriptionId, userId, id: { $ne: exceptSessionId } } : { subscriptionId, userId };
+    await this.#db.forkEm(null).nativeDelete(Session, where, ACROSS_TENANTS);
     await this.#credentials.changed({ userId });
   }
 }

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  ACROSS_TENANTS,
   badRequest,
   conflict,
   isUuid,
@@ -220,7 +219,7 @@ export class UserService {
   async setPassword(ctx: WithEm, user: User, newPassword: string, keepSessionId?: string): Promise<void> {
     user.passwordHash = await hashPassword(newPassword);
     await ctx.em.flush();
-    await this.#deps.sessionService.revokeAllOfUser(user.id, keepSessionId);
+    await this.#deps.sessionService.revokeAllOfUser(user.subscriptionId, user.id, keepSessionId);
   }
 
   /**
@@ -245,9 +244,9 @@ export class UserService {
     await this.setPassword(ctx, user, newPassword, ctx.sessionId ?? undefined);
   }
 
-  /** Any user by id, across subscriptions (login, OAuth); null when unknown. */
-  findAnywhere(id: string): Promise<User | null> {
-    return this.#deps.db.forkEm(null).findOne(User, { id }, ACROSS_TENANTS);
+  /** A user for a login that has found their subscription and id (by password, code or OAuth), before any caller is known; null when gone. */
+  findForLogin(subscriptionId: string, id: string): Promise<User | null> {
+    return this.#deps.db.forkEm(subscriptionId).findOne(User, { subscriptionId, id });
   }
 }
 

@@ -112,13 +112,13 @@ export function metadataChanges(input: DocumentMetadata): Partial<KnowledgeDocum
   return changes;
 }
 
-export async function refreshSearchVector(em: EntityManager, id: string): Promise<void> {
+export async function refreshSearchVector(em: EntityManager, subscriptionId: string, id: string): Promise<void> {
   await em.execute(
     `update knowledge_base_document set search_vector =
        setweight(to_tsvector('${TEXT_SEARCH_CONFIG}', name), 'A') || setweight(to_tsvector('${TEXT_SEARCH_CONFIG}', description), 'B')
        || setweight(to_tsvector('${TEXT_SEARCH_CONFIG}', coalesce((select string_agg(tag, ' ') from jsonb_array_elements_text(tags) as tag), '')), 'B')
-     where id = ?`,
-    [id],
+     where subscription_id = ? and id = ?`,
+    [subscriptionId, id],
   );
 }
 
@@ -208,7 +208,7 @@ export class DocumentsService {
       const document = await liveDocument(em, id, true);
       Object.assign(document, metadataChanges(updates), { updatedAt: new Date() });
       await em.flush();
-      await refreshSearchVector(em, id);
+      await refreshSearchVector(em, ctx.subscriptionId, id);
       await this.#index.setMetadata(ctx, em, SOURCE, id, document.collection ?? null, searchMetadata(document));
       return toRecord(document);
     });

@@ -270,7 +270,7 @@ export class IngestionService {
       createdAt: now,
     });
     await em.flush();
-    await refreshSearchVector(em, document.id);
+    await refreshSearchVector(em, ctx.subscriptionId, document.id);
     const ingestion = await queueIngestion(this.#jobs, ctx, em, document);
     return { document: toRecord(document), jobId: ingestion.id };
   }
@@ -375,7 +375,7 @@ export class IngestionService {
     }
     const parser = this.#parsers.find((candidate) => candidate.name === version.docType);
     if (!parser) throw new IngestError(`No parser named ${version.docType} is loaded`);
-    const bytes = version.fileId ? await this.#fileBytes(ctx, version.fileId) : Buffer.from(await this.#versionText(ctx.em, version.id, 'source'), 'utf8');
+    const bytes = version.fileId ? await this.#fileBytes(ctx, version.fileId) : Buffer.from(await this.#versionText(ctx.em, version, 'source'), 'utf8');
     return { bytes, parser, fileName: version.fileName ?? null };
   }
 
@@ -434,8 +434,11 @@ export class IngestionService {
   }
 
   /** The large text columns of a version are lazy: read one when needed. */
-  async #versionText(em: EntityManager, versionId: string, column: 'source' | 'markdown'): Promise<string> {
-    const [row] = await em.execute<{ text: string | null }[]>(`select ${column} as text from knowledge_base_document_version where id = ?`, [versionId]);
+  async #versionText(em: EntityManager, version: { subscriptionId: string; id: string }, column: 'source' | 'markdown'): Promise<string> {
+    const [row] = await em.execute<{ text: string | null }[]>(
+      `select ${column} as text from knowledge_base_document_version where subscription_id = ? and id = ?`,
+      [version.subscriptionId, version.id],
+    );
     return row?.text ?? '';
   }
 

@@ -56,6 +56,12 @@ type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: bo
 const tracer = trace.getTracer('rpc-service.workflow');
 const failed = (span: Span) => span.setStatus({ code: SpanStatusCode.ERROR });
 
+/** A run as its statements name it: the subscription with the id. */
+interface RunKey {
+  subscriptionId: string;
+  id: string;
+}
+
 export const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil'] });
 export type InstanceRecord = InferRecord<typeof INSTANCE>;
 
@@ -180,10 +186,10 @@ export class WorkflowRunner {
           instanceId ? `No run ${instanceId} of workflow ${workflow.name}` : `No run of workflow ${workflow.name} is waiting for event ${eventName}`,
         );
       if (row.status === 'waiting' && row.waiting_for === eventName) {
-        await em.execute(`update workflow_instance set status = 'running', waiting_for = null, lease_until = ?, updated_at = now() where id = ?`, [
-          this.#leaseEnd(),
-          row.id,
-        ]);
+        await em.execute(
+          `update workflow_instance set status = 'running', waiting_for = null, lease_until = ?, updated_at = now() where subscription_id = ? and id = ?`,
+          [this.#leaseEnd(), ctx.subscriptionId, row.id],
+        );
         return row.id;
       }
       if (row.status !== 'running' && row.status !== 'waiting') throw notFound(`Run ${row.id} of workflow ${workflow.name} has ended (${row.status})`);
@@ -222,7 +228,7 @@ export class WorkflowRunner {
       [id, ctx.subscriptionId],
     );
     if (cancelled.length === 0) throw new RpcError('CONFLICT', `Run ${id} has already ended (${instance.status})`);
-    await ctx.em.execute('delete from workflow_pending_event where instance_id = ?', [id]);
+    await ctx.em.execute('delete from workflow_pending_event where subscription_id = ? and instance_id = ?', [ctx.subscriptionId, id]);
     return this.getInstance(ctx, id);
   }
 
@@ -266,6 +272,7 @@ export class WorkflowRunner {
    */
   async #drive(subscriptionId: string, instanceId: string, resumed?: { result: unknown }): Promise<RunOutcome | null> {
     const em = this.#db.forkEm(subscriptionId);
+    const run: RunKey = { subscriptionId, id: instanceId };
     let next = resumed;
     let lost: string | undefined;
     for (;;) {
@@ -273,7 +280,7 @@ export class WorkflowRunner {
       if (!instance || instance.status !== 'running') return null;
       const principal = await this.#principal(instance);
       const state: RunState = { cursor: instance.cursor, variables: instance.variables, args: instance.args, steps: instance.steps };
-      const attempts = principal ? await this.#attempt(em, instanceId) : 0;
+      const attempts = principal ? await this.#attempt(em, run) : 0;
       if (attempts === null) return null;
       const max = this.#config.WORKFLOW_MAX_ATTEMPTS;
       const part: PartOutcome = !principal
@@ -296,32 +303,35 @@ export class WorkflowRunner {
       const outcome = part;
       const history = [...instance.history, ...outcome.steps];
       const kept = await em.fork().transactional(async (tx) => {
-        const [current] = await tx.execute<{ status: InstanceStatus }[]>('select status from workflow_instance where id = ? for update', [instanceId]);
+        const [current] = await tx.execute<{ status: InstanceStatus }[]>(
+          'select status from workflow_instance where subscription_id = ? and id = ? for update',
+          [subscriptionId, instanceId],
+        );
         // Cancelled meanwhile: the cancel stands.
         if (current?.status !== 'running') return 'cancelled' as const;
         if (outcome.status === 'waiting') {
           const [pending] = await tx.execute<{ id: string; event_data: Record<string, unknown> | string }[]>(
-            'select id, event_data from workflow_pending_event where instance_id = ? and event_name = ? order by created_at, id limit 1',
-            [instanceId, outcome.event],
+            'select id, event_data from workflow_pending_event where subscription_id = ? and instance_id = ? and event_name = ? order by created_at, id limit 1',
+            [subscriptionId, instanceId, outcome.event],
           );
           if (pending) {
-            await tx.execute('delete from workflow_pending_event where id = ?', [pending.id]);
-            await this.#keep(tx, instanceId, outcome.state, history, { status: 'running', lease_until: this.#leaseEnd() });
+            await tx.execute('delete from workflow_pending_event where subscription_id = ? and id = ?', [subscriptionId, pending.id]);
+            await this.#keep(tx, run, outcome.state, history, { status: 'running', lease_until: this.#leaseEnd() });
             return { result: typeof pending.event_data === 'string' ? JSON.parse(pending.event_data) : pending.event_data };
           }
-          await this.#keep(tx, instanceId, outcome.state, history, { status: 'waiting', waiting_for: outcome.event, lease_until: null });
+          await this.#keep(tx, run, outcome.state, history, { status: 'waiting', waiting_for: outcome.event, lease_until: null });
         } else if (outcome.status === 'sleeping') {
-          await this.#keep(tx, instanceId, outcome.state, history, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
+          await this.#keep(tx, run, outcome.state, history, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
           await this.#jobs.enqueue('resume', { instanceId }, { em: tx, runAt: new Date(outcome.until), ctx: this.#operations.contextOf(principal!) });
         } else if (outcome.status === 'completed') {
-          await this.#keep(tx, instanceId, outcome.state, history, {
+          await this.#keep(tx, run, outcome.state, history, {
             status: 'completed',
             output: JSON.stringify(outcome.output ?? null),
             lease_until: null,
             finished_at: new Date(),
           });
         } else {
-          await this.#keep(tx, instanceId, outcome.state, history, { status: 'failed', error: outcome.error, lease_until: null, finished_at: new Date() });
+          await this.#keep(tx, run, outcome.state, history, { status: 'failed', error: outcome.error, lease_until: null, finished_at: new Date() });
         }
         return 'kept' as const;
       });
@@ -401,7 +411,7 @@ export class WorkflowRunner {
       if (message.kind === 'checkpoint') {
         last = message;
         saving = saving
-          .then(() => this.#keep(em, instance.id, message.state, [...instance.history, ...message.steps], { lease_until: this.#leaseEnd() }, true))
+          .then(() => this.#keep(em, instance, message.state, [...instance.history, ...message.steps], { lease_until: this.#leaseEnd() }, true))
           .then((kept) => (stopped ||= !kept))
           .catch((err) => this.#logger.warn({ err, instanceId: instance.id }, 'could not keep a workflow checkpoint'));
         return;
@@ -431,7 +441,11 @@ export class WorkflowRunner {
       if (now - renewed > LEASE_MS / 3) {
         renewed = now;
         void em
-          .execute(`update workflow_instance set lease_until = ? where id = ? and status = 'running'`, [this.#leaseEnd(), instance.id])
+          .execute(`update workflow_instance set lease_until = ? where subscription_id = ? and id = ? and status = 'running'`, [
+            this.#leaseEnd(),
+            instance.subscriptionId,
+            instance.id,
+          ])
           .catch((err) => this.#logger.warn({ err, instanceId: instance.id }, 'could not renew the lease of a workflow run'));
       }
     }, WATCH_MS);
@@ -469,10 +483,10 @@ export class WorkflowRunner {
   }
 
   /** Counts a part of the run started, before it starts (a crash then still counts it); null when the run is no longer running. */
-  async #attempt(em: EntityManager, id: string): Promise<number | null> {
+  async #attempt(em: EntityManager, run: RunKey): Promise<number | null> {
     const [row] = await em.execute<{ attempts: number }[]>(
-      `update workflow_instance set attempts = attempts + 1, updated_at = now() where id = ? and status = 'running' returning attempts`,
-      [id],
+      `update workflow_instance set attempts = attempts + 1, updated_at = now() where subscription_id = ? and id = ? and status = 'running' returning attempts`,
+      [run.subscriptionId, run.id],
     );
     return row ? row.attempts : null;
   }
@@ -480,7 +494,7 @@ export class WorkflowRunner {
   /** Writes a run's state and history (its latest MAX_HISTORY steps), with other columns; false when it is no longer running (only with `onlyRunning`). */
   async #keep(
     em: EntityManager,
-    id: string,
+    run: RunKey,
     state: RunState,
     history: WorkflowInstance['history'],
     columns: Record<string, unknown>,
@@ -490,8 +504,16 @@ export class WorkflowRunner {
     const kept = await em.execute(
       `update workflow_instance set cursor = ?, variables = ?::jsonb, steps = ?, history = ?::jsonb, attempts = 0,
          ${names.map((name) => `${name} = ?`).join(', ')}${names.length ? ',' : ''} updated_at = now()
-       where id = ?${onlyRunning ? " and status = 'running'" : ''} returning id`,
-      [state.cursor, JSON.stringify(state.variables), state.steps, JSON.stringify(history.slice(-MAX_HISTORY)), ...Object.values(columns), id],
+       where subscription_id = ? and id = ?${onlyRunning ? " and status = 'running'" : ''} returning id`,
+      [
+        state.cursor,
+        JSON.stringify(state.variables),
+        state.steps,
+        JSON.stringify(history.slice(-MAX_HISTORY)),
+        ...Object.values(columns),
+        run.subscriptionId,
+        run.id,
+      ],
     );
     return kept.length === 1;
   }

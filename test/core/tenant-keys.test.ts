@@ -67,7 +67,7 @@ describe('the tenant-key check', () => {
     const report = await checkStatements(
       [
         { sql: 'select * from task where id = ?' },
-        { sql: 'select id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1' },
+        { sql: 'select subscription_id, id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1' },
         { sql: 'update "task" set "title" = ?, "updated_at" = ? where "id" = ?' },
         { sql: 'select * from task', origin: 'test' },
         { sql: 'select * from task where subscription_id = ?' },

@@ -28,7 +28,7 @@ export const ALLOW_LIST: readonly Allowed[] = [
   // Before the tenant is known.
   {
     tables: ['auth_user'],
-    match: /^select id, password_hash, is_active from auth_user where lower\(email\) = lower\(\?\) or lower\(username\) = lower\(\?\)/,
+    match: /^select subscription_id, id, password_hash, is_active from auth_user where lower\(email\) = lower\(\?\) or lower\(username\) = lower\(\?\)/,
     reason: 'login looks the user up by e-mail or username before the tenant is known',
   },
   {
@@ -93,9 +93,9 @@ export const ALLOW_LIST: readonly Allowed[] = [
   {
     tables: ['core_file', 'core_upload_key'],
     match:
-      /^delete from core_file where finalized_at is null and \(upload_key_id is null or upload_key_id in \(select id from core_upload_key where expires_at < \?\)\)|^delete from core_upload_key where expires_at < \?$/,
+      /^delete from core_file where finalized_at is null and \(upload_key_id is null or upload_key_id in \(select k\.id from core_upload_key k where k\.subscription_id = core_file\.subscription_id and k\.expires_at < \?\)\)|^delete from core_upload_key where expires_at < \?$/,
     reason:
-      "the upload sweep removes every tenant's expired upload keys and the files left unfinished; to change: its subquery should join core_upload_key on subscription_id, so each shard answers for its own (core/uploads/upload-service.ts)",
+      "the upload sweep removes every tenant's expired upload keys and the files left unfinished, each file's key looked up in its own subscription (core/uploads/upload-service.ts)",
   },
   {
     tables: ['core_file'],
@@ -105,33 +105,9 @@ export const ALLOW_LIST: readonly Allowed[] = [
   },
   // Work left.
   {
-    tables: ['auth_user', 'auth_oauth_link'],
-    match: /^select "u0"\.\*?.* from "auth_user" as "u0" where "u0"\."id" = \? limit \?$/,
-    reason:
-      'to change: findAnywhere(id) (plugins/auth/user.service.ts) reads a user by id alone for login and OAuth, after the credential has named the subscription',
-  },
-  {
-    tables: ['auth_session'],
-    match: /^delete from "auth_session" where "(?:id|user_id)" = \?(?: and "id" != \?)?$/,
-    reason: 'to change: revoke and revokeAllOfUser (plugins/auth/session.service.ts) delete by session or user id alone; their callers hold the subscription',
-  },
-  {
-    tables: ['workflow_instance', 'workflow_pending_event'],
-    match:
-      /^(?:select status from workflow_instance where id = \? for update|update workflow_instance set .* where id = \?(?: and status = 'running')? returning \w+|select id, event_data from workflow_pending_event where instance_id = \? |delete from workflow_pending_event where (?:instance_id|id) = \?$)/,
-    reason: 'to change: the workflow runner (plugins/workflow/runner.ts) addresses an instance by id alone; it holds the instance, subscription included',
-  },
-  {
-    tables: ['knowledge_base_document', 'knowledge_base_document_version'],
-    match:
-      /^update knowledge_base_document set search_vector = .* where id = \?$|^select (?:source|markdown) as text from knowledge_base_document_version where id = \?$/,
-    reason:
-      'to change: refreshSearchVector and #versionText (plugins/knowledge-base) address a document or version by id alone; their callers hold the subscription',
-  },
-  {
     tables: ['auth_user'],
-    match: /^select id, password_hash, is_active from auth_user where lower\(email\) = \?$/,
-    reason: 'login by e-mail looks the user up before the tenant is known',
+    match: /^select subscription_id, id, password_hash, is_active from auth_user where (?:lower\(email\) = \?|phone_number = \? and is_phone_verified)$/,
+    reason: 'a login with a one-time code looks the user up by the e-mail address or phone number before the tenant is known',
   },
   {
     tables: ['auth_invite_code'],
@@ -140,26 +116,13 @@ export const ALLOW_LIST: readonly Allowed[] = [
   },
   {
     tables: ['auth_oauth_link'],
-    match: /^select user_id from auth_oauth_link where provider = \? and subject = \?$/,
+    match: /^select subscription_id, user_id from auth_oauth_link where provider = \? and subject = \?$/,
     reason: "an OAuth login finds the account linked to the provider's subject before the tenant is known",
   },
   {
     tables: ['auth_user'],
     match: /^select 1 from auth_user where lower\(username\) = lower\(\?\)$|^select exists\(select 1 from auth_user\) as exists$/,
     reason: 'usernames are unique across the service (an OAuth signup picks a free one), and the first signup of an installation is told apart from the others',
-  },
-  {
-    tables: ['auth_session'],
-    match: /^select expires_at from auth_session where id = \?$|^update auth_session set last_seen_at = \?, expires_at = \? where id = \?$/,
-    reason:
-      'to change: the OAuth login reads the session it made, and the sliding expiry writes it back, by id alone (plugins/auth/oauth.service.ts, session.service.ts); both hold the subscription',
-  },
-  {
-    tables: ['api_key', 'api_management_webhook'],
-    match:
-      /^update api_key set encrypted_key = \? where id = \? and encrypted_key = \?$|^update api_management_webhook set secret = \? where api_key_id = \? and secret = \?$/,
-    reason:
-      'to change: re-sealing, once at start, writes each value back by its row id alone (plugins/api-key/api-key.service.ts, plugins/api-management/webhook-store.ts); the select before it gave the subscription',
   },
   {
     tables: 'any',
@@ -179,10 +142,5 @@ export const ALLOW_LIST: readonly Allowed[] = [
       /^update "\w+" set "\w+" = case when \("id" = \?\) then \? (?:when \("id" = \?\) then \? )*else "\w+" end where "id" in \(\?(?:, \?)*\) returning "id"$/,
     reason:
       "to change: the ORM's unit of work writes several entities back in one statement by their primary keys alone; a primary key of (subscription_id, id) makes it name both",
-  },
-  {
-    tables: ['workflow_instance'],
-    match: /^update workflow_instance set status = 'running', waiting_for = null, lease_until = \?, updated_at = now\(\) where id = \?$/,
-    reason: 'to change: the workflow runner (plugins/workflow/runner.ts) resumes an instance by id alone; it holds the instance, subscription included',
   },
 ];
