@@ -5,8 +5,8 @@ export const AuditEntry = defineEntity({
   name: 'AuditEntry',
   tableName: 'core_audit_log',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     at: p.datetime(),
     /** What kind of record: `secret`, ... */
     kind: p.text(),

@@ -9,8 +9,8 @@ export const DataKey = defineEntity({
   name: 'DataKey',
   tableName: 'core_data_key',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary().unique(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid().unique(),
     wraps: p.json<Record<string, string>>(),
     createdAt: p.datetime(),
     rewrappedAt: p.datetime().nullable(),

@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import * as v from 'valibot';
 import type { AnyEntitySchema } from '../db/any-entity.ts';
-import { ACROSS_TENANTS } from '../db/tenant.ts';
 import { PluginLoadError } from '../plugin/errors.ts';
 import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
 import type { AuthenticatedContext } from './context.ts';
-import { counted, validationError } from './errors.ts';
+import { validationError } from './errors.ts';
 import { isUuid } from './schemas.ts';
 
 /** Files of a data scope: path inside the scope → text. */
@@ -81,6 +80,10 @@ export class DataScopeCatalogue {
  */
 export function entityScope({ name, describe, entity }: { name: string; describe: string; entity: AnyEntitySchema }): DataScopeDeclaration {
   const entityName = entity.meta.className;
+  // Ids are the files' word: keyed by (subscriptionId, id), a file naming an id another subscription uses makes a row of this one.
+  const key = Object.entries(entity.meta.properties).flatMap(([property, { primary }]) => (primary ? [property] : []));
+  if (key.join() !== 'subscriptionId,id')
+    throw new Error(`Data scope "${name}": entity ${entityName} needs the primary key (subscriptionId, id), not (${key.join(', ')})`);
   const fieldsOf = (em: EntityManager) => {
     const meta = em.getMetadata().get(entityName);
     return {
@@ -131,9 +134,6 @@ export function entityScope({ name, describe, entity }: { name: string; describe
         };
       });
       const ids = records.map((record) => record.id);
-      // Ids are the files' word: one naming another subscription's record must not take it over.
-      const foreign = ids.length > 0 ? await em.count(entityName, { id: { $in: ids }, subscriptionId: { $ne: ctx.subscriptionId } }, ACROSS_TENANTS) : 0;
-      if (foreign > 0) throw validationError([{ path: 'files', message: `${counted(foreign, 'file')} of scope ${name} name records of another subscription` }]);
       await em.nativeDelete(entityName, { subscriptionId: ctx.subscriptionId, id: { $nin: ids } });
       if (records.length > 0) await em.upsertMany(entityName, records);
     },

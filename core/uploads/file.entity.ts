@@ -5,8 +5,8 @@ export const StoredFile = defineEntity({
   name: 'StoredFile',
   tableName: 'core_file',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid().index(),
     /** Who uploaded it (informational: the file belongs to the subscription). */
     userId: p.uuid().nullable(),
     /** The upload key it came through; null once that key is swept away. */

@@ -10,8 +10,8 @@ export const Agent = defineEntity({
   name: 'Agent',
   tableName: 'agent_config_agent',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     /** Who created it. */
     userId: p.uuid(),
     /** null: global (every project of the subscription). */

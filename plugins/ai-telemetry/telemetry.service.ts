@@ -91,7 +91,7 @@ const toTrace = (row: Row): TraceRecord => ({
   operation: row.operation as string,
   callerType: row.caller_type as string,
   callerName: row.caller_name as string,
-  subscriptionId: (row.subscription_id as string | null) ?? null,
+  subscriptionId: row.subscription_id as string,
   userId: (row.user_id as string | null) ?? null,
   inputTokens: int(row.input_tokens),
   outputTokens: int(row.output_tokens),
@@ -114,9 +114,13 @@ export class TelemetryService {
     this.#db = db;
   }
 
-  /** A trace of one call, written on a connection of its own: never in the transaction of the request that made the call. */
+  /**
+   * A trace of one call, written on a connection of its own: never in the transaction of the request that made the call.
+   * A call made for no subscription is no tenant's to read (every view is by subscription), so it is not kept.
+   */
   async record(call: AiCall): Promise<void> {
-    await this.#db.forkEm(null).insert(AiTrace, call);
+    if (call.subscriptionId === null) return;
+    await this.#db.forkEm(null).insert(AiTrace, { ...call, subscriptionId: call.subscriptionId });
   }
 
   async listThreads(

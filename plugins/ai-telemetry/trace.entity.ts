@@ -9,8 +9,8 @@ export const AiTrace = defineEntity({
   name: 'AiTrace',
   tableName: 'ai_telemetry_trace',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     traceId: p.uuid().primary(),
-    subscriptionId: p.uuid().nullable(),
     userId: p.uuid().nullable(),
     threadId: p.text().nullable(),
     requestTimestamp: p.datetime(),

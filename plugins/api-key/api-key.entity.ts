@@ -5,8 +5,8 @@ export const ApiKey = defineEntity({
   name: 'ApiKey',
   tableName: 'api_key',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     userId: p.uuid(),
     prefix: p.text().unique(),
     /** SHA-256 of the full key, hex. */

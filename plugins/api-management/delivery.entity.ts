@@ -21,8 +21,8 @@ export const WebhookDelivery = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'api_management_delivery',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     apiKeyId: p.uuid(),
     seq: p.bigint('number').autoincrement(),
     /** The event's id: the `id` of the body and the `webhook-id` header, the same on every attempt. */
@@ -42,6 +42,6 @@ export const WebhookDelivery = defineEntity({
     createdAt: p.datetime(),
   }),
   indexes: [{ properties: ['apiKeyId', 'state', 'seq'] }, { properties: ['subscriptionId', 'state', 'createdAt'] }],
-  uniques: [{ properties: ['eventId', 'apiKeyId'] }],
+  uniques: [{ properties: ['subscriptionId', 'eventId', 'apiKeyId'] }],
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDelivery>;

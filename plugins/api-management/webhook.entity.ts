@@ -12,8 +12,8 @@ export const ApiKeyWebhook = defineEntity({
   name: 'ApiKeyWebhook',
   tableName: 'api_management_webhook',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     apiKeyId: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     url: p.text(),
     /** Sealed by the keyring under the subscription's data key. */
     secret: p.text().nullable(),

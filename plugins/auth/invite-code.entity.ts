@@ -5,8 +5,8 @@ export const InviteCode = defineEntity({
   name: 'InviteCode',
   tableName: 'auth_invite_code',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     codeHash: p.text().unique(),
     hint: p.text(),
     /** The role a user who signs up with the code receives. */

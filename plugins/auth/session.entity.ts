@@ -5,8 +5,8 @@ export const Session = defineEntity({
   name: 'Session',
   tableName: 'auth_session',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     userId: p.uuid().index(),
     /** SHA-256 of the token, hex; the token itself is never stored. */
     tokenHash: p.text().unique(),

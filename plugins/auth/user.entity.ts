@@ -13,8 +13,8 @@ export const User = defineEntity({
   name: 'User',
   tableName: 'auth_user',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid().index(),
     email: p.text(),
     username: p.text(),
     passwordHash: p.text().nullable().lazy(true, false),

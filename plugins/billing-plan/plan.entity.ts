@@ -18,8 +18,8 @@ export const BillingPlan = defineEntity({
   name: 'BillingPlan',
   tableName: 'billing_plan',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     /** The plan's identifier in applications and discounts; unique in the subscription, never changed. */
     planId: p.text(),
     name: p.text(),

@@ -11,8 +11,8 @@ export const Discount = defineEntity({
   name: 'Discount',
   tableName: 'discount',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     /** Unique in the subscription whatever its case; redeemed in any case. */
     code: p.text(),
     name: p.text(),

@@ -5,8 +5,8 @@ export const PageVersion = defineEntity({
   name: 'PageVersion',
   tableName: 'documents_page_version',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     pageId: p.uuid(),
     version: p.integer(),
     parentId: p.uuid().nullable(),
@@ -17,7 +17,7 @@ export const PageVersion = defineEntity({
     modifiedBy: p.uuid(),
     modifiedAt: p.datetime(),
   }),
-  uniques: [{ properties: ['pageId', 'version'] }],
+  uniques: [{ properties: ['subscriptionId', 'pageId', 'version'] }],
   indexes: [{ properties: ['subscriptionId', 'pageId'] }],
 });
 export type PageVersion = InferEntity<typeof PageVersion>;

@@ -9,8 +9,8 @@ export const Page = defineEntity({
   name: 'Page',
   tableName: 'documents_page',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     instanceId: p.text(),
     parentId: p.uuid().nullable(),
     title: p.text(),

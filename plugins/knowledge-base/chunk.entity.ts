@@ -10,8 +10,8 @@ export const IndexChunk = defineEntity({
   name: 'IndexChunk',
   tableName: 'knowledge_base_chunk',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     source: p.text(),
     recordId: p.uuid(),
     /** What a search may be narrowed to: a documentation instance, a knowledge-base collection. */

@@ -5,8 +5,8 @@ export const DocumentVersion = defineEntity({
   name: 'DocumentVersion',
   tableName: 'knowledge_base_document_version',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     documentId: p.uuid(),
     version: p.integer(),
     docType: p.text(),
@@ -23,7 +23,7 @@ export const DocumentVersion = defineEntity({
     createdBy: p.uuid(),
     createdAt: p.datetime(),
   }),
-  uniques: [{ properties: ['documentId', 'version'] }],
+  uniques: [{ properties: ['subscriptionId', 'documentId', 'version'] }],
   indexes: [{ properties: ['subscriptionId', 'documentId'] }],
 });
 export type DocumentVersion = InferEntity<typeof DocumentVersion>;

@@ -14,8 +14,8 @@ export const KnowledgeDocument = defineEntity({
   name: 'KnowledgeDocument',
   tableName: 'knowledge_base_document',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     name: p.text(),
     description: p.text(),
     collection: p.text().nullable(),

@@ -8,8 +8,8 @@ export const Ingestion = defineEntity({
   name: 'Ingestion',
   tableName: 'knowledge_base_ingestion',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     documentId: p.uuid(),
     version: p.integer(),
     state: p.enum([...INGESTION_STATES]),

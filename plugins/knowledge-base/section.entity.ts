@@ -10,8 +10,8 @@ export const IndexSection = defineEntity({
   name: 'IndexSection',
   tableName: 'knowledge_base_section',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     /** Who indexed the record: `knowledge-base`, `documents`, ... */
     source: p.text(),
     recordId: p.uuid(),

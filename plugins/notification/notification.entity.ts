@@ -5,8 +5,8 @@ export const Notification = defineEntity({
   name: 'Notification',
   tableName: 'notification',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     userId: p.uuid(),
     title: p.text(),
     message: p.text(),
@@ -20,6 +20,6 @@ export const Notification = defineEntity({
     dedupeKey: p.text().nullable(),
   }),
   indexes: [{ properties: ['subscriptionId', 'userId', 'timestamp'] }],
-  uniques: [{ properties: ['userId', 'dedupeKey'] }],
+  uniques: [{ properties: ['subscriptionId', 'userId', 'dedupeKey'] }],
 });
 export type Notification = InferEntity<typeof Notification>;

@@ -17,8 +17,8 @@ export const Playbook = defineEntity({
   name: 'Playbook',
   tableName: 'playbook',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     createdBy: p.uuid(),
     source: p.text(),
     name: p.text(),

@@ -12,8 +12,8 @@ export const ProcessInstance = defineEntity({
   name: 'ProcessInstance',
   tableName: 'process_executor_instance',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     startedBy: p.uuid(),
     /** The bus node id of the node running it. */
     nodeId: p.text(),

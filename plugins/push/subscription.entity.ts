@@ -10,8 +10,8 @@ export const PushSubscription = defineEntity({
   name: 'PushSubscription',
   tableName: 'push_subscription',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     userId: p.uuid(),
     endpoint: p.text(),
     p256dh: p.text(),

@@ -14,8 +14,8 @@ export const TaskRun = defineEntity({
   name: 'TaskRun',
   tableName: 'scheduler_run',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     taskId: p.uuid(),
     taskName: p.text(),
     actionType: p.enum([...ACTION_TYPES]),

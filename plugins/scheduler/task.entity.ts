@@ -21,8 +21,8 @@ export const ScheduledTask = defineEntity({
   name: 'ScheduledTask',
   tableName: 'scheduler_task',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     /** The user it acts as (its context's userId). */
     userId: p.uuid(),
     createdBy: p.uuid(),

@@ -8,8 +8,8 @@ export const ScopedSecret = defineEntity({
   name: 'ScopedSecret',
   tableName: 'secrets_manager_secret',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     scope: p.enum([...SCOPES]),
     projectId: p.text().nullable(),
     agentName: p.text().nullable(),

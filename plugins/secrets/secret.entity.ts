@@ -5,8 +5,8 @@ export const Secret = defineEntity({
   name: 'Secret',
   tableName: 'secrets',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     zone: p.text(),
     key: p.text(),
     description: p.text(),

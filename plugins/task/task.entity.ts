@@ -25,8 +25,8 @@ export const Task = defineEntity({
   name: 'Task',
   tableName: 'task',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     taskInstanceId: p.text(),
     title: p.text(),
     description: p.text().nullable(),

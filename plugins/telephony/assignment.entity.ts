@@ -14,8 +14,8 @@ export const TelephonyAssignment = defineEntity({
   name: 'TelephonyAssignment',
   tableName: 'telephony_assignment',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     extension: p.text(),
     kind: p.enum([...ASSIGNEE_KINDS]),
     /** The user's id, for kind user. */

@@ -10,8 +10,8 @@ export const Workflow = defineEntity({
   name: 'Workflow',
   tableName: 'workflow_definition',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     /** Who created it. */
     userId: p.uuid(),
     /** The project of the context it was created in; null: every project. */

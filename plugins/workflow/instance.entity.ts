@@ -24,8 +24,8 @@ export const WorkflowInstance = defineEntity({
   name: 'WorkflowInstance',
   tableName: 'workflow_instance',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     workflowId: p.uuid(),
     workflowName: p.text(),
     /** The user it runs as (who executed it). */

@@ -8,8 +8,8 @@ export const PendingEvent = defineEntity({
   name: 'PendingEvent',
   tableName: 'workflow_pending_event',
   properties: (p) => ({
+    subscriptionId: p.uuid().primary(),
     id: p.uuid().primary(),
-    subscriptionId: p.uuid(),
     instanceId: p.uuid(),
     eventName: p.text(),
     eventData: p.json<Record<string, unknown>>(),

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
+import { defineEntity, entityScope } from 'rpc-service/plugin';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
@@ -370,7 +371,8 @@ describe('CheckpointRpc', () => {
     // The other subscription's workflows are not part of this one's scope.
     assert.deepEqual(await t.ok('CheckpointRpc.listFiles', { scope: 'workflows' }, as(stranger)), []);
 
-    // A checkpoint whose files name another subscription's record (placed in the repository behind the service's back) is refused whole.
+    // A checkpoint whose file names an id another subscription's record has (placed in the repository behind the service's back)
+    // makes a record of this subscription: records are keyed by (subscriptionId, id), so the other one's is untouched.
     await t.ok('CheckpointRpc.createCheckpoint', { scope: 'workflows', message: 'None yet' }, as(stranger));
     const strangerDir = await cloneScope(t, stranger, 'workflows', { bare: false });
     const file = `${kept._id}.json`;
@@ -379,10 +381,12 @@ describe('CheckpointRpc', () => {
     gitIn(strangerDir, 'add', file);
     gitIn(strangerDir, '-c', 'user.name=Intruder', '-c', 'user.email=intruder@example.com', 'commit', '-q', '-m', 'Foreign record');
     await plantObjects(t, stranger.subscriptionId, 'workflows', strangerDir);
-    const foreign = await t.call('CheckpointRpc.restore', { scope: 'workflows', hash: gitIn(strangerDir, 'rev-parse', 'HEAD') }, as(stranger));
-    assert.equal(foreign.body.data.code, 'VALIDATION_ERROR');
+    await t.ok('CheckpointRpc.restore', { scope: 'workflows', hash: gitIn(strangerDir, 'rev-parse', 'HEAD') }, as(stranger));
     assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: kept._id }, as(admin)), keptBefore);
-    assert.equal((await t.call('WorkflowRpc.findById', { id: kept._id }, as(stranger))).body.data.code, 'NOT_FOUND');
+    const strangers = await t.ok('WorkflowRpc.findById', { id: kept._id }, as(stranger));
+    assert.deepEqual([strangers.name, strangers.subscriptionId], ['Taken over', stranger.subscriptionId]);
+    await t.ok('WorkflowRpc.update', { _id: kept._id, description: 'Changed by its own subscription' }, as(stranger));
+    assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: kept._id }, as(admin)), keptBefore);
 
     // A record file made before a nullable field existed restores with the field null; one lacking a required field is refused.
     const commitRecord = async (fields: Record<string, unknown>, message: string) => {
@@ -409,6 +413,14 @@ describe('CheckpointRpc', () => {
     await t.ok('AgentConfigRpc.update', { _id: agent._id, promptText: 'Be verbose' }, as(admin));
     await t.ok('CheckpointRpc.rollback', { scope: 'agents', hash: commitHash }, as(admin));
     assert.equal((await t.ok('AgentConfigRpc.findById', { _id: agent._id }, as(admin))).promptText, 'Be brief');
+  });
+
+  it("refuses a scope of records whose entity's key does not lead with its subscription", () => {
+    const Keyed = defineEntity({ name: 'KeyedById', tableName: 'keyed_by_id', properties: (p) => ({ id: p.uuid().primary(), subscriptionId: p.uuid() }) });
+    assert.throws(
+      () => entityScope({ name: 'keyed', describe: 'Records keyed by id alone', entity: Keyed }),
+      /^Error: Data scope "keyed": entity KeyedById needs the primary key \(subscriptionId, id\), not \(id\)$/,
+    );
   });
 
   it('keeps scopes to their subscription', async () => {

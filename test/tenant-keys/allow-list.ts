@@ -1,30 +1,17 @@
 /**
  * Statements that reach tenant tables without a subscription_id condition on
  * purpose: the service's own work across tenants, or lookups made before the
- * tenant is known (docs/scaling.md, "What would change"). A reason that starts
- * with "to change:" is work left: the code holds the subscription and should
- * name it. `match` is tested against the statement with its whitespace
- * collapsed; `tables` are the tenant tables it may reach unkeyed ('any' for a
- * shape the ORM gives every table).
+ * tenant is known (docs/scaling.md, "What would change"). `match` is tested
+ * against the statement with its whitespace collapsed; `tables` are the
+ * tenant tables it may reach unkeyed.
  */
 export interface Allowed {
-  tables: readonly string[] | 'any';
+  tables: readonly string[];
   match: RegExp;
   reason: string;
 }
 
-const ID_LIST = String.raw`\(\?(?:, \?)*\)`;
-
 export const ALLOW_LIST: readonly Allowed[] = [
-  // The ORM's own shape.
-  {
-    tables: 'any',
-    match: new RegExp(
-      String.raw`^(?:update "\w+" set (?:"\w+" = \?, )*"\w+" = \? where "id" (?:= \?|in ${ID_LIST})|delete from "\w+" where "id" in ${ID_LIST})$`,
-    ),
-    reason:
-      "to change: the ORM's unit of work writes an entity back by its primary key alone; the entity was read through the tenant filter, so the row is the tenant's, but the statement does not say so. A primary key of (subscription_id, id), which Citus needs anyway, makes the ORM name both",
-  },
   // Before the tenant is known.
   {
     tables: ['auth_user'],
@@ -55,6 +42,26 @@ export const ALLOW_LIST: readonly Allowed[] = [
     tables: ['auth_user', 'auth_oauth_link'],
     match: /from "auth_oauth_link" as "a0" where "a0"\."provider" = \? and "a0"\."subject" = \?|from "auth_user" as "u0" where "u0"\."email" = \? limit \?$/,
     reason: 'an OpenID Connect login finds the provider account or the e-mail before the tenant is known',
+  },
+  {
+    tables: ['auth_user'],
+    match: /^select subscription_id, id, password_hash, is_active from auth_user where (?:lower\(email\) = \?|phone_number = \? and is_phone_verified)$/,
+    reason: 'a login with a one-time code looks the user up by the e-mail address or phone number before the tenant is known',
+  },
+  {
+    tables: ['auth_invite_code'],
+    match: /^update auth_invite_code set uses = uses \+ 1 where code_hash = \? /,
+    reason: 'an invite code is spent by its hash at signup, before the tenant is known: it is what names the tenant',
+  },
+  {
+    tables: ['auth_oauth_link'],
+    match: /^select subscription_id, user_id from auth_oauth_link where provider = \? and subject = \?$/,
+    reason: "an OAuth login finds the account linked to the provider's subject before the tenant is known",
+  },
+  {
+    tables: ['auth_user'],
+    match: /^select 1 from auth_user where lower\(username\) = lower\(\?\)$|^select exists\(select 1 from auth_user\) as exists$/,
+    reason: 'usernames are unique across the service (an OAuth signup picks a free one), and the first signup of an installation is told apart from the others',
   },
   // The service's work over every tenant.
   {
@@ -103,44 +110,10 @@ export const ALLOW_LIST: readonly Allowed[] = [
       /^select count\(\*\)::int as total from core_file$|^select id, subscription_id, storage_path, size from core_file where id::text > \? order by id::text limit \?$/,
     reason: "the operator's `files to-database` command moves every tenant's files from disk into the database",
   },
-  // Work left.
-  {
-    tables: ['auth_user'],
-    match: /^select subscription_id, id, password_hash, is_active from auth_user where (?:lower\(email\) = \?|phone_number = \? and is_phone_verified)$/,
-    reason: 'a login with a one-time code looks the user up by the e-mail address or phone number before the tenant is known',
-  },
-  {
-    tables: ['auth_invite_code'],
-    match: /^update auth_invite_code set uses = uses \+ 1 where code_hash = \? /,
-    reason: 'an invite code is spent by its hash at signup, before the tenant is known: it is what names the tenant',
-  },
-  {
-    tables: ['auth_oauth_link'],
-    match: /^select subscription_id, user_id from auth_oauth_link where provider = \? and subject = \?$/,
-    reason: "an OAuth login finds the account linked to the provider's subject before the tenant is known",
-  },
-  {
-    tables: ['auth_user'],
-    match: /^select 1 from auth_user where lower\(username\) = lower\(\?\)$|^select exists\(select 1 from auth_user\) as exists$/,
-    reason: 'usernames are unique across the service (an OAuth signup picks a free one), and the first signup of an installation is told apart from the others',
-  },
-  {
-    tables: 'any',
-    match: /^select count\(\*\) as "count" from "\w+" as "\w0" where "\w0"\."id" in \(\?(?:, \?)*\) and "\w0"\."subscription_id" != \?$/,
-    reason:
-      "a restored scope of records refuses a file naming another subscription's record (core/rpc/data-scopes.ts): it asks whether the ids belong to any other tenant",
-  },
   {
     tables: ['knowledge_base_chunk', 'memory'],
     match:
       /^update (?:knowledge_base_chunk|memory) set embedding_[ab] = null where id in \(select id from (?:knowledge_base_chunk|memory) where id > \? |^select (?:id|subscription_id) from (?:knowledge_base_chunk|memory) where embedding_[ab] is null and .* limit 1$/,
     reason: "a change of embedding model re-embeds every tenant's rows, and clears the old column of all of them once done (core/ai/embedding-columns.ts)",
-  },
-  {
-    tables: 'any',
-    match:
-      /^update "\w+" set "\w+" = case when \("id" = \?\) then \? (?:when \("id" = \?\) then \? )*else "\w+" end where "id" in \(\?(?:, \?)*\) returning "id"$/,
-    reason:
-      "to change: the ORM's unit of work writes several entities back in one statement by their primary keys alone; a primary key of (subscription_id, id) makes it name both",
   },
 ];

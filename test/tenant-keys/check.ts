@@ -369,7 +369,7 @@ const normalized = (sql: string): string => sql.replace(/\s+/g, ' ').trim();
 
 export function allowedBy(violation: Violation, allowList: readonly Allowed[]): Allowed | undefined {
   const text = normalized(violation.sql);
-  return allowList.find((entry) => (entry.tables === 'any' || violation.tables.every((table) => entry.tables.includes(table))) && entry.match.test(text));
+  return allowList.find((entry) => violation.tables.every((table) => entry.tables.includes(table)) && entry.match.test(text));
 }
 
 export async function checkStatements(statements: readonly Statement[], tenants: TenantTables, allowList: readonly Allowed[] = ALLOW_LIST): Promise<Report> {

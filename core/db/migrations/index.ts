@@ -6,6 +6,7 @@ import { Migration20261124144132_embedding_state } from './Migration202611241441
 import { Migration20261124161545_notifications } from './Migration20261124161545_notifications.ts';
 import { Migration20261125162418_notification_dedupe_key } from './Migration20261125162418_notification_dedupe_key.ts';
 import { Migration20261126105015_blob_storage } from './Migration20261126105015_blob_storage.ts';
+import { Migration20261126154909_tenant_keys } from './Migration20261126154909_tenant_keys.ts';
 
 export const migrations = [
   Migration20261123171538_initial,
@@ -15,4 +16,5 @@ export const migrations = [
   Migration20261124161545_notifications,
   Migration20261125162418_notification_dedupe_key,
   Migration20261126105015_blob_storage,
+  Migration20261126154909_tenant_keys,
 ];

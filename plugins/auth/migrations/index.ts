@@ -2,5 +2,11 @@
 import { Migration20261123171525_initial } from './Migration20261123171525_initial.ts';
 import { Migration20261125230608_oauth_link } from './Migration20261125230608_oauth_link.ts';
 import { Migration20261126014417_outbox_from_core } from './Migration20261126014417_outbox_from_core.ts';
+import { Migration20261126154922_tenant_keys } from './Migration20261126154922_tenant_keys.ts';
 
-export const migrations = [Migration20261123171525_initial, Migration20261125230608_oauth_link, Migration20261126014417_outbox_from_core];
+export const migrations = [
+  Migration20261123171525_initial,
+  Migration20261125230608_oauth_link,
+  Migration20261126014417_outbox_from_core,
+  Migration20261126154922_tenant_keys,
+];

@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261124182830_initial } from './Migration20261124182830_initial.ts';
+import { Migration20261126154925_tenant_keys } from './Migration20261126154925_tenant_keys.ts';
 
-export const migrations = [Migration20261124182830_initial];
+export const migrations = [Migration20261124182830_initial, Migration20261126154925_tenant_keys];

@@ -1,4 +1,5 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261124183054_initial } from './Migration20261124183054_initial.ts';
+import { Migration20261126154927_tenant_keys } from './Migration20261126154927_tenant_keys.ts';
 
-export const migrations = [Migration20261124183054_initial];
+export const migrations = [Migration20261124183054_initial, Migration20261126154927_tenant_keys];

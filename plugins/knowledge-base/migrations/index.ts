@@ -2,5 +2,11 @@
 import { Migration20261124014426_initial } from './Migration20261124014426_initial.ts';
 import { Migration20261124144212_shared_embedding_state } from './Migration20261124144212_shared_embedding_state.ts';
 import { Migration20261124145247_url_ingestion } from './Migration20261124145247_url_ingestion.ts';
+import { Migration20261126154932_tenant_keys } from './Migration20261126154932_tenant_keys.ts';
 
-export const migrations = [Migration20261124014426_initial, Migration20261124144212_shared_embedding_state, Migration20261124145247_url_ingestion];
+export const migrations = [
+  Migration20261124014426_initial,
+  Migration20261124144212_shared_embedding_state,
+  Migration20261124145247_url_ingestion,
+  Migration20261126154932_tenant_keys,
+];

@@ -1,5 +1,6 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
 import { Migration20261124151532_initial } from './Migration20261124151532_initial.ts';
 import { Migration20261124154611_runs } from './Migration20261124154611_runs.ts';
+import { Migration20261126154944_tenant_keys } from './Migration20261126154944_tenant_keys.ts';
 
-export const migrations = [Migration20261124151532_initial, Migration20261124154611_runs];
+export const migrations = [Migration20261124151532_initial, Migration20261124154611_runs, Migration20261126154944_tenant_keys];
