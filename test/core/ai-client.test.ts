@@ -9,7 +9,9 @@ import { startTestApp, type TestApp } from '../support/harness.ts';
 import { startHttpReceiver, type ReceivedRequest, type Reply } from '../support/peers.ts';
 
 const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
-const ctxOf = (t: TestApp, subscriptionId: string | null = null): RequestContext =>
+/** The subscription the calls are made for, unless a test says otherwise. */
+const TENANT = '5d1c7a0e-2b4f-4c8d-9e6a-7f3b2c1d0e9a';
+const ctxOf = (t: TestApp, subscriptionId: string | null = TENANT): RequestContext =>
   ({
     requestId: 'test',
     subscriptionId,
@@ -28,7 +30,7 @@ const caller = { type: 'test', name: 'ai-client.test' };
 // The traces are those the ai-telemetry plugin records through `core.aiCalls`.
 async function traceOf(t: TestApp, traceId: string) {
   const [row] = await t.app.deps.db.execute<Record<string, unknown>>('select * from ai_telemetry_trace where trace_id = ?', [traceId]);
-  return row!;
+  return row;
 }
 
 describe('AI client: the local embedder', () => {
@@ -59,6 +61,12 @@ describe('AI client: the local embedder', () => {
     assert.equal(trace.input_tokens, 15, 'the words read');
     assert.equal(trace.total_tokens, 15);
     assert.equal(trace.cached_tokens, 0);
+    assert.equal(trace.subscription_id, TENANT);
+
+    // A call made for no subscription is answered but kept by no tenant.
+    const untenanted = await t.app.deps.ai.embed(ctxOf(t, null), [texts[0]!], { caller });
+    assert.deepEqual(untenanted.vectors[0], vectors[0]);
+    assert.equal(await traceOf(t, untenanted.traceId), undefined);
   });
 
   it('spreads a large batch over the pool and keeps the order', async () => {

@@ -85,8 +85,8 @@ export type AIConfigRpcGetTaskRecommendationsResult =
         | undefined;
     };
 export type AITelemetryRpcGetThreadResult = {
+  subscriptionId: string;
   traceId: string;
-  subscriptionId: string | null;
   userId: string | null;
   threadId: string | null;
   requestTimestamp: string;
@@ -133,8 +133,8 @@ export type AuthRpcPollExternalOAuthLoginSessionResult =
       token: string;
       expiresAt: string;
       user: {
-        _id: string;
         subscriptionId: string;
+        _id: string;
         email: string;
         username: string;
         firstName: string | null;
@@ -1412,8 +1412,8 @@ export interface AgentConfigRpcCreateResult {
   };
   tools: string[];
   fileContext: string | null;
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   name: string;
@@ -1484,8 +1484,8 @@ export interface AgentConfigRpcFindByIdResult {
   };
   tools: string[];
   fileContext: string | null;
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   name: string;
@@ -1558,8 +1558,8 @@ export interface AgentConfigRpcGetDataResult {
     };
     tools: string[];
     fileContext: string | null;
-    _id: string;
     subscriptionId: string;
+    _id: string;
     userId: string;
     projectId: string | null;
     name: string;
@@ -1695,8 +1695,8 @@ export interface AgentConfigRpcUpdateResult {
   };
   tools: string[];
   fileContext: string | null;
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   name: string;
@@ -1762,8 +1762,8 @@ export interface AgentConfigRpcUpdateAvatarResult {
   };
   tools: string[];
   fileContext: string | null;
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   name: string;
@@ -1890,8 +1890,8 @@ export interface AITelemetryRpcGetTraceParams {
   traceId: string;
 }
 export interface AITelemetryRpcGetTraceResult {
+  subscriptionId: string;
   traceId: string;
-  subscriptionId: string | null;
   userId: string | null;
   threadId: string | null;
   requestTimestamp: string;
@@ -2127,8 +2127,8 @@ export interface AuthRpcGetOAuthLoginUrlResult {
 }
 export interface AuthRpcGetSessionResult {
   user: {
-    _id: string;
     subscriptionId: string;
+    _id: string;
     email: string;
     username: string;
     firstName: string | null;
@@ -2164,8 +2164,8 @@ export interface AuthRpcLoginResult {
   token: string;
   expiresAt: string;
   user: {
-    _id: string;
     subscriptionId: string;
+    _id: string;
     email: string;
     username: string;
     firstName: string | null;
@@ -2240,8 +2240,8 @@ export interface AuthRpcSignupResult {
   token: string;
   expiresAt: string;
   user: {
-    _id: string;
     subscriptionId: string;
+    _id: string;
     email: string;
     username: string;
     firstName: string | null;
@@ -3395,8 +3395,8 @@ export interface PlaybookRpcCreateParams {
   isActive?: boolean;
 }
 export interface PlaybookRpcCreateResult {
-  _id: string;
   subscriptionId: string;
+  _id: string;
   createdBy: string;
   source: string;
   name: string;
@@ -3439,8 +3439,8 @@ export interface PlaybookRpcFindByIdParams {
   _id: string;
 }
 export interface PlaybookRpcFindByIdResult {
-  _id: string;
   subscriptionId: string;
+  _id: string;
   createdBy: string;
   source: string;
   name: string;
@@ -3489,8 +3489,8 @@ export interface PlaybookRpcListParams {
 }
 export interface PlaybookRpcListResult {
   data: {
-    _id: string;
     subscriptionId: string;
+    _id: string;
     createdBy: string;
     source: string;
     name: string;
@@ -3520,8 +3520,8 @@ export interface PlaybookRpcSearchParams {
 }
 export interface PlaybookRpcSearchResult {
   data: {
-    _id: string;
     subscriptionId: string;
+    _id: string;
     createdBy: string;
     source: string;
     name: string;
@@ -3556,8 +3556,8 @@ export interface PlaybookRpcUpdateParams {
   };
 }
 export interface PlaybookRpcUpdateResult {
-  _id: string;
   subscriptionId: string;
+  _id: string;
   createdBy: string;
   source: string;
   name: string;
@@ -4530,8 +4530,8 @@ export interface WorkflowRpcCreateParams {
   contextId?: string | null;
 }
 export interface WorkflowRpcCreateResult {
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   contextId: string | null;
@@ -4560,8 +4560,8 @@ export interface WorkflowRpcFindByIdParams {
   id: string;
 }
 export interface WorkflowRpcFindByIdResult {
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   contextId: string | null;
@@ -4590,8 +4590,8 @@ export interface WorkflowRpcGetDataParams {
 }
 export interface WorkflowRpcGetDataResult {
   data: {
-    _id: string;
     subscriptionId: string;
+    _id: string;
     userId: string;
     projectId: string | null;
     contextId: string | null;
@@ -4713,8 +4713,8 @@ export interface WorkflowRpcUpdateParams {
   contextId?: string | null;
 }
 export interface WorkflowRpcUpdateResult {
-  _id: string;
   subscriptionId: string;
+  _id: string;
   userId: string;
   projectId: string | null;
   contextId: string | null;
