@@ -144,7 +144,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const bus = new EventBus(logger);
   const pool = new WorkerPool({ size: config.workers, memoryMb: config.workerMaxMemoryMb, taskTimeoutMs: config.workerTaskTimeoutMs, logger });
-  const jobService = new JobService({ db, logger, pollMs: config.jobsPollMs });
+  const jobService = new JobService({ db, logger, bus, pollMs: config.jobsPollMs });
   const outbound = new Outbound(config.outbound);
   const closeBase = async () => {
     await jobService.stop(config.shutdownTimeoutMs);

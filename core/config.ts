@@ -80,7 +80,11 @@ export const CoreSettings = v.object({
     v.picklist(['disk', 'database'], 'FILE_STORAGE must be disk or database'),
     'where uploaded files are kept: disk (DATA_DIR/files) or database (default: database with DATABASE_URL, disk otherwise)',
   ),
-  JOBS_POLL_MS: setting(env.integer('JOBS_POLL_MS', 500, 60_000), 'how often an idle node looks for due background jobs', String(defaults.jobsPollMs)),
+  JOBS_POLL_MS: setting(
+    env.integer('JOBS_POLL_MS', 500, 60_000),
+    'how often an idle node looks for background jobs it was not woken for (delayed ones, retries)',
+    String(defaults.jobsPollMs),
+  ),
   AI_CATALOGUE_FILE: setting(
     v.pipe(v.string(), v.minLength(1)),
     'a JSON AI catalogue (providers, models, defaults, recommendations) replacing config/ai-catalogue.json',

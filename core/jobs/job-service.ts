@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import PgBoss from 'pg-boss';
 import * as v from 'valibot';
+import { afterCommit } from '../db/after-commit.ts';
 import { JOBS_SCHEMA, type Database } from '../db/orm.ts';
+import { BUS_RESYNC, type EventBus } from '../events/bus.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
 import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
@@ -133,9 +135,14 @@ export interface RegisteredJob {
 export interface JobServiceOptions {
   db: Database;
   logger: Logger;
-  /** How often an idle node looks for due jobs. */
+  /** Carries the wake-up of a queue to every node (core/events/bus.ts: NOTIFY on PostgreSQL). */
+  bus: EventBus;
+  /** How often an idle node looks for due jobs it was not woken for (delayed ones, retries, wake-ups lost with a connection). */
   pollMs: number;
 }
+
+/** An internal event (no subscription: no client hears it): a job of the queue in its payload is ready to start. */
+const JOBS_WAKE = 'core.jobs.wake';
 
 /** What a job row carries: the data, and who enqueued it so the handler gets their context (and, traced, their trace). */
 interface Envelope {
@@ -164,6 +171,10 @@ export class JobService implements Jobs, JobQueue {
   readonly #db: Database;
   readonly #logger: Logger;
   readonly #pollSeconds: number;
+  readonly #bus: EventBus;
+  /** Queues whose wake-up is about to be published: many enqueues in one turn of the event loop send one. */
+  readonly #waking = new Set<string>();
+  readonly #unsubscribe: (() => void)[] = [];
   readonly #jobs = new Map<string, RegisteredJob>();
   readonly #workers = new Map<string, string>();
   /** Attempts under way, so a stop can wait for them. */
@@ -171,11 +182,13 @@ export class JobService implements Jobs, JobQueue {
   #opened = false;
   #started = false;
 
-  constructor({ db, logger, pollMs }: JobServiceOptions) {
+  constructor({ db, logger, bus, pollMs }: JobServiceOptions) {
     this.#db = db;
+    this.#bus = bus;
     this.#logger = logger.child({ component: 'jobs' });
     this.#pollSeconds = pollMs / 1000;
-    const cronSeconds = Math.max(1, Math.round(this.#pollSeconds));
+    // pg-boss takes 1 to 45 s for its schedule checks.
+    const cronSeconds = Math.min(45, Math.max(1, Math.round(this.#pollSeconds)));
     this.#sql = sqlExecutor(db.orm.em as EntityManager);
     this.#boss = new PgBoss({
       db: this.#sql as PgBoss.Db,
@@ -229,6 +242,11 @@ export class JobService implements Jobs, JobQueue {
       );
       this.#workers.set(queue, workerId);
     }
+    this.#unsubscribe.push(
+      this.#bus.subscribe(JOBS_WAKE, (event) => this.#notify((event.payload as { queue: string }).queue)),
+      // Wake-ups sent while this node was not listening are lost: look at every queue.
+      this.#bus.subscribe(BUS_RESYNC, () => this.#workers.forEach((_, queue) => this.#notify(queue))),
+    );
     this.#started = true;
   }
 
@@ -237,6 +255,7 @@ export class JobService implements Jobs, JobQueue {
     if (!this.#opened) return;
     this.#opened = false;
     this.#started = false;
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     const deadline = Date.now() + timeoutMs;
     await this.#boss.stop({ graceful: true, wait: true, close: false, timeout: timeoutMs });
     await this.#settle(deadline);
@@ -296,7 +315,11 @@ export class JobService implements Jobs, JobQueue {
       ...(startAfter ? { startAfter } : {}),
       ...(options.em ? { db: sqlExecutor(options.em) as PgBoss.Db } : {}),
     });
-    if (sent && !startAfter && !options.em) this.#notify(name);
+    // A job that may start now starts at once on whichever node is free, once its transaction (if any) has committed.
+    if (sent && !startAfter) {
+      if (options.em) afterCommit(options.em, () => this.#wake(name));
+      else this.#wake(name);
+    }
     return sent;
   }
 
@@ -320,9 +343,20 @@ export class JobService implements Jobs, JobQueue {
     return registered;
   }
 
+  /** Tells this node's worker of the queue to look for jobs now instead of at its next poll. */
   #notify(queue: string): void {
     const workerId = this.#workers.get(queue);
     if (this.#started && workerId) this.#boss.notifyWorker(workerId);
+  }
+
+  /** Tells every node's worker of the queue, this one's at once and the others' through the bus. */
+  #wake(queue: string): void {
+    if (this.#waking.has(queue)) return;
+    this.#waking.add(queue);
+    setImmediate(() => {
+      this.#waking.delete(queue);
+      this.#bus.publish({ name: JOBS_WAKE, payload: { queue } }).catch((err) => this.#logger.warn({ err, queue }, 'could not wake the job workers'));
+    });
   }
 
   /** One attempt in a span of the trace that enqueued the job (a new trace for a scheduled one). */
@@ -470,7 +504,7 @@ export class JobService implements Jobs, JobQueue {
       // pg-boss's retry gives each job one more attempt than its limit; its typing leaves out the count it answers.
       const result = (await this.#boss.retry(queue, ids)) as unknown as { affected: number };
       retried += result.affected;
-      this.#notify(queue);
+      this.#wake(queue);
     }
     return retried;
   }

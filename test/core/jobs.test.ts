@@ -319,3 +319,57 @@ test('nodes started at once on an empty database all start, each queue made once
     await scratch.drop();
   }
 });
+
+/** Polls far apart: a job that starts sooner was woken for. */
+const UNHURRIED = { JOBS_POLL_MS: '60000' };
+
+test('a job starts as soon as its transaction commits, without waiting for a poll; a rolled-back one never', async () => {
+  const journal = new Journal();
+  const app = await startTestApp({ env: UNHURRIED, extraPlugins: [probePlugin(journal, 'one')] });
+  try {
+    const jobs = probeJobs(app);
+    await sleep(500); // past the workers' first look at their queues, which start-up makes
+    await assert.rejects(
+      app.app.deps.db.forkEm(null).transactional(async (em) => {
+        await jobs.enqueue('count', { n: 1 }, { em });
+        throw new Error('changed my mind');
+      }),
+      /changed my mind/,
+    );
+    let committedAt = 0;
+    const committed = (await app.app.deps.db.forkEm(null).transactional(async (em) => {
+      const id = await jobs.enqueue('count', { n: 2 }, { em });
+      // Not before the commit: the worker could not see the job yet.
+      await sleep(300);
+      assert.equal(journal.runsOf(id!).length, 0);
+      committedAt = Date.now();
+      return id;
+    }))!;
+    const ran = await until('the committed job to run', () => journal.runsOf(committed)[0], 10_000);
+    assert.ok(ran.at >= committedAt);
+    const outside = (await jobs.enqueue('count', { n: 3 }))!;
+    await until('the job enqueued outside a transaction to run', () => journal.runsOf(outside)[0], 10_000);
+    assert.equal(journal.attempts.filter((entry) => entry.job === 'probe.count').length, 2, 'the rolled-back job never ran');
+  } finally {
+    await app.close();
+  }
+});
+
+test('a job enqueued on one node wakes the workers of the others', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async () => {
+  const journal = new Journal();
+  const scratch = await createScratchDatabase(TEST_DATABASE_URL!);
+  const nodes: TestApp[] = [];
+  try {
+    for (const node of ['a', 'b']) nodes.push(await startTestApp({ env: UNHURRIED, databaseUrl: scratch.url, extraPlugins: [probePlugin(journal, node)] }));
+    // Node a runs two at a time; without a wake-up, node b would not look before its next poll, a minute away.
+    const ids = await nodes[0]!.app.deps.db
+      .forkEm(null)
+      .transactional((em) => Promise.all(Array.from({ length: 12 }, () => probeJobs(nodes[0]!).enqueue('slow', { ms: 250 }, { em }))));
+    await until('the 12 runs', () => ids.every((id) => journal.runsOf(id!).length === 1), 20_000);
+    const byNode = (node: string) => journal.attempts.filter((entry) => entry.node === node).length;
+    assert.ok(byNode('b') > 0, `node a ran ${byNode('a')}, node b ${byNode('b')}`);
+  } finally {
+    for (const node of nodes) await node.close();
+    await scratch.drop();
+  }
+});
