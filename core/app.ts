@@ -177,7 +177,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       dataFolders: new DataFolders(config.dataDir),
       operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger }),
       ai: new AiClient({ catalogue: aiCatalogue, pool, outbound, env: config.env, logger, timeoutMs: config.aiTimeoutMs, maxRetries: config.aiMaxRetries }),
-      audit: new AuditLog(),
+      audit: new AuditLog({ db }),
       rateLimiter: new RateLimiter(db),
       credentials: new Credentials({ bus, cacheTtlSeconds: config.authCacheTtlSeconds }),
       http: new HttpHelpers({ trustProxy: config.trustProxy, publicUrl: config.publicUrl }),

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { GroupWrite } from '../db/group-write.ts';
+import type { Database } from '../db/orm.ts';
 import type { AuthenticatedContext } from '../rpc/context.ts';
 import { toOrderBy, toWhere, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
 import { defineRecord, type InferRecord } from '../rpc/records.ts';
@@ -21,23 +23,31 @@ export type AuditRecord = InferRecord<typeof AUDIT>;
 
 /** The audit trail of a subscription: appended to in the transaction of what it records, listed by kind. */
 export class AuditLog {
+  /** The entries of reads, written together when they arrive together. */
+  readonly #reads: GroupWrite<AuditEntry>;
+
+  constructor({ db }: { db: Database }) {
+    this.#reads = new GroupWrite((entries) => db.forkEm(null).insertMany(AuditEntry, entries));
+  }
+
   /**
-   * Writes one entry now, through `em` (the transaction of the change, or of
-   * the read it vouches for): if it cannot be written, it throws, and the
-   * change is rolled back or the value is not returned.
+   * Writes one entry now, through `em` (the transaction of the change it
+   * records): if it cannot be written, it throws, and the change is rolled back.
    */
   async record(em: EntityManager, ctx: AuthenticatedContext, action: AuditAction): Promise<void> {
-    await em.insert(AuditEntry, {
-      id: randomUUID(),
-      subscriptionId: ctx.subscriptionId,
-      at: new Date(),
-      ...action,
-      userId: ctx.userId,
-      role: ctx.role,
-      apiKeyId: ctx.apiKeyId,
-      sessionId: ctx.sessionId,
-      requestId: ctx.requestId,
-    });
+    await em.insert(AuditEntry, entryOf(ctx, action));
+  }
+
+  /**
+   * Records a read of a value the caller may not have without its entry:
+   * resolves once the entry is committed and throws when it could not be, so
+   * the value is answered only after its read is on record. Reads that arrive
+   * while entries are being written wait for the next write and share it (one
+   * statement, one commit: group commit), so concurrent reads do not queue
+   * for a commit each.
+   */
+  recordRead(ctx: AuthenticatedContext, action: AuditAction): Promise<void> {
+    return this.#reads.add(entryOf(ctx, action));
   }
 
   /** Entries of one kind in the caller's subscription, newest first unless sorted otherwise. */
@@ -51,4 +61,18 @@ export class AuditLog {
     });
     return { data: entries.map(AUDIT.toRecord), totalCount };
   }
+}
+
+function entryOf(ctx: AuthenticatedContext, action: AuditAction): AuditEntry {
+  return {
+    id: randomUUID(),
+    subscriptionId: ctx.subscriptionId,
+    at: new Date(),
+    ...action,
+    userId: ctx.userId,
+    role: ctx.role,
+    apiKeyId: ctx.apiKeyId,
+    sessionId: ctx.sessionId,
+    requestId: ctx.requestId,
+  };
 }

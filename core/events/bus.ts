@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import * as v from 'valibot';
+import { GroupWrite } from '../db/group-write.ts';
+import { pgArray } from '../db/pg-array.ts';
 import type { Logger } from '../logger.ts';
 import type { EventDeclaration } from './catalogue.ts';
 
@@ -47,6 +49,8 @@ interface FanOut {
   cleanup: NodeJS.Timeout;
   retryMs: number;
   execute: (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
+  /** The notifications of events published at the same moment, sent in one statement. */
+  notifications: GroupWrite<string>;
 }
 
 /** Throws when a payload, as clients receive it (after JSON), is outside its declared schema. */
@@ -135,7 +139,7 @@ export class EventBus {
       const [row] = await fanOut.execute('insert into core_event_payload (body) values (?) returning id', [JSON.stringify(event)]);
       text = JSON.stringify({ origin: this.nodeId, ref: String(row!.id) } satisfies Notification);
     }
-    await fanOut.execute('select pg_notify(?, ?)', [CHANNEL, text]);
+    await fanOut.notifications.add(text);
   }
 
   /** Starts the cross-node fan-out on a dedicated PostgreSQL connection. */
@@ -146,7 +150,12 @@ export class EventBus {
         this.#logger.warn({ err }, 'could not prune old event payloads'),
       );
     const cleanup = setInterval(prune, 10 * 60_000).unref();
-    this.#fanOut = { client: null, stopped: false, cleanup, retryMs: 500, execute };
+    // In the order given: one statement's notifications are delivered in the order it makes them.
+    const notifications = new GroupWrite<string>(
+      (texts) => execute('select pg_notify(?, text) from unnest(?::text[]) with ordinality as n(text, position) order by position', [CHANNEL, pgArray(texts)]),
+      { maxBatch: 100 },
+    );
+    this.#fanOut = { client: null, stopped: false, cleanup, retryMs: 500, execute, notifications };
     await this.#listen(this.#fanOut, databaseUrl);
     await prune();
   }

@@ -157,6 +157,8 @@ interface Envelope {
 const DEFAULT_RETRY = { limit: 3, delaySeconds: 10, backoff: true, maxDelaySeconds: 3600 } satisfies Required<RetryPolicy>;
 const DEFAULT_TIMEOUT_SECONDS = 300;
 const DEFAULT_CONCURRENCY = 2;
+/** How often the workers of a queue's further slots look for jobs they were not woken for. */
+const SIBLING_POLL_SECONDS = 30;
 /** pg-boss's own expiry backs up the handler's timeout, a little later, for attempts lost with their node. */
 const EXPIRY_GRACE_SECONDS = 30;
 
@@ -176,7 +178,8 @@ export class JobService implements Jobs, JobQueue {
   readonly #waking = new Set<string>();
   readonly #unsubscribe: (() => void)[] = [];
   readonly #jobs = new Map<string, RegisteredJob>();
-  readonly #workers = new Map<string, string>();
+  /** Each queue's workers, one per slot of its concurrency, and those running a job now. */
+  readonly #workers = new Map<string, { ids: string[]; busy: Set<string> }>();
   /** Attempts under way, so a stop can wait for them. */
   readonly #attempts = new Set<Promise<void>>();
   #opened = false;
@@ -227,20 +230,36 @@ export class JobService implements Jobs, JobQueue {
     await this.#syncSchedules();
   }
 
-  /** Starts the workers. */
+  /**
+   * Starts the workers: one per slot of each queue's concurrency, each
+   * taking one job at a time, so a long job holds one slot and the next job
+   * starts in another. Only the first slot polls at JOBS_POLL_MS; the others
+   * wait to be woken, by an enqueue or by a sibling that found a job (more
+   * may be due), and poll seldom, as a fallback.
+   */
   async start(): Promise<void> {
     for (const [queue, registered] of this.#jobs) {
-      const batchSize = registered.definition.concurrency ?? DEFAULT_CONCURRENCY;
-      const workerId = await this.#boss.work(
-        queue,
-        { batchSize, includeMetadata: true, pollingIntervalSeconds: this.#pollSeconds },
-        async (jobs: PgBoss.JobWithMetadata<Envelope>[]) => {
-          await Promise.all(jobs.map((job) => this.#track(this.#attempt(queue, registered, job))));
-          // More may be due: look again at once instead of after a polling interval.
-          this.#notify(queue);
-        },
-      );
-      this.#workers.set(queue, workerId);
+      const workers = { ids: [] as string[], busy: new Set<string>() };
+      this.#workers.set(queue, workers);
+      for (let slot = 0; slot < (registered.definition.concurrency ?? DEFAULT_CONCURRENCY); slot++) {
+        let id = '';
+        id = await this.#boss.work(
+          queue,
+          { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: slot === 0 ? this.#pollSeconds : Math.max(this.#pollSeconds, SIBLING_POLL_SECONDS) },
+          async (jobs: PgBoss.JobWithMetadata<Envelope>[]) => {
+            workers.busy.add(id);
+            this.#notify(queue);
+            try {
+              await Promise.all(jobs.map((job) => this.#track(this.#attempt(queue, registered, job))));
+            } finally {
+              workers.busy.delete(id);
+              // More may be due: look again at once instead of after a polling interval.
+              this.#boss.notifyWorker(id);
+            }
+          },
+        );
+        workers.ids.push(id);
+      }
     }
     this.#unsubscribe.push(
       this.#bus.subscribe(JOBS_WAKE, (event) => this.#notify((event.payload as { queue: string }).queue)),
@@ -343,10 +362,11 @@ export class JobService implements Jobs, JobQueue {
     return registered;
   }
 
-  /** Tells this node's worker of the queue to look for jobs now instead of at its next poll. */
+  /** Tells one idle worker of the queue on this node, if any, to look for a job now instead of at its next poll. */
   #notify(queue: string): void {
-    const workerId = this.#workers.get(queue);
-    if (this.#started && workerId) this.#boss.notifyWorker(workerId);
+    const workers = this.#workers.get(queue);
+    const idle = workers?.ids.find((id) => !workers.busy.has(id));
+    if (this.#started && idle) this.#boss.notifyWorker(idle);
   }
 
   /** Tells every node's worker of the queue, this one's at once and the others' through the bus. */

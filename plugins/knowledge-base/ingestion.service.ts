@@ -286,7 +286,9 @@ export class IngestionService {
     const auth = ctx as AuthenticatedContext;
     const ingestion = await ctx.em.findOne(Ingestion, { id: ingestionId });
     if (!ingestion || ingestion.state === 'cancelled' || ingestion.state === 'done') return { state: ingestion?.state ?? 'cancelled' };
-    await this.#setIngestion(ctx, ingestionId, { state: 'running', startedAt: new Date(), error: null }, 'processing');
+    // Queued, or running on a node that stopped; cancelled meanwhile, it does not start.
+    const started = { state: 'running', startedAt: new Date(), error: null } as const;
+    if (!(await this.#setIngestion(ctx, ingestionId, started, { status: 'processing', from: ['queued', 'running'] }))) return { state: 'cancelled' };
     try {
       const version = await ctx.em.findOneOrFail(DocumentVersion, { documentId: ingestion.documentId, version: ingestion.version });
       const content = await this.#content(auth, version);
@@ -329,7 +331,7 @@ export class IngestionService {
         return { state: 'cancelled' };
       }
       await this.#index.embedPending(ctx, { subscriptionId: auth.subscriptionId, source: SOURCE, recordIds: [ingestion.documentId] });
-      await this.#setIngestion(ctx, ingestionId, { state: 'done', finishedAt: new Date() }, 'ready');
+      await this.#setIngestion(ctx, ingestionId, { state: 'done', finishedAt: new Date() }, { status: 'ready' });
       return { state: 'done', chunks: written.chunks };
     } catch (error) {
       const reason = error instanceof IngestError || error instanceof RpcError ? error.message : 'The document could not be processed';
@@ -339,7 +341,7 @@ export class IngestionService {
         await this.#setIngestion(ctx, ingestionId, { state: 'queued', error: reason });
         throw error;
       }
-      await this.#setIngestion(ctx, ingestionId, { state: 'failed', error: reason, finishedAt: new Date() }, 'failed', reason);
+      await this.#setIngestion(ctx, ingestionId, { state: 'failed', error: reason, finishedAt: new Date() }, { status: 'failed', error: reason });
       return { state: 'failed' };
     }
   }
@@ -442,15 +444,21 @@ export class IngestionService {
     return row?.text ?? '';
   }
 
+  /**
+   * Moves the ingestion on, and its document when `status` is given, unless
+   * it has left the states `from` meanwhile (a cancel won): false then, and
+   * nothing changes.
+   */
   async #setIngestion(
     ctx: RequestContext,
     ingestionId: string,
     changes: Partial<Ingestion>,
-    status?: DocumentStatus,
-    error: string | null = null,
-  ): Promise<void> {
-    await ctx.em.fork().transactional(async (em) => {
-      const ingestion = await em.findOneOrFail(Ingestion, { id: ingestionId });
+    { status, error = null, from = ['running'] }: { status?: DocumentStatus; error?: string | null; from?: readonly IngestionState[] } = {},
+  ): Promise<boolean> {
+    return ctx.em.fork().transactional(async (em) => {
+      // The ingestion's row first, then its document's, in the order a cancel (ingestion-jobs.service.ts) takes them: a run and a cancel at once wait, never deadlock.
+      const ingestion = await em.findOneOrFail(Ingestion, { id: ingestionId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!from.includes(ingestion.state)) return false;
       Object.assign(ingestion, changes);
       // The document shows the state of its latest version's ingestion, unless it was deleted.
       if (status)
@@ -460,6 +468,7 @@ export class IngestionService {
           { status, error, updatedAt: new Date() },
         );
       await em.flush();
+      return true;
     });
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import {
   defineRecord,
+  GroupWrite,
   pgArray,
   RpcError,
   type AiClient,
@@ -38,6 +39,16 @@ interface DueTask {
 interface Claimed {
   runId: string;
   task: DueTask;
+}
+
+/** How a run ended, as its row keeps it; `firedAt` is when its action started. */
+interface Outcome {
+  subscriptionId: string;
+  runId: string;
+  status: RunStatus;
+  error: string | null;
+  result: string | null;
+  firedAt: Date;
 }
 
 const RUN = defineRecord(TaskRun, { hide: ['subscriptionId'] });
@@ -77,6 +88,10 @@ export class SchedulerRunner {
   readonly #config: SchedulerConfig;
   readonly #logger: Logger;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Runs' outcomes, written together when they arrive together. */
+  readonly #outcomes: GroupWrite<Outcome>;
+  /** The role and state of each task's user, looked up once per tick (a tick lasts as long as due tasks are left). */
+  #holders = new Map<string, ReturnType<PluginServices['userService']['credentialHolder']>>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = true;
 
@@ -98,6 +113,21 @@ export class SchedulerRunner {
     this.#users = deps.userService;
     this.#config = deps.config;
     this.#logger = deps.logger;
+    this.#outcomes = new GroupWrite((outcomes) =>
+      this.#db.execute(
+        `update scheduler_run set status = v.status, error = v.error, result = v.result::jsonb, fired_at = v.fired_at, finished_at = now()
+         from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as v(subscription_id, id, status, error, result, fired_at)
+         where scheduler_run.subscription_id = v.subscription_id and scheduler_run.id = v.id and scheduler_run.status = 'running'`,
+        [
+          pgArray(outcomes.map((outcome) => outcome.subscriptionId)),
+          pgArray(outcomes.map((outcome) => outcome.runId)),
+          pgArray(outcomes.map((outcome) => outcome.status)),
+          pgArray(outcomes.map((outcome) => outcome.error)),
+          pgArray(outcomes.map((outcome) => outcome.result)),
+          pgArray(outcomes.map((outcome) => outcome.firedAt.toISOString())),
+        ],
+      ),
+    );
   }
 
   start(): void {
@@ -160,7 +190,7 @@ export class SchedulerRunner {
         [run.subscription_id, run.task_id],
       );
       if (task) this.#launch({ runId: run.id, task });
-      else await this.#finish(run.subscription_id, run.id, 'failed', 'the task was deleted', null);
+      else await this.#finish(run.subscription_id, run.id, 'failed', 'the task was deleted', null, new Date());
     }
     return { refired: stale.length, failed: given.length };
   }
@@ -170,12 +200,19 @@ export class SchedulerRunner {
     this.#timer = setTimeout(() => void this.#tick().finally(() => this.#schedule()), this.#config.SCHEDULER_POLL_MS);
   }
 
-  /** Claims and fires due tasks until none is left, keeping at most SCHEDULER_CONCURRENCY actions under way. */
+  /**
+   * Claims and fires due tasks until none is left, keeping at most
+   * SCHEDULER_CONCURRENCY actions under way. The next batch is claimed while
+   * the actions of this one start, so the actions never wait for a claim.
+   */
   async #tick(): Promise<void> {
+    this.#holders = new Map();
     try {
-      for (let claimed = CLAIM_BATCH; claimed === CLAIM_BATCH && !this.#stopped;) {
-        const batch = await this.#claim();
-        claimed = batch.length;
+      for (let next: Promise<Claimed[]> | null = this.#claim(); next;) {
+        const batch: Claimed[] = await next;
+        next = batch.length === CLAIM_BATCH && !this.#stopped ? this.#claim() : null;
+        // Awaited on the next turn of the loop: until then a failed claim must not count as unhandled.
+        next?.catch(() => undefined);
         for (const run of batch) {
           while (this.#inFlight.size >= this.#config.SCHEDULER_CONCURRENCY) await Promise.race(this.#inFlight);
           this.#launch(run);
@@ -235,18 +272,20 @@ export class SchedulerRunner {
     this.#inFlight.add(firing);
   }
 
-  /** Runs a task's action as its user and records how it went. */
+  /** Runs a task's action as its user and records how it went, and when it started. */
   async #fire({ runId, task }: Claimed): Promise<void> {
+    const firedAt = new Date();
+    const finish = (status: RunStatus, error: string | null, result: unknown) => this.#finish(task.subscription_id, runId, status, error, result, firedAt);
     const principal = await this.#principal(task);
-    if (!principal) return this.#finish(task.subscription_id, runId, 'failed', 'the user the task acts as is no longer active', null);
+    if (!principal) return finish('failed', 'the user the task acts as is no longer active', null);
     const config = json(task.action_config);
     try {
       const result = await this.#act(task, principal, config);
-      await this.#finish(task.subscription_id, runId, 'succeeded', null, result);
+      await finish('succeeded', null, result);
     } catch (error) {
       const message = error instanceof RpcError ? `${error.code}: ${error.message}` : 'the action failed';
       if (!(error instanceof RpcError)) this.#logger.error({ err: error, runId, taskId: task.id }, 'a scheduled action failed');
-      await this.#finish(task.subscription_id, runId, 'failed', message, null);
+      await finish('failed', message, null);
     }
   }
 
@@ -294,19 +333,20 @@ export class SchedulerRunner {
     }
   }
 
-  async #finish(subscriptionId: string, runId: string, status: RunStatus, error: string | null, result: unknown): Promise<void> {
+  #finish(subscriptionId: string, runId: string, status: RunStatus, error: string | null, result: unknown, firedAt: Date): Promise<void> {
     const text = result === undefined || result === null ? null : JSON.stringify(result);
-    await this.#db
-      .forkEm(null)
-      .execute(
-        `update scheduler_run set status = ?, error = ?, result = ?::jsonb, finished_at = now() where subscription_id = ? and id = ? and status = 'running'`,
-        [status, error, text !== null && text.length <= MAX_RESULT ? text : null, subscriptionId, runId],
-      );
+    return this.#outcomes.add({ subscriptionId, runId, status, error, result: text !== null && text.length <= MAX_RESULT ? text : null, firedAt });
   }
 
   /** The task's user as a caller, with their role now; null when they are gone or inactive. */
   async #principal(task: DueTask): Promise<Principal | null> {
-    const holder = await this.#users.credentialHolder(task.subscription_id, task.user_id);
+    const key = `${task.subscription_id}:${task.user_id}`;
+    let lookup = this.#holders.get(key);
+    if (!lookup) {
+      this.#holders.set(key, (lookup = this.#users.credentialHolder(task.subscription_id, task.user_id)));
+      lookup.catch(() => this.#holders.delete(key));
+    }
+    const holder = await lookup;
     if (!holder?.isActive) return null;
     const context = json(task.context);
     return {

@@ -4,6 +4,7 @@ import {
   defineRecord,
   notFound,
   validationError,
+  type AuditAction,
   type AuditLog,
   type AuthenticatedContext,
   type EntityManager,
@@ -180,7 +181,7 @@ export class ScopedSecretsService {
   async getSecretValue(ctx: AuthenticatedContext, id: string): Promise<{ value: string }> {
     const secret = await this.#find(ctx.em, id);
     const value = await this.#keyring.open(ctx.subscriptionId, secret.value);
-    await this.#record(ctx.em, ctx, 'read', secret);
+    await this.#audit.recordRead(ctx, this.#action('read', secret));
     return { value };
   }
 
@@ -195,7 +196,11 @@ export class ScopedSecretsService {
   }
 
   #record(em: EntityManager, ctx: AuthenticatedContext, action: string, secret: ScopedSecret): Promise<void> {
-    return this.#audit.record(em, ctx, { kind: AUDIT_KIND, group: GROUP, action, targetId: secret.id, target: placeName(toRecord(secret)) });
+    return this.#audit.record(em, ctx, this.#action(action, secret));
+  }
+
+  #action(action: string, secret: ScopedSecret): AuditAction {
+    return { kind: AUDIT_KIND, group: GROUP, action, targetId: secret.id, target: placeName(toRecord(secret)) };
   }
 
   #changed(ctx: AuthenticatedContext, action: string, secret: ScopedSecret): Promise<void> {

@@ -129,7 +129,7 @@ export class SecretsService {
     const id = secretId(zone, key);
     const secret = await this.#find(ctx.em, id);
     const value = await this.#keyring.open(ctx.subscriptionId, secret.value);
-    await this.#audit.record(ctx.em, ctx, this.#action('read', id));
+    await this.#audit.recordRead(ctx, this.#action('read', id));
     return { value };
   }
 

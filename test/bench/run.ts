@@ -100,6 +100,7 @@ async function startServer(kind: ServerKind, args: string[] = [], env: Record<st
 
 interface Sample {
   rps: number;
+  p50ms: number;
   p99ms: number;
 }
 
@@ -111,7 +112,7 @@ function runWrk(url: string, target: Target, apiKey: string, seconds: number): S
   const output = result.stdout;
   const read = readWrk(output);
   if (!read || /Non-2xx/.test(output)) throw new Error(`wrk failed for ${target.label}:\n${output}${result.stderr}`);
-  return { rps: read.rps, p99ms: read.p99ms };
+  return { rps: read.rps, p50ms: read.p50ms, p99ms: read.p99ms };
 }
 
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
@@ -152,7 +153,12 @@ async function measureThroughput(databaseUrl: string | undefined): Promise<Parti
       children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM'))))),
     );
   }
-  return Object.fromEntries([...samples].map(([label, list]) => [label, { rps: median(list.map((s) => s.rps)), p99ms: median(list.map((s) => s.p99ms)) }]));
+  return Object.fromEntries(
+    [...samples].map(([label, list]) => [
+      label,
+      { rps: median(list.map((s) => s.rps)), p50ms: median(list.map((s) => s.p50ms)), p99ms: median(list.map((s) => s.p99ms)) },
+    ]),
+  );
 }
 
 /** (i)'s own scratch database on PostgreSQL, dropped with the run's. */
@@ -170,7 +176,9 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
   console.log(`\nmedian of ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, wrk -t1, ${BASE_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}`);
   for (const target of TARGETS) {
     const sample = summary[target.label]!;
-    console.log(`(${target.label}) ${target.name.padEnd(52)} ${sample.rps.toFixed(0).padStart(7)} req/s   p99 ${sample.p99ms.toFixed(2)} ms`);
+    console.log(
+      `(${target.label}) ${target.name.padEnd(52)} ${sample.rps.toFixed(0).padStart(7)} req/s   p50 ${sample.p50ms.toFixed(2)} ms   p99 ${sample.p99ms.toFixed(2)} ms`,
+    );
   }
   const ratio = (x: Label, y: Label, note = '') => {
     if (summary[x] && summary[y]) console.log(`${x}/${y} = ${(summary[x].rps / summary[y].rps).toFixed(2)}${note}`);
@@ -187,7 +195,11 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
       ? '   (aim: at least 0.7; the ORM and RPC layers over the same query)'
       : '   (the ORM and RPC layers over the same query on the same PGlite)',
   );
-  ratio('g', 'b', '   (an audited secret read, one insert per call, against a plain list read)');
+  ratio(
+    'g',
+    'b',
+    `   (an audited secret read, its entry written with those of the reads at the same moment, against a plain list read; aim: ${BASE_DATABASE_URL ? 'at least 0.5, ' : ''}p99 under 50 ms)`,
+  );
   ratio('h', 'a', "   (the JSON-RPC 2.0 envelope against the spec's, same operation; aim: at least 0.9)");
   ratio('a', 'd');
   ratio('a', 'e', '   (the RPC layer alone: same process, same runtime costs)');

@@ -49,6 +49,8 @@ describe('KnowledgeBaseAdminRpc', () => {
       const page = `<html><head><title>Ferry</title></head><body><h1>Timetable</h1><p>${ferryTimes}</p></body></html>`;
       if (request.path === '/ferry.html') return { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: page };
       if (request.path === '/fleet') return { status: 200, headers: { 'content-type': 'application/pdf' }, body: fleetPdf };
+      // Answered late: an ingestion fetching it holds a slot of the ingestion queue meanwhile.
+      if (request.path.startsWith('/slow')) return { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: page, delayMs: 1500 };
       if (request.path === '/data.bin') return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from([0, 1, 2, 3]) };
       return { status: 404 };
     });
@@ -401,8 +403,15 @@ describe('KnowledgeBaseAdminRpc', () => {
   it('lists ingestion jobs, cancels a queued one and retries it; counts quota and statistics; lists filter options', async () => {
     const subscriber = await t.signup();
     const done = await ingest(subscriber, { name: 'Done', content: 'Finished text.', collection: 'c1', tags: ['t1', 't2'] });
+    // Both slots of the ingestion queue (its concurrency, 2) busy fetching a slow page, for another subscription: the next ingestion waits.
+    const busy = await t.signup();
+    const slow = await Promise.all([1, 2].map((n) => t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: `${web.url}/slow/${n}` }, as(busy))));
+    await eventually(async () => {
+      const states = await Promise.all(slow.map(({ jobId }) => t.ok('KnowledgeBaseAdminRpc.getJob', { jobId }, as(busy))));
+      return states.every((job) => job.state === 'running') || undefined;
+    });
     const queued = await t.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Queued', content: 'Waiting text.' }, as(subscriber));
-    // Cancelled before the job service picks it up (it polls every 500 ms here); a run that starts anyway stops before writing.
+    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: queued.jobId }, as(subscriber))).state, 'queued');
     const cancelled = await t.ok('KnowledgeBaseAdminRpc.cancelJob', { jobId: queued.jobId }, as(subscriber));
     assert.equal(cancelled.state, 'cancelled');
     const afterCancel = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: queued.document._id }, as(subscriber));

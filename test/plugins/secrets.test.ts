@@ -173,14 +173,30 @@ describe('SecretsRpc', () => {
     assert.ok(!JSON.stringify(log).includes(VALUE));
   });
 
+  it('records each of many reads at once, every entry its own request', async () => {
+    const before = (await t.ok('SecretsRpc.getAuditLog', { filter: { action: 'read' }, pageSize: 1 }, as(admin.token))).totalCount;
+    const reads = await Promise.all(
+      Array.from({ length: 40 }, () => t.ok('SecretsRpc.getSecretValue', { zone: 'production', key: 'STRIPE_KEY' }, as(admin.token))),
+    );
+    assert.deepEqual(new Set(reads.map((read) => read.value)), new Set([VALUE]));
+    const log = await t.ok('SecretsRpc.getAuditLog', { filter: { action: 'read' }, pageSize: 40 }, as(admin.token));
+    assert.equal(log.totalCount, before + 40);
+    assert.equal(new Set(log.data.map((entry: { requestId: string }) => entry.requestId)).size, 40);
+  });
+
   it('fails closed: no audit record, no value; no audit record, no change', async () => {
     const { db } = t.app.deps;
     await db.execute('alter table core_audit_log rename to core_audit_log_away');
     try {
-      const read = await t.call('SecretsRpc.getSecretValue', { zone: 'production', key: 'STRIPE_KEY' }, as(admin.token));
-      assert.equal(read.body.success, false);
-      assert.equal(read.status, 500);
-      assert.ok(!JSON.stringify(read.body).includes(VALUE));
+      // Reads at once share one write of their entries: when it fails, every one of them is refused.
+      const reads = await Promise.all(
+        Array.from({ length: 8 }, () => t.call('SecretsRpc.getSecretValue', { zone: 'production', key: 'STRIPE_KEY' }, as(admin.token))),
+      );
+      for (const read of reads) {
+        assert.equal(read.body.success, false);
+        assert.equal(read.status, 500);
+        assert.ok(!JSON.stringify(read.body).includes(VALUE));
+      }
       const created = await t.call('SecretsRpc.create', { zone: 'common', key: 'UNAUDITED', value: 'x' }, as(admin.token));
       assert.equal(created.body.success, false);
       const updated = await t.call('SecretsRpc.update', { _id: 'production:STRIPE_KEY', value: 'replaced' }, as(admin.token));
