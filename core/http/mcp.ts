@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { presentedCredentials } from '../credentials/authenticator.ts';
 import type { Principal } from '../rpc/context.ts';
 import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
@@ -11,6 +10,7 @@ import { jsonSchemaOf, type RegisteredOperation, type Registry } from '../rpc/re
 import { readBody } from './read-body.ts';
 import { HttpTransport } from './request-info.ts';
 import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
+import { onFirstUse } from '../on-first-use.ts';
 
 /**
  * An MCP server at `/mcp` (Streamable HTTP, stateless, on the official SDK):
@@ -62,11 +62,21 @@ function toolResult(outcome: DispatchResult, entry: ToolEntry) {
   };
 }
 
+/** The MCP SDK, loaded by the first MCP request: a service no agent calls does not carry it (some 30 MB, a quarter of a second). */
+const loadSdk = onFirstUse(() =>
+  Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(([server, http, types]) => ({ ...server, ...http, ...types })),
+);
+
 export function createMcpEndpoint(endpoint: McpEndpoint) {
   const tools = toolsOf(endpoint.registry);
 
   /** One MCP server per request (stateless), for the caller its credentials name. */
-  const serverFor = (principal: Principal, req: IncomingMessage, requestId: string): Server => {
+  const serverFor = async (principal: Principal, req: IncomingMessage, requestId: string): Promise<Server> => {
+    const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } = await loadSdk();
     const server = new Server({ name: 'rpc-service', version: endpoint.version }, { capabilities: { tools: { listChanged: false } } });
     const transport = new HttpTransport(req, endpoint.options);
     server.setRequestHandler(ListToolsRequestSchema, () => ({
@@ -124,8 +134,8 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
         return refuse(res, endpoint.pipeline.failure(error, { requestId, method: 'mcp' }).error, requestId);
       }
       if (!principal) return refuse(res, new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token'), requestId);
-      const server = serverFor(principal, req, requestId);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const server = await serverFor(principal, req, requestId);
+      const transport = new (await loadSdk()).StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {
         void transport.close();
         void server.close();

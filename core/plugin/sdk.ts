@@ -105,6 +105,7 @@ export { jsonFilter, type SqlCondition } from '../db/json-filter.ts';
 export { nearest, type NearestQuery, type NearestRow } from '../db/vector-search.ts';
 export { pgArray } from '../db/pg-array.ts';
 export { GroupWrite } from '../db/group-write.ts';
+export { onFirstUse } from '../on-first-use.ts';
 
 // Credentials and crypto
 export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';

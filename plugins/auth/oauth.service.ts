@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import * as oidc from 'openid-client';
+import type { Configuration, IDToken } from 'openid-client';
 import {
   ACROSS_TENANTS,
   badRequest,
   digestsEqual,
   isUuid,
   notFound,
+  onFirstUse,
   randomToken,
   RpcError,
   sha256,
@@ -23,6 +24,9 @@ import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
 import type { UserService } from './user.service.ts';
 import { toUserView, type UserView } from './user-view.ts';
+
+/** openid-client, loaded by the first OpenID Connect login: an installation without one does not carry it. */
+const loadOidc = onFirstUse(() => import('openid-client'));
 
 /** How long a login may take at the provider, and how long an external login can be polled. */
 const LOGIN_TTL_MS = 10 * 60_000;
@@ -71,7 +75,7 @@ interface Deps {
 export class OAuthService {
   readonly #deps: Deps;
   readonly #providers: Map<string, OAuthProviderConfig>;
-  readonly #discovered = new Map<string, Promise<oidc.Configuration>>();
+  readonly #discovered = new Map<string, Promise<Configuration>>();
 
   constructor(deps: Deps) {
     this.#deps = deps;
@@ -98,11 +102,13 @@ export class OAuthService {
   }
 
   /** Discovery once per provider; a failure is forgotten so the next login tries again. */
-  #configuration(provider: OAuthProviderConfig): Promise<oidc.Configuration> {
+  #configuration(provider: OAuthProviderConfig): Promise<Configuration> {
     let pending = this.#discovered.get(provider.name);
     if (!pending) {
-      const options = this.#deps.config.oauthAllowHttp ? { execute: [oidc.allowInsecureRequests] } : undefined;
-      pending = oidc.discovery(new URL(provider.issuer), provider.clientId, provider.clientSecret, undefined, options);
+      pending = loadOidc().then((oidc) => {
+        const options = this.#deps.config.oauthAllowHttp ? { execute: [oidc.allowInsecureRequests] } : undefined;
+        return oidc.discovery(new URL(provider.issuer), provider.clientId, provider.clientSecret, undefined, options);
+      });
       pending.catch((err) => {
         this.#discovered.delete(provider.name);
         this.#deps.logger.error({ err, provider: provider.name }, 'OpenID provider discovery failed');
@@ -123,6 +129,7 @@ export class OAuthService {
     const provider = this.provider(providerName);
     const configuration = await this.#configuration(provider);
     if (externalLoginId) await this.#pendingExternal(externalLoginId);
+    const oidc = await loadOidc();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const verifier = oidc.randomPKCECodeVerifier();
@@ -158,7 +165,8 @@ export class OAuthService {
     // The callback URL the provider saw, on the public base URL rather than however the request reached us.
     const seen = new URL(OAuthService.callbackUrl(baseUrl, provider.name));
     seen.search = callbackUrl.search;
-    let claims: oidc.IDToken;
+    const oidc = await loadOidc();
+    let claims: IDToken;
     try {
       const tokens = await oidc.authorizationCodeGrant(configuration, seen, {
         pkceCodeVerifier: this.#deps.secretBox.decrypt(pending.code_verifier),
@@ -185,7 +193,7 @@ export class OAuthService {
     return { token: session.token, expiresAt: session.expiresAt, user: view, external: pending.external_login_id !== null };
   }
 
-  async #userFor(provider: string, claims: oidc.IDToken): Promise<User> {
+  async #userFor(provider: string, claims: IDToken): Promise<User> {
     const linked = (await this.#linkedUser(provider, claims.sub)) ?? (await this.#linkOrSignup(provider, claims));
     // Read afresh, so the view shows the link this login may just have made.
     const user = await this.#deps.userService.findForLogin(linked.subscription_id, linked.user_id);
@@ -198,7 +206,7 @@ export class OAuthService {
     return link;
   }
 
-  async #linkOrSignup(provider: string, claims: oidc.IDToken): Promise<LinkedUser> {
+  async #linkOrSignup(provider: string, claims: IDToken): Promise<LinkedUser> {
     const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
     if (!email || claims.email_verified !== true) {
       throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
@@ -225,7 +233,7 @@ export class OAuthService {
     });
   }
 
-  async #signup(provider: string, claims: oidc.IDToken, email: string): Promise<User> {
+  async #signup(provider: string, claims: IDToken, email: string): Promise<User> {
     const { config, db, lifecycle } = this.#deps;
     const username = await this.#freeUsername(email);
     checkSignupRules(config, { email, username });

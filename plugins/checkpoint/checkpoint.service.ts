@@ -17,7 +17,7 @@ import {
 import type { CheckpointConfig } from './config.ts';
 import { importDiskRepository } from './disk-import.ts';
 import { GitStore } from './git-store.ts';
-import { ScopeRepository, type Author, type Checkpoint, type Encoding, type FileChange } from './repository.ts';
+import { loadGit, ScopeRepository, type Author, type Checkpoint, type Encoding, type FileChange } from './repository.ts';
 
 interface CheckpointServiceDeps {
   db: Database;
@@ -197,7 +197,7 @@ export class CheckpointService {
     const locked = () =>
       ctx.em.fork().transactional(async (em) => {
         if (this.#deps.db.kind === 'postgresql') await em.execute('select pg_advisory_xact_lock(hashtext(?), hashtext(?))', ['checkpoint.scope', key]);
-        const repository = new ScopeRepository(em, ctx.subscriptionId, scope);
+        const repository = new ScopeRepository(await loadGit(), em, ctx.subscriptionId, scope);
         await this.#open(ctx, em, scope, repository, opening);
         const result = await work(repository, em);
         await repository.store.flush();

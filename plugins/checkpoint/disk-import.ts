@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import git from 'isomorphic-git';
 import { GITDIR } from './git-store.ts';
-import type { ScopeRepository } from './repository.ts';
+import { loadGit, type ScopeRepository } from './repository.ts';
 
 // Objects held in memory before they are written: each is at most CHECKPOINT_MAX_FILE_BYTES.
 const FLUSH_EVERY = 100;
@@ -16,6 +15,7 @@ const FLUSH_EVERY = 100;
  * remove once every node runs this release.
  */
 export async function importDiskRepository(repository: ScopeRepository, dir: string): Promise<void> {
+  const { default: git } = await loadGit();
   const source = { fs, dir, cache: {} };
   const target = { fs: repository.store.fs, gitdir: GITDIR };
   const refs = new Map<string, string>();

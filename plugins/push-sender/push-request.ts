@@ -1,5 +1,8 @@
-import webpush, { type RequestDetails } from 'web-push';
-import type { Outbound, PluginServices } from 'rpc-service/plugin';
+import type { RequestDetails } from 'web-push';
+import { onFirstUse, type Outbound, type PluginServices } from 'rpc-service/plugin';
+
+/** web-push, loaded by the first push sent: a process that sends none does not carry it. */
+const loadWebPush = onFirstUse(() => import('web-push'));
 
 /** A browser subscribed to push, as the push plugin gives it. */
 export type PushDevice = Awaited<ReturnType<PluginServices['pushService']['devices']>>[number];
@@ -33,6 +36,7 @@ export type PushOutcome =
  * a tenant. Never throws: every failure is an outcome.
  */
 export async function sendPush(outbound: Outbound, device: PushDevice, message: Buffer, options: PushOptions): Promise<PushOutcome> {
+  const { default: webpush } = await loadWebPush();
   let request: RequestDetails;
   try {
     request = webpush.generateRequestDetails({ endpoint: device.endpoint, keys: { p256dh: device.p256dh, auth: device.auth } }, message, {

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import webpush from 'web-push';
-import { conflict, pgArray, validationError, type AuthenticatedContext, type Database, type Keyring, type Outbound } from 'rpc-service/plugin';
+import { conflict, onFirstUse, pgArray, validationError, type AuthenticatedContext, type Database, type Keyring, type Outbound } from 'rpc-service/plugin';
 import { PushSubscription } from './subscription.entity.ts';
+
+/** web-push, loaded when the service's VAPID keys are first made: an installation that has them does not carry it. */
+const loadWebPush = onFirstUse(() => import('web-push'));
 
 export interface SubscriptionObject {
   endpoint: string;
@@ -110,7 +112,7 @@ export class PushService {
       )[0];
     let row = await read();
     if (!row) {
-      const keys = webpush.generateVAPIDKeys();
+      const keys = (await loadWebPush()).default.generateVAPIDKeys();
       await this.#db.execute(
         'insert into push_vapid_keys (id, public_key, private_key_sealed, created_at) values (1, ?, ?, now()) on conflict (id) do nothing',
         [keys.publicKey, await this.#keyring.seal(SERVICE_KEYRING_ID, keys.privateKey)],
