@@ -179,7 +179,7 @@ export class JobService implements Jobs, JobQueue {
   readonly #unsubscribe: (() => void)[] = [];
   readonly #jobs = new Map<string, RegisteredJob>();
   /** Each queue's workers, one per slot of its concurrency, and those running a job now. */
-  readonly #workers = new Map<string, { ids: string[]; busy: Set<string> }>();
+  readonly #workers = new Map<string, { ids: string[]; busy: Set<string>; woken: Set<string> }>();
   /** Attempts under way, so a stop can wait for them. */
   readonly #attempts = new Set<Promise<void>>();
   #opened = false;
@@ -239,7 +239,8 @@ export class JobService implements Jobs, JobQueue {
    */
   async start(): Promise<void> {
     for (const [queue, registered] of this.#jobs) {
-      const workers = { ids: [] as string[], busy: new Set<string>() };
+      // woken: told to look for a job that was enqueued; one that finds a job otherwise (a poll, a backlog) passes the word on.
+      const workers = { ids: [] as string[], busy: new Set<string>(), woken: new Set<string>() };
       this.#workers.set(queue, workers);
       for (let slot = 0; slot < (registered.definition.concurrency ?? DEFAULT_CONCURRENCY); slot++) {
         let id = '';
@@ -248,7 +249,7 @@ export class JobService implements Jobs, JobQueue {
           { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: slot === 0 ? this.#pollSeconds : Math.max(this.#pollSeconds, SIBLING_POLL_SECONDS) },
           async (jobs: PgBoss.JobWithMetadata<Envelope>[]) => {
             workers.busy.add(id);
-            this.#notify(queue);
+            if (!workers.woken.delete(id)) this.#notify(queue);
             try {
               await Promise.all(jobs.map((job) => this.#track(this.#attempt(queue, registered, job))));
             } finally {
@@ -262,7 +263,8 @@ export class JobService implements Jobs, JobQueue {
       }
     }
     this.#unsubscribe.push(
-      this.#bus.subscribe(JOBS_WAKE, (event) => this.#notify((event.payload as { queue: string }).queue)),
+      // This node's own wake-ups were acted on when sent.
+      this.#bus.subscribe(JOBS_WAKE, (event) => void (event.origin !== this.#bus.nodeId && this.#notify((event.payload as { queue: string }).queue))),
       // Wake-ups sent while this node was not listening are lost: look at every queue.
       this.#bus.subscribe(BUS_RESYNC, () => this.#workers.forEach((_, queue) => this.#notify(queue))),
     );
@@ -365,12 +367,15 @@ export class JobService implements Jobs, JobQueue {
   /** Tells one idle worker of the queue on this node, if any, to look for a job now instead of at its next poll. */
   #notify(queue: string): void {
     const workers = this.#workers.get(queue);
-    const idle = workers?.ids.find((id) => !workers.busy.has(id));
-    if (this.#started && idle) this.#boss.notifyWorker(idle);
+    const idle = workers?.ids.find((id) => !workers.busy.has(id) && !workers.woken.has(id)) ?? workers?.ids.find((id) => !workers.busy.has(id));
+    if (!this.#started || !idle) return;
+    workers!.woken.add(idle);
+    this.#boss.notifyWorker(idle);
   }
 
   /** Tells every node's worker of the queue, this one's at once and the others' through the bus. */
   #wake(queue: string): void {
+    this.#notify(queue);
     if (this.#waking.has(queue)) return;
     this.#waking.add(queue);
     setImmediate(() => {
