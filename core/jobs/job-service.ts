@@ -239,12 +239,11 @@ export class JobService implements Jobs, JobQueue {
    */
   async start(): Promise<void> {
     for (const [queue, registered] of this.#jobs) {
-      // woken: told to look for a job that was enqueued; one that finds a job otherwise (a poll, a backlog) passes the word on.
+      // woken: told to look for an enqueued job; one that finds a job otherwise (a poll, a backlog) passes the word on.
       const workers = { ids: [] as string[], busy: new Set<string>(), woken: new Set<string>() };
       this.#workers.set(queue, workers);
       for (let slot = 0; slot < (registered.definition.concurrency ?? DEFAULT_CONCURRENCY); slot++) {
-        let id = '';
-        id = await this.#boss.work(
+        const id: string = await this.#boss.work(
           queue,
           { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: slot === 0 ? this.#pollSeconds : Math.max(this.#pollSeconds, SIBLING_POLL_SECONDS) },
           async (jobs: PgBoss.JobWithMetadata<Envelope>[]) => {
@@ -300,10 +299,7 @@ export class JobService implements Jobs, JobQueue {
 
   /** Kept as a promise that never rejects: a failed attempt must not make a stop throw before the database closes. */
   #track(attempt: Promise<void>): Promise<void> {
-    const settled = attempt.then(
-      () => undefined,
-      () => undefined,
-    );
+    const settled = attempt.then(ignore, ignore);
     this.#attempts.add(settled);
     void settled.then(() => this.#attempts.delete(settled));
     return attempt;
@@ -569,6 +565,8 @@ export class JobService implements Jobs, JobQueue {
     return deleted;
   }
 }
+
+const ignore = () => undefined;
 
 /** Jobs deleted by one statement of a purge. */
 const PURGE_BATCH = 1000;

@@ -23,6 +23,8 @@ import { ACTION_TYPES, ScheduledTask, type ActionType, type TaskContext } from '
 
 /** Due tasks claimed per transaction. */
 const CLAIM_BATCH = 100;
+/** The soonest a node looks again for due tasks, when one is already due (another node is claiming it). */
+const MIN_LOOK_MS = 20;
 /** A result kept with a run at most this long (as JSON); larger ones are left out. */
 const MAX_RESULT = 10_000;
 
@@ -195,9 +197,29 @@ export class SchedulerRunner {
     return { refired: stale.length, failed: given.length };
   }
 
-  #schedule(): void {
+  #schedule(delayMs = this.#config.SCHEDULER_POLL_MS): void {
     if (this.#stopped) return;
-    this.#timer = setTimeout(() => void this.#tick().finally(() => this.#schedule()), this.#config.SCHEDULER_POLL_MS);
+    this.#timer = setTimeout(() => void this.#tick().then((next) => this.#schedule(next)), delayMs);
+  }
+
+  /**
+   * When to look next: at the next task's due time when that comes before
+   * the next poll, so a task fires on time rather than up to a polling
+   * interval late. A task made or changed meanwhile is found by the poll.
+   */
+  async #nextLook(): Promise<number> {
+    const poll = this.#config.SCHEDULER_POLL_MS;
+    try {
+      const [row] = await this.#db.execute<{ due_in_ms: number | string | null }>(
+        'select extract(epoch from min(next_run) - clock_timestamp()) * 1000 as due_in_ms from scheduler_task where enabled and next_run is not null',
+      );
+      const dueIn = row?.due_in_ms === null || row?.due_in_ms === undefined ? poll : Number(row.due_in_ms);
+      // Not at once for a task already due: another node is claiming it.
+      return Math.min(poll, Math.max(MIN_LOOK_MS, Math.ceil(dueIn)));
+    } catch (err) {
+      this.#logger.error({ err }, 'could not find when the next scheduled task is due');
+      return poll;
+    }
   }
 
   /**
@@ -205,7 +227,7 @@ export class SchedulerRunner {
    * SCHEDULER_CONCURRENCY actions under way. The next batch is claimed while
    * the actions of this one start, so the actions never wait for a claim.
    */
-  async #tick(): Promise<void> {
+  async #tick(): Promise<number> {
     this.#holders = new Map();
     try {
       for (let next: Promise<Claimed[]> | null = this.#claim(); next;) {
@@ -221,6 +243,7 @@ export class SchedulerRunner {
     } catch (err) {
       this.#logger.error({ err }, 'could not claim due scheduled tasks');
     }
+    return this.#nextLook();
   }
 
   /** In one transaction: the due tasks no other node holds, their next runs, and a run row each. */

@@ -21,7 +21,8 @@ import { TEST_MASTER_KEY } from '../support/harness.ts';
  *       database) through the in-process caller;
  *   (2) with BENCH_DATABASE_URL (PostgreSQL): the scheduler's firing delay,
  *       p50 and p99 of (fired at − due at), for BENCH_TASKS (1,000) tasks due
- *       at the same moment, against the aim of 1 s.
+ *       at the same moment, against the aim: p99 under 250 ms for 1,000
+ *       due at once, under 2 s for 10,000 (BENCH_TASKS=10000).
  */
 const EXECUTIONS = Number(process.env.BENCH_EXECUTIONS ?? 2000);
 const END_TO_END = Number(process.env.BENCH_END_TO_END ?? 300);
@@ -175,7 +176,8 @@ async function firingDelay(baseUrl: string): Promise<void> {
     console.log(
       `(2a) firing delay                     p50 ${percentile(delays, 50).toFixed(0).padStart(5)} ms   p99 ${p99.toFixed(0).padStart(5)} ms   (${rows.filter((row) => row.status === 'succeeded').length} succeeded)`,
     );
-    console.log(`p99 / 1 s aim = ${(p99 / 1000).toFixed(2)}`);
+    const aimMs = TASKS <= 1000 ? 250 : 2000;
+    console.log(`p99 / ${aimMs} ms aim = ${(p99 / aimMs).toFixed(2)}`);
   } finally {
     await app.close();
     await scratch.drop();
