@@ -178,7 +178,7 @@ export class JobService implements Jobs, JobQueue {
   readonly #waking = new Set<string>();
   readonly #unsubscribe: (() => void)[] = [];
   readonly #jobs = new Map<string, RegisteredJob>();
-  /** Each queue's workers, one per slot of its concurrency, and those running a job now. */
+  /** Each queue's workers, one per slot of its concurrency: those running a job now, and those told to look for one. */
   readonly #workers = new Map<string, { ids: string[]; busy: Set<string>; woken: Set<string> }>();
   /** Attempts under way, so a stop can wait for them. */
   readonly #attempts = new Set<Promise<void>>();
