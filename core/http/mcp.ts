@@ -75,8 +75,8 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
   const tools = toolsOf(endpoint.registry);
 
   /** One MCP server per request (stateless), for the caller its credentials name. */
-  const serverFor = async (principal: Principal, req: IncomingMessage, requestId: string): Promise<Server> => {
-    const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } = await loadSdk();
+  const serverFor = (sdk: Awaited<ReturnType<typeof loadSdk>>, principal: Principal, req: IncomingMessage, requestId: string): Server => {
+    const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } = sdk;
     const server = new Server({ name: 'rpc-service', version: endpoint.version }, { capabilities: { tools: { listChanged: false } } });
     const transport = new HttpTransport(req, endpoint.options);
     server.setRequestHandler(ListToolsRequestSchema, () => ({
@@ -134,8 +134,9 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
         return refuse(res, endpoint.pipeline.failure(error, { requestId, method: 'mcp' }).error, requestId);
       }
       if (!principal) return refuse(res, new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token'), requestId);
-      const server = await serverFor(principal, req, requestId);
-      const transport = new (await loadSdk()).StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const sdk = await loadSdk();
+      const server = serverFor(sdk, principal, req, requestId);
+      const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {
         void transport.close();
         void server.close();

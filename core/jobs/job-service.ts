@@ -174,8 +174,6 @@ export class JobService implements Jobs, JobQueue {
   readonly #logger: Logger;
   readonly #pollSeconds: number;
   readonly #bus: EventBus;
-  /** Queues whose wake-up is about to be published: many enqueues in one turn of the event loop send one. */
-  readonly #waking = new Set<string>();
   readonly #unsubscribe: (() => void)[] = [];
   readonly #jobs = new Map<string, RegisteredJob>();
   /** Each queue's workers, one per slot of its concurrency: those running a job now, and those told to look for one. */
@@ -372,12 +370,8 @@ export class JobService implements Jobs, JobQueue {
   /** Tells every node's worker of the queue, this one's at once and the others' through the bus. */
   #wake(queue: string): void {
     this.#notify(queue);
-    if (this.#waking.has(queue)) return;
-    this.#waking.add(queue);
-    setImmediate(() => {
-      this.#waking.delete(queue);
-      this.#bus.publish({ name: JOBS_WAKE, payload: { queue } }).catch((err) => this.#logger.warn({ err, queue }, 'could not wake the job workers'));
-    });
+    // One wake-up per job, so another node wakes as many idle workers; the bus sends the NOTIFYs of a moment together.
+    this.#bus.publish({ name: JOBS_WAKE, payload: { queue } }).catch((err) => this.#logger.warn({ err, queue }, 'could not wake the job workers'));
   }
 
   /** One attempt in a span of the trace that enqueued the job (a new trace for a scheduled one). */

@@ -43,16 +43,18 @@ export const loadGit = onFirstUse(() => import('isomorphic-git'));
  * service once the work succeeded.
  */
 export class ScopeRepository {
-  readonly #isogit: typeof IsomorphicGit;
+  /** isomorphic-git's commands and error classes, as `loadGit` gives them. */
+  readonly #isogit: typeof IsomorphicGit.default;
+  readonly #gitErrors: typeof IsomorphicGit.Errors;
   readonly #em: EntityManager;
   readonly #key: [string, string];
   readonly store: GitStore;
   // What isomorphic-git may keep between the calls of one operation; never longer, since other nodes change the scope.
   readonly #cache = {};
 
-  /** `isogit`: isomorphic-git as `loadGit` gives it. */
   constructor(isogit: typeof IsomorphicGit, em: EntityManager, subscriptionId: string, scope: string) {
-    this.#isogit = isogit;
+    this.#isogit = isogit.default;
+    this.#gitErrors = isogit.Errors;
     this.#em = em;
     this.#key = [subscriptionId, scope];
     this.store = new GitStore(em, subscriptionId, scope);
@@ -111,7 +113,7 @@ export class ScopeRepository {
     const changed: { path: string; content: Buffer; oid: string }[] = [];
     for (const [filepath, given] of Object.entries(files)) {
       const content = Buffer.isBuffer(given) ? given : Buffer.from(given);
-      const { oid } = await this.#isogit.default.hashBlob({ object: content });
+      const { oid } = await this.#isogit.hashBlob({ object: content });
       if (current.get(filepath) !== oid) changed.push({ path: filepath, content, oid });
       current.delete(filepath);
     }
@@ -121,9 +123,7 @@ export class ScopeRepository {
 
   /** Writes files as they are now; bytes wait in `content` until a checkpoint holds them. */
   async #put(files: { path: string; content: Buffer; oid?: string }[]): Promise<void> {
-    const rows = await Promise.all(
-      files.map(async (file) => ({ ...file, oid: file.oid ?? (await this.#isogit.default.hashBlob({ object: file.content })).oid })),
-    );
+    const rows = await Promise.all(files.map(async (file) => ({ ...file, oid: file.oid ?? (await this.#isogit.hashBlob({ object: file.content })).oid })));
     await this.#em.execute(
       `insert into checkpoint_file (subscription_id, scope, path, head_oid, work_oid, size, content) values ${rows.map(() => '(?, ?, ?, null, ?, ?, ?)').join(', ')}
        on conflict (subscription_id, scope, path) do update set work_oid = excluded.work_oid, size = excluded.size,
@@ -159,7 +159,7 @@ export class ScopeRepository {
       [...this.#key, filepath],
     );
     if (!row) throw new RpcError('NOT_FOUND', `File ${filepath} not found`);
-    return row.content ? bytes(row.content) : Buffer.from((await this.#isogit.default.readBlob({ ...this.#git, oid: row.work_oid })).blob);
+    return row.content ? bytes(row.content) : Buffer.from((await this.#isogit.readBlob({ ...this.#git, oid: row.work_oid })).blob);
   }
 
   async listFiles(hash?: string): Promise<{ path: string; size: number }[]> {
@@ -169,7 +169,7 @@ export class ScopeRepository {
         this.#key,
       );
     }
-    const { commit } = await this.#isogit.default.readCommit({ ...this.#git, oid: await this.commitOf(hash) });
+    const { commit } = await this.#isogit.readCommit({ ...this.#git, oid: await this.commitOf(hash) });
     const entries = await this.#treeEntries(commit.tree);
     const sizes = await this.#sizesOf(entries.map((entry) => entry.oid));
     return entries.map((entry) => ({ path: entry.path, size: sizes.get(entry.oid)! }));
@@ -177,10 +177,10 @@ export class ScopeRepository {
 
   /** The files of a checkpoint as text (a scope of records' JSON files). */
   async readTree(hash: string): Promise<Record<string, string>> {
-    const { commit } = await this.#isogit.default.readCommit({ ...this.#git, oid: await this.commitOf(hash) });
+    const { commit } = await this.#isogit.readCommit({ ...this.#git, oid: await this.commitOf(hash) });
     const files: Record<string, string> = {};
     for (const entry of await this.#treeEntries(commit.tree))
-      files[entry.path] = Buffer.from((await this.#isogit.default.readBlob({ ...this.#git, oid: entry.oid })).blob).toString('utf8');
+      files[entry.path] = Buffer.from((await this.#isogit.readBlob({ ...this.#git, oid: entry.oid })).blob).toString('utf8');
     return files;
   }
 
@@ -195,7 +195,7 @@ export class ScopeRepository {
     );
     const tree = await this.#writeTree(files);
     const parent = await this.store.ref(MAIN);
-    const hash = await this.#isogit.default.commit({ ...this.#git, ref: MAIN, message, author, tree, parent: parent ? [parent] : [] });
+    const hash = await this.#isogit.commit({ ...this.#git, ref: MAIN, message, author, tree, parent: parent ? [parent] : [] });
     if (tagName) await this.tag(hash, tagName, message, author);
     await this.#em.execute('delete from checkpoint_file where subscription_id = ? and scope = ? and work_oid is null', this.#key);
     await this.#em.execute(
@@ -207,18 +207,18 @@ export class ScopeRepository {
 
   async tag(hash: string, name: string, message: string, author: Author): Promise<void> {
     try {
-      await this.#isogit.default.annotatedTag({ ...this.#git, ref: name, object: await this.commitOf(hash), message, tagger: author });
+      await this.#isogit.annotatedTag({ ...this.#git, ref: name, object: await this.commitOf(hash), message, tagger: author });
     } catch (error) {
-      if (error instanceof this.#isogit.Errors.AlreadyExistsError) throw new RpcError('CONFLICT', `Tag ${name} already exists in this scope`);
+      if (error instanceof this.#gitErrors.AlreadyExistsError) throw new RpcError('CONFLICT', `Tag ${name} already exists in this scope`);
       throw error;
     }
   }
 
   /** A new checkpoint whose files are those of an earlier one; the scope's files become them. */
   async restore(hash: string, message: string, author: Author): Promise<string> {
-    const { commit } = await this.#isogit.default.readCommit({ ...this.#git, oid: await this.commitOf(hash) });
+    const { commit } = await this.#isogit.readCommit({ ...this.#git, oid: await this.commitOf(hash) });
     const parent = await this.store.ref(MAIN);
-    const head = await this.#isogit.default.commit({ ...this.#git, ref: MAIN, message, author, tree: commit.tree, parent: parent ? [parent] : [] });
+    const head = await this.#isogit.commit({ ...this.#git, ref: MAIN, message, author, tree: commit.tree, parent: parent ? [parent] : [] });
     await this.#resetFiles(commit.tree);
     return head;
   }
@@ -227,11 +227,11 @@ export class ScopeRepository {
   async rollback(hash: string): Promise<string> {
     const target = await this.commitOf(hash);
     const head = (await this.store.ref(MAIN))!;
-    if (target !== head && !(await this.#isogit.default.isDescendent({ ...this.#git, oid: head, ancestor: target, depth: -1 }))) {
+    if (target !== head && !(await this.#isogit.isDescendent({ ...this.#git, oid: head, ancestor: target, depth: -1 }))) {
       throw new RpcError('NOT_FOUND', `Checkpoint ${hash} is not in the history of this scope`);
     }
-    await this.#isogit.default.writeRef({ ...this.#git, ref: MAIN, value: target, force: true });
-    await this.#resetFiles((await this.#isogit.default.readCommit({ ...this.#git, oid: target })).commit.tree);
+    await this.#isogit.writeRef({ ...this.#git, ref: MAIN, value: target, force: true });
+    await this.#resetFiles((await this.#isogit.readCommit({ ...this.#git, oid: target })).commit.tree);
     return target;
   }
 
@@ -245,8 +245,8 @@ export class ScopeRepository {
     for (const { name, oid } of rows) {
       if (!name.startsWith(TAGS)) refs.push({ name, oid });
       else {
-        const { type } = await this.#isogit.default.readObject({ ...this.#git, oid });
-        refs.push({ name, oid, peeled: type === 'tag' ? (await this.#isogit.default.readTag({ ...this.#git, oid })).tag.object : oid });
+        const { type } = await this.#isogit.readObject({ ...this.#git, oid });
+        refs.push({ name, oid, peeled: type === 'tag' ? (await this.#isogit.readTag({ ...this.#git, oid })).tag.object : oid });
       }
     }
     return refs;
@@ -259,7 +259,7 @@ export class ScopeRepository {
     for (const { name, peeled } of await this.refs()) {
       if (peeled) tagsOf.set(peeled, [...(tagsOf.get(peeled) ?? []), name.slice(TAGS.length)]);
     }
-    const entries = await this.#isogit.default.log({ ...this.#git, ref: MAIN, depth: limit });
+    const entries = await this.#isogit.log({ ...this.#git, ref: MAIN, depth: limit });
     return entries.map(({ oid, commit }) => ({
       hash: oid,
       author: commit.author.name,
@@ -272,13 +272,13 @@ export class ScopeRepository {
   /** A checkpoint's full hash from the (possibly short) one given, refusing what is not a commit of the scope. */
   async commitOf(hash: string): Promise<string> {
     try {
-      const oid = hash.length === 40 ? hash : await this.#isogit.default.expandOid({ ...this.#git, oid: hash });
-      await this.#isogit.default.readCommit({ ...this.#git, oid });
+      const oid = hash.length === 40 ? hash : await this.#isogit.expandOid({ ...this.#git, oid: hash });
+      await this.#isogit.readCommit({ ...this.#git, oid });
       return oid;
     } catch (error) {
-      if (error instanceof this.#isogit.Errors.AmbiguousError)
+      if (error instanceof this.#gitErrors.AmbiguousError)
         throw validationError([{ path: 'hash', message: `checkpoint ${hash} is ambiguous; give more of the hash` }]);
-      if (error instanceof this.#isogit.Errors.NotFoundError || error instanceof this.#isogit.Errors.ObjectTypeError)
+      if (error instanceof this.#gitErrors.NotFoundError || error instanceof this.#gitErrors.ObjectTypeError)
         throw new RpcError('NOT_FOUND', `Checkpoint ${hash} not found`);
       throw error;
     }
@@ -294,7 +294,7 @@ export class ScopeRepository {
       for (const row of rows) {
         const blob = bytes(row.content);
         this.store.noteBlobSize(row.work_oid, blob.length);
-        await this.#isogit.default.writeBlob({ ...this.#git, blob });
+        await this.#isogit.writeBlob({ ...this.#git, blob });
       }
       await this.store.flush();
       if (rows.length < BLOB_BATCH) return;
@@ -315,13 +315,13 @@ export class ScopeRepository {
       }
     }
     for (const [name, inside] of folders) here.push({ mode: '040000', path: name, oid: await this.#writeTree(inside), type: 'tree' });
-    return this.#isogit.default.writeTree({ ...this.#git, tree: here });
+    return this.#isogit.writeTree({ ...this.#git, tree: here });
   }
 
   /** Every file of a tree, with its path from the tree's root. */
   async #treeEntries(tree: string, prefix = ''): Promise<Entry[]> {
     const entries: Entry[] = [];
-    for (const entry of (await this.#isogit.default.readTree({ ...this.#git, oid: tree })).tree) {
+    for (const entry of (await this.#isogit.readTree({ ...this.#git, oid: tree })).tree) {
       if (entry.type === 'tree') entries.push(...(await this.#treeEntries(entry.oid, `${prefix}${entry.path}/`)));
       else if (entry.type === 'blob') entries.push({ path: `${prefix}${entry.path}`, oid: entry.oid });
     }
@@ -340,14 +340,14 @@ export class ScopeRepository {
       );
       for (const row of rows) if (row.size !== null) sizes.set(row.oid, row.size);
     }
-    for (const oid of wanted) if (!sizes.has(oid)) sizes.set(oid, (await this.#isogit.default.readBlob({ ...this.#git, oid })).blob.length);
+    for (const oid of wanted) if (!sizes.has(oid)) sizes.set(oid, (await this.#isogit.readBlob({ ...this.#git, oid })).blob.length);
     return sizes;
   }
 
   /** The scope's files become those of its last checkpoint (none before the first). */
   async reset(): Promise<void> {
     const head = await this.store.ref(MAIN);
-    await this.#resetFiles(head ? (await this.#isogit.default.readCommit({ ...this.#git, oid: head })).commit.tree : null);
+    await this.#resetFiles(head ? (await this.#isogit.readCommit({ ...this.#git, oid: head })).commit.tree : null);
   }
 
   /** The scope's files become those of a tree, all of them as the last checkpoint holds them. */
@@ -367,9 +367,9 @@ export class ScopeRepository {
   /** A file's bytes at a commit, null when the commit has no such file. */
   async #blobAt(commit: string, filepath: string): Promise<Buffer | null> {
     try {
-      return Buffer.from((await this.#isogit.default.readBlob({ ...this.#git, oid: commit, filepath })).blob);
+      return Buffer.from((await this.#isogit.readBlob({ ...this.#git, oid: commit, filepath })).blob);
     } catch (error) {
-      if (error instanceof this.#isogit.Errors.NotFoundError || error instanceof this.#isogit.Errors.ObjectTypeError) return null;
+      if (error instanceof this.#gitErrors.NotFoundError || error instanceof this.#gitErrors.ObjectTypeError) return null;
       throw error;
     }
   }
