@@ -4,13 +4,14 @@ import { knowledgeBaseSettings } from './config.ts';
 import { DEPS, type KnowledgeBaseDeps } from './deps.ts';
 import { IndexSection } from './section.entity.ts';
 import { IndexChunk } from './chunk.entity.ts';
+import { IndexCommonWord } from './common-word.entity.ts';
 import { KnowledgeDocument } from './document.entity.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { DocumentsService, FILE_PURPOSE } from './documents.service.ts';
 import { Ingestion } from './ingestion.entity.ts';
 import { IngestionJobsService } from './ingestion-jobs.service.ts';
 import { IngestionService } from './ingestion.service.ts';
-import { cleanUp, embed, ingest, switchModel } from './jobs.ts';
+import { cleanUp, countWords, embed, ingest, switchModel } from './jobs.ts';
 import { KnowledgeIndex } from './knowledge-index.ts';
 import { migrations } from './migrations/index.ts';
 import {
@@ -61,7 +62,7 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
   config: knowledgeBaseSettings,
   errors: { QUOTA_EXCEEDED: 403 },
   deps: DEPS,
-  entities: [IndexSection, IndexChunk, KnowledgeDocument, DocumentVersion, Ingestion],
+  entities: [IndexSection, IndexChunk, IndexCommonWord, KnowledgeDocument, DocumentVersion, Ingestion],
   extensionPoints: [parsersPoint],
   migrations,
   services: {
@@ -94,7 +95,7 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
     getStats,
     getOptions,
   },
-  jobs: { embed, cleanUp, ingest, switchModel },
+  jobs: { embed, cleanUp, countWords, ingest, switchModel },
   start: async ({ knowledgeIndex, ingestionService, uploadService }) => {
     await knowledgeIndex.embeddings.open();
     uploadService.definePurpose(FILE_PURPOSE, ingestionService.uploadLimits());

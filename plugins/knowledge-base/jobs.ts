@@ -22,6 +22,14 @@ export const cleanUp = defineJob({
   }),
 });
 
+export const countWords = defineJob({
+  describe: "Counts which words are common in a source's chunks: hybrid search takes its full-text candidates by the others.",
+  data: v.object({ source: records.entries.source }),
+  handler: async ({ data, ctx, deps }) => ({
+    commonWords: await ctx.em.transactional((em) => deps.knowledgeIndex.countWords(ctx.subscriptionId!, em, data.source)),
+  }),
+});
+
 export const ingest = defineJob({
   describe: 'Reads, parses, chunks and embeds one version of a knowledge-base document.',
   data: v.object({ ingestionId: v.pipe(v.string(), v.uuid()) }),

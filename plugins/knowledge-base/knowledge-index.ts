@@ -18,6 +18,7 @@ import {
   type WorkerPool,
 } from 'rpc-service/plugin';
 import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
+import { uncommonWords, countCommonWords, COUNT_DELAY_SECONDS, TEXT_WINDOW } from './common-words.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
 
 const CHUNKER = fileURLToPath(new URL('./chunker.ts', import.meta.url));
@@ -280,6 +281,7 @@ export class KnowledgeIndex {
           { source: text.source, recordIds: [text.recordId] },
           { ctx, em, key: `${subscriptionId}:${text.source}:${text.recordId}` },
         );
+      await this.#countWordsLater(ctx, em, text.source);
     }
     return { chunks: kept.length + added.length, unchanged: kept.length, pending: added.length };
   }
@@ -358,6 +360,17 @@ export class KnowledgeIndex {
       pgArray(recordIds),
     ]);
     await this.#jobs.enqueue('cleanUp', { source, recordIds }, { ctx, em });
+    await this.#countWordsLater(ctx, em, source);
+  }
+
+  /** Counts which words are common in a source's chunks (what hybrid search takes its full-text candidates by); the number kept. */
+  countWords(subscriptionId: string, em: EntityManager, source: string): Promise<number> {
+    return countCommonWords(em, subscriptionId, source);
+  }
+
+  /** One count for a burst of writes: while a count waits to start, the key drops the others. */
+  async #countWordsLater(ctx: AuthenticatedContext, em: EntityManager, source: string): Promise<void> {
+    await this.#jobs.enqueue('countWords', { source }, { ctx, em, key: `${ctx.subscriptionId}:${source}:words`, delaySeconds: COUNT_DELAY_SECONDS });
   }
 
   /** Deletes what the index holds for records. */
@@ -449,24 +462,28 @@ export class KnowledgeIndex {
       );
       return semantic.flatMap((hit, index) => (rows.has(hit.id) ? [toHit(rows.get(hit.id)!, 1 - hit.distance, index + 1, null)] : []));
     }
+    const uncommon = await uncommonWords(ctx.em, ctx.subscriptionId, query.source, TEXT_SEARCH_CONFIG, query.queryText);
+    const allWords = `websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?)`;
     const textual = await ctx.em.execute<{ id: string }[]>(
-      // Any of the question's words (a question rarely shares all of them with its answer); quoted phrases stay phrases.
-      `select id from knowledge_base_chunk, to_tsquery('${TEXT_SEARCH_CONFIG}', replace(websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?)::text, ' & ', ' | ')) as query
-       where ${where.sql} and search_vector @@ query order by ts_rank_cd(search_vector, query) desc, id limit ?`,
-      [query.queryText, ...where.params, depth],
+      // The chunks holding all the question's words, and those holding any of its uncommon ones; ranked by any of its words (a question
+      // rarely shares all of them with its answer). Quoted phrases stay phrases.
+      `select id from (
+         (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ ${allWords} limit ${TEXT_WINDOW})
+         ${uncommon ? `union (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ ?::tsquery limit ${TEXT_WINDOW})` : ''}
+       ) candidates, to_tsquery('${TEXT_SEARCH_CONFIG}', replace(${allWords}::text, ' & ', ' | ')) as query
+       order by ts_rank_cd(search_vector, query) desc, id limit ?`,
+      [...where.params, query.queryText, ...(uncommon ? [...where.params, uncommon] : []), query.queryText, depth],
     );
-    const fused = new Map<string, { score: number; semanticRank: number | null; textRank: number | null }>();
-    semantic.forEach((hit, index) => fused.set(hit.id, { score: 1 / (RRF_K + index + 1), semanticRank: index + 1, textRank: null }));
-    textual.forEach((hit, index) => {
-      const entry = fused.get(hit.id) ?? { score: 0, semanticRank: null, textRank: null };
-      fused.set(hit.id, { ...entry, score: entry.score + 1 / (RRF_K + index + 1), textRank: index + 1 });
-    });
-    const best = [...fused.entries()].sort(([idA, a], [idB, b]) => b.score - a.score || (idA < idB ? -1 : 1)).slice(0, query.topK);
+    const best = fuseRankings(
+      semantic.map((hit) => hit.id),
+      textual.map((hit) => hit.id),
+      query.topK,
+    );
     const rows = await this.#rows(
       ctx,
-      best.map(([id]) => id),
+      best.map((entry) => entry.id),
     );
-    return best.flatMap(([id, entry]) => (rows.has(id) ? [toHit(rows.get(id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
+    return best.flatMap((entry) => (rows.has(entry.id) ? [toHit(rows.get(entry.id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
   }
 
   async #rows(ctx: AuthenticatedContext, ids: string[]): Promise<Map<string, ChunkRow>> {
@@ -479,6 +496,21 @@ export class KnowledgeIndex {
     );
     return new Map(rows.map((row) => [row.id, row]));
   }
+}
+
+/** Reciprocal rank fusion of two rankings (ids, best first): the `topK` best by Σ 1/(RRF_K + rank), ties by id. */
+export function fuseRankings(
+  semantic: string[],
+  textual: string[],
+  topK: number,
+): { id: string; score: number; semanticRank: number | null; textRank: number | null }[] {
+  const fused = new Map<string, { id: string; score: number; semanticRank: number | null; textRank: number | null }>();
+  semantic.forEach((id, index) => fused.set(id, { id, score: 1 / (RRF_K + index + 1), semanticRank: index + 1, textRank: null }));
+  textual.forEach((id, index) => {
+    const entry = fused.get(id) ?? { id, score: 0, semanticRank: null, textRank: null };
+    fused.set(id, { ...entry, score: entry.score + 1 / (RRF_K + index + 1), textRank: index + 1 });
+  });
+  return [...fused.values()].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1)).slice(0, topK);
 }
 
 function scopeCondition(scope: Scope): { sql: string; params: unknown[] } {

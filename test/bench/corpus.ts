@@ -17,7 +17,8 @@ const WORDS = Array.from({ length: VOCABULARY }, (_, index) => {
 /** A source of words and sentences from `seed`. */
 export function madeUpText(seed: number): { word(): string; sentence(): string } {
   let state = seed;
-  const next = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  // Math.imul keeps the product exact: in doubles it lost its low bits and the sequence fell into short cycles (repeated pages).
+  const next = () => (state = (Math.imul(state, 1103515245) + 12345) & 0x7fffffff) / 2 ** 31;
   const word = () => WORDS[Math.floor(VOCABULARY * next() ** 2)]!;
   return { word, sentence: () => Array.from({ length: 8 + Math.floor(next() * 13) }, word).join(' ') };
 }

@@ -3,10 +3,12 @@ import { Migration20261124014426_initial } from './Migration20261124014426_initi
 import { Migration20261124144212_shared_embedding_state } from './Migration20261124144212_shared_embedding_state.ts';
 import { Migration20261124145247_url_ingestion } from './Migration20261124145247_url_ingestion.ts';
 import { Migration20261126154932_tenant_keys } from './Migration20261126154932_tenant_keys.ts';
+import { Migration20261126192956_common_words } from './Migration20261126192956_common_words.ts';
 
 export const migrations = [
   Migration20261124014426_initial,
   Migration20261124144212_shared_embedding_state,
   Migration20261124145247_url_ingestion,
   Migration20261126154932_tenant_keys,
+  Migration20261126192956_common_words,
 ];
