@@ -188,7 +188,7 @@ function traced(result: DispatchResult, principal: Principal | null): DispatchRe
 function describeCall(span: Span, outcome: DispatchResult): void {
   if (outcome.subscriptionId) span.setAttribute('subscription.id', outcome.subscriptionId);
   if (outcome.userId) span.setAttribute('user.id', outcome.userId);
-  if (outcome.ok) return;
-  span.setAttribute('rpc.status_code', outcome.error.code);
-  failedWith(span, outcome.error.code);
+  // 'OK' is the conventions' example of a success, in the same form as our failure codes (NOT_FOUND, ...).
+  span.setAttribute('rpc.status_code', outcome.ok ? 'OK' : outcome.error.code);
+  if (!outcome.ok) failedWith(span, outcome.error.code);
 }

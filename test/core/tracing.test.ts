@@ -92,6 +92,7 @@ describe('OpenTelemetry traces', () => {
     assert.ok(call, 'the RPC call has a span');
     assert.equal(call.attributes['rpc.method'], 'SecretsRpc.create');
     assert.equal(call.attributes['subscription.id'], admin.subscriptionId);
+    assert.equal(call.attributes['rpc.status_code'], 'OK', 'a success names its status too');
     assert.equal(call.parentSpanId, traceparent.split('-')[2], "the call continues the caller's trace");
 
     const statements = spans.filter((span) => span.attributes['db.system.name'] === 'postgresql' && descendsFrom(span, call.spanId, spans));
@@ -121,6 +122,16 @@ describe('OpenTelemetry traces', () => {
       logged.some((line) => line.method === 'SecretsRpc.create' && line.span_id === call.spanId),
       'the call is logged with its trace',
     );
+  });
+
+  it('names a failed call by our error code, as its status code and error type', async () => {
+    const admin = await t.signup();
+    const { traceId, traceparent } = newTrace();
+    const missing = await t.call('SecretsRpc.getSecretValue', { zone: 'nowhere', key: 'MISSING' }, { token: admin.token, headers: { traceparent } });
+    assert.equal(missing.status, 404);
+    const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getSecretValue'), 10_000);
+    assert.equal(call.attributes['rpc.status_code'], 'NOT_FOUND');
+    assert.equal(call.attributes['error.type'], 'NOT_FOUND');
   });
 
   it("continues an agent's trace through an MCP tool call", async () => {

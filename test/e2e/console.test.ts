@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { DEFAULT_CATALOGUE_FILE } from '../../core/ai/catalogue.ts';
 import { queueProbePlugin } from '../fixtures/queue-probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
@@ -22,12 +25,16 @@ const PLUGINS = [
   'workflow',
   'knowledge-base',
   'ai-telemetry',
+  'memory',
   'job-queue',
   'queue-probe',
   'console',
 ];
 // The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless told.
 const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_TEST_TIMEOUT_MS: '3000', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', JOBS_POLL_MS: '500' };
+
+/** The local embedder, which the real calls below use, as the shipped catalogue has it but without a price: its calls are the unpriced series. */
+const EMBEDDER = 'local-lexical-384';
 
 /** Polls `check` until it holds (a delivery sent by a job, a table refreshed by a click). */
 async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
@@ -53,6 +60,9 @@ describe('console in a browser', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let staff: Awaited<ReturnType<typeof addUser>>;
   let member: Awaited<ReturnType<typeof addUser>>;
+  /** A user whose role and active flag the admin changes in the users page. */
+  let changed: Awaited<ReturnType<typeof addUser>>;
+  const catalogueDir = mkdtempSync(path.join(tmpdir(), 'console-catalogue-'));
 
   /** Runs a step of the scenario; on failure, keeps a screenshot of every open page under test-results/console/. */
   const step = (name: string, body: () => Promise<void>): void => {
@@ -90,18 +100,30 @@ describe('console in a browser', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    t = await startTestApp({ withNotes: false, plugins: PLUGINS, env: ENV, extraPlugins: [queueProbePlugin(failingJobs)] });
+    const catalogue = JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
+    delete catalogue.models.find((model: { id: string }) => model.id === EMBEDDER).costPerMillionTokens;
+    const catalogueFile = path.join(catalogueDir, 'ai-catalogue.json');
+    writeFileSync(catalogueFile, JSON.stringify(catalogue));
+    t = await startTestApp({
+      withNotes: false,
+      plugins: PLUGINS,
+      env: { ...ENV, AI_CATALOGUE_FILE: catalogueFile },
+      extraPlugins: [queueProbePlugin(failingJobs)],
+    });
     admin = await t.signup();
     staff = await addUser(t, admin.subscriptionId, 'staff');
     member = await addUser(t, admin.subscriptionId, 'user');
-    // Traces as the AI client reports them, over two days and two models.
+    changed = await addUser(t, admin.subscriptionId, 'user');
+    // Real AI calls, today: the service embeds 7 words, then 5, with the local embedder, and the AI client records their traces.
+    await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content: 'the quarterly report is due on friday' } }, { token: admin.token });
+    await t.ok('MemoryRpc.recallMemories', { scope: 'user', queryText: 'when is the report due' }, { token: admin.token });
+    // The priced series: no provider with a price answers here, so these traces are recorded as the AI client reports a call, yesterday and today.
     const { telemetryService } = t.app.depsOf('ai-telemetry') as { telemetryService: { record(call: object): Promise<void> } };
     const day = 86_400_000;
-    for (const [ago, model, tokens, durationMs] of [
-      [day, 'gpt-4o-mini', 1200, 420],
-      [day, 'local-embedder', 300, 35],
-      [0, 'gpt-4o-mini', 800, 610],
-      [0, 'gpt-4o-mini', 500, 380],
+    for (const [ago, tokens, durationMs] of [
+      [day, 1200, 420],
+      [0, 800, 610],
+      [0, 500, 380],
     ] as const) {
       await telemetryService.record({
         traceId: randomUUID(),
@@ -112,7 +134,7 @@ describe('console in a browser', () => {
         durationMs,
         status: 'success',
         provider: 'openai',
-        model,
+        model: 'gpt-4o-mini',
         operation: 'chat',
         callerType: 'agent',
         callerName: 'support-bot',
@@ -120,8 +142,7 @@ describe('console in a browser', () => {
         outputTokens: 100,
         cachedTokens: 0,
         totalTokens: tokens,
-        // Priced for one model only: the other is drawn in tokens, not in cost.
-        costUsd: model === 'gpt-4o-mini' ? tokens * 0.00002 : null,
+        costUsd: tokens * 0.00002,
         attempts: 1,
         error: null,
       });
@@ -137,6 +158,7 @@ describe('console in a browser', () => {
     await browser?.close();
     await t?.close();
     receiver?.close();
+    rmSync(catalogueDir, { recursive: true, force: true });
   });
 
   step('signs an admin in with the session cookie, kept from the page', async () => {
@@ -233,33 +255,79 @@ describe('console in a browser', () => {
     assert.ok(audit.data.some((entry: { action: string }) => entry.action === 'read'));
   });
 
-  step('draws the telemetry charts from recorded traces, with their numbers as text', async () => {
+  step("changes a user's role and active flag by keyboard, and the change holds after a reload", async () => {
+    await page.getByRole('link', { name: 'Users and invites' }).click();
+    await page.getByRole('button', { name: `Change the role or status of ${changed.username}` }).click();
+    const change = page.getByRole('form', { name: `Change ${changed.username}` });
+    const role = change.getByLabel('Role');
+    assert.equal(await role.evaluate((select) => select === document.activeElement), true, 'the form takes the focus');
+    await role.selectOption('staff');
+    await page.keyboard.press('Tab');
+    assert.equal(await change.getByLabel('Active (can sign in)').evaluate((box) => box === document.activeElement), true);
+    await page.keyboard.press('Space');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await change
+      .getByRole('status')
+      .filter({ hasText: `Saved: ${changed.username} is staff, inactive.` })
+      .waitFor();
+    await page.reload();
+    const row = page
+      .getByRole('table', { name: 'Users of the subscription' })
+      .getByRole('row')
+      .filter({ hasText: `${changed.username}@` });
+    await row.waitFor();
+    const [, , roleCell, active] = await row.getByRole('cell').allTextContents();
+    assert.deepEqual([roleCell, active], ['staff', 'no']);
+    const stored = await t.ok('AdminUserRpc.findById', { id: changed.user._id }, { token: admin.token });
+    assert.deepEqual([stored.role, stored.isActive], ['staff', false]);
+  });
+
+  step('draws the telemetry charts from the traces of real calls and recorded ones, with their numbers as text', async () => {
     await page.getByRole('link', { name: 'AI telemetry' }).click();
     const tokens = page.getByRole('img', { name: /Tokens per day and model/ });
     await tokens.waitFor();
     assert.equal(await tokens.locator('rect.bar').count(), 3, 'two days: one model, then two');
-    assert.match((await tokens.locator('desc').textContent())!, /2,800 tokens used over 2 days/);
+    // 2,500 recorded tokens and the 12 words the embedder read.
+    assert.match((await tokens.locator('desc').textContent())!, new RegExp(`2,512 tokens used over 2 days with calls, by gpt-4o-mini, ${EMBEDDER}`));
     const cost = page.getByRole('img', { name: /Cost per day and model/ });
     await cost.waitFor();
     assert.equal(await cost.locator('rect.bar').count(), 2, 'one priced model on each day');
     assert.match((await cost.locator('desc').textContent())!, /\$0\.05 spent over 2 days/);
-    await page.getByText('Not priced: local-embedder.').waitFor();
+    await page.getByText(`Not priced: ${EMBEDDER}.`).waitFor();
     const latency = page.getByRole('img', { name: /Call duration percentiles/ });
-    assert.equal(await latency.locator('rect.bar').count(), 6, 'three percentiles of two models');
+    // The real calls may take under a millisecond, a bar of no height: only the recorded model's three bars are sure to be drawn.
+    assert.equal(
+      await latency
+        .locator('rect.bar title')
+        .filter({ hasText: /^gpt-4o-mini, p\d\d:/ })
+        .count(),
+      3,
+      'three percentiles of the priced model',
+    );
+    assert.match((await latency.locator('desc').textContent())!, new RegExp(`${EMBEDDER}: p50 [\\d.,]+ ms`));
     await page.getByText('Tokens and cost as a table').click();
     const numbers = page.getByRole('table', { name: 'Calls, tokens and cost per day and model' });
-    await numbers.getByRole('cell', { name: 'no price' }).waitFor();
+    const embedded = await numbers.getByRole('row').filter({ hasText: EMBEDDER }).getByRole('cell').allTextContents();
+    assert.deepEqual(embedded.slice(1), [EMBEDDER, '2', '0', '12', '0', '12', 'no price'], 'the two real calls, unpriced');
   });
 
   step('fits a 375 px wide screen without scrolling sideways', async () => {
+    const fits = async (what: string) => {
+      const { scroll, width } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth }));
+      assert.ok(scroll <= width, `${what}: ${scroll} px wide in ${width}`);
+    };
     await page.setViewportSize({ width: 375, height: 800 });
     for (const path of ['keys', 'webhooks', 'users', 'secrets', 'runs', 'knowledge', 'jobs', 'telemetry']) {
       await page.goto(`${t.url}/console#/${path}`);
       await page.locator('main h2').first().waitFor();
       await page.waitForLoadState('networkidle');
-      const { scroll, width } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth }));
-      assert.ok(scroll <= width, `#/${path}: ${scroll} px wide in ${width}`);
+      await fits(`#/${path}`);
     }
+    await page.goto(`${t.url}/console#/users`);
+    await page.getByRole('button', { name: `Change the role or status of ${member.username}` }).click();
+    await page.getByRole('form', { name: `Change ${member.username}` }).waitFor();
+    await fits("#/users with a user's form open");
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
@@ -279,6 +347,17 @@ describe('console in a browser', () => {
     assert.equal(await staffPage.getByRole('button', { name: /Reveal/ }).count(), 0);
     await staffPage.goto(`${t.url}/console#/users`);
     await staffPage.getByText('Users and invites is for admins.').waitFor();
+    assert.equal(await staffPage.getByRole('button', { name: /^Change the role/ }).count(), 0, 'staff are offered no change of users');
+    // As the service refuses it to them.
+    const update = await staffPage.evaluate(async (_id) => {
+      const answer = await fetch('/api/rpc', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ method: 'AdminUserRpc.update', params: { _id, role: 'admin' } }),
+      });
+      return answer.status;
+    }, staff.user._id);
+    assert.equal(update, 403);
     // Signed out elsewhere: the next call is refused and the page asks to sign in again.
     await t.ok('AuthRpc.logout', {}, { token: (await own.cookies()).find((cookie) => cookie.name === 'session')!.value });
     await staffPage.goto(`${t.url}/console#/runs`);

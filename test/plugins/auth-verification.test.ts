@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { defineOperation, definePlugin } from 'rpc-service/plugin';
 import type { AfterLogin, AfterSignup } from '../../plugins/auth/lifecycle.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
-import { codeIn, eventually, startSmtpServer, startTextProvider } from '../support/peers.ts';
+import { codeIn, eventually, startHttpReceiver, startSmtpServer, startTextProvider } from '../support/peers.ts';
 
 const mailText = (raw: string) => raw.replace(/=\r?\n/g, '');
 
@@ -240,6 +240,52 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
   it('tells clients which verifications signup needs', async () => {
     const config = await t.ok('AuthRpc.getClientConfig');
     assert.deepEqual(config.requiredVerifications, { email: false, phone: true });
+  });
+});
+
+describe('the SMS request with tracing on', () => {
+  let t: TestApp;
+  let collector: Awaited<ReturnType<typeof startHttpReceiver>>;
+  let provider: Awaited<ReturnType<typeof startHttpReceiver>>;
+
+  before(async () => {
+    collector = await startHttpReceiver();
+    provider = await startHttpReceiver(() => ({ status: 201, json: { sid: 'SM1' } }));
+    t = await startTestApp({
+      env: {
+        SMS_API_URL: provider.url,
+        SMS_ACCOUNT_SID: 'AC123',
+        SMS_AUTH_TOKEN: 'token-xyz',
+        SMS_FROM: '+15550000000',
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
+    });
+  });
+  after(async () => {
+    await t.close();
+    await Promise.all([collector.close(), provider.close()]);
+  });
+
+  it("is a client span of the call's trace, named to the provider by its traceparent, without its path", async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
+    const traceparent = `00-${traceId}-${callerSpanId}-01`;
+    await t.ok('AuthRpc.requestVerificationCode', { channelType: 'sms', identifier: '+15551234567' }, { headers: { traceparent } });
+    const sent = provider.requests.at(-1)!;
+    assert.equal(sent.path, '/2010-04-01/Accounts/AC123/Messages.json');
+    const [, spanId] = new RegExp(`^00-${traceId}-([0-9a-f]{16})-01$`).exec(sent.headers.traceparent ?? '') ?? [];
+    assert.ok(spanId && spanId !== callerSpanId, `the provider is sent the request's own span: ${sent.headers.traceparent}`);
+    const spans = () =>
+      collector.requests.flatMap((request) =>
+        (JSON.parse(request.body).resourceSpans as any[]).flatMap((resource) => resource.scopeSpans.flatMap((scope: any) => scope.spans)),
+      );
+    const span = await eventually(() => spans().find((each) => each.spanId === spanId), 10_000);
+    assert.equal(span.kind, 3, 'a client span');
+    const attributes = Object.fromEntries(span.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
+    assert.equal(attributes['server.port'], provider.port);
+    assert.equal(attributes['http.response.status_code'], 201);
+    assert.ok(!JSON.stringify(spans()).includes('AC123'), 'no span holds the path, which names the account');
   });
 });
 

@@ -39,6 +39,12 @@ export function field(label, control, hint) {
   return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint && h('p', { class: 'hint', id: hintId }, hint));
 }
 
+/** A checkbox with its visible label after it. */
+export function checkbox(label, input) {
+  input.id = input.id || uid('field');
+  return h('div', { class: 'field checkbox' }, input, h('label', { for: input.id }, label));
+}
+
 /** A date as the reader's locale writes it, or a dash. */
 export const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -79,11 +85,16 @@ export function table(caption, columns, rows, empty = 'Nothing yet.') {
   );
 }
 
+/** A section of a page named by its heading. */
+export function titled(title, ...content) {
+  const headingId = uid('section');
+  return h('section', { 'aria-labelledby': headingId }, h('h2', { id: headingId }, title), ...content);
+}
+
 /** A section of a page with its heading; `load` fills it, and `section(...).refresh()` (or the `refresh` load is given) fills it again. */
 export function section(title, load) {
-  const headingId = uid('section');
   const body = h('div', { class: 'section-body' });
-  const element = h('section', { 'aria-labelledby': headingId }, h('h2', { id: headingId }, title), body);
+  const element = titled(title, body);
   const refresh = async () => {
     body.setAttribute('aria-busy', 'true');
     try {

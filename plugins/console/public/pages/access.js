@@ -1,11 +1,50 @@
-import { action, field, form, h, section, table, when } from '../dom.js';
+import { action, checkbox, field, form, h, section, table, titled, when } from '../dom.js';
 import { rpc } from '../rpc.js';
 
 const name = (user) => [user.firstName, user.lastName].filter(Boolean).join(' ') || user.username;
 
+const roleSelect = (roles, selected) =>
+  h(
+    'select',
+    { name: 'role' },
+    roles.map((role) => h('option', { value: role, selected: role === selected }, role)),
+  );
+
+/**
+ * The form that changes a user's role and whether they may sign in, through
+ * AdminUserRpc.update; the service keeps an active admin (CONFLICT otherwise)
+ * and ends what the user may no longer do. `saved` loads the table again.
+ */
+function changeForm(user, roles, saved) {
+  return titled(
+    `Change ${name(user)}`,
+    form(
+      `Change ${name(user)}`,
+      [
+        field('Role', roleSelect(roles, user.role)),
+        checkbox('Active (can sign in)', h('input', { type: 'checkbox', name: 'isActive', checked: user.isActive })),
+      ],
+      'Save changes',
+      async ({ role, isActive }) => {
+        const changed = await rpc('AdminUserRpc.update', { _id: user._id, role, isActive });
+        await saved();
+        return h('p', { role: 'status' }, `Saved: ${name(changed)} is ${changed.role}, ${changed.isActive ? 'active' : 'inactive'}.`);
+      },
+    ),
+  );
+}
+
+/** The users page; the menu offers it to admins only, as only they may call AdminUserRpc. */
 export function accessPage() {
+  // The role names do not change while the page is open: one call serves every section.
+  const available = rpc('AdminUserRpc.getAvailableRoles');
+  const editor = h('div');
   const users = section('Users', async () => {
-    const { docs, totalDocs } = await rpc('AdminUserRpc.getData', { pageSize: 100 });
+    const [{ docs, totalDocs }, roles] = await Promise.all([rpc('AdminUserRpc.getData', { pageSize: 100 }), available]);
+    const edit = (user) => {
+      editor.replaceChildren(changeForm(user, roles, users.refresh));
+      editor.querySelector('select').focus();
+    };
     return [
       h('p', {}, `${totalDocs} users${totalDocs > docs.length ? ` (the first ${docs.length} shown)` : ''}.`),
       table(
@@ -16,19 +55,19 @@ export function accessPage() {
           ['Role', (user) => user.role],
           ['Active', (user) => (user.isActive ? 'yes' : 'no')],
           ['Created', (user) => when(user.createdAt)],
+          ['Actions', (user) => action('Change', () => edit(user), { class: 'secondary', 'aria-label': `Change the role or status of ${name(user)}` })],
         ],
         docs,
       ),
     ];
   });
-  const roles = section('Roles', async () => {
-    const available = await rpc('AdminUserRpc.getAvailableRoles');
-    return h(
+  const roles = section('Roles', async () =>
+    h(
       'dl',
       { class: 'roles' },
-      available.flatMap((role) => [h('dt', {}, role), h('dd', {}, ROLE_TEXT[role] ?? '')]),
-    );
-  });
+      (await available).flatMap((role) => [h('dt', {}, role), h('dd', {}, ROLE_TEXT[role] ?? '')]),
+    ),
+  );
   const created = h('div');
   const invites = section('Invite codes', async (refresh) => {
     const { data } = await rpc('AdminUserRpc.listInviteCodes');
@@ -57,19 +96,11 @@ export function accessPage() {
       data,
     );
   });
-  const create = section('Create an invite code', async () => {
-    const available = await rpc('AdminUserRpc.getAvailableRoles');
-    return form(
+  const create = section('Create an invite code', async () =>
+    form(
       'Create an invite code',
       [
-        field(
-          'Role',
-          h(
-            'select',
-            { name: 'role' },
-            available.map((role) => h('option', { value: role, selected: role === 'user' }, role)),
-          ),
-        ),
+        field('Role', roleSelect(await available, 'user')),
         field('Uses', h('input', { name: 'maxUses', type: 'number', min: 1, max: 10000, value: 1, required: true })),
       ],
       'Create invite code',
@@ -85,9 +116,9 @@ export function accessPage() {
         );
         await invites.refresh();
       },
-    );
-  });
-  return [users, roles, create, created, invites];
+    ),
+  );
+  return [users, editor, roles, create, created, invites];
 }
 
 /** What each role may do (core README, access levels). */

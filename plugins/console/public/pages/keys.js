@@ -1,4 +1,4 @@
-import { action, field, form, h, section, table, when } from '../dom.js';
+import { action, checkbox, field, form, h, section, table, when } from '../dom.js';
 import { rpc } from '../rpc.js';
 
 const scopesOf = (text) => {
@@ -84,12 +84,7 @@ export function keysPage() {
           h('input', { name: 'scopes', placeholder: 'TaskRpc, NoteRpc.list' }),
           'Groups or operations, separated by commas; empty: everything your role may call.',
         ),
-        h(
-          'div',
-          { class: 'field checkbox' },
-          h('input', { type: 'checkbox', name: 'readOnly', id: 'key-read-only' }),
-          h('label', { for: 'key-read-only' }, 'Read only'),
-        ),
+        checkbox('Read only', h('input', { type: 'checkbox', name: 'readOnly' })),
       ],
       'Create key',
       async ({ description, scopes, readOnly }, element) => {
