@@ -1,12 +1,25 @@
-#!/usr/bin/env node
-// The package's command (`npx rpc-service`, see core/cli.ts). The service is
-// TypeScript run through tsx's loader, registered here rather than with
-// `node --import tsx`, so it resolves from this package wherever it is installed.
+#!/usr/bin/env -S node --conditions=rpc-service-compiled
+// The package's command (`npx rpc-service`, see core/cli.ts). Started through
+// this line, node resolves `rpc-service/plugin` (what plugins import) to the
+// built SDK, and the command runs the JavaScript of dist/js, built first when
+// a source is newer (bin/build.js). Started otherwise (`node bin/rpc-service.js`)
+// it runs the TypeScript sources through tsx's loader, as in development.
 import { setFlagsFromString } from 'node:v8';
-import { register } from 'tsx/esm/api';
 
 // As `npm start` does with --liftoff-only (see docs/decisions.md): set before
 // the embedded database's WebAssembly is compiled, it takes effect the same.
 setFlagsFromString('--liftoff-only');
-register();
-await import('../core/cli.ts');
+if (import.meta.resolve('rpc-service/plugin').endsWith('.js')) {
+  const { buildIfStale } = await import('./build.js');
+  try {
+    buildIfStale();
+  } catch (error) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  await import('../dist/js/core/cli.js');
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../core/cli.ts');
+}

@@ -17,6 +17,10 @@ const files = (readdirSync(root, { recursive: true }) as string[])
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))
   .sort();
 
+// Tests that start the service as `npm start` does run the JavaScript of dist/js: built here when a source is newer.
+const build = spawnSync(process.execPath, [path.join(root, '..', 'bin', 'build.js')], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
+
 // Every test app on the embedded database starts from the template cluster: made here
 // once, if missing, rather than by each test file at the same time.
 if (!process.env.TEST_DATABASE_URL) await pgliteTemplate();

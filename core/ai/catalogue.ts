@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import * as v from 'valibot';
+import { PACKAGE_ROOT } from '../paths.ts';
 import { ConfigError } from '../settings.ts';
 
 /** The catalogue shipped in config/; AI_CATALOGUE_FILE names one that replaces it. */
-export const DEFAULT_CATALOGUE_FILE = fileURLToPath(new URL('../../config/ai-catalogue.json', import.meta.url));
+export const DEFAULT_CATALOGUE_FILE = path.join(PACKAGE_ROOT, 'config', 'ai-catalogue.json');
 
 /** Every embedding model the service uses writes vectors of this size (the memory and document indexes are built for it). */
 export const EMBEDDING_DIMENSIONS = 384;

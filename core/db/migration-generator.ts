@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { sourcePath } from '../paths.ts';
 import { MikroORM } from '@mikro-orm/core';
 import type { AnyEntitySchema } from './any-entity.ts';
 import { Migrator } from '@mikro-orm/migrations';
@@ -17,8 +17,8 @@ import { openPglite } from './pglite.ts';
  * last generated, so each owner's migrations cover its own tables only.
  * `--check` fails when any owner's entities differ from its last migration.
  */
-const CORE_MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
-const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
+const CORE_MIGRATIONS = sourcePath(import.meta.url, './migrations/');
+const PLUGINS_DIR = sourcePath(import.meta.url, '../../plugins/');
 
 export interface Owner {
   id: string;

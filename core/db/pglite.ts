@@ -1,10 +1,10 @@
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
+import { PACKAGE_ROOT } from '../paths.ts';
 
 /**
  * PGlite's own start parameters with two changes. Its `-F` turns fsync off;
@@ -15,12 +15,11 @@ import { vector } from '@electric-sql/pglite/vector';
  */
 export const PGLITE_START_PARAMS = [...PGlite.defaultStartParams.filter((param) => param !== '-F'), '-c', 'shared_buffers=16MB'];
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PGLITE_ENTRY = createRequire(import.meta.url).resolve('@electric-sql/pglite');
 // The version installed (its package.json is not exported, so read from beside its entry point).
 const PGLITE_VERSION: string = JSON.parse(readFileSync(path.join(path.dirname(PGLITE_ENTRY), '..', 'package.json'), 'utf8')).version;
 /** npm's usual place for a package's caches. */
-const CACHE_DIR = path.join(ROOT, 'node_modules', '.cache', 'rpc-service');
+const CACHE_DIR = path.join(PACKAGE_ROOT, 'node_modules', '.cache', 'rpc-service');
 /** A new database cluster as PGlite's initdb leaves it: a folder to copy for a new data dir, and its tarball for one in memory. */
 const TEMPLATE_DIR = path.join(CACHE_DIR, `pglite-${PGLITE_VERSION}`);
 const TEMPLATE_TARBALL = `${TEMPLATE_DIR}.tar.gz`;

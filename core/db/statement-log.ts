@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { PACKAGE_ROOT } from '../paths.ts';
 
 /**
  * The statement log of the tenant-key check (test/tenant-keys/check.ts): with
@@ -12,7 +13,7 @@ import path from 'node:path';
  * hook is one comparison.
  */
 const folder = process.env.RPC_STATEMENT_LOG || undefined;
-const root = path.resolve(import.meta.dirname, '../..');
+const root = PACKAGE_ROOT;
 
 let file: number | undefined;
 const seen = new Set<string>();
@@ -53,7 +54,8 @@ function sentByTest(): boolean {
   for (const line of stack.split('\n').slice(1)) {
     const at = line.indexOf(root);
     if (at === -1) continue;
-    const file = line.slice(at + root.length + 1);
+    // The built service's files are named as their sources are.
+    const file = line.slice(at + root.length + 1).replace(/^dist\/js\//, '');
     if (file.startsWith('node_modules/') || file.startsWith('core/db/')) continue;
     return file.startsWith('test/');
   }

@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import semver from 'semver';
 import * as v from 'valibot';
 import { CORE_SETTING_NAMES } from '../config.ts';
+import { PACKAGE_ROOT, typeScriptReady } from '../paths.ts';
 import { settingsEntries } from '../settings.ts';
 import { JOB_MARKER } from '../jobs/job-service.ts';
 import { CORE_ERROR_STATUS, errorStatus, registerErrorCodes } from '../rpc/errors.ts';
@@ -35,7 +36,7 @@ const remember = (plugins: Plugin[], folder: string): Plugin[] => {
 const builtInPlugins = new WeakSet<Plugin>();
 
 /** This package's manifest, as a plugin resolving `rpc-service/package.json` finds it when it shares the running SDK. */
-const OWN_MANIFEST = realpathSync(fileURLToPath(new URL('../../package.json', import.meta.url)));
+const OWN_MANIFEST = realpathSync(path.join(PACKAGE_ROOT, 'package.json'));
 
 /** Imports every plugin in `plugins/<name>/index.ts` of the given folder. */
 export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
@@ -45,6 +46,7 @@ export async function discoverLocalPlugins(folder: string): Promise<Plugin[]> {
     if (!entry.isDirectory()) continue;
     const index = ['index.ts', 'index.js'].map((file) => path.join(folder, entry.name, file)).find(existsSync);
     if (!index) continue;
+    await typeScriptReady(index);
     const plugins = remember(pluginsExportedBy(await import(pathToFileURL(index).href), `plugins/${entry.name}`), path.dirname(index));
     for (const plugin of plugins) builtInPlugins.add(plugin);
     found.push(...plugins);
@@ -58,9 +60,11 @@ export async function importPackagePlugins(specifiers: string[], cwd = process.c
   for (const specifier of specifiers) {
     const entry = /^[./]/.test(specifier) ? entryOfPath(path.resolve(cwd, specifier)) : undefined;
     const target = entry ? pathToFileURL(entry).href : specifier;
-    checkOneSdk(specifier, entry ?? resolvedFile(specifier));
+    const file = entry ?? resolvedFile(specifier);
+    checkOneSdk(specifier, file);
     let module: Record<string, unknown>;
     try {
+      await typeScriptReady(file);
       module = await import(target);
     } catch (error) {
       throw importError(specifier, entry === undefined, error as NodeJS.ErrnoException);

@@ -106,6 +106,7 @@ export { nearest, type NearestQuery, type NearestRow } from '../db/vector-search
 export { pgArray } from '../db/pg-array.ts';
 export { GroupWrite } from '../db/group-write.ts';
 export { onFirstUse } from '../on-first-use.ts';
+export { modulePath, sourcePath } from '../paths.ts';
 
 // Credentials and crypto
 export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';

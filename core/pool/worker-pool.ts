@@ -1,13 +1,13 @@
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { defaults } from '../../config/defaults.ts';
 import type { Logger } from '../logger.ts';
+import { modulePath, needsTypeScript } from '../paths.ts';
 
 /** Tasks that talk to the host a thread runs at once: most of their time they wait for its answers. */
 const CONVERSATIONS_PER_THREAD = 16;
-const WORKERS_DIR = fileURLToPath(new URL('../../workers/', import.meta.url));
 
 /**
  * How a task failed: its code threw (`threw`); its caller stopped it, and
@@ -78,14 +78,16 @@ export class WorkerPool {
    * (its caller's own time limit); without it, WORKER_TASK_TIMEOUT_MS does.
    */
   async run<T>(worker: string, data: unknown, { port, signal }: { port?: MessagePort; signal?: AbortSignal } = {}): Promise<T> {
-    const file = path.isAbsolute(worker) ? worker : path.join(WORKERS_DIR, `${worker}.ts`);
+    const file = path.isAbsolute(worker) ? worker : modulePath(import.meta.url, `../../workers/${worker}.ts`);
     const stop = signal ?? AbortSignal.timeout(this.#taskTimeoutMs);
     try {
-      const filename = pathToFileURL(file).href;
+      const typeScript = needsTypeScript(file);
+      const filename = pathToFileURL(typeScript ? modulePath(import.meta.url, './typescript-worker.ts') : file).href;
+      const task = typeScript ? { file: pathToFileURL(file).href, data } : data;
       // piscina types transferList with its own Transferable, which Node's MessagePort is at run time but not by name.
       return (await (port
-        ? this.#conversations.run(data, { filename, transferList: [port] as never, signal: stop })
-        : this.#piscina.run(data, { filename, signal: stop }))) as T;
+        ? this.#conversations.run(task, { filename, transferList: [port] as never, signal: stop })
+        : this.#piscina.run(task, { filename, signal: stop }))) as T;
     } catch (error) {
       throw this.#failure(worker, error, stop);
     }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AnyEntitySchema } from '../db/any-entity.ts';
 import { createMigration } from '../db/migration-generator.ts';
+import { PACKAGE_ROOT, sourcePath, typeScriptReady } from '../paths.ts';
 import { discoverLocalPlugins, GROUP, PLUGIN_ID } from '../plugin/loader.ts';
 import { SDK_RANGE } from '../version.ts';
 
@@ -12,8 +13,7 @@ import { SDK_RANGE } from '../version.ts';
  * dropped), with the first migration of its entity generated as
  * `npm run migration:create` writes every later one.
  */
-const TEMPLATE = fileURLToPath(new URL('./template/', import.meta.url));
-const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../../', import.meta.url)));
+const TEMPLATE = sourcePath(import.meta.url, './template/');
 const BUILT_IN_PLUGINS = fileURLToPath(new URL('../../plugins/', import.meta.url));
 // npm's rule for new package names: lower case, URL-safe, optionally scoped.
 const PACKAGE_NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
@@ -90,7 +90,9 @@ async function firstMigration(target: string, id: string): Promise<void> {
   mkdirSync(modules);
   symlinkSync(PACKAGE_ROOT, path.join(modules, 'rpc-service'), 'dir');
   try {
-    const module = (await import(pathToFileURL(path.join(target, 'item.entity.ts')).href)) as Record<string, AnyEntitySchema>;
+    const entityFile = path.join(target, 'item.entity.ts');
+    await typeScriptReady(entityFile);
+    const module = (await import(pathToFileURL(entityFile).href)) as Record<string, AnyEntitySchema>;
     await createMigration({ id, entities: Object.values(module), folder: path.join(target, 'migrations') }, 'initial');
   } finally {
     rmSync(modules, { recursive: true, force: true });

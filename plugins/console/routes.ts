@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { RouteContext, Router, RpcError } from 'rpc-service/plugin';
+import { sourcePath, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { ConsoleDeps } from './deps.ts';
 
-const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
+const PUBLIC = sourcePath(import.meta.url, './public/');
 
 /** The types of the files `public/` holds; a file of another type is not served. */
 const TYPES: Record<string, string> = {

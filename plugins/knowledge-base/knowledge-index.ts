@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import {
   EmbeddingColumns,
@@ -16,12 +15,13 @@ import {
   type Jobs,
   type RequestContext,
   type WorkerPool,
+  modulePath,
 } from 'rpc-service/plugin';
 import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
 import { uncommonWords, countCommonWords, COUNT_DELAY_SECONDS, TEXT_WINDOW } from './common-words.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
 
-const CHUNKER = fileURLToPath(new URL('./chunker.ts', import.meta.url));
+const CHUNKER = modulePath(import.meta.url, './chunker.ts');
 const CALLER = { type: 'plugin', name: 'knowledge-base' };
 /** Chunks embedded per call to the model. */
 const EMBED_BATCH = 128;

@@ -1,6 +1,5 @@
-import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
-import { defineExtensionPoint, type Extensions } from 'rpc-service/plugin';
+import { defineExtensionPoint, type Extensions, modulePath } from 'rpc-service/plugin';
 
 /**
  * A parser: turns files of some types into Markdown in the worker pool.
@@ -38,7 +37,7 @@ export const parsersPoint = defineExtensionPoint({
   }),
 });
 
-const BUILT_IN = fileURLToPath(new URL('./parse.worker.ts', import.meta.url));
+const BUILT_IN = modulePath(import.meta.url, './parse.worker.ts');
 
 export const builtInParsers: ParserContribution[] = [
   { name: 'text', types: ['text/plain'], extensions: ['.txt'], worker: BUILT_IN },

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { context, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import {
@@ -18,6 +17,7 @@ import {
   type PluginServices,
   type Principal,
   type WorkerPool,
+  modulePath,
 } from 'rpc-service/plugin';
 import type { WorkflowConfig } from './config.ts';
 import type { NodeEffects } from './effects.ts';
@@ -36,7 +36,7 @@ import {
 import { PendingEvent } from './pending-event.entity.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
-const INTERPRETER = fileURLToPath(new URL('./interpreter.worker.ts', import.meta.url));
+const INTERPRETER = modulePath(import.meta.url, './interpreter.worker.ts');
 /** Steps of history an instance keeps (the latest). */
 const MAX_HISTORY = 1000;
 /** How often a part's time limits are looked at, and how far past them the host lets it go before stepping in. */

@@ -20,7 +20,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BARE_SERVER = `require('node:http').createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')`;
 const SETTLED_MS = Number(process.env.BENCH_SETTLED_MS ?? 60_000);
 const JUST_STARTED_MS = 5000;
-const NODE_ARGS = START_ARGS.slice(0, START_ARGS.indexOf('core/main.ts'));
+const NODE_ARGS = START_ARGS.slice(0, START_ARGS.indexOf('dist/js/core/main.js'));
 const LOAD_RUNS = Number(process.env.BENCH_LOAD_RUNS ?? 3);
 const LOAD_CLIENTS = Number(process.env.BENCH_LOAD_CLIENTS ?? 20);
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 20);

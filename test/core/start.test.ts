@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
-import { TEST_MASTER_KEY } from '../support/harness.ts';
+import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject, runServer, START_ARGS } from '../support/process.ts';
 
 /**
@@ -81,12 +81,12 @@ const isNode = (argv: string[]) => path.basename(argv[0] ?? '') === 'node' || ar
 
 describe('npm start', () => {
   it(
-    'runs the server as the one process npm spawned, which stops cleanly on SIGTERM',
+    'runs the built server as the one process npm spawned, with a plugin and its worker written in TypeScript, and it stops cleanly on SIGTERM',
     { skip: process.platform !== 'linux' && 'finds processes through /proc' },
     async () => {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const npm = runInProject('npm', ['start'], { ...(await installationEnv()), ...QUIET, PORT: String(port), HOST: '127.0.0.1' });
+      const npm = runInProject('npm', ['start'], { ...(await installationEnv()), ...QUIET, PORT: String(port), HOST: '127.0.0.1', PLUGINS: NOTES_PLUGIN });
       const output = () => `stdout:\n${npm.stdout()}\nstderr:\n${npm.stderr()}`;
 
       const deadline = Date.now() + 120_000;
@@ -104,6 +104,27 @@ describe('npm start', () => {
       assert.deepEqual(argv.slice(1), START_ARGS);
       const nodeChildren = childPids(server).map(commandLine).filter(isNode);
       assert.deepEqual(nodeChildren, [], 'the server runs in that process, not in a node child of it');
+      assert.ok(argv.includes('dist/js/core/main.js'), 'the JavaScript of dist/js runs');
+
+      // The notes plugin is TypeScript, and so is the worker its stats run in: the built service loads both through tsx's loader.
+      const call = async (method: string, params: object, token?: string) => {
+        const response = await fetch(`${base}/api/rpc`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+          body: JSON.stringify({ method, params }),
+        });
+        return ((await response.json()) as { data: any }).data;
+      };
+      const { token } = await call('AuthRpc.signup', { email: 'starter@example.com', username: 'starter', password: 'correct horse battery' });
+      await call('NoteRpc.add', { text: 'tide tide harbour' }, token);
+      assert.deepEqual(await call('NoteRpc.stats', {}, token), {
+        notes: 1,
+        words: 3,
+        topWords: [
+          { word: 'tide', count: 2 },
+          { word: 'harbour', count: 1 },
+        ],
+      });
 
       process.kill(server, 'SIGTERM');
       const { code, signal } = await npm.exited(15_000);

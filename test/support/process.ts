@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** node's arguments in `npm start` (`exec node <args>`), so tests and the benchmark start the server exactly as it does. */
+/** node's arguments in `npm start` (`... && exec node <args>`), so tests and the benchmark start the server exactly as it does (test/run.ts builds first). */
 export const START_ARGS: string[] = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
-  .scripts.start.replace(/^exec node /, '')
+  .scripts.start.replace(/^.*exec node /, '')
   .split(' ');
 
 /** Runs the server as `npm start` does, with only the given environment. */
