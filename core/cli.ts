@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { ConfigError, embeddedDatabaseDir, loadConfig, type Config } from './config.ts';
 import { Keyring } from './credentials/keyring.ts';
-import { MASTER_KEY_FILE, masterKeyFile, prependMasterKeyFile, pruneMasterKeyFile, resolveMasterKeys, type MasterKeys } from './credentials/master-key.ts';
+import { masterKeyFile, prependMasterKeyFile, pruneMasterKeyFile, resolveMasterKeys, type MasterKeys } from './credentials/master-key.ts';
 import { coreEntities } from './db/core-entities.ts';
 import { migrations as coreMigrations } from './db/migrations/index.ts';
 import { openDatabase, type Database } from './db/orm.ts';
@@ -84,7 +84,15 @@ program
   .command('serve', { isDefault: true })
   .description('serve until SIGTERM or SIGINT, with the configuration from the environment (see the README, or --print-config)')
   .option('--print-config', 'list every setting of the core and of each plugin, its default and whether it is set, and exit')
-  .action(({ printConfig }: { printConfig?: boolean }) => serve({ printConfig }));
+  // A word that names no command comes here as the default command's argument: said as what it is, not as too many arguments.
+  .allowExcessArguments()
+  .action(({ printConfig }: { printConfig?: boolean }, command: Command) => {
+    if (command.args.length > 0) {
+      console.error(`Unknown command "${command.args[0]}": rpc-service --help lists the commands.`);
+      process.exit(1);
+    }
+    return serve({ printConfig });
+  });
 
 program
   .command('rotate-master-key')
@@ -138,7 +146,9 @@ program
       const result = (await operate('backup', { out: path.resolve(out), withoutMasterKey: withoutMasterKey ?? false })) as BackupResult;
       const key = {
         included: 'It holds the master key: keep it as safe as the key itself.',
-        'left out': `It holds no master key: a restore needs this installation's ${MASTER_KEY_FILE} (keep it apart from the archive).`,
+        'left out':
+          `It holds no master key: a restore needs this installation's ${masterKeyFile(operatorConfig())} in the target's DATA_DIR first ` +
+          '(keep it apart from the archive).',
         environment: 'It holds no master key: a restore needs the same MASTER_KEY.',
       }[result.masterKey];
       return `Wrote ${result.out} (${formatBytes(result.bytes)}, ${result.entries} entries). ${key}`;
@@ -149,11 +159,13 @@ program
   .command('restore')
   .description(
     'put a backup archive in place of an empty installation (DATA_DIR, and DATABASE_URL for PostgreSQL), then apply migrations. ' +
-      'The service must be stopped. The archive is checked whole first: a newer format or a damaged entry is refused.',
+      'The service must be stopped. The archive is checked whole first: a newer format, a damaged entry or the data of a plugin not loaded here ' +
+      'is refused.',
   )
   .requiredOption('--from <file>', 'the archive rpc-service backup wrote')
-  .option('--force', 'replace what the target holds')
-  .action(({ from, force }: { from: string; force?: boolean }) =>
+  .option('--force', 'replace what the target holds (PostgreSQL: pg_restore --clean)')
+  .option('--allow-missing-plugins', 'restore the data of plugins this installation does not load (else refused): kept, unused until they are loaded')
+  .action(({ from, force, allowMissingPlugins }: { from: string; force?: boolean; allowMissingPlugins?: boolean }) =>
     report('restore', async () => {
       // Loaded here only, as for every administration command: the service's modules are not needed to write a plugin.
       const [{ refuseWhileServed }, { restore }, { createApp }] = await Promise.all([
@@ -163,17 +175,23 @@ program
       ]);
       const config = operatorConfig();
       await refuseWhileServed(config);
+      const { namePlugins } = await import('./operator/plugins.ts');
       const bars = progressBars();
-      let manifest;
+      let restored;
       try {
-        manifest = await restore(config, { from: path.resolve(from), force: force ?? false }, bars.report);
+        restored = await restore(config, { from: path.resolve(from), force, allowMissingPlugins }, bars.report);
       } finally {
         bars.stop();
       }
-      // Opening the service once applies the migrations of a backup from an older version and checks that the master key opens the keyring.
+      // Opening the service once does the start-up work the migrations do not (the job queue's schema) and reads the master key as it will.
       const app = await createApp({ config, background: false });
       await app.close();
-      return `Restored the backup of ${manifest.createdAt} (rpc-service ${manifest.serviceVersion}, ${manifest.entries.length} entries) into ${config.dataDir}${config.databaseUrl ? ' and the database' : ''}.`;
+      const { manifest, unloaded, migrated } = restored;
+      return [
+        `Restored the backup of ${manifest.createdAt} (rpc-service ${manifest.serviceVersion}, ${manifest.entries.length} entries) into ${config.dataDir}${config.databaseUrl ? ' and the database' : ''}`,
+        migrated > 0 ? `, then applied ${migrated} migration${migrated === 1 ? '' : 's'}.` : '.',
+        unloaded.length > 0 ? ` The data of ${namePlugins(unloaded)} is restored but unused: this installation does not load them.` : '',
+      ].join('');
     }),
   );
 
@@ -204,8 +222,8 @@ program
   .command('doctor')
   .description(
     'check the installation and say what to fix: the settings, the master key, free space on DATA_DIR, and the database (reachable, version, ' +
-      'pgvector, migrations, clock, the master key opening every data key). One line a check: ok, warn or fail; exit code 1 when one fails. ' +
-      'Works while the service runs.',
+      'pg_dump and pg_restore for PostgreSQL, pgvector, migrations, clock, the master key opening every data key). One line a check: ok, warn ' +
+      'or fail; exit code 1 when one fails. Works while the service runs.',
   )
   .action(() =>
     report('check the installation', async () => {
@@ -229,11 +247,8 @@ program
 async function databaseChecks(config: Config): Promise<Check[]> {
   let known: string[];
   try {
-    const { loadPlugins } = await import('./app.ts');
-    const plugins = await loadPlugins({ config });
-    known = [{ id: 'core', migrations: coreMigrations }, ...plugins].flatMap(({ id, migrations = [] }) =>
-      migrations.map((migration) => `${id}:${migration.name}`),
-    );
+    const [{ loadPlugins }, { migrationsOf }] = await Promise.all([import('./app.ts'), import('./operator/archive.ts')]);
+    known = migrationsOf(await loadPlugins({ config })).map((migration) => migration.name);
   } catch (error) {
     return [{ name: 'plugins', status: 'fail', message: `${(error as Error).message} (fix PLUGINS or the plugin)` }];
   }

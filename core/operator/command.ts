@@ -2,7 +2,7 @@ import type { App } from '../app.ts';
 
 /** How far a long command has come, for the command line's progress bar. */
 export interface Progress {
-  /** What it is doing now: `database`, `files`, `checkpoints`. */
+  /** What it is doing now: `database`, `files`, `packing`, `unpacking`, `checking`, `migrations`. */
   label: string;
   done: number;
   /** Unknown until the command has counted. */

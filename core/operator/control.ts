@@ -40,12 +40,15 @@ async function runCommand(app: App, commands: Commands, name: string, args: unkn
   return (command as OperatorCommand<unknown>).run(app, args ?? {}, report);
 }
 
+/** A stage's first and last report always go, so the command line's bar starts and ends with the command's. */
 function throttled(send: (progress: Progress) => void): Report {
   let last = 0;
+  let stage: string | undefined;
   return (progress) => {
     const now = Date.now();
-    if (now - last < PROGRESS_EVERY_MS && progress.done !== progress.total) return;
+    if (now - last < PROGRESS_EVERY_MS && progress.label === stage && progress.done !== progress.total) return;
     last = now;
+    stage = progress.label;
     send(progress);
   };
 }

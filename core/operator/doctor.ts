@@ -4,11 +4,12 @@ import path from 'node:path';
 import { ConfigError, hasEmbeddedDatabase, loadConfig, type Config } from '../config.ts';
 import { Keyring } from '../credentials/keyring.ts';
 import { masterKeyFile, resolveMasterKeys } from '../credentials/master-key.ts';
-import type { Database } from '../db/orm.ts';
+import type { Database, DatabaseKind } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { formatBytes } from './progress.ts';
 import type { OperatorCommand } from './command.ts';
 import { appliedMigrations } from './archive.ts';
+import { clientProgramsAdvice, clientVersion } from './backup.ts';
 
 /**
  * `rpc-service doctor`: what is wrong with an installation and what to do
@@ -33,6 +34,8 @@ const CLOCK_SKEW_WARN_MS = 5_000;
 const DISK_FAIL_BYTES = 256 * 1024 ** 2;
 const DISK_WARN_BYTES = 2 * 1024 ** 3;
 const DISK_WARN_SHARE = 0.1;
+/** The oldest PostgreSQL server this version supports: no older one is tested (docs/operations.md, "doctor"). */
+export const OLDEST_POSTGRESQL = 14;
 /** Subscriptions whose data keys are opened in one statement's page. */
 const DATA_KEY_PAGE = 500;
 
@@ -46,8 +49,12 @@ export const doctor: OperatorCommand<DoctorArgs, Check[]> = {
   async run(app, { known }, report) {
     const { db } = app.deps;
     const checks: Check[] = [];
-    const [{ version }] = await db.execute<{ version: string }>("select current_setting('server_version') as version");
-    checks.push({ name: 'database', status: 'ok', message: `${db.kind === 'pglite' ? 'embedded (PGlite), PostgreSQL' : 'PostgreSQL'} ${version}, reachable` });
+    const [{ version, number }] = await db.execute<{ version: string; number: number }>(
+      "select current_setting('server_version') as version, current_setting('server_version_num')::int as number",
+    );
+    checks.push(databaseCheck(db.kind, version, number));
+    // pg_dump and pg_restore run where the command runs: here, in the serving process when one answers.
+    if (db.kind === 'postgresql') checks.push(await backupToolsCheck(Math.floor(number / 10_000)));
 
     const [vector] = await db.execute<{ extversion: string }>("select extversion from pg_extension where extname = 'vector'");
     checks.push(
@@ -80,6 +87,42 @@ export const doctor: OperatorCommand<DoctorArgs, Check[]> = {
     return checks;
   },
 };
+
+/** The server's version, from `server_version` and `server_version_num` (170002 for 17.2): one older than OLDEST_POSTGRESQL fails. */
+export function databaseCheck(kind: DatabaseKind, version: string, number: number): Check {
+  const found = `${kind === 'pglite' ? 'embedded (PGlite), PostgreSQL' : 'PostgreSQL'} ${version}`;
+  if (Math.floor(number / 10_000) < OLDEST_POSTGRESQL) {
+    return { name: 'database', status: 'fail', message: `${found} is older than ${OLDEST_POSTGRESQL}, the oldest this version supports: upgrade the server` };
+  }
+  return { name: 'database', status: 'ok', message: `${found}, reachable` };
+}
+
+/**
+ * pg_dump and pg_restore, which backup and restore run on PostgreSQL: on
+ * PATH, and of the server's major version or newer (pg_dump refuses a newer
+ * server). A warning: the service runs without them.
+ */
+async function backupToolsCheck(serverMajor: number): Promise<Check> {
+  const found = await Promise.all(
+    (['pg_dump', 'pg_restore'] as const).map(async (tool) => ({
+      tool,
+      version: await clientVersion(tool).catch((error: Error) => error),
+    })),
+  );
+  const problems = found.flatMap(({ tool, version }) => {
+    if (version === undefined) return [`${tool} is not on PATH`];
+    if (version instanceof Error) return [`${tool} --version failed (${version.message})`];
+    return Number.parseInt(version, 10) < serverMajor ? [`${tool} ${version} is older than the server`] : [];
+  });
+  if (problems.length > 0) {
+    return {
+      name: 'backup tools',
+      status: 'warn',
+      message: `${problems.join(', ')}: ${clientProgramsAdvice(serverMajor)}, for rpc-service backup and restore`,
+    };
+  }
+  return { name: 'backup tools', status: 'ok', message: found.map(({ tool, version }) => `${tool} ${String(version)}`).join(', ') };
+}
 
 function migrationsCheck(applied: Set<string>, known: readonly string[]): Check {
   const pending = known.filter((name) => !applied.has(name));

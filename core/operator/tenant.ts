@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { App } from '../app.ts';
 import { CORE_VERSION } from '../version.ts';
 import { appliedMigrations, filesUnder, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
-import { OperatorError, type OperatorCommand } from './command.ts';
+import { OperatorError, type OperatorCommand, type Report } from './command.ts';
 
 /**
  * `rpc-service tenant export` and `tenant import` (docs/decisions.md,
@@ -178,7 +178,7 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
         folders: folders.map((folder) => folder.name),
         entries: staging.entries,
       };
-      await staging.pack(out, manifest);
+      await staging.pack(out, manifest, report);
       await writeFile(keyFile, `${transferKey.toString('base64url')}\n`, { mode: 0o600 });
       const rows = counted.reduce((sum, table) => sum + table.rows, 0);
       return {
@@ -206,14 +206,20 @@ export interface TenantImportResult {
 }
 
 /** Unpacks and checks a tenant export: another kind of archive, a newer format or an altered entry is refused. */
-const unpack = (from: string, into: string): Promise<TenantManifest> =>
-  unpackChecked<TenantManifest>(from, into, 'a tenant export', (manifest) => {
-    if (manifest.kind !== 'tenant') throw new OperatorError(`${from} is not a tenant export (a backup is restored with rpc-service restore)`);
-    if (typeof manifest.format !== 'number' || manifest.format > TENANT_FORMAT) {
-      throw new OperatorError(`${from} is tenant export format ${manifest.format}, newer than this version reads (${TENANT_FORMAT})`);
-    }
-    if (!UUID.test(manifest.subscriptionId)) throw new OperatorError(`${from}: the manifest names no subscription`);
-  });
+const unpack = (from: string, into: string, report: Report): Promise<TenantManifest> =>
+  unpackChecked<TenantManifest>(
+    from,
+    into,
+    'a tenant export',
+    (manifest) => {
+      if (manifest.kind !== 'tenant') throw new OperatorError(`${from} is not a tenant export (a backup is restored with rpc-service restore)`);
+      if (typeof manifest.format !== 'number' || manifest.format > TENANT_FORMAT) {
+        throw new OperatorError(`${from} is tenant export format ${manifest.format}, newer than this version reads (${TENANT_FORMAT})`);
+      }
+      if (!UUID.test(manifest.subscriptionId)) throw new OperatorError(`${from}: the manifest names no subscription`);
+    },
+    report,
+  );
 
 /**
  * `tenant import`: refused when the subscription exists here, a table is
@@ -233,7 +239,7 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
     /** Files put in the storage, deleted again if the import fails. */
     const stored: string[] = [];
     try {
-      const manifest = await unpack(from, staging);
+      const manifest = await unpack(from, staging, report);
       const { subscriptionId } = manifest;
       const [exists] = await db.execute('select 1 from auth_subscription where id = ?', [subscriptionId]);
       if (exists) throw new OperatorError(`subscription ${subscriptionId} already exists in this installation`);

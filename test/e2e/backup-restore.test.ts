@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as tar from 'tar';
+import { CORE_VERSION } from '../../core/version.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
@@ -13,12 +14,20 @@ import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, 
  * `npm start` starts it, `rpc-service backup` taken while it serves (on the
  * embedded database, through its control socket), the service stopped,
  * `rpc-service restore` into an empty installation, and the restored service
- * answering the same reads with the same credentials. On PostgreSQL
+ * answering the same reads with the same credentials; then a backup without
+ * its master key restored with --force over that installation. On PostgreSQL
  * (TEST_DATABASE_URL) the same with pg_dump into a second database.
  */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
 const PASSWORD = 'a long enough password';
 const STEP_MS = 120_000;
+/** Node flags under which the command's standard error passes for a terminal, so it draws its progress bars as it would on one. */
+const ON_A_TERMINAL = ['--import', 'data:text/javascript,Object.defineProperty(process.stderr,"isTTY",{value:true})'];
+
+/** The bars of these stages were drawn, each to its end. */
+function drewBars(output: string, ...labels: string[]): void {
+  for (const label of labels) assert.match(output, new RegExp(`${label}\\s+\\[[^\\]]*\\] 100% \\S+`), `a ${label} bar in: ${output}`);
+}
 
 interface Installation {
   env: Record<string, string>;
@@ -54,20 +63,24 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     server = undefined;
   }
 
-  /** `rpc-service <args>` as the operator types it: its exit code and output. */
+  /** `rpc-service <args>` as the operator types it on a terminal: its exit code and output. */
   async function cli(where: Installation, ...args: string[]): Promise<{ code: number | null; output: string }> {
-    const child = runInProject(process.execPath, ['bin/rpc-service.js', ...args], where.env);
+    const child = runInProject(process.execPath, [...ON_A_TERMINAL, 'bin/rpc-service.js', ...args], where.env);
     const { code } = await child.exited(STEP_MS);
     return { code, output: `${child.stdout()}${child.stderr()}` };
   }
 
-  async function rpc(method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
+  async function call(method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
     const response = await fetch(`${base}/api/rpc`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ method, params }),
     });
-    const body = await response.json();
+    return response.json();
+  }
+
+  async function rpc(method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
+    const body = await call(method, params, headers);
     assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
     return body.data;
   }
@@ -83,12 +96,32 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
   });
 
   const archive = path.join(work, 'backup.tar.gz');
+  const keyless = path.join(work, 'keyless.tar.gz');
   const kept: { token?: string; apiKey?: string; fileId?: string; email?: string } = {};
+
+  /**
+   * The source's reads, answered by the installation now serving: its password,
+   * a session and an API key made before the backup, a secret, a file, a checkpoint.
+   */
+  async function answersAsTheSourceDid(): Promise<void> {
+    const session = await rpc('AuthRpc.login', { identifier: 'owner', password: PASSWORD });
+    assert.equal(session.user.email, kept.email);
+    assert.equal((await rpc('AuthRpc.getSession', {}, { authorization: `Bearer ${kept.token}` })).user.email, kept.email, 'the session made before the backup');
+    const viaKey = { 'x-api-key': kept.apiKey! };
+    assert.equal((await rpc('AuthRpc.getSession', {}, viaKey)).user.email, kept.email);
+    assert.equal((await rpc('SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, viaKey)).value, 'the secret value');
+    const file = await fetch(`${base}/api/files/${kept.fileId}`, { headers: viaKey });
+    assert.equal(file.status, 200);
+    assert.deepEqual(Buffer.from(await file.arrayBuffer()), PNG);
+    assert.equal((await rpc('CheckpointRpc.readFile', { scope: 'site', path: 'index.html' }, viaKey)).content, '<h1>Acme</h1>');
+    assert.equal((await rpc('CheckpointRpc.listCheckpoints', { scope: 'site' }, viaKey))[0]?.message.trim(), 'first page');
+  }
 
   it('backs up an installation while it serves', async () => {
     await start(source);
     const signup = await rpc('AuthRpc.signup', { email: 'owner@example.com', username: 'owner', password: PASSWORD, subscriptionName: 'Acme' });
     kept.email = signup.user.email;
+    kept.token = signup.token;
     const auth = { authorization: `Bearer ${signup.token}` };
     kept.apiKey = (await rpc('ApiKeyRpc.create', { description: 'survives a restore' }, auth)).fullKey;
     await rpc('SecretsRpc.create', { zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the secret value', description: 'kept sealed' }, auth);
@@ -104,8 +137,17 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     assert.equal(code, 0, output);
     assert.match(output, TEST_DATABASE_URL ? /holds no master key: a restore needs the same MASTER_KEY/ : /It holds the master key/);
     console.log(`# backup: ${statSync(archive).size} bytes in ${Date.now() - started} ms (the command's process included)`);
+    // Drawn here from the serving process's progress, forwarded over the control socket.
+    drewBars(output, 'database', 'packing');
     const names: string[] = [];
     await tar.list({ file: archive, onReadEntry: (entry) => void names.push(entry.path) });
+    await tar.extract({ file: archive, cwd: work }, ['manifest.json']);
+    const manifest = JSON.parse(readFileSync(path.join(work, 'manifest.json'), 'utf8'));
+    // Built-in plugins are of the service's version.
+    assert.deepEqual(
+      manifest.plugins.find((plugin: { id: string }) => plugin.id === 'auth'),
+      { id: 'auth', version: CORE_VERSION },
+    );
     assert.ok(names.includes('manifest.json'));
     assert.ok(names.includes(TEST_DATABASE_URL ? 'database/postgresql.dump' : 'database/embedded.tar.gz'));
     // On PostgreSQL the files are kept in the database (FILE_STORAGE's default there), so the dump holds them; checkpoint scopes are in the database on both.
@@ -115,6 +157,19 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
       `the uploaded file: ${names.join(', ')}`,
     );
     assert.equal(names.includes('keys/master.key'), !TEST_DATABASE_URL);
+
+    const withoutKey = await cli(source, 'backup', '--out', keyless, '--without-master-key');
+    assert.equal(withoutKey.code, 0, withoutKey.output);
+    // What a restore needs: on the embedded database the key file, with PostgreSQL the MASTER_KEY the archive never holds.
+    assert.match(
+      withoutKey.output,
+      TEST_DATABASE_URL
+        ? /It holds no master key: a restore needs the same MASTER_KEY\./
+        : /It holds no master key: a restore needs this installation's \S+\/source\/master\.key in the target's DATA_DIR first/,
+    );
+    const keylessNames: string[] = [];
+    await tar.list({ file: keyless, onReadEntry: (entry) => void keylessNames.push(entry.path) });
+    assert.ok(!keylessNames.includes('keys/master.key'), keylessNames.join(', '));
   });
 
   it('refuses to restore while the service serves that installation, or into one in use', async () => {
@@ -158,17 +213,36 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     const { code, output } = await cli(target, 'restore', '--from', archive);
     assert.equal(code, 0, output);
     console.log(`# restore: ${Date.now() - started} ms (the command's process included)`);
+    drewBars(output, 'unpacking', 'checking', 'database');
     await start(target);
-    const session = await rpc('AuthRpc.login', { identifier: 'owner', password: PASSWORD });
-    assert.equal(session.user.email, kept.email);
-    const viaKey = { 'x-api-key': kept.apiKey! };
-    assert.equal((await rpc('AuthRpc.getSession', {}, viaKey)).user.email, kept.email);
-    assert.equal((await rpc('SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, viaKey)).value, 'the secret value');
-    const file = await fetch(`${base}/api/files/${kept.fileId}`, { headers: viaKey });
-    assert.equal(file.status, 200);
-    assert.deepEqual(Buffer.from(await file.arrayBuffer()), PNG);
-    assert.equal((await rpc('CheckpointRpc.readFile', { scope: 'site', path: 'index.html' }, viaKey)).content, '<h1>Acme</h1>');
-    assert.equal((await rpc('CheckpointRpc.listCheckpoints', { scope: 'site' }, viaKey))[0]?.message.trim(), 'first page');
+    await answersAsTheSourceDid();
+    // Made on the target alone: the restore with --force below replaces it.
+    await rpc('SecretsRpc.create', { zone: 'ops', key: 'ONLY_ON_TARGET', value: 'replaced by --force' }, { 'x-api-key': kept.apiKey! });
+    await stop();
+  });
+
+  it('restores a backup without its master key only with that key, and with --force over an installation', async () => {
+    if (TEST_DATABASE_URL) {
+      const { MASTER_KEY: _, ...withoutKey } = target.env;
+      const refused = await cli({ ...target, env: withoutKey }, 'restore', '--from', keyless, '--force');
+      assert.equal(refused.code, 1);
+      assert.match(refused.output, /^Cannot restore: \S+ was made with MASTER_KEY: set the same MASTER_KEY to restore it$/m);
+    } else {
+      rmSync(path.join(target.dataDir, 'master.key'));
+      const refused = await cli(target, 'restore', '--from', keyless, '--force');
+      assert.equal(refused.code, 1);
+      assert.match(
+        refused.output,
+        /^Cannot restore: \S+ holds no master key \(it was made with --without-master-key\): put the installation's master\.key into \S+\/target first$/m,
+      );
+      copyFileSync(path.join(source.dataDir, 'master.key'), path.join(target.dataDir, 'master.key'));
+    }
+    const { code, output } = await cli(target, 'restore', '--from', keyless, '--force');
+    assert.equal(code, 0, output);
+    await start(target);
+    await answersAsTheSourceDid();
+    const replaced = await call('SecretsRpc.getSecretValue', { zone: 'ops', key: 'ONLY_ON_TARGET' }, { 'x-api-key': kept.apiKey! });
+    assert.equal(replaced.success, false, 'what the target held before is gone');
     await stop();
   });
 });

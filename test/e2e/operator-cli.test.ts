@@ -1,26 +1,39 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import * as tar from 'tar';
+import { databaseCheck } from '../../core/operator/doctor.ts';
+import { CORE_VERSION } from '../../core/version.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
-import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { freePort, killLeftoverProcesses, runInProject, whenHealthy, type RunningProcess } from '../support/process.ts';
 
 /**
  * `rpc-service admin create`, `doctor` and `jobs list|retry|purge` as the
  * operator runs them: first while the service serves (on the embedded
  * database the commands reach it through its control socket, since it owns
  * the database), then with the service stopped (each command opens the
- * installation itself). One installation throughout, with a plugin whose job
- * fails on its first attempt and succeeds on the next.
+ * installation itself; a backup taken so is restored elsewhere). One
+ * installation throughout, with a plugin package whose job fails on its
+ * first attempt and succeeds on the next.
  */
 const STEP_MS = 120_000;
 const PASSWORD = 'a long enough password';
 const QUEUE = 'failing.boom';
 /** Job data a listing must never show: it may be a tenant's content. */
 const TENANT_CONTENT = 'tenant-content-never-listed';
+/** The failing plugin's package version, which a backup's manifest records. */
+const FAILING_VERSION = '1.2.3';
+/** Node flags under which the command's standard error passes for a terminal, so it draws its progress bars as it would on one. */
+const ON_A_TERMINAL = ['--import', 'data:text/javascript,Object.defineProperty(process.stderr,"isTTY",{value:true})'];
+
+/** The bars of these stages were drawn, each to its end. */
+function drewBars(output: string, ...labels: string[]): void {
+  for (const label of labels) assert.match(output, new RegExp(`${label}\\s+\\[[^\\]]*\\] 100% \\S+`), `a ${label} bar in: ${output}`);
+}
 
 const sdk = pathToFileURL(fileURLToPath(new URL('../../core/plugin/sdk.ts', import.meta.url))).href;
 /** The plugin, outside the project: it names the SDK and valibot by the files the service loads, so both are the same modules. */
@@ -66,19 +79,41 @@ export const failingPlugin = definePlugin({
 });
 `;
 
+/** A plugin with a migration, loaded by an installation a backup is restored into and not by the one it was taken of. */
+const LATER_PLUGIN = `
+import { definePlugin, Migration } from '${sdk}';
+
+class Migration20270101000000_note extends Migration {
+  up() {
+    this.addSql('create table "later_note" ("id" int primary key);');
+  }
+}
+
+export const laterPlugin = definePlugin({ id: 'later', group: 'LaterRpc', coreVersion: '^2.0.0', migrations: [Migration20270101000000_note], operations: {} });
+`;
+
 describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'rpc-operator-'));
   const dataDir = path.join(work, 'data');
   const passwordFile = path.join(work, 'password');
-  let database: ScratchDatabase | undefined;
+  const failingPlugin = path.join(work, 'failing-plugin');
+  const laterPlugin = path.join(work, 'later-plugin');
+  const archive = path.join(work, 'backup.tar.gz');
+  const databases: ScratchDatabase[] = [];
   let env: Record<string, string> = {};
   let server: RunningProcess | undefined;
   let base = '';
   let token = '';
+  /** `jobs list` before the backup taken with the service stopped: what the installations restored from it answer. */
+  let listedAtBackup = '';
 
-  /** `rpc-service <args>` as the operator types it: its exit code and output. */
-  async function cli(args: string[], extra: Record<string, string> = {}): Promise<{ code: number | null; output: string; stdout: string }> {
-    const child = runInProject(process.execPath, ['bin/rpc-service.js', ...args], { ...env, ...extra });
+  /** `rpc-service <args>` as the operator types it (`node` flags before it): its exit code and output. */
+  async function cli(
+    args: string[],
+    extra: Record<string, string> = {},
+    node: string[] = [],
+  ): Promise<{ code: number | null; output: string; stdout: string }> {
+    const child = runInProject(process.execPath, [...node, 'bin/rpc-service.js', ...args], { ...env, ...extra });
     const { code } = await child.exited(STEP_MS);
     return { code, output: `${child.stdout()}${child.stderr()}`, stdout: child.stdout() };
   }
@@ -115,28 +150,43 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     return id;
   }
 
+  /** Another installation, beside this one: a DATA_DIR, and on PostgreSQL a database of its own. */
+  async function installation(name: string, plugins: string): Promise<Record<string, string>> {
+    const own = { ...env, DATA_DIR: path.join(work, name), PLUGINS: plugins };
+    if (!TEST_DATABASE_URL) return own;
+    const database = await createScratchDatabase(TEST_DATABASE_URL);
+    databases.push(database);
+    return { ...own, ...databaseEnv(database.url) };
+  }
+
   before(async () => {
-    const plugin = path.join(work, 'failing-plugin');
-    mkdirSync(plugin);
-    writeFileSync(path.join(plugin, 'package.json'), JSON.stringify({ name: 'failing-plugin', type: 'module', main: 'index.js' }));
-    writeFileSync(path.join(plugin, 'index.js'), FAILING_PLUGIN);
+    for (const [folder, name, source, version] of [
+      [failingPlugin, 'failing-plugin', FAILING_PLUGIN, FAILING_VERSION],
+      [laterPlugin, 'later-plugin', LATER_PLUGIN, '0.1.0'],
+    ]) {
+      mkdirSync(folder);
+      writeFileSync(path.join(folder, 'package.json'), JSON.stringify({ name, version, type: 'module', main: 'index.js' }));
+      writeFileSync(path.join(folder, 'index.js'), source);
+    }
     writeFileSync(passwordFile, `${PASSWORD}\n`);
-    env = { DATA_DIR: dataDir, PLUGINS: plugin, SIGNUP_MODE: 'invite', JOBS_POLL_MS: '500', LOG_LEVEL: 'warn' };
+    env = { DATA_DIR: dataDir, PLUGINS: failingPlugin, SIGNUP_MODE: 'invite', JOBS_POLL_MS: '500', LOG_LEVEL: 'warn' };
     if (TEST_DATABASE_URL) {
-      database = await createScratchDatabase(TEST_DATABASE_URL);
+      const database = await createScratchDatabase(TEST_DATABASE_URL);
+      databases.push(database);
       env = { ...env, ...databaseEnv(database.url), MASTER_KEY: TEST_MASTER_KEY };
     }
   });
   after(async () => {
     killLeftoverProcesses();
-    await database?.drop();
+    for (const database of databases) await database.drop();
     rmSync(work, { recursive: true, force: true });
   });
 
   it('while the service serves: admin create, then login over HTTP; jobs list, retry and purge; doctor', async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    server = runServer({ ...env, PORT: String(port) });
+    // `rpc-service` with no command serves.
+    server = runInProject(process.execPath, ['bin/rpc-service.js'], { ...env, PORT: String(port) });
     await whenHealthy(server, base);
 
     const created = await cli([
@@ -195,6 +245,9 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
       assert.match(doctor.output, new RegExp(`^ok\\s+${check}\\s`, 'm'), doctor.output);
     }
     assert.match(doctor.output, /^(ok|warn)\s+disk\s+\S+ \S+ free/m);
+    // What backup and restore run on PostgreSQL; the embedded database needs neither.
+    if (TEST_DATABASE_URL) assert.match(doctor.output, /^ok\s+backup tools\s+pg_dump \d+\.\d+, pg_restore \d+\.\d+$/m);
+    else assert.doesNotMatch(doctor.output, /backup tools/);
 
     // Left dead for the commands run with the service stopped.
     await enqueueFailing();
@@ -207,6 +260,29 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     const listed = await cli(['jobs', 'list']);
     assert.equal(listed.code, 0, listed.output);
     assert.match(listed.output, new RegExp(`^${QUEUE.replace('.', '\\.')}\\s+0\\s+0\\s+0\\s+0\\s+2\\s+0$`, 'm'));
+    listedAtBackup = listed.output;
+
+    // No process serves: the command opens the installation itself, and draws its own bars.
+    const backedUp = await cli(['backup', '--out', archive], {}, ON_A_TERMINAL);
+    assert.equal(backedUp.code, 0, backedUp.output);
+    assert.match(backedUp.stdout, /^Wrote \S+backup\.tar\.gz \(.+, \d+ entries\)\. It holds/);
+    drewBars(backedUp.output, 'database', 'packing');
+    await tar.extract({ file: archive, cwd: work }, ['manifest.json']);
+    const { plugins } = JSON.parse(readFileSync(path.join(work, 'manifest.json'), 'utf8'));
+    assert.deepEqual(
+      plugins.find((plugin: { id: string }) => plugin.id === 'failing'),
+      { id: 'failing', version: FAILING_VERSION },
+      'a package plugin: its version',
+    );
+    assert.deepEqual(
+      plugins.find((plugin: { id: string }) => plugin.id === 'auth'),
+      { id: 'auth', version: CORE_VERSION },
+      "a built-in one: the service's",
+    );
+
+    const unknownCommand = await cli(['nosuch']);
+    assert.equal(unknownCommand.code, 1);
+    assert.equal(unknownCommand.output.trim(), 'Unknown command "nosuch": rpc-service --help lists the commands.');
 
     const recent = await cli(['jobs', 'purge', '--failed', '--older-than', '7d']);
     assert.match(recent.output, /^Deleted 0 dead jobs older than 7d\.$/m);
@@ -233,6 +309,39 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     assert.match(healthy.output, /^ok\s+data keys\s/m);
   });
 
+  it('restores the backup taken with the service stopped where its plugins are loaded, or with --allow-missing-plugins', async () => {
+    // The installation restored from it answers as the one backed up did.
+    const same = await installation('restored', failingPlugin);
+    const restored = await cli(['restore', '--from', archive], same);
+    assert.equal(restored.code, 0, restored.output);
+    const listed = await cli(['jobs', 'list'], same);
+    // Every opening of an installation enqueues the start-up work of some queues: the failing queue and its dead jobs are what stay.
+    const kept = (listing: string) => [listing.match(/^failing\.boom .*$/m)?.[0], listing.slice(listing.indexOf('Dead jobs'))];
+    assert.deepEqual(kept(listed.output), kept(listedAtBackup));
+
+    // Without the failing plugin: refused, naming it and its version, and no DATA_DIR left behind.
+    const other = await installation('without-failing', laterPlugin);
+    const refused = await cli(['restore', '--from', archive], other);
+    assert.equal(refused.code, 1);
+    assert.equal(
+      refused.output.trim(),
+      `Cannot restore: ${archive} holds the data of plugins this installation does not load: failing ${FAILING_VERSION}. ` +
+        'Install them and name them in PLUGINS, as where the backup was made; or give --allow-missing-plugins to restore their data unused',
+    );
+    assert.equal(existsSync(other.DATA_DIR), false);
+    // Allowed: restored unused; the later plugin, which the backup did not have, has its migration applied after.
+    const allowed = await cli(['restore', '--from', archive, '--allow-missing-plugins'], other, ON_A_TERMINAL);
+    assert.equal(allowed.code, 0, allowed.output);
+    assert.match(
+      allowed.stdout,
+      new RegExp(
+        `then applied 1 migration\\. The data of failing ${FAILING_VERSION.replaceAll('.', '\\.')} is restored but unused: this installation does not load them\\.$`,
+        'm',
+      ),
+    );
+    drewBars(allowed.output, 'unpacking', 'checking', 'database', 'migrations');
+  });
+
   it('doctor names a failed check and what to do, with exit code 1', async () => {
     const badSetting = await cli(['doctor'], { PORT: 'eighty' });
     assert.equal(badSetting.code, 1);
@@ -242,6 +351,29 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     const unreachable = await cli(['doctor'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere', MASTER_KEY: TEST_MASTER_KEY });
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.output, /^fail\s+database\s+.*ECONNREFUSED.*: check DATABASE_URL/m);
+
+    // The server's version, as the database check reads it: none of ours is that old.
+    const old = databaseCheck('postgresql', '13.11', 130011);
+    assert.deepEqual(old, {
+      name: 'database',
+      status: 'fail',
+      message: 'PostgreSQL 13.11 is older than 14, the oldest this version supports: upgrade the server',
+    });
+    assert.equal(databaseCheck('postgresql', '14.0', 140000).status, 'ok');
+
+    if (TEST_DATABASE_URL) {
+      // A PATH with an old pg_dump and no pg_restore: a warning that says what to install.
+      const bin = path.join(work, 'old-client');
+      mkdirSync(bin);
+      writeFileSync(path.join(bin, 'pg_dump'), '#!/bin/sh\necho "pg_dump (PostgreSQL) 9.6.24"\n');
+      chmodSync(path.join(bin, 'pg_dump'), 0o755);
+      const oldClient = await cli(['doctor'], { PATH: bin });
+      assert.equal(oldClient.code, 0, oldClient.output);
+      assert.match(
+        oldClient.output,
+        /^warn\s+backup tools\s+pg_dump 9\.6 is older than the server, pg_restore is not on PATH: install PostgreSQL's client programs (\d+) or newer \(Debian: postgresql-client-\1\), for rpc-service backup and restore$/m,
+      );
+    }
 
     if (TEST_DATABASE_URL) {
       const { MASTER_KEY: _, ...withoutKey } = env;
