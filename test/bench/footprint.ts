@@ -14,13 +14,15 @@ import { START_ARGS } from '../support/process.ts';
  * `npm start` starts it, on a new DATA_DIR and again on the data it left: time
  * until /health answers, and resident memory 5 s later and once settled (V8
  * gives memory back after some idle time). The baseline, measured in the same
- * run, is a bare node:http process under the same loader.
+ * run, is a bare node:http process started with the same node flags.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BARE_SERVER = `require('node:http').createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')`;
 const SETTLED_MS = Number(process.env.BENCH_SETTLED_MS ?? 60_000);
 const JUST_STARTED_MS = 5000;
-const NODE_ARGS = START_ARGS.slice(0, START_ARGS.indexOf('dist/js/core/main.js'));
+/** What `npm start` runs (built by `npm run build`, which `npm run bench` runs first). */
+const ENTRY = START_ARGS.at(-1)!;
+const NODE_ARGS = START_ARGS.slice(0, -1);
 const LOAD_RUNS = Number(process.env.BENCH_LOAD_RUNS ?? 3);
 const LOAD_CLIENTS = Number(process.env.BENCH_LOAD_CLIENTS ?? 20);
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 20);
@@ -108,7 +110,7 @@ interface LoadRun {
  * secret read, a new memory, a recall and a list of secrets, for LOAD_SECONDS.
  */
 async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: number; runs: LoadRun[] }> {
-  const { child, port } = await start(['core/main.ts'], env);
+  const { child, port } = await start([ENTRY], env);
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: LOAD_CLIENTS });
   const call = async (method: string, params: object, headers: Record<string, string>) => {
     const { body } = await pool.request({
@@ -168,10 +170,10 @@ async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: numb
 const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-footprint-'));
 try {
   const bare = await measure(['-e', BARE_SERVER], {});
-  const fresh = await measure(['core/main.ts'], { DATA_DIR: dataDir });
+  const fresh = await measure([ENTRY], { DATA_DIR: dataDir });
   // Start-up on existing data varies the most from run to run: the median of three starts.
-  const starts = [await measure(['core/main.ts'], { DATA_DIR: dataDir }, false), await measure(['core/main.ts'], { DATA_DIR: dataDir }, false)];
-  const watched = await measure(['core/main.ts'], { DATA_DIR: dataDir });
+  const starts = [await measure([ENTRY], { DATA_DIR: dataDir }, false), await measure([ENTRY], { DATA_DIR: dataDir }, false)];
+  const watched = await measure([ENTRY], { DATA_DIR: dataDir });
   const existing = { ...watched, startMs: [...starts, watched].map((run) => run.startMs).sort((a, b) => a - b)[1]! };
   const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
   const row = (label: string, run: Run) =>
@@ -179,7 +181,7 @@ try {
       `${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`,
     );
   console.log(`\nfootprint (embedded database; node ${NODE_ARGS.join(' ')})`);
-  row('bare node:http under tsx', bare);
+  row('bare node:http, same flags', bare);
   row('service, new DATA_DIR', fresh);
   row('service, existing DATA_DIR (3)', existing);
   console.log(
