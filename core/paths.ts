@@ -7,11 +7,11 @@ import { fileURLToPath } from 'node:url';
  * to dist/js (`npm start`). Modules are built; everything else (assets, the
  * manifest, config files) stays only in the sources.
  */
-export const COMPILED = import.meta.url.endsWith('.js');
+const COMPILED = import.meta.url.endsWith('.js');
 /** The package's folder. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), COMPILED ? '../../..' : '..');
 /** Where the build writes the JavaScript (tsconfig.build.json). */
-export const BUILT_DIR = path.join(PACKAGE_ROOT, 'dist', 'js');
+const BUILT_DIR = path.join(PACKAGE_ROOT, 'dist', 'js');
 
 /** A file or folder kept beside a module's source (a folder of assets, a template): the same path whichever of the two runs. */
 export function sourcePath(moduleUrl: string, relative: string): string {

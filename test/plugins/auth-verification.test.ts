@@ -189,6 +189,9 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
   });
 });
 
+/** The settings of a Twilio-style SMS provider at `url`. */
+const smsProvider = (url: string) => ({ SMS_API_URL: url, SMS_ACCOUNT_SID: 'AC123', SMS_AUTH_TOKEN: 'token-xyz', SMS_FROM: '+15550000000' });
+
 describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', () => {
   let t: TestApp;
   let provider: Awaited<ReturnType<typeof startTextProvider>>;
@@ -197,10 +200,7 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
     provider = await startTextProvider();
     t = await startTestApp({
       env: {
-        SMS_API_URL: provider.url,
-        SMS_ACCOUNT_SID: 'AC123',
-        SMS_AUTH_TOKEN: 'token-xyz',
-        SMS_FROM: '+15550000000',
+        ...smsProvider(provider.url),
         WHATSAPP_FROM: '+15550000001',
         SIGNUP_REQUIRE_PHONE_VERIFICATION: 'true',
       },
@@ -253,10 +253,7 @@ describe('the SMS request with tracing on', () => {
     provider = await startHttpReceiver(() => ({ status: 201, json: { sid: 'SM1' } }));
     t = await startTestApp({
       env: {
-        SMS_API_URL: provider.url,
-        SMS_ACCOUNT_SID: 'AC123',
-        SMS_AUTH_TOKEN: 'token-xyz',
-        SMS_FROM: '+15550000000',
+        ...smsProvider(provider.url),
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
         OTEL_BSP_SCHEDULE_DELAY: '50',
       },
