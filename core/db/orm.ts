@@ -36,6 +36,8 @@ export interface Database {
    * the SQL names the subscription itself.
    */
   read<T = Record<string, unknown>>(statement: PreparedRead, values: unknown[]): Promise<T[]>;
+  /** Whether statements may be named, so each connection parses and plans them once: on PostgreSQL reached straight, not through a pooler in transaction mode. */
+  namedStatements: boolean;
   migrate(): Promise<string[]>;
   /**
    * Runs start-up work that changes the schema outside the migrations (the
@@ -142,9 +144,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const em = () => orm.em.fork() as EntityManager;
   const platform = orm.em.getPlatform();
   const preparedOnPglite = new Set<string>();
+  // A pooler in transaction mode hands each statement to any server connection, where a named one may not be prepared.
+  const namedStatements = databaseUrl !== undefined && directUrl === undefined;
   return {
     kind: databaseUrl ? 'postgresql' : 'pglite',
     orm,
+    namedStatements,
     forkEm(subscriptionId) {
       const em = orm.em.fork({ clear: true }) as EntityManager;
       if (subscriptionId !== null) em.setFilterParams(TENANT_FILTER, { subscriptionId });
@@ -157,8 +162,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // The statement's SQL decides the rows' shape; its caller names it.
       return inStatementSpan(statement.sql, () =>
         withRawConnection(knexClientOf(orm), async (raw) => {
-          // A pooler in transaction mode hands each statement to any server connection, where a named one may not be prepared.
-          if (!raw.exec) return (await raw.query({ ...(directUrl ? {} : { name: statement.name }), text: statement.sql, values })).rows as T[];
+          if (!raw.exec) return (await raw.query({ ...(namedStatements ? { name: statement.name } : {}), text: statement.sql, values })).rows as T[];
           if (!preparedOnPglite.has(statement.name)) {
             await raw.exec(`prepare "${statement.name}" as ${statement.sql}`);
             preparedOnPglite.add(statement.name);

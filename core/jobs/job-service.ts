@@ -154,6 +154,8 @@ interface Envelope {
   traceparent?: string;
 }
 
+/** What pg-boss stores as a completed job's output. */
+type Completion = { result: unknown };
 const DEFAULT_RETRY = { limit: 3, delaySeconds: 10, backoff: true, maxDelaySeconds: 3600 } satisfies Required<RetryPolicy>;
 const DEFAULT_TIMEOUT_SECONDS = 300;
 const DEFAULT_CONCURRENCY = 2;
@@ -190,7 +192,7 @@ export class JobService implements Jobs, JobQueue {
     this.#pollSeconds = pollMs / 1000;
     // pg-boss takes 1 to 45 s for its schedule checks.
     const cronSeconds = Math.min(45, Math.max(1, Math.round(this.#pollSeconds)));
-    this.#sql = sqlExecutor(db.orm.em as EntityManager);
+    this.#sql = sqlExecutor(db.orm.em as EntityManager, db);
     this.#boss = new PgBoss({
       db: this.#sql as PgBoss.Db,
       schema: JOBS_SCHEMA,
@@ -248,7 +250,8 @@ export class JobService implements Jobs, JobQueue {
             workers.busy.add(id);
             if (!workers.woken.delete(id)) this.#notify(queue);
             try {
-              await Promise.all(jobs.map((job) => this.#track(this.#attempt(queue, registered, job))));
+              // pg-boss completes the job with what this returns (with batches of one); a failed attempt is recorded by #run.
+              return await this.#track(this.#attempt(queue, registered, jobs[0]!));
             } finally {
               workers.busy.delete(id);
               // More may be due: look again at once instead of after a polling interval.
@@ -296,7 +299,7 @@ export class JobService implements Jobs, JobQueue {
   }
 
   /** Kept as a promise that never rejects: a failed attempt must not make a stop throw before the database closes. */
-  #track(attempt: Promise<void>): Promise<void> {
+  #track<T>(attempt: Promise<T>): Promise<T> {
     const settled = attempt.then(ignore, ignore);
     this.#attempts.add(settled);
     void settled.then(() => this.#attempts.delete(settled));
@@ -328,7 +331,7 @@ export class JobService implements Jobs, JobQueue {
       id,
       singletonKey: options.key ?? id,
       ...(startAfter ? { startAfter } : {}),
-      ...(options.em ? { db: sqlExecutor(options.em) as PgBoss.Db } : {}),
+      ...(options.em ? { db: sqlExecutor(options.em, this.#db) as PgBoss.Db } : {}),
     });
     // A job that may start now starts at once on whichever node is free, once its transaction (if any) has committed.
     if (sent && !startAfter) {
@@ -358,24 +361,26 @@ export class JobService implements Jobs, JobQueue {
     return registered;
   }
 
-  /** Tells one idle worker of the queue on this node, if any, to look for a job now instead of at its next poll. */
-  #notify(queue: string): void {
+  /** Tells one idle worker of the queue on this node, if any, to look for a job now; true when it found one not already told. */
+  #notify(queue: string): boolean {
     const workers = this.#workers.get(queue);
-    const idle = workers?.ids.find((id) => !workers.busy.has(id) && !workers.woken.has(id)) ?? workers?.ids.find((id) => !workers.busy.has(id));
-    if (!this.#started || !idle) return;
-    workers!.woken.add(idle);
+    if (!this.#started || !workers) return false;
+    const fresh = workers.ids.find((id) => !workers.busy.has(id) && !workers.woken.has(id));
+    const idle = fresh ?? workers.ids.find((id) => !workers.busy.has(id));
+    if (!idle) return false;
+    workers.woken.add(idle);
     this.#boss.notifyWorker(idle);
+    return fresh !== undefined;
   }
 
-  /** Tells every node's worker of the queue, this one's at once and the others' through the bus. */
+  /** Starts the job at once on this node, or else on another (through the bus): a NOTIFY for a job this node takes would send others to look for nothing. */
   #wake(queue: string): void {
-    this.#notify(queue);
-    // One wake-up per job, so another node wakes as many idle workers; the bus sends the NOTIFYs of a moment together.
+    if (this.#notify(queue)) return;
     this.#bus.publish({ name: JOBS_WAKE, payload: { queue } }).catch((err) => this.#logger.warn({ err, queue }, 'could not wake the job workers'));
   }
 
   /** One attempt in a span of the trace that enqueued the job (a new trace for a scheduled one). */
-  #attempt(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<void> {
+  #attempt(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<Completion | undefined> {
     const { traceparent } = job.data;
     return inSpan(
       {
@@ -389,7 +394,7 @@ export class JobService implements Jobs, JobQueue {
   }
 
   /** One attempt: the handler with its time limit, then the outcome recorded for this job alone. */
-  async #run(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<void> {
+  async #run(queue: string, registered: RegisteredJob, job: PgBoss.JobWithMetadata<Envelope>): Promise<Completion | undefined> {
     const { definition } = registered;
     const timeoutSeconds = definition.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
     const controller = new AbortController();
@@ -406,7 +411,7 @@ export class JobService implements Jobs, JobQueue {
           }, timeoutSeconds * 1000);
         }),
       ]);
-      await this.#boss.complete(queue, job.id, { result: output ?? null });
+      return { result: output ?? null };
     } catch (error) {
       // The message is stored with the job: a database error's is kept without the values of its statement.
       const message = error instanceof Error ? String((isDatabaseError(error) ? databaseErrorRecord(error) : error).message) : String(error);

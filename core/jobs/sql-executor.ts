@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { withRawConnection, type KnexClient } from '../db/raw-connection.ts';
 
@@ -20,8 +21,11 @@ export interface DrainableSqlExecutor extends SqlExecutor {
  * interleave inside each other's transactions; on PostgreSQL it shares the pool.
  * Given an EntityManager inside a transaction, the SQL joins that transaction,
  * so a job is enqueued only if the caller's writes commit.
+ * With `namedStatements` (core/db/orm.ts), pg-boss's statements with values
+ * (its fetch, completion and insert, run once per job) are parsed and planned
+ * once per connection.
  */
-export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
+export function sqlExecutor(em: EntityManager, { namedStatements }: { namedStatements: boolean }): DrainableSqlExecutor {
   const transaction = em.getTransactionContext() as { client: KnexClient } | undefined;
   const client: KnexClient = transaction?.client ?? (em.getConnection().getKnex().client as KnexClient);
   const running = new Set<Promise<unknown>>();
@@ -33,7 +37,9 @@ export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
         const last = results.at(-1);
         return { rows: last?.rows ?? [], rowCount: last?.affectedRows };
       }
-      const result = await connection.query(text, values);
+      // Without values, pg-boss may send several statements at once, which only the simple protocol takes.
+      const name = namedStatements && values?.length ? statementName(text) : undefined;
+      const result = await connection.query(name ? { name, text, values: values! } : text, values);
       return { rows: result.rows, rowCount: result.rowCount ?? result.affectedRows };
     });
   return {
@@ -48,4 +54,14 @@ export function sqlExecutor(em: EntityManager): DrainableSqlExecutor {
     },
     idle: () => running.size === 0,
   };
+}
+
+/** pg-boss's statements by their text: a few dozen, the schema's name their only variable part. Bounded all the same, as each name holds a plan on every connection. */
+const names = new Map<string, string>();
+const MAX_NAMES = 200;
+
+function statementName(text: string): string | undefined {
+  let name = names.get(text);
+  if (!name && names.size < MAX_NAMES) names.set(text, (name = `jobs_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
+  return name;
 }
