@@ -1,7 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, fetch, Headers, type RequestInit, type Response } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent, RequestInit, Response } from 'undici';
 import { currentTraceparent, failedWith, inSpan, SpanKind, tracingOn, type Span } from '../telemetry/tracing.ts';
 
 /** IANA's global unicast space (RFC 4291 section 2.4): outside it, no IPv6 address is public, e.g. the IPv4-compatible ::/96 (::127.0.0.1). */
@@ -65,8 +66,8 @@ const guardedLookup: LookupFunction = (hostname, options, callback) => {
  */
 export class Outbound {
   readonly #policy: OutboundPolicy;
-  readonly #guarded = new Agent({ connect: { lookup: guardedLookup } });
-  readonly #open = new Agent();
+  /** undici and its connection pools, loaded and made on the first request: many services never send one. */
+  #client: Promise<Client> | undefined;
 
   constructor(policy: OutboundPolicy) {
     this.#policy = policy;
@@ -116,9 +117,10 @@ export class Outbound {
     const attributes = tracingOn()
       ? { 'http.request.method': method, 'url.scheme': target.protocol.slice(0, -1), 'server.address': hostOf(target), 'server.port': portOf(target) }
       : undefined;
-    return inSpan({ name: method, kind: SpanKind.CLIENT, attributes, outcome: describeResponse }, () => {
-      const headers = tracingOn() ? withTraceparent(request.headers) : request.headers;
-      return fetch(target, { ...request, headers, redirect: 'manual', dispatcher: this.#allows(target) ? this.#open : this.#guarded }).catch((error: Error) => {
+    return inSpan({ name: method, kind: SpanKind.CLIENT, attributes, outcome: describeResponse }, async () => {
+      const { undici, guarded, open } = await (this.#client ??= loadClient());
+      const headers = tracingOn() ? withTraceparent(undici.Headers, request.headers) : request.headers;
+      return undici.fetch(target, { ...request, headers, redirect: 'manual', dispatcher: this.#allows(target) ? open : guarded }).catch((error: Error) => {
         // undici reports a refused lookup as "fetch failed" with the reason as its cause.
         throw error.cause instanceof OutboundRefusedError ? error.cause : error;
       });
@@ -126,7 +128,9 @@ export class Outbound {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#guarded.close(), this.#open.close()]);
+    if (!this.#client) return;
+    const { guarded, open } = await this.#client;
+    await Promise.all([guarded.close(), open.close()]);
   }
 
   #allows(target: URL): boolean {
@@ -136,10 +140,22 @@ export class Outbound {
   }
 }
 
+interface Client {
+  undici: typeof Undici;
+  /** For addresses checked when connecting; `open` for what the policy allows. */
+  guarded: Agent;
+  open: Agent;
+}
+
+async function loadClient(): Promise<Client> {
+  const undici = await import('undici');
+  return { undici, guarded: new undici.Agent({ connect: { lookup: guardedLookup } }), open: new undici.Agent() };
+}
+
 const portOf = (url: URL): number => Number(url.port || (url.protocol === 'https:' ? 443 : 80));
 
 /** The request's headers with the active span's `traceparent`, which is the request's own span. */
-function withTraceparent(given: RequestInit['headers']): Headers {
+function withTraceparent(Headers: typeof Undici.Headers, given: RequestInit['headers']): Undici.Headers {
   const headers = new Headers(given);
   const traceparent = currentTraceparent();
   if (traceparent) headers.set('traceparent', traceparent);

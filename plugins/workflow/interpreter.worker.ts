@@ -3,6 +3,7 @@ import jsonata from 'jsonata';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import type { Step } from './instance.entity.ts';
 import { templateParts, type NodeConfig } from './node-types.ts';
+import { CLOCK, EXPRESSION_LIMITS } from './interpreter-limits.ts';
 
 /** Where a run stands: the node it is at, its variables and arguments, and the nodes run so far. */
 export interface RunState {
@@ -63,12 +64,6 @@ export interface RunLimits {
   maxVariablesBytes: number;
   maxOutputBytes: number;
 }
-
-/** The cells of RunTask.clock. */
-export const CLOCK = { began: 0, node: 1, deadline: 2, cells: 3 } as const;
-
-/** What one expression may take: time, nesting and the length of the sequences it builds (JSONata's guardrails). */
-export const EXPRESSION_LIMITS = { timeout: 5000, stack: 500, sequence: 100_000 };
 
 /** The longest text any step of an expression may build: set from the task (the same in every task of a process). */
 let maxValueBytes = Infinity;

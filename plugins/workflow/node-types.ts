@@ -1,4 +1,5 @@
-import jsonata from 'jsonata';
+import { createRequire } from 'node:module';
+import type jsonataModule from 'jsonata';
 import * as v from 'valibot';
 import { defineExtensionPoint, type AuthenticatedContext } from 'rpc-service/plugin';
 
@@ -79,9 +80,12 @@ export const template = (label: string) =>
 /** The expressions of a template's `{{ ... }}` parts. */
 export const templateParts = (text: string): string[] => [...text.matchAll(/\{\{(.*?)\}\}/gs)].map((match) => match[1]!.trim());
 
+/** JSONata, loaded when a workflow's expressions are first checked: a service that never writes one does not hold it (the interpreter's worker loads its own). */
+let jsonata: typeof jsonataModule | undefined;
+
 function expressionProblem(source: string): string | undefined {
   try {
-    jsonata(source);
+    (jsonata ??= createRequire(import.meta.url)('jsonata') as typeof jsonataModule)(source);
     return undefined;
   } catch (error) {
     return (error as { message?: string }).message ?? 'it cannot be read';

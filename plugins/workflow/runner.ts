@@ -23,16 +23,8 @@ import type { WorkflowConfig } from './config.ts';
 import type { NodeEffects } from './effects.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import { WorkflowInstance, type InstanceStatus, type Step } from './instance.entity.ts';
-import {
-  CLOCK,
-  EXPRESSION_LIMITS,
-  type Checkpoint,
-  type EffectReply,
-  type EffectRequest,
-  type RunOutcome,
-  type RunState,
-  type RunTask,
-} from './interpreter.worker.ts';
+import { CLOCK, EXPRESSION_LIMITS } from './interpreter-limits.ts';
+import type { Checkpoint, EffectReply, EffectRequest, RunOutcome, RunState, RunTask } from './interpreter.worker.ts';
 import { PendingEvent } from './pending-event.entity.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
