@@ -42,14 +42,15 @@ export async function countCommonWords(em: EntityManager, subscriptionId: string
   return Number(kept!.words);
 }
 
-/** The question's uncommon words as a tsquery that matches any of them ('' when it has none). */
-export async function uncommonWords(em: EntityManager, subscriptionId: string, source: string, config: string, question: string): Promise<string> {
-  const words = await em.execute<{ lexeme: string; common: boolean }[]>(
-    `select q.lexeme, exists (select 1 from knowledge_base_common_word w where w.subscription_id = ? and w.source = ? and w.lexeme = q.lexeme) as common
-     from unnest(tsvector_to_array(to_tsvector('${config}', ?))) as q(lexeme)`,
-    [subscriptionId, source, question],
-  );
-  // A tsquery's quoted lexeme: quotes doubled, backslashes escaped.
-  const uncommon = words.filter((word) => !word.common).map((word) => `'${word.lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`);
-  return uncommon.join(' | ');
+/**
+ * SQL for the question's uncommon words as a tsquery matching any of them
+ * (null when it has none), computed inside the full-text statement; its
+ * values: the question, the subscription, the source.
+ */
+export function uncommonWordsQuery(config: string): string {
+  // A tsquery's quoted lexeme: backslashes escaped, quotes doubled. `offset 0` keeps the lookup one index probe per word: made a
+  // join, it was planned as a scan of the source's every common word (thousands) for a question of a few.
+  return `(select string_agg('''' || replace(replace(q.lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
+     from unnest(tsvector_to_array(to_tsvector('${config}', ?))) as q(lexeme)
+     where not exists (select 1 from knowledge_base_common_word w where w.subscription_id = ? and w.source = ? and w.lexeme = q.lexeme offset 0))`;
 }

@@ -18,7 +18,7 @@ import {
   modulePath,
 } from 'rpc-service/plugin';
 import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
-import { uncommonWords, countCommonWords, COUNT_DELAY_SECONDS, TEXT_WINDOW } from './common-words.ts';
+import { uncommonWordsQuery, countCommonWords, COUNT_DELAY_SECONDS, TEXT_WINDOW } from './common-words.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
 
 const CHUNKER = modulePath(import.meta.url, './chunker.ts');
@@ -445,16 +445,20 @@ export class KnowledgeIndex {
     const base = scopeCondition(scope);
     const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
     const depth = query.mode === 'hybrid' ? Math.max(FUSION_DEPTH, query.topK) : query.topK;
-    const semantic = await nearest(ctx.em, {
-      table: 'knowledge_base_chunk',
-      column: slots.active,
-      where,
-      // Counted by scope and filter alone (an index-only count without a filter): withdrawn and unembedded chunks are few and fleeting.
-      candidates: { sql: `${base.sql} and (${condition.sql})`, params: [...base.params, ...condition.params] },
-      vector: vector!,
-      limit: depth,
-      exactSearchLimit: this.#exactSearchLimit,
-    });
+    // The two rankings of hybrid search are independent: on PostgreSQL they run at once, on two connections.
+    const [semantic, textual] = await Promise.all([
+      nearest(ctx.em, {
+        table: 'knowledge_base_chunk',
+        column: slots.active,
+        where,
+        // Counted by scope and filter alone (an index-only count without a filter): withdrawn and unembedded chunks are few and fleeting.
+        candidates: { sql: `${base.sql} and (${condition.sql})`, params: [...base.params, ...condition.params] },
+        vector: vector!,
+        limit: depth,
+        exactSearchLimit: this.#exactSearchLimit,
+      }),
+      query.mode === 'hybrid' ? textCandidates(ctx, where, query, depth) : [],
+    ]);
     if (query.mode === 'semantic') {
       const rows = await this.#rows(
         ctx,
@@ -462,21 +466,9 @@ export class KnowledgeIndex {
       );
       return semantic.flatMap((hit, index) => (rows.has(hit.id) ? [toHit(rows.get(hit.id)!, 1 - hit.distance, index + 1, null)] : []));
     }
-    const uncommon = await uncommonWords(ctx.em, ctx.subscriptionId, query.source, TEXT_SEARCH_CONFIG, query.queryText);
-    const allWords = `websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?)`;
-    const textual = await ctx.em.execute<{ id: string }[]>(
-      // The chunks holding all the question's words, and those holding any of its uncommon ones; ranked by any of its words (a question
-      // rarely shares all of them with its answer). Quoted phrases stay phrases.
-      `select id from (
-         (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ ${allWords} limit ${TEXT_WINDOW})
-         ${uncommon ? `union (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ ?::tsquery limit ${TEXT_WINDOW})` : ''}
-       ) candidates, to_tsquery('${TEXT_SEARCH_CONFIG}', replace(${allWords}::text, ' & ', ' | ')) as query
-       order by ts_rank_cd(search_vector, query) desc, id limit ?`,
-      [...where.params, query.queryText, ...(uncommon ? [...where.params, uncommon] : []), query.queryText, depth],
-    );
     const best = fuseRankings(
       semantic.map((hit) => hit.id),
-      textual.map((hit) => hit.id),
+      textual,
       query.topK,
     );
     const rows = await this.#rows(
@@ -539,3 +531,22 @@ const toHit = (row: ChunkRow, score: number, semanticRank: number | null, textRa
   semanticRank,
   textRank,
 });
+
+/**
+ * Hybrid search's full-text ranking, best first: the chunks holding all the question's words, and those holding any of its
+ * uncommon ones (common-words.ts), ranked by any of its words (a question rarely shares all of them with its answer). Quoted
+ * phrases stay phrases. One statement, the uncommon words worked out inside it.
+ */
+async function textCandidates(ctx: AuthenticatedContext, where: { sql: string; params: unknown[] }, query: SearchQuery, depth: number): Promise<string[]> {
+  const rows = await ctx.em.execute<{ id: string }[]>(
+    `with words as (select websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?) as every, ${uncommonWordsQuery(TEXT_SEARCH_CONFIG)} as uncommon)
+     select id from (
+       (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ (select every from words) limit ${TEXT_WINDOW})
+       union
+       (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ (select uncommon from words) limit ${TEXT_WINDOW})
+     ) candidates, to_tsquery('${TEXT_SEARCH_CONFIG}', replace((select every from words)::text, ' & ', ' | ')) as query
+     order by ts_rank_cd(search_vector, query) desc, id limit ?`,
+    [query.queryText, query.queryText, ctx.subscriptionId, query.source, ...where.params, ...where.params, depth],
+  );
+  return rows.map((row) => row.id);
+}
