@@ -1,4 +1,13 @@
-import type { AuthenticatedContext, Database, Keyring, PluginServices, SecretBox } from 'rpc-service/plugin';
+import {
+  pgArray,
+  preparedRead,
+  rowTimestamp,
+  type AuthenticatedContext,
+  type Database,
+  type Keyring,
+  type PluginServices,
+  type SecretBox,
+} from 'rpc-service/plugin';
 import { ApiKeyWebhook, type WebhookStatus } from './webhook.entity.ts';
 
 const SECRET_MASK = '********';
@@ -17,6 +26,21 @@ interface Deps {
   keyring: Keyring;
   secretBox: SecretBox;
   apiKeyService: PluginServices['apiKeyService'];
+}
+
+/** A key's webhook fields for its record; the secret only as whether there is one. */
+const WEBHOOK_FIELDS = preparedRead(
+  'api_management_webhook_fields',
+  'select api_key_id as "apiKeyId", url, secret is not null as "hasSecret", status, last_tested_at as "lastTestedAt" ' +
+    'from api_management_webhook where subscription_id = $1 and api_key_id = any($2::uuid[])',
+);
+
+interface WebhookFieldsRow {
+  apiKeyId: string;
+  url: string;
+  hasSecret: boolean;
+  status: WebhookStatus;
+  lastTestedAt: Date | string;
 }
 
 /**
@@ -78,17 +102,21 @@ export class WebhookStore {
     return keys.map((key) => ({ value: key.id, label: key.description }));
   }
 
-  /** The webhook fields of ApiKeyRpc's records (`api-key.recordFields`); the secret is the caller's own, but never leaves the service again. */
+  /**
+   * The webhook fields of ApiKeyRpc's records (`api-key.recordFields`); the secret is the caller's own, but never leaves the
+   * service again. A prepared read, as the list it joins (ApiKeyRpc.getData is a hot read).
+   */
   async recordFields(subscriptionId: string, apiKeyIds: readonly string[]) {
-    const webhooks = await this.#deps.db.forkEm(subscriptionId).find(ApiKeyWebhook, { apiKeyId: { $in: [...apiKeyIds] } });
+    if (apiKeyIds.length === 0) return new Map();
+    const webhooks = await this.#deps.db.read<WebhookFieldsRow>(WEBHOOK_FIELDS, [subscriptionId, pgArray(apiKeyIds)]);
     return new Map(
       webhooks.map((webhook) => {
-        const testedAt = webhook.lastTestedAt.toISOString();
+        const testedAt = rowTimestamp(webhook.lastTestedAt).toISOString();
         return [
           webhook.apiKeyId,
           {
             webhookUrl: webhook.url,
-            webhookSecret: webhook.secret ? SECRET_MASK : null,
+            webhookSecret: webhook.hasSecret ? SECRET_MASK : null,
             webhookStatus: webhook.status,
             lastTestedAt: testedAt,
             updatedAt: testedAt,
