@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import {
   conflict,
   notFound,
+  preparedRead,
   type AuditLog,
   type AuditRecord,
   type AuthenticatedContext,
+  type Database,
   type EntityManager,
   type EventBus,
   type Keyring,
@@ -45,6 +47,9 @@ const toRecord = (secret: Pick<Secret, 'zone' | 'key' | 'description'>): SecretR
   description: secret.description,
 });
 
+/** A secret's sealed value: read on every SecretsRpc.getSecretValue, so prepared once per connection. */
+const SEALED_VALUE = preparedRead('secrets_sealed_value', 'select value from secrets where subscription_id = $1 and zone = $2 and key = $3');
+
 /** `%`, `_` and `\` match themselves inside an ILIKE pattern. */
 const contains = (text: string): string => `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
 
@@ -53,8 +58,10 @@ export class SecretsService {
   readonly #keyring: Keyring;
   readonly #audit: AuditLog;
   readonly #bus: EventBus;
+  readonly #db: Database;
 
-  constructor({ keyring, audit, bus }: { keyring: Keyring; audit: AuditLog; bus: EventBus }) {
+  constructor({ keyring, audit, bus, db }: { keyring: Keyring; audit: AuditLog; bus: EventBus; db: Database }) {
+    this.#db = db;
     this.#keyring = keyring;
     this.#audit = audit;
     this.#bus = bus;
@@ -127,7 +134,8 @@ export class SecretsService {
   /** The value, returned only once its read is in the audit log. */
   async getSecretValue(ctx: AuthenticatedContext, zone: string, key: string): Promise<{ value: string }> {
     const id = secretId(zone, key);
-    const secret = await this.#find(ctx.em, id);
+    const [secret] = await this.#db.read<{ value: string }>(SEALED_VALUE, [ctx.subscriptionId, zone, key]);
+    if (!secret) throw notFound(`Secret ${id} not found`);
     const value = await this.#keyring.open(ctx.subscriptionId, secret.value);
     await this.#audit.recordRead(ctx, this.#action('read', id));
     return { value };
