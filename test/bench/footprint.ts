@@ -187,6 +187,7 @@ try {
   console.log(
     `settled RSS over the bare process: ${(existing.settledRssMb - bare.settledRssMb).toFixed(0)} MB (existing data), ${(fresh.settledRssMb - bare.settledRssMb).toFixed(0)} MB (new)`,
   );
+  console.log('aim: settled RSS under 150 MB and at most 80 MB over the bare process; start on existing data under 1 s');
   await printLoad('embedded database', { DATA_DIR: dataDir });
   if (BASE_DATABASE_URL) {
     const scratch = await createScratchDatabase(BASE_DATABASE_URL);
