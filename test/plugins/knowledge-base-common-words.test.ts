@@ -95,9 +95,11 @@ describe('KnowledgeBaseAdminRpc.search on a large source', () => {
   });
 
   it("finds the chunk by the question's uncommon word, and by all its words when every word is common", async () => {
-    const [first] = await search(big, 'harbour lighthouse');
-    assert.equal(first!.text, 'The harbour lighthouse keeper logs the ferry.');
-    assert.equal(first!.textRank, 1);
+    // The full-text side finds it first; where it lands among the fused hits depends on the vector index's neighbours of 600 near-copies.
+    const hits = await search(big, 'harbour lighthouse');
+    const lighthouse = hits.find((hit) => hit.text === 'The harbour lighthouse keeper logs the ferry.');
+    assert.equal(lighthouse?.textRank, 1, JSON.stringify(hits));
+    assert.ok(hits.every((hit) => hit === lighthouse || hit.textRank === null), 'no other chunk holds "lighthouse"');
     const common = await search(big, 'harbour log quiet tide');
     assert.ok(
       common.some((hit) => hit.textRank !== null && /quiet tide/.test(hit.text)),
