@@ -99,7 +99,10 @@ describe('KnowledgeBaseAdminRpc.search on a large source', () => {
     const hits = await search(big, 'harbour lighthouse');
     const lighthouse = hits.find((hit) => hit.text === 'The harbour lighthouse keeper logs the ferry.');
     assert.equal(lighthouse?.textRank, 1, JSON.stringify(hits));
-    assert.ok(hits.every((hit) => hit === lighthouse || hit.textRank === null), 'no other chunk holds "lighthouse"');
+    assert.ok(
+      hits.every((hit) => hit === lighthouse || hit.textRank === null),
+      'no other chunk holds "lighthouse"',
+    );
     const common = await search(big, 'harbour log quiet tide');
     assert.ok(
       common.some((hit) => hit.textRank !== null && /quiet tide/.test(hit.text)),
