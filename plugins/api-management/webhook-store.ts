@@ -28,10 +28,10 @@ interface Deps {
   apiKeyService: PluginServices['apiKeyService'];
 }
 
-/** A key's webhook fields for its record; the secret only as whether there is one. */
+/** A key's webhook fields for its record; the secret only as whether there is one (an empty one counts as none, as before). */
 const WEBHOOK_FIELDS = preparedRead(
   'api_management_webhook_fields',
-  'select api_key_id as "apiKeyId", url, secret is not null as "hasSecret", status, last_tested_at as "lastTestedAt" ' +
+  'select api_key_id as "apiKeyId", url, coalesce(secret, \'\') <> \'\' as "hasSecret", status, last_tested_at as "lastTestedAt" ' +
     'from api_management_webhook where subscription_id = $1 and api_key_id = any($2::uuid[])',
 );
 
