@@ -579,6 +579,8 @@ function principalOf(ctx: RequestContext | undefined): Principal | null {
     apiKeyId: ctx.apiKeyId,
     sessionId: ctx.sessionId,
     initialContext: { ...ctx.extra },
+    // A job of a scoped or read-only key does no more than the key could.
+    ...(ctx.limits ? { limits: ctx.limits } : {}),
   };
 }
 

@@ -90,7 +90,8 @@ export {
 export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf, type RecordView } from '../rpc/records.ts';
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
-export { ROLES, isManager, mayChangeRecordOf, type Role } from '../../config/roles.ts';
+export { ROLES, isManager, mayChangeRecordOf, commonRole, type Role } from '../../config/roles.ts';
+export { actingPrincipal, authorOf, withAuthor, commonScopes, type Author, type ChainLink, type HolderOf } from '../rpc/authority.ts';
 
 // Data
 export { defineEntity, LockMode, type InferEntity } from '@mikro-orm/core';

@@ -42,6 +42,8 @@ export interface RequestContext {
   readonly serviceCode: string | null;
   /** Everything the API key's initialContext carried, for plugins that read other keys. */
   readonly extra: Readonly<Record<string, unknown>>;
+  /** What the caller's credential narrows its role to (an API key's scopes and read-only flag); null when nothing. */
+  readonly limits: CallerLimits | null;
   /** A forked EntityManager with the tenant filter set to subscriptionId (made on first use). */
   readonly em: EntityManager;
   readonly log: Logger;
@@ -74,6 +76,7 @@ class CallContext implements RequestContext {
   readonly projectId: string | null;
   readonly serviceCode: string | null;
   readonly extra: Readonly<Record<string, unknown>>;
+  readonly limits: CallerLimits | null;
   #em?: EntityManager;
   #log?: Logger;
 
@@ -88,6 +91,7 @@ class CallContext implements RequestContext {
     this.apiKeyId = principal?.apiKeyId ?? null;
     this.sessionId = principal?.sessionId ?? null;
     this.extra = principal?.initialContext ?? {};
+    this.limits = principal?.limits ?? null;
     this.projectId = stringOrNull(this.extra.projectId);
     this.serviceCode = stringOrNull(this.extra.serviceCode);
   }

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import {
+  actingPrincipal,
   defineRecord,
   GroupWrite,
   pgArray,
   RpcError,
   type AiClient,
   type AuthenticatedContext,
+  type Author,
   type Database,
   type EventBus,
   type InferRecord,
@@ -36,6 +38,7 @@ interface DueTask {
   action_type: ActionType;
   action_config: Record<string, unknown> | string;
   context: TaskContext | string;
+  authors: Author[] | string;
 }
 
 interface Claimed {
@@ -188,7 +191,7 @@ export class SchedulerRunner {
     );
     for (const run of stale) {
       const [task] = await em.execute<DueTask[]>(
-        'select id, subscription_id, user_id, name, action_type, action_config, context from scheduler_task where subscription_id = ? and id = ?',
+        'select id, subscription_id, user_id, name, action_type, action_config, context, authors from scheduler_task where subscription_id = ? and id = ?',
         [run.subscription_id, run.task_id],
       );
       if (task) this.#launch({ runId: run.id, task });
@@ -250,7 +253,7 @@ export class SchedulerRunner {
   async #claim(): Promise<Claimed[]> {
     return this.#db.forkEm(null).transactional(async (tx) => {
       const due = await tx.execute<(DueTask & { schedule: string; time_zone: string | null; next_run: Date | string })[]>(
-        `select id, subscription_id, user_id, name, schedule, time_zone, action_type, action_config, context, next_run from scheduler_task
+        `select id, subscription_id, user_id, name, schedule, time_zone, action_type, action_config, context, authors, next_run from scheduler_task
          where enabled and next_run <= now() order by next_run limit ${CLAIM_BATCH} for update skip locked`,
       );
       if (due.length === 0) return [];
@@ -295,15 +298,13 @@ export class SchedulerRunner {
     this.#inFlight.add(firing);
   }
 
-  /** Runs a task's action as its user and records how it went, and when it started. */
+  /** Runs a task's action as the weakest of those who shaped it and records how it went, and when it started. */
   async #fire({ runId, task }: Claimed): Promise<void> {
     const firedAt = new Date();
     const finish = (status: RunStatus, error: string | null, result: unknown) => this.#finish(task.subscription_id, runId, status, error, result, firedAt);
-    const principal = await this.#principal(task);
-    if (!principal) return finish('failed', 'the user the task acts as is no longer active', null);
-    const config = json(task.action_config);
     try {
-      const result = await this.#act(task, principal, config);
+      const principal = await this.#principal(task);
+      const result = await this.#act(task, principal, json(task.action_config));
       await finish('succeeded', null, result);
     } catch (error) {
       const message = error instanceof RpcError ? `${error.code}: ${error.message}` : 'the action failed';
@@ -361,24 +362,34 @@ export class SchedulerRunner {
     return this.#outcomes.add({ subscriptionId, runId, status, error, result: text !== null && text.length <= MAX_RESULT ? text : null, firedAt });
   }
 
-  /** The task's user as a caller, with their role now; null when they are gone or inactive. */
-  async #principal(task: DueTask): Promise<Principal | null> {
-    const key = `${task.subscription_id}:${task.user_id}`;
+  /**
+   * The caller the task acts as: of the user it acts for and everyone who
+   * saved it, the one with the fewest rights now, under every key limit they
+   * saved it with (rpc-service/plugin's actingPrincipal). FORBIDDEN when one
+   * of them is gone or inactive.
+   */
+  #principal(task: DueTask): Promise<Principal> {
+    const context = json(task.context);
+    const initialContext = {
+      ...(context.projectId ? { projectId: context.projectId } : {}),
+      ...(context.serviceCode ? { serviceCode: context.serviceCode } : {}),
+    };
+    return actingPrincipal(
+      task.subscription_id,
+      [{ userId: task.user_id }, ...json(task.authors)],
+      (userId) => this.#holder(task.subscription_id, userId),
+      initialContext,
+    );
+  }
+
+  /** A user's role and state, looked up once per tick. */
+  #holder(subscriptionId: string, userId: string): ReturnType<PluginServices['userService']['credentialHolder']> {
+    const key = `${subscriptionId}:${userId}`;
     let lookup = this.#holders.get(key);
     if (!lookup) {
-      this.#holders.set(key, (lookup = this.#users.credentialHolder(task.subscription_id, task.user_id)));
+      this.#holders.set(key, (lookup = this.#users.credentialHolder(subscriptionId, userId)));
       lookup.catch(() => this.#holders.delete(key));
     }
-    const holder = await lookup;
-    if (!holder?.isActive) return null;
-    const context = json(task.context);
-    return {
-      subscriptionId: task.subscription_id,
-      userId: task.user_id,
-      role: holder.role,
-      apiKeyId: null,
-      sessionId: null,
-      initialContext: { ...(context.projectId ? { projectId: context.projectId } : {}), ...(context.serviceCode ? { serviceCode: context.serviceCode } : {}) },
-    };
+    return lookup;
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import {
+  authorOf,
   defineRecord,
   forbidden,
   mayChangeRecordOf,
@@ -8,6 +9,7 @@ import {
   toOrderBy,
   toWhere,
   validationError,
+  withAuthor,
   type AuthenticatedContext,
   type EntityManager,
   type EventBus,
@@ -42,7 +44,7 @@ export interface TaskConfig {
   timeZone?: string | null;
 }
 
-const VIEW = defineRecord(ScheduledTask, { hide: ['subscriptionId', 'context'], filterOnly: ['userId'] });
+const VIEW = defineRecord(ScheduledTask, { hide: ['subscriptionId', 'context', 'authors'], filterOnly: ['userId'] });
 
 /** The task's context holds the user it acts as and its subscription, kept as columns of their own. */
 export type TaskRecord = InferRecord<typeof VIEW> & { context: TaskContext & { userId: string; subscriptionId: string } };
@@ -96,6 +98,7 @@ export class SchedulerService {
       subscriptionId: ctx.subscriptionId,
       userId,
       createdBy: ctx.userId,
+      authors: [authorOf(ctx)],
       name: config.name,
       description: config.description ?? null,
       schedule: config.schedule,
@@ -132,6 +135,8 @@ export class SchedulerService {
     }
     const timing = schedule !== task.schedule || timeZone !== (task.timeZone ?? null) || (config.enabled !== undefined && config.enabled !== task.enabled);
     Object.assign(task, {
+      // Whoever saves a task shapes what it does: it acts with no more than the weakest of them (runner.ts).
+      authors: withAuthor(task.authors, authorOf(ctx)),
       actionType,
       actionConfig,
       schedule,

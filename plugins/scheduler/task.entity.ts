@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import { defineEntity, type Author, type InferEntity } from 'rpc-service/plugin';
 
 export const ACTION_TYPES = ['event', 'rpc', 'workflow', 'aiMessage'] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
@@ -26,6 +26,8 @@ export const ScheduledTask = defineEntity({
     /** The user it acts as (its context's userId). */
     userId: p.uuid(),
     createdBy: p.uuid(),
+    /** Who shaped what it does: its creator, then each later editor (plugins/scheduler/README.md, "Whose rights a task has"). */
+    authors: p.json<Author[]>(),
     name: p.text(),
     description: p.text().nullable(),
     schedule: p.text(),
