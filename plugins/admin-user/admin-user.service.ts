@@ -23,7 +23,8 @@ type AdminUserRecord = ReturnType<UserService['adminRecord']>;
 
 /**
  * The declared result of an answer with a user: the auth plugin's record of
- * a user as administrators see it, with the address each provider gave.
+ * a user as administrators see it; its provider profiles say whether each is a
+ * sign-in link (with the address the provider gave) or declared data.
  */
 export const ADMIN_USER_SCHEMA = v.strictObject({
   _id: v.string(),
@@ -41,7 +42,7 @@ export const ADMIN_USER_SCHEMA = v.strictObject({
   serviceCode: v.nullable(v.string()),
   createdAt: wireTimestamp,
   updatedAt: wireTimestamp,
-  oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string(), email: v.optional(v.string()) })),
+  oauthProfiles: v.array(v.strictObject({ provider: v.string(), id: v.string(), email: v.optional(v.string()), linked: v.boolean() })),
 });
 
 /** The declared result of an answer with an invite code: the auth plugin's record, never the code, its state spelled out. */
@@ -68,7 +69,7 @@ export interface UserFields {
   isVerified?: boolean;
   isPhoneVerified?: boolean;
   onboardingCompleted?: boolean;
-  oauthProfiles?: User['oauthProfiles'];
+  oauthProfiles?: Parameters<UserService['update']>[2]['oauthProfiles'];
   partnerContactId?: string | null;
 }
 

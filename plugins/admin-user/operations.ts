@@ -5,8 +5,21 @@ import { defineOperation } from './deps.ts';
 
 const role = v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`);
 const personName = v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(100)));
-/** The provider accounts the user keeps; links are made only by signing in with the provider (plugins/auth/user.service.ts). */
-const oauthProfiles = v.array(v.looseObject({ provider: v.pipe(v.string(), v.minLength(1)), id: v.pipe(v.string(), v.minLength(1)) }));
+/**
+ * The user's provider profiles, as a record shows them (`email` and `linked` may be sent back as read). Entries
+ * that are not the user's sign-in links are data: only signing in with the provider links one (plugins/auth/user.service.ts).
+ */
+const oauthProfiles = v.pipe(
+  v.array(
+    v.object({
+      provider: v.pipe(v.string(), v.regex(/^[A-Za-z0-9._-]{1,50}$/, 'provider is a name of 1 to 50 letters, digits, dots, dashes or underscores')),
+      id: v.pipe(v.string(), v.minLength(1, 'id must not be empty'), v.maxLength(255)),
+      email: v.optional(v.string()),
+      linked: v.optional(v.boolean()),
+    }),
+  ),
+  v.maxLength(50, 'at most 50 provider profiles'),
+);
 
 /** Fields an admin may set on create and change on update. */
 const editable = {

@@ -9,7 +9,7 @@ import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
 import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
-import type { UserService } from './user.service.ts';
+import { emailProof, type UserService } from './user.service.ts';
 import { toUserView, type UserView } from './user-view.ts';
 import type { VerificationService } from './verification.service.ts';
 
@@ -120,7 +120,8 @@ export class AuthService {
           firstName: input.firstName ?? null,
           lastName: input.lastName ?? null,
           role: invite?.role ?? 'admin',
-          isVerified: proven.emailVerified,
+          // A code the owner received proves the address; without one it is only what the person typed.
+          ...(proven.emailVerified ? emailProof(input.email, 'code') : { isVerified: false }),
           phoneNumber: proven.phone ?? null,
           isPhoneVerified: proven.phone !== undefined,
         }),
@@ -223,7 +224,18 @@ export class AuthService {
       [proven.identifier],
     );
     if (rows.length !== 1) throw unauthenticated('No account matches this verified address');
-    return this.#loginAs(rows[0]!, 'code', clientIp);
+    const [row] = rows as [LoginRow];
+    if (proven.channel === 'email' && row.is_active) {
+      // The owner of the address received the code and signs in with it: the address is proven theirs.
+      const proof = emailProof(proven.identifier, 'code');
+      await this.#db.execute('update auth_user set is_verified = true, email_proven = ?, email_proven_by = ? where subscription_id = ? and id = ?', [
+        proof.emailProven,
+        proof.emailProvenBy,
+        row.subscription_id,
+        row.id,
+      ]);
+    }
+    return this.#loginAs(row, 'code', clientIp);
   }
 
   async #loginAs(row: LoginRow, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {

@@ -16,6 +16,7 @@ import { OAuthService } from './oauth.service.ts';
 import * as operations from './operations.ts';
 import { OtpRequest } from './otp-request.entity.ts';
 import { OutboxMessage } from './outbox.entity.ts';
+import { PendingLink } from './pending-link.entity.ts';
 import { Session } from './session.entity.ts';
 import { SessionService } from './session.service.ts';
 import { Subscription } from './subscription.entity.ts';
@@ -46,7 +47,7 @@ export const authPlugin = definePlugin<AuthDeps>({
   coreVersion: '^2.0.0',
   config: authSettings,
   deps: DEPS,
-  entities: [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin, OutboxMessage],
+  entities: [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin, OutboxMessage, PendingLink],
   migrations,
   services: {
     authService: asClass(AuthService).singleton(),

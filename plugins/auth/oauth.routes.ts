@@ -1,14 +1,18 @@
-import { SESSION_COOKIE, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
+import { badRequest, SESSION_COOKIE, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { AuthDeps } from './deps.ts';
+import type { LinkQuestion, OAuthSignedIn } from './oauth.service.ts';
+
+/** The cookie that carries a LinkQuestion's token from the question to its answer (SameSite=Lax: another site's form cannot send it). */
+const LINK_COOKIE = 'oauth_link';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
-function page(ctx: RouteContext, status: number, title: string, text: string): void {
+function page(ctx: RouteContext, status: number, title: string, text: string, more = ''): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
-  ctx.set('Content-Security-Policy', "default-src 'none'");
+  ctx.set('Content-Security-Policy', "default-src 'none'; form-action 'self'");
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></body></html>`;
+  ctx.body = `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>${more}</body></html>`;
 }
 
 /**
@@ -19,10 +23,35 @@ function page(ctx: RouteContext, status: number, title: string, text: string): v
 const failurePage = (ctx: RouteContext, error: RpcError, errorId?: string) =>
   page(ctx, error.status, 'Login failed', errorId ? `Something went wrong; try again later (error id ${errorId})` : error.message);
 
-/** `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login. */
+/** Asks whether to join an account the person did not make by signing in; each answer is a form posted back here. */
+function questionPage(ctx: RouteContext, question: LinkQuestion): void {
+  const answer = (decision: 'join' | 'cancel', label: string) =>
+    `<form method="post" action="/auth/${escapeHtml(question.provider)}/link?decision=${decision}"><button type="submit">${escapeHtml(label)}</button></form>`;
+  page(
+    ctx,
+    200,
+    'Join an existing account?',
+    `An account with your address ${question.email} already exists: ${question.username} (${question.role}) in "${question.tenant}". ` +
+      'It was not made by you signing in, and its owner never proved this address, so someone else may have made it: the administrators of ' +
+      `"${question.tenant}" can see what you keep there. If you join, your ${question.provider} login signs into it from now on, ` +
+      'and the password and open sessions it has end.',
+    answer('join', `Join "${question.tenant}"`) + answer('cancel', 'Cancel'),
+  );
+}
+
+/** `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login, or asks first (`/link`). */
 export function oauthRoutes(router: Router, { oauthService, http }: AuthDeps): void {
   const baseUrl = (ctx: RouteContext) => http.baseUrl(ctx.req);
   const browserRoute = { access: 'public', answerError: failurePage } as const;
+
+  const signedIn = (ctx: RouteContext, login: OAuthSignedIn) => {
+    if (login.external) {
+      return page(ctx, 200, 'Login complete', 'You are signed in. You can close this window and return to the application.');
+    }
+    ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: login.expiresAt }));
+    ctx.set('Cache-Control', 'no-store');
+    ctx.redirect(`${http.publicUrl ?? ''}/`);
+  };
 
   router.get(
     '/auth/:provider',
@@ -40,12 +69,28 @@ export function oauthRoutes(router: Router, { oauthService, http }: AuthDeps): v
         return page(ctx, 400, 'Login cancelled', `The provider answered: ${ctx.query.error}`);
       }
       const login = await oauthService.completeLogin(ctx.params.provider!, new URL(ctx.href), baseUrl(ctx));
-      if (login.external) {
-        return page(ctx, 200, 'Login complete', 'You are signed in. You can close this window and return to the application.');
-      }
-      ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: login.expiresAt }));
-      ctx.set('Cache-Control', 'no-store');
-      ctx.redirect(`${http.publicUrl ?? ''}/`);
+      if (login.status === 'signed-in') return signedIn(ctx, login);
+      ctx.append('Set-Cookie', http.cookie(ctx.req, LINK_COOKIE, login.token, { expires: login.expiresAt }));
+      questionPage(ctx, login);
+    }),
+  );
+
+  router.post(
+    '/auth/:provider/link',
+    http.route({ ...browserRoute, kind: 'write' }, async ({ http: ctx }) => {
+      const token = ctx.cookies.get(LINK_COOKIE);
+      const decision = ctx.query.decision;
+      if (!token || (decision !== 'join' && decision !== 'cancel')) throw badRequest('This question is unknown or has expired; sign in again');
+      ctx.append('Set-Cookie', http.cookie(ctx.req, LINK_COOKIE, '', { maxAge: 0 }));
+      const answer = await oauthService.answerLink(ctx.params.provider!, decodeURIComponent(token), decision === 'join');
+      if (answer.status === 'signed-in') return signedIn(ctx, answer);
+      page(
+        ctx,
+        200,
+        'Nothing was linked',
+        `Nothing was linked. The address ${answer.email} stays with an account you did not join: ask its administrators to remove it, or sign in another way.` +
+          (answer.external ? ' You can close this window.' : ''),
+      );
     }),
   );
 }

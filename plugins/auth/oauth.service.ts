@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Configuration, IDToken } from 'openid-client';
 import {
-  ACROSS_TENANTS,
   badRequest,
   digestsEqual,
   isUuid,
@@ -22,7 +21,7 @@ import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
 import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
-import type { UserService } from './user.service.ts';
+import { emailProof, ownerProvedEmail, type UserService } from './user.service.ts';
 import { toUserView, type UserView } from './user-view.ts';
 
 /** openid-client, loaded by the first OpenID Connect login: an installation without one does not carry it. */
@@ -49,13 +48,37 @@ export interface ExternalLoginStarted {
 
 export type ExternalLoginStatus = { status: 'pending' | 'expired' } | { status: 'completed'; token: string; expiresAt: string; user: UserView };
 
-export interface OAuthLogin {
+/** A sign-in that made a session; `external` when another program started it and collects it by polling. */
+export interface OAuthSignedIn {
+  status: 'signed-in';
   token: string;
   expiresAt: Date;
   user: UserView;
-  /** Set when the login was started by another program, which collects it by polling. */
   external: boolean;
 }
+
+/**
+ * A sign-in whose verified address belongs to an account its owner never
+ * proved it for (an administrator may have made it): nothing is linked until
+ * the person answers whether to join it (`answerLink`). `token` goes to the
+ * browser, which must bring it back with the answer.
+ */
+export interface LinkQuestion {
+  status: 'question';
+  token: string;
+  expiresAt: Date;
+  provider: string;
+  email: string;
+  username: string;
+  role: string;
+  /** The name of the subscription (tenant) the account belongs to. */
+  tenant: string;
+}
+
+export type OAuthLogin = OAuthSignedIn | LinkQuestion;
+
+/** The answer to a LinkQuestion: a session in the account, or nothing done. */
+export type LinkAnswer = OAuthSignedIn | { status: 'declined'; email: string; external: boolean };
 
 interface Deps {
   config: AuthConfig;
@@ -70,7 +93,8 @@ interface Deps {
 /**
  * OpenID Connect login (openid-client): authorization code flow with state,
  * nonce and PKCE; users are found by their provider account's link, linked by
- * a verified e-mail address, or created. This login is the only maker of links.
+ * a verified e-mail address its owner proved (or, when nobody did, once the
+ * person agrees to join), or created. This login is the only maker of links.
  */
 export class OAuthService {
   readonly #deps: Deps;
@@ -184,19 +208,45 @@ export class OAuthService {
       this.#deps.logger.warn({ err, provider: provider.name }, 'OpenID login failed');
       throw badRequest('The provider did not confirm this login; start again');
     }
-    const user = await this.#userFor(provider.name, claims);
+    const found = await this.#userFor(provider.name, claims);
+    if ('user' in found) return this.#signIn(found.user, pending.external_login_id);
+    return this.#ask(provider.name, claims.sub, found.ask, found.email, pending.external_login_id);
+  }
+
+  async #signIn(user: User, externalLoginId: string | null): Promise<OAuthSignedIn> {
     if (!user.isActive) throw new RpcError('UNAUTHENTICATED', 'This account is deactivated');
     const session = await this.#deps.sessionService.create(user);
     const view = toUserView(user);
-    if (pending.external_login_id) await this.#completeExternal(pending.external_login_id, session.token, user.id);
+    if (externalLoginId) await this.#completeExternal(externalLoginId, session.token, user.id);
     await this.#deps.lifecycle.afterLogin({ user: view, method: 'oauth' });
-    return { token: session.token, expiresAt: session.expiresAt, user: view, external: pending.external_login_id !== null };
+    return { status: 'signed-in', token: session.token, expiresAt: session.expiresAt, user: view, external: externalLoginId !== null };
   }
 
-  async #userFor(provider: string, claims: IDToken): Promise<User> {
-    const linked = (await this.#linkedUser(provider, claims.sub)) ?? (await this.#linkOrSignup(provider, claims));
-    // Read afresh, so the view shows the link this login may just have made.
-    const user = await this.#deps.userService.findForLogin(linked.subscription_id, linked.user_id);
+  /**
+   * Who this sign-in is: the user the provider account is linked to; else the
+   * account with the provider's verified address, linked at once only when
+   * its owner proved that address (a code they received, or a sign-in with a
+   * provider), or to be asked about (`ask`) when only someone else vouched
+   * for it (an administrator's isVerified, a signup that proved nothing);
+   * else a new user. Profiles an administrator declared play no part.
+   */
+  async #userFor(provider: string, claims: IDToken): Promise<{ user: User } | { ask: User; email: string }> {
+    const linked = await this.#linkedUser(provider, claims.sub);
+    if (linked) return { user: await this.#loginUser(linked) };
+    const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
+    if (!email || claims.email_verified !== true) {
+      throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
+    }
+    const [holder] = await this.#deps.db.execute<LinkedUser>('select subscription_id, id as user_id from auth_user where lower(email) = ?', [email]);
+    if (!holder) return { user: await this.#signup(provider, claims, email) };
+    const existing = await this.#loginUser(holder);
+    if (!ownerProvedEmail(existing)) return { ask: existing, email };
+    return { user: await this.#loginUser((await this.#link(provider, claims.sub, existing, email, false)).link) };
+  }
+
+  /** A user a link or an address found; read afresh, so the view shows a link just made. */
+  async #loginUser(found: LinkedUser): Promise<User> {
+    const user = await this.#deps.userService.findForLogin(found.subscription_id, found.user_id);
     if (!user) throw new RpcError('UNAUTHENTICATED', 'This account no longer exists');
     return user;
   }
@@ -206,31 +256,70 @@ export class OAuthService {
     return link;
   }
 
-  async #linkOrSignup(provider: string, claims: IDToken): Promise<LinkedUser> {
-    const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
-    if (!email || claims.email_verified !== true) {
-      throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
-    }
-    const existing = await this.#deps.db.forkEm(null).findOne(User, { email }, ACROSS_TENANTS);
-    if (!existing) {
-      const user = await this.#signup(provider, claims, email);
-      return { subscription_id: user.subscriptionId, user_id: user.id };
-    }
-    // A verified address at the provider proves the same person: link the provider account to the account.
-    return this.#deps.db.forkEm(existing.subscriptionId).transactional(async (tx) => {
+  /**
+   * Links the provider account to the user. `joined`: the person chose to join
+   * an account someone else may have made, so the address is proven theirs
+   * from now on and the password it had (someone else may have chosen it) goes.
+   */
+  async #link(provider: string, subject: string, user: User, email: string, joined: boolean): Promise<{ link: LinkedUser; made: boolean }> {
+    return this.#deps.db.forkEm(user.subscriptionId).transactional(async (tx) => {
       const [linked] = await tx.execute<{ user_id: string }[]>(
         `insert into auth_oauth_link (provider, subject, user_id, subscription_id, email, created_at) values (?, ?, ?, ?, ?, now())
          on conflict (provider, subject) do nothing returning user_id`,
-        [provider, claims.sub, existing.id, existing.subscriptionId, email],
+        [provider, subject, user.id, user.subscriptionId, email],
       );
-      // Nothing inserted: a login of the same provider account at the same time linked it first, and its link holds.
+      // Nothing inserted: a sign-in of the same provider account at the same time linked it first, and its link holds.
       if (!linked) {
-        const [held] = await tx.execute<LinkedUser[]>(LINKED_USER, [provider, claims.sub]);
-        return held!;
+        const [held] = await tx.execute<LinkedUser[]>(LINKED_USER, [provider, subject]);
+        return { link: held!, made: false };
       }
-      await tx.nativeUpdate(User, { id: existing.id }, { isVerified: true });
-      return { subscription_id: existing.subscriptionId, user_id: existing.id };
+      if (joined) await tx.nativeUpdate(User, { id: user.id }, { ...emailProof(email, 'oauth'), passwordHash: null });
+      return { link: { subscription_id: user.subscriptionId, user_id: user.id }, made: true };
     });
+  }
+
+  async #ask(provider: string, subject: string, user: User, email: string, externalLoginId: string | null): Promise<LinkQuestion> {
+    const { db } = this.#deps;
+    const token = randomToken(32);
+    const expiresAt = new Date(Date.now() + LOGIN_TTL_MS);
+    await db.execute(
+      `insert into auth_pending_link (token_hash, provider, subject, email, user_id, external_login_id, expires_at) values (?, ?, ?, ?, ?, ?, ?)`,
+      [sha256Hex(token), provider, subject, email, user.id, externalLoginId, expiresAt],
+    );
+    await db.execute('delete from auth_pending_link where expires_at < now()');
+    const [tenant] = await db.execute<{ name: string }>('select name from auth_subscription where id = ?', [user.subscriptionId]);
+    return { status: 'question', token, expiresAt, provider, email, username: user.username, role: user.role, tenant: tenant?.name ?? user.subscriptionId };
+  }
+
+  /**
+   * The person's answer to a LinkQuestion, brought back with its token. Join:
+   * the provider account is linked, the account's password and every session
+   * it had end (whoever chose or holds them), and the person is signed in.
+   * Decline: nothing changes, and an external login waiting on it ends.
+   */
+  async answerLink(providerName: string, token: string, join: boolean): Promise<LinkAnswer> {
+    const provider = this.provider(providerName);
+    const { db, sessionService } = this.#deps;
+    const [pending] = await db.execute<{ subject: string; email: string; user_id: string; external_login_id: string | null }>(
+      `delete from auth_pending_link where token_hash = ? and provider = ? and expires_at > now() returning subject, email, user_id, external_login_id`,
+      [sha256Hex(token), provider.name],
+    );
+    if (!pending) throw badRequest('This question is unknown or has expired; sign in again');
+    if (!join) {
+      if (pending.external_login_id) {
+        await db.execute('update auth_external_login set expires_at = now() where id = ? and completed_at is null', [pending.external_login_id]);
+      }
+      return { status: 'declined', email: pending.email, external: pending.external_login_id !== null };
+    }
+    // The account must still be the one asked about, with the same address.
+    const [holder] = await db.execute<LinkedUser>('select subscription_id, id as user_id from auth_user where id = ? and lower(email) = ?', [
+      pending.user_id,
+      pending.email,
+    ]);
+    if (!holder) throw badRequest('This account changed since you were asked; sign in again');
+    const { link, made } = await this.#link(provider.name, pending.subject, await this.#loginUser(holder), pending.email, true);
+    if (made) await sessionService.revokeAllOfUser(link.subscription_id, link.user_id);
+    return this.#signIn(await this.#loginUser(link), pending.external_login_id);
   }
 
   async #signup(provider: string, claims: IDToken, email: string): Promise<User> {
@@ -252,7 +341,7 @@ export class OAuthService {
           email,
           username,
           role: 'admin',
-          isVerified: true,
+          ...emailProof(email, 'oauth'),
           firstName: typeof claims.given_name === 'string' ? claims.given_name.slice(0, 100) : null,
           lastName: typeof claims.family_name === 'string' ? claims.family_name.slice(0, 100) : null,
         }),
@@ -262,7 +351,8 @@ export class OAuthService {
       return created;
     });
     await lifecycle.afterSignup({ user: toUserView(user), subscriptionId, joinedExisting: false });
-    return user;
+    // Read afresh, so the view shows the link just made.
+    return this.#loginUser({ subscription_id: subscriptionId, user_id: user.id });
   }
 
   /** The e-mail's local part, cleaned; a short suffix when it is taken or reserved. */

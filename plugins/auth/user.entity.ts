@@ -8,6 +8,15 @@ export interface OAuthProfile {
   email?: string;
 }
 
+/** A provider account an administrator declared for a user (AdminUserRpc): data kept and shown, never a way to sign in. */
+export interface DeclaredProfile {
+  provider: string;
+  id: string;
+}
+
+/** How a user's owner proved their e-mail address: a code sent to it, or a sign-in with a provider that verified it. */
+export type EmailProof = 'code' | 'oauth';
+
 /** A user; e-mail and username are unique across the service, case-insensitively, since login takes either. */
 export const User = defineEntity({
   name: 'User',
@@ -22,7 +31,16 @@ export const User = defineEntity({
     lastName: p.text().nullable(),
     role: p.text().$type<Role>(),
     isActive: p.boolean().default(true),
+    /** Shown and set as the spec says; an administrator may set it, so it proves nothing (see emailProven). */
     isVerified: p.boolean().default(false),
+    /**
+     * The address the user's owner proved they receive mail at, lowercased,
+     * and how (emailProvenBy). The proof holds only while it is still the
+     * user's e-mail, so any change of address ends it. Only such a proof lets
+     * a provider's verified address sign into the account unasked (oauth.service.ts).
+     */
+    emailProven: p.text().nullable(),
+    emailProvenBy: p.text().$type<EmailProof>().nullable(),
     isPhoneVerified: p.boolean().default(false),
     phoneNumber: p.text().nullable(),
     onboardingCompleted: p.boolean().default(false),
@@ -33,6 +51,8 @@ export const User = defineEntity({
         (table) =>
           `(select coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('provider', l.provider, 'id', l.subject, 'email', l.email)) order by l.created_at, l.provider, l.subject), '[]'::jsonb) from auth_oauth_link l where l.subscription_id = ${table.alias}.subscription_id and l.user_id = ${table.alias}.id)`,
       ),
+    /** Provider accounts an administrator declared (AdminUserRpc); shown in oauthProfiles after the links. */
+    declaredProfiles: p.json<DeclaredProfile[]>().default('[]'),
     partnerContactId: p.text().nullable(),
     profilePicture: p.text().nullable(),
     jobTitle: p.text().nullable(),

@@ -20,10 +20,29 @@ import { OAuthLink } from './oauth-link.entity.ts';
 import { hashPassword, verifyPassword } from './password.ts';
 import { Session } from './session.entity.ts';
 import type { SessionService } from './session.service.ts';
-import { User, type OAuthProfile } from './user.entity.ts';
+import { User, type DeclaredProfile, type EmailProof, type OAuthProfile } from './user.entity.ts';
 import { ADMIN_USER_FIELDS, toAdminUserRecord, toUserView, type AdminUserRecord, type UserView } from './user-view.ts';
 
 export type NewUser = Pick<User, 'subscriptionId' | 'email' | 'username' | 'role'> & Partial<User>;
+
+/** A provider profile as an administrator sends it in `oauthProfiles`: `email` and `linked` as a record read shows them. */
+export interface ProfileInput {
+  provider: string;
+  id: string;
+  email?: string;
+  linked?: boolean;
+}
+
+/** What an administrator may give a user: its fields, with `oauthProfiles` as sent. */
+export type UserChanges = Partial<Omit<User, 'oauthProfiles' | 'declaredProfiles' | 'emailProven' | 'emailProvenBy' | 'passwordHash'>> & {
+  oauthProfiles?: ProfileInput[];
+};
+
+/** The fields that record that the owner of `email` proved it (see the User entity's emailProven). */
+export const emailProof = (email: string, by: EmailProof) => ({ isVerified: true, emailProven: email.toLowerCase(), emailProvenBy: by });
+
+/** Whether the user's owner proved the address the user has now; an administrator's isVerified is no proof. */
+export const ownerProvedEmail = (user: Pick<User, 'email' | 'emailProven'>): boolean => user.emailProven === user.email.toLowerCase();
 
 /** Anything with the EntityManager of a request (a context) or of a transaction. */
 export interface WithEm {
@@ -73,6 +92,9 @@ export class UserService {
       phoneNumber: null,
       onboardingCompleted: false,
       oauthProfiles: [],
+      declaredProfiles: [],
+      emailProven: null,
+      emailProvenBy: null,
       partnerContactId: null,
       profilePicture: null,
       jobTitle: null,
@@ -154,13 +176,24 @@ export class UserService {
     return row ? { role: row.role, isActive: row.is_active } : null;
   }
 
-  /** A user of the caller's subscription, made by an administrator, with no provider account linked (see `unlinked`). */
-  async create(ctx: AuthenticatedContext, { password, oauthProfiles = [], ...fields }: Omit<NewUser, 'subscriptionId'> & { password: string }): Promise<User> {
-    unlinked([], oauthProfiles);
+  /** A user of the caller's subscription, made by an administrator; the provider profiles it is given are data (see `sortProfiles`). */
+  async create(
+    ctx: AuthenticatedContext,
+    { password, oauthProfiles = [], ...fields }: Omit<NewUser, 'subscriptionId' | 'oauthProfiles'> & UserChanges & { password: string },
+  ): Promise<User> {
+    const { declared } = sortProfiles([], oauthProfiles);
     await this.assertAvailable(fields);
-    const user = ctx.em.create(User, this.newUser({ ...fields, subscriptionId: ctx.subscriptionId, passwordHash: await hashPassword(password) }));
+    const user = ctx.em.create(
+      User,
+      this.newUser({ ...fields, subscriptionId: ctx.subscriptionId, passwordHash: await hashPassword(password), declaredProfiles: declared }),
+    );
     await ctx.em.flush();
     return user;
+  }
+
+  /** Records that the user's owner proved their present address (a code they received); flush `ctx.em` after. */
+  emailProven(user: User, by: EmailProof): void {
+    Object.assign(user, emailProof(user.email, by));
   }
 
   /** A page of the caller's subscription's users; `where` and `orderBy` are MikroORM conditions on the user entity. */
@@ -179,21 +212,21 @@ export class UserService {
   /**
    * Changes fields of a user; a changed e-mail or username must be free, and
    * a changed role or active flag reaches every node's cached credentials at once.
-   * `oauthProfiles` lists the provider accounts the user keeps: the others are
-   * unlinked, and one the user has not is refused (see `unlinked`).
+   * `oauthProfiles` is the user's whole list: the links left out are removed,
+   * entries that are not links are kept as data (see `sortProfiles`).
    */
-  async update(ctx: AuthenticatedContext, user: User, { oauthProfiles, ...changes }: Partial<User>): Promise<User> {
-    const removed = oauthProfiles === undefined ? [] : unlinked(user.oauthProfiles, oauthProfiles);
+  async update(ctx: AuthenticatedContext, user: User, { oauthProfiles, ...changes }: UserChanges): Promise<User> {
+    const sorted = oauthProfiles === undefined ? undefined : sortProfiles(user.oauthProfiles, oauthProfiles);
     if (changes.email !== undefined || changes.username !== undefined) {
       await this.assertAvailable({ email: changes.email, username: changes.username }, user.id);
     }
     const credentialsChange =
       (changes.role !== undefined && changes.role !== user.role) || (changes.isActive !== undefined && changes.isActive !== user.isActive);
     await ctx.em.transactional(async (tx) => {
-      tx.assign(user, changes);
-      for (const { provider, id } of removed) await tx.nativeDelete(OAuthLink, { provider, subject: id, userId: user.id });
+      tx.assign(user, sorted ? { ...changes, declaredProfiles: sorted.declared } : changes);
+      for (const { provider, id } of sorted?.removed ?? []) await tx.nativeDelete(OAuthLink, { provider, subject: id, userId: user.id });
     });
-    if (removed.length > 0) user.oauthProfiles = user.oauthProfiles.filter((link) => !removed.includes(link));
+    if (sorted && sorted.removed.length > 0) user.oauthProfiles = user.oauthProfiles.filter((link) => !sorted.removed.includes(link));
     if (credentialsChange) await this.#deps.credentials.changed({ userId: user.id });
     return user;
   }
@@ -251,23 +284,34 @@ export class UserService {
 }
 
 /**
- * The links of `current` that `kept` leaves out. Only the OAuth login links a
- * provider account to a user (oauth.service.ts): an account named in `kept`
- * that is not among `current` is refused, with the same answer whether or not
- * it is linked to anyone else, so the caller learns nothing of other users.
+ * Sorts the `oauthProfiles` an administrator sends for a user whose links are
+ * `links`. An entry naming one of the links keeps it, and the links left out
+ * are `removed`; every other entry is `declared`: data, kept and shown, which
+ * signs nobody in. Only signing in with the provider links an account
+ * (oauth.service.ts), so an entry claiming to be a link (`linked: true`) that
+ * is none of the user's is refused, with the same answer whether or not it is
+ * linked to anyone else: the caller learns nothing of other users.
  */
-function unlinked(current: readonly OAuthProfile[], kept: readonly OAuthProfile[]): OAuthProfile[] {
-  const same = (a: OAuthProfile, b: OAuthProfile) => a.provider === b.provider && a.id === b.id;
-  const strangers = kept.flatMap((link, index) => (current.some((own) => same(own, link)) ? [] : [index]));
-  if (strangers.length > 0) {
-    throw validationError(
-      strangers.map((index) => ({
-        path: `oauthProfiles.${index}`,
-        message: 'A provider account is linked to a user only by signing in with it; this user has no such link to keep',
-      })),
-    );
-  }
-  return current.filter((own) => !kept.some((link) => same(own, link)));
+function sortProfiles(links: readonly OAuthProfile[], given: readonly ProfileInput[]): { removed: OAuthProfile[]; declared: DeclaredProfile[] } {
+  const same = (a: { provider: string; id: string }, b: { provider: string; id: string }) => a.provider === b.provider && a.id === b.id;
+  const issues: { path: string; message: string }[] = [];
+  const declared: DeclaredProfile[] = [];
+  given.forEach((entry, index) => {
+    const path = `oauthProfiles.${index}`;
+    const link = links.find((own) => same(own, entry));
+    if (given.findIndex((other) => same(other, entry)) < index) issues.push({ path, message: 'This provider account is listed twice' });
+    else if (link) {
+      if (entry.email !== undefined && entry.email !== link.email)
+        issues.push({ path: `${path}.email`, message: 'This is not the address the link was made with' });
+      if (entry.linked === false) issues.push({ path: `${path}.linked`, message: 'This provider account is linked; leave it out to remove the link' });
+    } else if (entry.linked === true) {
+      issues.push({ path, message: 'A provider account is linked to a user only by signing in with it; this user has no such link to keep' });
+    } else if (entry.email !== undefined) {
+      issues.push({ path: `${path}.email`, message: 'Only a link has an address (the one the provider gave); a declared profile has none' });
+    } else declared.push({ provider: entry.provider, id: entry.id });
+  });
+  if (issues.length > 0) throw validationError(issues);
+  return { removed: links.filter((own) => !given.some((entry) => same(own, entry))), declared };
 }
 
 export type { AdminUserRecord, UserView };

@@ -100,7 +100,8 @@ export class UserProfileService {
         throw validationError([{ path: 'otpRequestId', message: `This code was not sent to ${input.identifier}` }]);
       }
     });
-    if (input.channelType === 'email') user.isVerified = true;
+    // The owner of the address received the code: the address is proven theirs, not only marked verified.
+    if (input.channelType === 'email') this.#users.emailProven(user, 'code');
     else {
       user.phoneNumber = proven.identifier;
       user.isPhoneVerified = true;

@@ -102,17 +102,6 @@ describe('OAuth login with an OpenID provider', () => {
     assert.match(session.user.username, /^admin-[A-Za-z0-9]{4}$/);
   });
 
-  it('links an existing account by its verified e-mail address', async () => {
-    const account = await t.signup();
-    const sub = uniqueName('linked');
-    idp.accounts.set(sub, { email: account.user.email.toUpperCase() });
-    const browser = new TestBrowser();
-    await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
-    const session = await t.ok('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
-    assert.equal(session.user._id, account.user._id);
-    assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
-  });
-
   /** Signs in at the provider as `sub` in a new browser and answers the session the app gave it. */
   const signInAs = async (sub: string, email = `${sub}@example.com`) => {
     idp.accounts.set(sub, { email });
@@ -120,6 +109,126 @@ describe('OAuth login with an OpenID provider', () => {
     await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
     return t.ok<any>('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
   };
+  /** Signs in at the provider as `sub` in a new browser that lands on the app's question whether to join an existing account. */
+  const askedAs = async (sub: string, email: string, start = `${t.url}/auth/acme`) => {
+    idp.accounts.set(sub, { email });
+    const browser = new TestBrowser();
+    const page = await browser.signInAt(start, sub, idp.issuer);
+    assert.equal(page.status, 200);
+    const text = await page.text();
+    assert.match(text, /<form method="post" action="\/auth\/acme\/link\?decision=join">/, text);
+    assert.equal(browser.cookie(host(), 'session'), undefined, 'no session before the person answers');
+    return { browser, text };
+  };
+  /** The code the outbox holds for an address (no mail server in this file: codes go to auth_outbox). */
+  const outboxCode = async (address: string) => {
+    const [row] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where recipient = ? order by created_at desc limit 1', [address]);
+    return /\b(\d{6})\b/.exec(row!.body)![1]!;
+  };
+  /** A signup whose owner proved the address with a code sent to it. */
+  const provenSignup = async () => {
+    const name = uniqueName('proven');
+    const email = `${name}@example.com`;
+    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: email });
+    const code = await outboxCode(email);
+    const data = await t.ok<any>('AuthRpc.signup', { email, username: name, password: 'owner password', verifications: { email: { otpRequestId, code } } });
+    return { email, token: data.token as string, user: data.user, subscriptionId: data.subscriptionId as string };
+  };
+
+  it('links a first sign-in at once to an account whose owner proved the address with a code, keeping their password', async () => {
+    const owner = await provenSignup();
+    const sub = uniqueName('owner');
+    const session = await signInAs(sub, owner.email.toUpperCase());
+    assert.equal(session.user._id, owner.user._id);
+    assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+    assert.equal((await t.call('AuthRpc.login', { identifier: owner.email, password: 'owner password' })).status, 200, 'the password stays');
+    assert.equal((await t.call('AuthRpc.getSession', {}, { token: owner.token })).status, 200, 'so do the sessions');
+  });
+
+  it('links a first sign-in at once to an account its owner made by signing in with a provider before', async () => {
+    const first = uniqueName('first');
+    const made = await signInAs(first);
+    const second = uniqueName('second');
+    const again = await signInAs(second, `${first}@example.com`);
+    assert.equal(again.user._id, made.user._id);
+    assert.deepEqual(again.user.oauthProfiles, [
+      { provider: 'acme', id: first },
+      { provider: 'acme', id: second },
+    ]);
+  });
+
+  for (const isVerified of [true, false]) {
+    it(`an address an admin registered (isVerified ${isVerified}) does not capture its owner's first sign-in: they are asked, and joining ends the admin's password`, async () => {
+      const admin = await t.signup();
+      const sub = uniqueName('person');
+      const email = `${sub}@example.com`;
+      const planted = await t.ok<any>(
+        'AdminUserRpc.create',
+        { email, username: sub, password: 'chosen by the admin', role: 'user', isVerified },
+        { token: admin.token },
+      );
+      const adminAsPerson = await t.ok<any>('AuthRpc.login', { identifier: email, password: 'chosen by the admin' });
+
+      const first = await askedAs(sub, email);
+      assert.ok(first.text.includes(admin.user.username), 'the question names the tenant');
+      const unlinked = await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token });
+      assert.deepEqual(unlinked.oauthProfiles, [], 'nothing is linked before the person answers');
+
+      // A confirmation from a browser that was not asked does nothing, nor does one sent from another site (no cookie).
+      assert.equal((await new TestBrowser().post(`${t.url}/auth/acme/link?decision=join`, {})).status, 400);
+      const declined = await first.browser.post(`${t.url}/auth/acme/link?decision=cancel`, {});
+      assert.equal(declined.status, 200);
+      assert.match(await declined.text(), /Nothing was linked/);
+      assert.equal(first.browser.cookie(host(), 'session') ?? '', '');
+      assert.equal((await first.browser.post(`${t.url}/auth/acme/link?decision=join`, {})).status, 400, 'an answered question is gone');
+      assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token })).oauthProfiles, []);
+
+      const second = await askedAs(sub, email);
+      const joined = await second.browser.post(`${t.url}/auth/acme/link?decision=join`, {});
+      assert.equal(joined.status, 302);
+      const token = second.browser.cookie(host(), 'session');
+      const session = await t.ok<any>('AuthRpc.getSession', {}, { token });
+      assert.equal(session.user._id, planted._id);
+      assert.equal(session.subscriptionId, admin.subscriptionId);
+
+      // The password the admin chose, and the session it gave, end with the link.
+      assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 401);
+      assert.equal((await t.call('AuthRpc.getSession', {}, { token: adminAsPerson.token })).status, 401);
+      const linked = await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token });
+      assert.deepEqual(linked.oauthProfiles, [{ provider: 'acme', id: sub, email, linked: true }]);
+      assert.equal(linked.isVerified, true);
+
+      // Linked now: the next sign-in asks nothing.
+      assert.equal((await signInAs(sub, email)).user._id, planted._id);
+    });
+  }
+
+  it('asks before an address an admin wrote over a proven one, and an external-browser login waits for the answer', async () => {
+    const owner = await provenSignup();
+    const sub = uniqueName('victim');
+    const email = `${sub}@example.com`;
+    await t.ok('AdminUserRpc.update', { _id: owner.user._id, email }, { token: owner.token });
+    const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const { browser } = await askedAs(sub, email, started.loginUrl);
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
+      status: 'pending',
+    });
+    const declined = await browser.post(`${t.url}/auth/acme/link?decision=cancel`, {});
+    assert.equal(declined.status, 200);
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
+      status: 'expired',
+    });
+
+    const restarted = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const asked = await askedAs(sub, email, restarted.loginUrl);
+    const joined = await asked.browser.post(`${t.url}/auth/acme/link?decision=join`, {});
+    assert.equal(joined.status, 200);
+    assert.match(await joined.text(), /You can close this window/);
+    const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: restarted.sessionId, pollToken: restarted.pollToken });
+    assert.equal(completed.status, 'completed');
+    assert.equal(completed.user._id, owner.user._id);
+  });
+
   const refusedOn = (response: { status: number; body: any }, path: string) => {
     assert.equal(response.status, 400, JSON.stringify(response.body));
     assert.equal(response.body.data.code, 'VALIDATION_ERROR');
@@ -128,34 +237,35 @@ describe('OAuth login with an OpenID provider', () => {
     return issue.message as string;
   };
 
-  it("an admin cannot put another tenant's provider account on a user of their own; its owner still signs into their own account", async () => {
+  it('a provider account an admin declares on a user of their own is data: it signs nobody in, and its owner still signs into their own account', async () => {
     const sub = uniqueName('person');
     const person = await signInAs(sub);
     const x = await t.signup();
     const claim = [{ provider: 'acme', id: sub }];
     const decoy = uniqueName('decoy');
-    const created = await t.call(
+    const created = await t.ok<any>(
       'AdminUserRpc.create',
       { email: `${decoy}@example.com`, username: decoy, password: 'decoy password', role: 'user', oauthProfiles: claim },
       { token: x.token },
     );
-    const onCreate = refusedOn(created, 'oauthProfiles.0');
-    assert.equal((await t.call('AdminUserRpc.getData', { filter: { username: decoy } }, { token: x.token })).body.data.totalDocs, 0, 'nothing was created');
+    assert.deepEqual(created.oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
+    const updated = await t.ok<any>('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: claim }, { token: x.token });
+    assert.deepEqual(updated.oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
+
+    // Claiming it as a link is refused, with the same answer for a provider account nobody has: tenant X learns nothing of others.
     const onUpdate = refusedOn(
-      await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: claim }, { token: x.token }),
+      await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: [{ ...claim[0], linked: true }] }, { token: x.token }),
       'oauthProfiles.0',
     );
-    const unchanged = await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token });
-    assert.deepEqual([unchanged.oauthProfiles, unchanged.firstName], [[], null], 'nothing was changed');
-
-    // The answer is the same for a provider account nobody has: it tells tenant X nothing about other tenants.
-    const nobody = [{ provider: 'acme', id: uniqueName('nobody') }];
+    assert.match(onUpdate, /only by signing in/);
+    const nobody = [{ provider: 'acme', id: uniqueName('nobody'), linked: true }];
     assert.equal(refusedOn(await t.call('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: nobody }, { token: x.token }), 'oauthProfiles.0'), onUpdate);
-    assert.equal(onCreate, onUpdate);
+    assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).firstName, null, 'nothing was changed');
 
     const again = await signInAs(sub);
     assert.equal(again.user._id, person.user._id);
     assert.equal(again.subscriptionId, person.subscriptionId);
+    assert.deepEqual(again.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
 
     // Whatever writes, the database holds one user per provider account.
     await assert.rejects(
@@ -168,10 +278,10 @@ describe('OAuth login with an OpenID provider', () => {
     );
   });
 
-  it('a provider account an admin named before its owner ever signed in signs its owner into an account of their own (external-browser flow)', async () => {
+  it('a provider account an admin declared before its owner ever signed in signs its owner into an account of their own (external-browser flow)', async () => {
     const sub = uniqueName('newcomer');
     const x = await t.signup();
-    await t.call('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: [{ provider: 'acme', id: sub }] }, { token: x.token });
+    await t.ok('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: [{ provider: 'acme', id: sub }] }, { token: x.token });
     idp.accounts.set(sub, { email: `${sub}@example.com` });
     const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
     await new TestBrowser().signInAt(started.loginUrl, sub, idp.issuer);
@@ -180,30 +290,37 @@ describe('OAuth login with an OpenID provider', () => {
     assert.notEqual(owner.user._id, x.user._id);
     assert.notEqual(owner.subscriptionId, x.subscriptionId);
     assert.equal(owner.user.email, `${sub}@example.com`);
-    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).oauthProfiles, []);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).oauthProfiles, [
+      { provider: 'acme', id: sub, linked: false },
+    ]);
   });
 
   it('an admin sees the links of their own users and can remove them; only signing in with the provider links again', async () => {
-    const account = await t.signup();
+    const account = await provenSignup();
     const [first, second] = [uniqueName('first'), uniqueName('second')];
-    await signInAs(first, account.user.email);
-    await signInAs(second, account.user.email);
+    await signInAs(first, account.email);
+    await signInAs(second, account.email);
     const linked = await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token });
     assert.deepEqual(linked.oauthProfiles, [
-      { provider: 'acme', id: first, email: account.user.email },
-      { provider: 'acme', id: second, email: account.user.email },
+      { provider: 'acme', id: first, email: account.email, linked: true },
+      { provider: 'acme', id: second, email: account.email, linked: true },
     ]);
+    // A record read can be sent back as it is.
+    assert.deepEqual(
+      (await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: linked.oauthProfiles }, { token: account.token })).oauthProfiles,
+      linked.oauthProfiles,
+    );
 
     // Keeping a link that is not this user's is refused, and changes nothing.
     const stranger = [
       { provider: 'acme', id: first },
-      { provider: 'acme', id: uniqueName('stranger') },
+      { provider: 'acme', id: uniqueName('stranger'), linked: true },
     ];
     refusedOn(await t.call('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: stranger }, { token: account.token }), 'oauthProfiles.1');
     assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token })).oauthProfiles.length, 2);
 
     const kept = await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [{ provider: 'acme', id: first }] }, { token: account.token });
-    assert.deepEqual(kept.oauthProfiles, [{ provider: 'acme', id: first, email: account.user.email }]);
+    assert.deepEqual(kept.oauthProfiles, [{ provider: 'acme', id: first, email: account.email, linked: true }]);
     const self = await t.ok<any>('AuthRpc.getSession', {}, { token: account.token });
     assert.deepEqual(self.user.oauthProfiles, [{ provider: 'acme', id: first }]);
 
@@ -223,7 +340,9 @@ describe('OAuth login with an OpenID provider', () => {
       { token: admin.token },
     );
     const sub = uniqueName('leaver');
-    assert.equal((await signInAs(sub, member.email)).user._id, member._id);
+    const { browser } = await askedAs(sub, member.email);
+    assert.equal((await browser.post(`${t.url}/auth/acme/link?decision=join`, {})).status, 302);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: member._id }, { token: admin.token })).oauthProfiles.length, 1);
     await t.ok('AdminUserRpc.delete', { _id: member._id }, { token: admin.token });
     const anew = await signInAs(sub, member.email);
     assert.notEqual(anew.user._id, member._id);

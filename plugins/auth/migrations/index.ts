@@ -3,10 +3,12 @@ import { Migration20261123171525_initial } from './Migration20261123171525_initi
 import { Migration20261125230608_oauth_link } from './Migration20261125230608_oauth_link.ts';
 import { Migration20261126014417_outbox_from_core } from './Migration20261126014417_outbox_from_core.ts';
 import { Migration20261126154922_tenant_keys } from './Migration20261126154922_tenant_keys.ts';
+import { Migration20261128231630_owner_proof } from './Migration20261128231630_owner_proof.ts';
 
 export const migrations = [
   Migration20261123171525_initial,
   Migration20261125230608_oauth_link,
   Migration20261126014417_outbox_from_core,
   Migration20261126154922_tenant_keys,
+  Migration20261128231630_owner_proof,
 ];
