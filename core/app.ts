@@ -229,7 +229,20 @@ export async function createApp(options: AppOptions): Promise<App> {
       events,
       pluginErrors: new Map(plugins.flatMap((plugin) => (plugin.errors ? [[plugin.id, plugin.errors] as const] : []))),
     });
-    const server = createHttpServer({ config, registry, events, openRpc, db, metrics, dispatcher, pipeline, uploadService, logger, pluginRoutes });
+    const server = createHttpServer({
+      config,
+      registry,
+      events,
+      openRpc,
+      db,
+      metrics,
+      dispatcher,
+      pipeline,
+      rateLimiter: core.rateLimiter,
+      uploadService,
+      logger,
+      pluginRoutes,
+    });
     const hub = new WebSocketHub({
       authenticator,
       bus,
@@ -403,6 +416,7 @@ function createHttpServer(parts: {
   metrics: Metrics;
   dispatcher: Dispatcher;
   pipeline: RequestPipeline;
+  rateLimiter: RateLimiter;
   uploadService: UploadService;
   logger: Logger;
   pluginRoutes: Router[];
@@ -424,6 +438,7 @@ function createHttpServer(parts: {
     openRpc: parts.openRpc,
     metrics: parts.metrics,
     logger,
+    rateLimiter: parts.rateLimiter,
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
   };
   const handleRpc = createRpcEndpoint(rpcEndpoint);

@@ -7,7 +7,7 @@ import { openRpcFor } from '../rpc/openrpc.ts';
 import { answerData } from '../rpc/operation.ts';
 import { withContext } from '../telemetry/tracing.ts';
 import type { HttpTransport } from './request-info.ts';
-import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
+import { AnswerBudget, recordCall, send, sendText, type RpcEndpoint } from './rpc-reply.ts';
 
 /**
  * JSON-RPC 2.0 at `POST /api/rpc` (https://www.jsonrpc.org/specification),
@@ -19,6 +19,12 @@ import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 
 /** Most calls one batch may carry; its calls run one after another, as that many requests on one connection would. */
 export const JSON_RPC_BATCH_LIMIT = 50;
+
+/**
+ * `rpc.discover` calls one address may make a minute without a credential.
+ * With one, discovery counts against the credential's own rate, as its calls do.
+ */
+export const DISCOVER_PER_MINUTE = 30;
 
 type Id = string | number | null;
 
@@ -141,7 +147,7 @@ export function answerJsonRpc(exchange: JsonRpcExchange, body: unknown): void | 
 /** A call through the dispatcher, as the spec's envelope makes it; `rpc.discover` (OpenRPC's) answers the service's document. */
 const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): DispatchResult | Promise<DispatchResult> =>
   call.method === 'rpc.discover'
-    ? discover(exchange)
+    ? discover(exchange, requestId)
     : exchange.endpoint.dispatcher.dispatch({
         method: call.method,
         params: call.params,
@@ -151,12 +157,22 @@ const dispatch = (exchange: JsonRpcExchange, call: Call, requestId: string): Dis
         traceHeaders: exchange.req.headers,
       });
 
-/** The OpenRPC document, of what the caller may call when a credential comes with the request (as GET /openrpc.json). */
-async function discover({ endpoint, req, transport }: JsonRpcExchange): Promise<DispatchResult> {
-  const { pipeline, registry, openRpc } = endpoint;
+/**
+ * The OpenRPC document, of what the caller may call when a credential comes
+ * with the request (as GET /openrpc.json). Metered like an operation call: by
+ * the credential's rate, or per address (DISCOVER_PER_MINUTE) without one.
+ */
+async function discover({ endpoint, req, transport }: JsonRpcExchange, requestId: string): Promise<DispatchResult> {
+  const { pipeline, registry, openRpc, rateLimiter } = endpoint;
   const caller = await pipeline.callerOf(presentedCredentials(req.headers));
+  const outcome = { method: 'rpc.discover', userId: caller?.userId ?? null };
+  try {
+    await (caller ? pipeline.meter(caller) : rateLimiter.take(`rpc.discover:${transport.clientIp}`, DISCOVER_PER_MINUTE, 60));
+  } catch (thrown) {
+    return { ok: false, ...pipeline.failure(thrown, { requestId, method: 'rpc.discover' }), ...outcome };
+  }
   const permits = caller ? (method: string) => pipeline.permits(registry.get(method)!, caller) : undefined;
-  return { ok: true, result: openRpcFor(openRpc, transport.baseUrl, permits), method: 'rpc.discover', userId: caller?.userId ?? null };
+  return { ok: true, result: openRpcFor(openRpc, transport.baseUrl, permits), ...outcome };
 }
 
 function noContent({ res, requestId, transport }: JsonRpcExchange): void {
@@ -165,28 +181,47 @@ function noContent({ res, requestId, transport }: JsonRpcExchange): void {
   res.writeHead(204, headers).end();
 }
 
+/**
+ * A batch: its calls one after another, each answer serialised as it is made
+ * and counted against the batch's AnswerBudget; `rpc.discover` is answered
+ * once, as a second document would be the same one again.
+ */
 async function answerBatch(exchange: JsonRpcExchange, items: unknown[]): Promise<void> {
-  const { res, requestId, transport } = exchange;
+  const { endpoint, res, requestId, transport } = exchange;
   if (items.length > JSON_RPC_BATCH_LIMIT) {
     const error = new RpcError('BAD_REQUEST', `A batch of ${items.length} calls: at most ${JSON_RPC_BATCH_LIMIT} are taken`);
     return send(res, 200, errorAnswer(null, error, requestId), { requestId });
   }
-  const answers: unknown[] = [];
+  const budget = new AnswerBudget(endpoint.options);
+  const answers: string[] = [];
+  let discovered = false;
   let retryAfter: number | undefined;
   for (const [index, item] of items.entries()) {
     // Each call of a batch has its own id in the logs and its error data; the header carries the request's.
     const callId = `${requestId}.${index + 1}`;
     const call = callOf(item);
     if ('error' in call) {
-      answers.push(errorAnswer(call.id, call.error, callId));
+      answers.push(JSON.stringify(errorAnswer(call.id, call.error, callId)));
       continue;
     }
+    const refusal = budget.spent
+      ? budget.refusal(false)
+      : call.method === 'rpc.discover' && discovered
+        ? new RpcError('BAD_REQUEST', 'rpc.discover is answered once per request: this batch asked for it before')
+        : undefined;
+    if (refusal) {
+      if (!call.notification) answers.push(JSON.stringify(errorAnswer(call.id, refusal, callId)));
+      continue;
+    }
+    discovered ||= call.method === 'rpc.discover';
     const started = performance.now();
     const outcome = await dispatch(exchange, call, callId);
-    recordTracedCall(exchange.endpoint, callId, call.method, outcome, started);
+    recordTracedCall(endpoint, callId, call.method, outcome, started);
     if (!outcome.ok && outcome.error.retryAfter !== undefined) retryAfter = Math.max(retryAfter ?? 0, outcome.error.retryAfter);
-    if (!call.notification) answers.push(answerOf(call.id, outcome, callId));
+    if (call.notification) continue;
+    const answer = JSON.stringify(answerOf(call.id, outcome, callId));
+    answers.push(budget.take(Buffer.byteLength(answer)) ? answer : JSON.stringify(errorAnswer(call.id, budget.refusal(true), callId)));
   }
   if (answers.length === 0) return noContent(exchange);
-  send(res, 200, answers, { requestId, cookies: transport.cookies, retryAfter });
+  sendText(res, 200, `[${answers.join(',')}]`, { requestId, cookies: transport.cookies, retryAfter });
 }

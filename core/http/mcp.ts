@@ -5,11 +5,13 @@ import { presentedCredentials } from '../credentials/authenticator.ts';
 import type { Principal } from '../rpc/context.ts';
 import { errorBody, type DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError } from '../rpc/errors.ts';
+import { jsonRpcCode } from '../rpc/json-rpc-codes.ts';
 import { answerData } from '../rpc/operation.ts';
 import { jsonSchemaOf, type RegisteredOperation, type Registry } from '../rpc/registry.ts';
+import { errorAnswer, JSON_RPC_BATCH_LIMIT } from './json-rpc.ts';
 import { readBody } from './read-body.ts';
 import { HttpTransport } from './request-info.ts';
-import { recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
+import { AnswerBudget, recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 import { onFirstUse } from '../on-first-use.ts';
 
 /**
@@ -28,6 +30,8 @@ export const toolName = (method: string): string => method.replace('.', '_');
 interface ToolEntry {
   tool: Tool;
   operation: RegisteredOperation;
+  /** The size of the tool in a tools/list answer, counted against the request's AnswerBudget. */
+  bytes: number;
 }
 
 /** Every operation as a tool, made once: inputs and outputs from its schemas, hints from its kind. */
@@ -45,21 +49,30 @@ function toolsOf(registry: Registry): Map<string, ToolEntry> {
       ...(output?.type === 'object' ? { outputSchema: output as Tool['outputSchema'] } : {}),
       annotations: { readOnlyHint: read, destructiveHint: !read, openWorldHint: false },
     };
-    tools.set(tool.name, { tool, operation });
+    tools.set(tool.name, { tool, operation, bytes: Buffer.byteLength(JSON.stringify(tool)) });
   }
   return tools;
 }
 
+/** A tool error the model can read and act on: our code, the message, the issues. */
+const toolError = (error: RpcError, errorId?: string) => ({
+  isError: true,
+  content: [{ type: 'text' as const, text: JSON.stringify(errorBody(error, errorId)) }],
+});
+
+/** What a tool call answers, and its size (a structured result travels twice: as text and as structure). */
 function toolResult(outcome: DispatchResult, entry: ToolEntry) {
   if (!outcome.ok) {
-    // A tool error the model can read and act on: our code, the message, the issues.
-    return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(errorBody(outcome.error, outcome.errorId)) }] };
+    const result = toolError(outcome.error, outcome.errorId);
+    return { result, bytes: Buffer.byteLength(result.content[0]!.text) };
   }
   const data = answerData(outcome.result);
-  return {
-    content: [{ type: 'text' as const, text: JSON.stringify(data) }],
+  const text = JSON.stringify(data);
+  const result = {
+    content: [{ type: 'text' as const, text }],
     ...(entry.tool.outputSchema ? { structuredContent: data as Record<string, unknown> } : {}),
   };
+  return { result, bytes: Buffer.byteLength(text) * (entry.tool.outputSchema ? 2 : 1) };
 }
 
 /** The MCP SDK, loaded by the first MCP request: a service no agent calls does not carry it (some 30 MB, a quarter of a second). */
@@ -74,30 +87,60 @@ const loadSdk = onFirstUse(() =>
 export function createMcpEndpoint(endpoint: McpEndpoint) {
   const tools = toolsOf(endpoint.registry);
 
-  /** One MCP server per request (stateless), for the caller its credentials name. */
+  /**
+   * One MCP server per request (stateless), for the caller its credentials
+   * name. A batch's requests run one after another, as JSON-RPC's do
+   * (json-rpc.ts), and their answers share one AnswerBudget; tools/list is
+   * answered once per request and metered like a tool call.
+   */
   const serverFor = (sdk: Awaited<ReturnType<typeof loadSdk>>, principal: Principal, req: IncomingMessage, requestId: string): Server => {
     const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } = sdk;
     const server = new Server({ name: 'rpc-service', version: endpoint.version }, { capabilities: { tools: { listChanged: false } } });
     const transport = new HttpTransport(req, endpoint.options);
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [...tools.values()].filter((entry) => endpoint.pipeline.permits(entry.operation, principal)).map((entry) => entry.tool),
-    }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
-      const entry = tools.get(request.params.name);
-      if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
-      const started = performance.now();
-      const outcome = await endpoint.dispatcher.dispatch({
-        method: entry.operation.method,
-        params: request.params.arguments ?? {},
-        requestId,
-        principal,
-        transport,
-        // A tool call continues the agent's trace when its request carries a traceparent, as an RPC call does.
-        traceHeaders: req.headers,
-      });
-      recordCall(endpoint, requestId, entry.operation.method, outcome, started);
-      return toolResult(outcome, entry);
-    });
+    const budget = new AnswerBudget(endpoint.options);
+    let listed = false;
+    let turn: Promise<unknown> = Promise.resolve();
+    const inTurn = <T>(work: () => Promise<T>): Promise<T> => {
+      const next = turn.then(work);
+      turn = next.catch(() => undefined);
+      return next;
+    };
+    const mcpError = (error: RpcError) => new McpError(jsonRpcCode(error.code, error.status), error.message, errorBody(error));
+
+    server.setRequestHandler(ListToolsRequestSchema, () =>
+      inTurn(async () => {
+        if (listed) throw new McpError(ErrorCode.InvalidRequest, 'tools/list is answered once per request: this batch asked for it before');
+        listed = true;
+        try {
+          await endpoint.pipeline.meter(principal);
+        } catch (thrown) {
+          throw mcpError(endpoint.pipeline.failure(thrown, { requestId, method: 'tools/list' }).error);
+        }
+        const permitted = [...tools.values()].filter((entry) => endpoint.pipeline.permits(entry.operation, principal));
+        if (!budget.take(permitted.reduce((bytes, entry) => bytes + entry.bytes, 0))) throw mcpError(budget.refusal(true));
+        return { tools: permitted.map((entry) => entry.tool) };
+      }),
+    );
+    server.setRequestHandler(CallToolRequestSchema, (request) =>
+      inTurn(async () => {
+        const entry = tools.get(request.params.name);
+        if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
+        if (budget.spent) return toolError(budget.refusal(false));
+        const started = performance.now();
+        const outcome = await endpoint.dispatcher.dispatch({
+          method: entry.operation.method,
+          params: request.params.arguments ?? {},
+          requestId,
+          principal,
+          transport,
+          // A tool call continues the agent's trace when its request carries a traceparent, as an RPC call does.
+          traceHeaders: req.headers,
+        });
+        recordCall(endpoint, requestId, entry.operation.method, outcome, started);
+        const { result, bytes } = toolResult(outcome, entry);
+        return budget.take(bytes) ? result : toolError(budget.refusal(true));
+      }),
+    );
     return server;
   };
 
@@ -126,6 +169,10 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
         body = JSON.parse(text);
       } catch {
         return refuse(res, new RpcError('BAD_REQUEST', 'Request body is not valid JSON'), requestId);
+      }
+      if (Array.isArray(body) && body.length > JSON_RPC_BATCH_LIMIT) {
+        const error = new RpcError('BAD_REQUEST', `A batch of ${body.length} messages: at most ${JSON_RPC_BATCH_LIMIT} are taken`);
+        return send(res, 400, errorAnswer(null, error, requestId), { requestId });
       }
       let principal: Principal | null;
       try {

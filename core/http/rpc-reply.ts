@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.ts';
+import type { RateLimiter } from '../rate-limiter.ts';
 import type { DispatchResult, Dispatcher } from '../rpc/dispatch.ts';
+import { RpcError } from '../rpc/errors.ts';
 import type { OpenRpcDocument } from '../rpc/openrpc.ts';
 import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { Registry } from '../rpc/registry.ts';
@@ -21,7 +23,48 @@ export interface RpcEndpoint {
   registry: Registry;
   metrics: Metrics;
   logger: Logger;
+  /** Counts what is metered outside an operation call: the discovery of a caller without a credential, per address. */
+  rateLimiter: RateLimiter;
   options: RpcEndpointOptions;
+}
+
+/**
+ * How many times the largest body taken the answers of one batch may add up
+ * to (JSON-RPC's at /api/rpc, MCP's at /mcp). A few kilobytes of calls that
+ * each answer a large document would otherwise make an answer thousands of
+ * times the request, built whole in memory before a byte is sent.
+ */
+export const BATCH_ANSWER_FACTOR = 8;
+
+/**
+ * The bytes the answers of one batch may still take. Each answer is counted
+ * as it is made; once one would go past the limit, it and every later call of
+ * the batch are answered with `refusal` instead, and the later ones are not run.
+ */
+export class AnswerBudget {
+  readonly limit: number;
+  #left: number;
+
+  constructor(options: RpcEndpointOptions) {
+    this.limit = BATCH_ANSWER_FACTOR * options.bodyLimitBytes;
+    this.#left = this.limit;
+  }
+
+  get spent(): boolean {
+    return this.#left < 0;
+  }
+
+  /** Counts an answer of `bytes`; false (and the budget spent) when it does not fit. */
+  take(bytes: number): boolean {
+    this.#left -= bytes;
+    return this.#left >= 0;
+  }
+
+  /** The error a call gets once the budget is spent: `ran` for the one whose answer did not fit, which ran before its size was known. */
+  refusal(ran: boolean): RpcError {
+    const what = ran ? 'this call ran, but its answer is left out' : 'this call was not run';
+    return new RpcError('PAYLOAD_TOO_LARGE', `The answers of this batch would exceed ${this.limit} bytes: ${what}; send fewer calls per batch`);
+  }
 }
 
 export interface Reply {
@@ -34,7 +77,11 @@ export interface Reply {
 
 /** One writeHead with every header: the cheapest way out for a small JSON answer. */
 export function send(res: ServerResponse, status: number, body: unknown, reply: Reply): void {
-  const text = JSON.stringify(body);
+  sendText(res, status, JSON.stringify(body), reply);
+}
+
+/** `send` of an answer already serialised (a batch's, made of its answers' texts). */
+export function sendText(res: ServerResponse, status: number, text: string, reply: Reply): void {
   const headers: Record<string, string | number | string[]> = {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),

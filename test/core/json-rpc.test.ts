@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { JSON_RPC_BATCH_LIMIT } from '../../core/http/json-rpc.ts';
+import { DISCOVER_PER_MINUTE, JSON_RPC_BATCH_LIMIT } from '../../core/http/json-rpc.ts';
+import { BATCH_ANSWER_FACTOR } from '../../core/http/rpc-reply.ts';
 import { probePlugin } from '../fixtures/probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
@@ -212,11 +213,96 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     assert.match(response.headers.get('set-cookie') ?? '', /^session=/);
   });
 
+  it('answers rpc.discover once per request: a batch of them answers one document and refuses the others without describing again', async () => {
+    const single = await rpc(call('rpc.discover', {}), {});
+    assert.equal(single.json.result.openrpc, '1.3.2');
+    const batch = await rpc(
+      Array.from({ length: JSON_RPC_BATCH_LIMIT }, (_, index) => call('rpc.discover', {}, index)),
+      {},
+    );
+    const answers = batch.json as any[];
+    assert.equal(answers.length, JSON_RPC_BATCH_LIMIT);
+    assert.deepEqual(answers[0].result, single.json.result);
+    for (const answer of answers.slice(1)) {
+      assert.deepEqual([answer.error.code, answer.error.data.code], [-32600, 'BAD_REQUEST']);
+      assert.match(answer.error.message, /rpc\.discover is answered once per request/);
+    }
+    assert.ok(batch.text.length < 2 * single.text.length, `a batch of discovers answers ${batch.text.length} bytes`);
+  });
+
+  it('meters rpc.discover: by the rate of the key that asks, and per address without a credential', async () => {
+    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'discovers', rateLimitPerMinute: 2 }, { token: admin.token });
+    const codes = [];
+    for (let round = 0; round < 3; round++) codes.push((await rpc(call('rpc.discover', {}), { 'x-api-key': fullKey })).json.error?.data.code ?? 'ok');
+    assert.deepEqual(codes, ['ok', 'ok', 'RATE_LIMITED']);
+
+    // The address's count is shared with the other tests' anonymous discovers: the limit is reached at the latest after that many more.
+    let limited: any;
+    for (let round = 0; round <= DISCOVER_PER_MINUTE && !limited; round++) {
+      const answer = await rpc(call('rpc.discover', {}), {});
+      if (answer.json.error) limited = answer;
+    }
+    assert.ok(limited, `anonymous discovers are limited to ${DISCOVER_PER_MINUTE} a minute per address`);
+    assert.equal(limited.json.error.code, -32029);
+    assert.ok(limited.json.error.data.retryAfter > 0);
+    assert.equal(Number(limited.headers.get('retry-after')), limited.json.error.data.retryAfter);
+  });
+
   it('keeps the spec envelope for bodies without a jsonrpc member, arrays of them included', async () => {
     const spec = await rpc({ method: 'ProbeRpc.bare', params: {} });
     assert.deepEqual(spec.json, { success: true });
     const array = await rpc([{ method: 'ProbeRpc.bare' }]);
     assert.equal(array.status, 400);
     assert.equal(array.json.data.code, 'BAD_REQUEST');
+  });
+});
+
+describe('JSON-RPC 2.0 batches at /api/rpc: the size of an answer', () => {
+  const BODY_LIMIT = 16 * 1024;
+  const cap = BATCH_ANSWER_FACTOR * BODY_LIMIT;
+  let t: TestApp;
+  let admin: Awaited<ReturnType<TestApp['signup']>>;
+
+  before(async () => {
+    t = await startTestApp({ env: { BODY_LIMIT_BYTES: String(BODY_LIMIT), NOTES_MAX_LENGTH: '10000' } });
+    admin = await t.signup();
+    for (let index = 0; index < 4; index++) await t.ok('NoteRpc.add', { text: `${index} ${'x'.repeat(8000)}` }, { token: admin.token });
+  });
+  after(() => t.close());
+
+  it(`stops a batch whose answers reach ${BATCH_ANSWER_FACTOR} times the body limit, answering the rest with an error and running none of it`, async () => {
+    const call = (method: string, params: unknown, id: number) => ({ jsonrpc: '2.0', method, params, id });
+    const batch = [
+      call('NoteRpc.add', { text: 'before the cap' }, 0),
+      ...Array.from({ length: 10 }, (_, index) => call('NoteRpc.list', {}, index + 1)),
+      call('NoteRpc.add', { text: 'after the cap' }, 11),
+    ];
+    const response = await fetch(`${t.url}/api/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.token}` },
+      body: JSON.stringify(batch),
+    });
+    const text = await response.text();
+    assert.equal(response.status, 200);
+    assert.ok(Buffer.byteLength(text) < cap + BODY_LIMIT, `the answer holds ${Buffer.byteLength(text)} bytes, the cap is ${cap}`);
+    const answers = JSON.parse(text) as any[];
+    assert.deepEqual(
+      answers.map((answer) => answer.id),
+      batch.map((item) => item.id),
+    );
+    assert.equal(answers[0].result.text, 'before the cap');
+    const refused = answers.findIndex((answer) => answer.error);
+    assert.ok(refused > 1, 'the lists that fit are answered');
+    assert.deepEqual([answers[refused].error.code, answers[refused].error.data.code], [-32013, 'PAYLOAD_TOO_LARGE']);
+    assert.match(answers[refused].error.message, new RegExp(`^The answers of this batch would exceed ${cap} bytes: this call ran, but its answer is left out`));
+    for (const answer of answers.slice(refused + 1)) {
+      assert.equal(answer.error.data.code, 'PAYLOAD_TOO_LARGE');
+      assert.match(answer.error.message, /not run/);
+    }
+    const notes = await t.ok('NoteRpc.list', {}, { token: admin.token });
+    assert.deepEqual(
+      notes.data.map((note: { text: string }) => note.text).filter((text: string) => text.endsWith('the cap')),
+      ['before the cap'],
+    );
   });
 });

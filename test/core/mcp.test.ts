@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { JSON_RPC_BATCH_LIMIT } from '../../core/http/json-rpc.ts';
 import { toolName } from '../../core/http/mcp.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
@@ -86,6 +87,49 @@ describe('MCP at /mcp', () => {
       ['text'],
     );
     await assert.rejects(client.callTool({ name: 'NopeRpc_nothing', arguments: {} }), /Unknown tool/);
+  });
+
+  /** Posts raw JSON-RPC to /mcp as a Streamable HTTP client would, with the given credential. */
+  async function post(body: unknown, headers: Record<string, string>) {
+    const response = await fetch(`${t.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...headers },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, text, json: text ? JSON.parse(text) : undefined };
+  }
+  const listTools = (id: number) => ({ jsonrpc: '2.0', method: 'tools/list', params: {}, id });
+
+  it('lists the tools once per request: a batch of tools/list answers one list and refuses the others', async () => {
+    const single = await post(listTools(1), { 'x-api-key': apiKey });
+    assert.ok(single.json.result.tools.length > 10);
+    const batch = await post(
+      Array.from({ length: JSON_RPC_BATCH_LIMIT }, (_, index) => listTools(index)),
+      { 'x-api-key': apiKey },
+    );
+    const answers = batch.json as any[];
+    assert.equal(answers.length, JSON_RPC_BATCH_LIMIT);
+    const listed = answers.filter((answer) => answer.result);
+    assert.equal(listed.length, 1);
+    assert.deepEqual(listed[0].result, single.json.result);
+    for (const answer of answers.filter((answer) => answer.error)) assert.match(answer.error.message, /tools\/list is answered once per request/);
+    assert.ok(batch.text.length < 2 * single.text.length, `a batch of tools/list answers ${batch.text.length} bytes`);
+
+    const tooMany = await post(
+      Array.from({ length: JSON_RPC_BATCH_LIMIT + 1 }, (_, index) => listTools(index)),
+      { 'x-api-key': apiKey },
+    );
+    assert.equal(tooMany.json.error.code, -32600);
+    assert.match(tooMany.json.error.message, new RegExp(`at most ${JSON_RPC_BATCH_LIMIT}`));
+  });
+
+  it("meters tools/list by the key's rate, as its tool calls", async () => {
+    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'lists tools', rateLimitPerMinute: 2 }, { token: admin.token });
+    const outcomes = [];
+    for (let round = 0; round < 3; round++) outcomes.push((await post(listTools(round), { 'x-api-key': fullKey })).json);
+    assert.ok(outcomes[0].result && outcomes[1].result);
+    assert.match(outcomes[2].error.message, /Rate limit of 2 calls a minute reached/);
   });
 
   it('refuses a client without a valid credential', async () => {
