@@ -14,6 +14,11 @@ export const processSettings = v.object({
     'how long stopProcess waits after SIGTERM before SIGKILL, in milliseconds',
     '5000',
   ),
+  PROCESS_LEASE_MS: setting(
+    env.integer('PROCESS_LEASE_MS', 1000, 3_600_000),
+    "how long a process's record stays running without word from its node (renewed every third of it); past it, the recovery job ends the record and kills what is left of the process",
+    '30000',
+  ),
   PROCESS_MAX_RUNNING: setting(env.integer('PROCESS_MAX_RUNNING', 1, 1000), 'processes a subscription may have running at once', '10'),
 });
 

@@ -2,6 +2,7 @@ import { asClass } from 'awilix';
 import { definePlugin } from 'rpc-service/plugin';
 import { processSettings } from './config.ts';
 import { DEPS, type ProcessDeps } from './deps.ts';
+import { recover } from './jobs.ts';
 import { migrations } from './migrations/index.ts';
 import { getProcessLogs, getProcessStatus, sendProcessInput, startProcess, stopProcess } from './operations.ts';
 import { ProcessExecutor } from './process-executor.ts';
@@ -18,5 +19,10 @@ export const processExecutorPlugin = definePlugin<ProcessDeps>({
   migrations,
   services: { processExecutor: asClass(ProcessExecutor).singleton() },
   operations: { startProcess, stopProcess, getProcessStatus, getProcessLogs, sendProcessInput },
+  jobs: { recover },
+  start: async ({ processExecutor, jobs }) => {
+    processExecutor.start();
+    await jobs.enqueue('recover', {}, { key: 'start' });
+  },
   stop: ({ processExecutor }) => processExecutor.stopAll(),
 });

@@ -17,6 +17,13 @@ export const ProcessInstance = defineEntity({
     startedBy: p.uuid(),
     /** The bus node id of the node running it. */
     nodeId: p.text(),
+    /** The machine and pid namespace of that node (host.ts: thisHost), null where unknown. */
+    host: p.text().nullable(),
+    /** The process's id there, and when it started (clock ticks since boot), so a reused pid is not taken for it. */
+    pid: p.integer().nullable(),
+    pidStartedAt: p.text().nullable(),
+    /** Renewed by its node while it runs; past it, the recovery job takes the node for dead. */
+    leaseUntil: p.datetime().nullable(),
     command: p.text(),
     args: p.array(),
     status: p.enum([...PROCESS_STATUSES]),
@@ -27,6 +34,13 @@ export const ProcessInstance = defineEntity({
     startedAt: p.datetime(),
     endedAt: p.datetime().nullable(),
   }),
-  indexes: [{ properties: ['subscriptionId', 'status'] }],
+  indexes: [
+    { properties: ['subscriptionId', 'status'] },
+    // Records whose node stopped: found by the recovery job.
+    {
+      name: 'process_executor_instance_running_index',
+      expression: 'create index "process_executor_instance_running_index" on "process_executor_instance" ("lease_until") where "status" = \'running\'',
+    },
+  ],
 });
 export type ProcessInstance = InferEntity<typeof ProcessInstance>;

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { constants, mkdirSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -16,6 +17,7 @@ import {
   type Logger,
 } from 'rpc-service/plugin';
 import type { ProcessConfig } from './config.ts';
+import { killSession, parentDeathWrapper, startTicks, thisHost } from './host.ts';
 import { ProcessInstance, type ProcessStatus } from './instance.entity.ts';
 
 /** Characters a line of output keeps at most. */
@@ -31,11 +33,18 @@ interface Running {
   /** Partial lines of stdout and stderr, until their newline comes. */
   partial: { stdout: string; stderr: string };
   stopping: boolean;
+  /** Set once its record is written: from then on its node renews the record's lease. */
+  recorded: boolean;
   ended: Promise<void>;
 }
 
+/** Why the recovery job ended a record. */
+const NODE_STOPPED = 'its node stopped while it ran';
+
 /** What getProcessStatus answers: the process's state, without who started it, where, or its output (getProcessLogs). */
-export const STATUS = defineRecord(ProcessInstance, { hide: ['id', 'subscriptionId', 'startedBy', 'nodeId', 'logs'] });
+export const STATUS = defineRecord(ProcessInstance, {
+  hide: ['id', 'subscriptionId', 'startedBy', 'nodeId', 'host', 'pid', 'pidStartedAt', 'leaseUntil', 'logs'],
+});
 export type ProcessStatusRecord = InferRecord<typeof STATUS>;
 
 /**
@@ -48,6 +57,14 @@ export type ProcessStatusRecord = InferRecord<typeof STATUS>;
  * SIGKILL after PROCESS_STOP_GRACE_MS). Processes belong to the node that
  * started them; their records, with the last lines once ended, are in the
  * database for every node.
+ *
+ * A process does not outlive its node (docs/decisions.md, "Processes do not
+ * outlive their node"): it leads a session of its own, and stopping it
+ * signals the whole session (what it started in turn); on Linux the kernel
+ * kills it when its node dies, even by SIGKILL; its node renews its record's
+ * lease while it runs, and once the lease has run out the recovery job (any
+ * node) ends the record and, on the same machine, kills what is left of its
+ * session.
  */
 export class ProcessExecutor {
   readonly #db: Database;
@@ -55,6 +72,8 @@ export class ProcessExecutor {
   readonly #config: ProcessConfig;
   readonly #logger: Logger;
   readonly #running = new Map<string, Running>();
+  readonly #host = thisHost();
+  #renewal: NodeJS.Timeout | undefined;
 
   constructor({ db, bus, config, logger }: { db: Database; bus: EventBus; config: ProcessConfig; logger: Logger }) {
     this.#db = db;
@@ -82,13 +101,12 @@ export class ProcessExecutor {
     const id = randomUUID();
     const cwd = path.join(this.#config.PROCESS_WORK_DIR || path.join(tmpdir(), 'rpc-service-processes'), id);
     mkdirSync(cwd, { recursive: true, mode: 0o700 });
-    await this.#db
-      .forkEm(ctx.subscriptionId)
-      .execute(
-        `insert into process_executor_instance (id, subscription_id, started_by, node_id, command, args, status, logs, started_at) values (?, ?, ?, ?, ?, ?::text[], 'running', '[]', now())`,
-        [id, ctx.subscriptionId, ctx.userId, this.#bus.nodeId, command, pgArray(args)],
-      );
-    const child = spawn(command, args, { cwd, env: { ...BASE_ENV, HOME: cwd }, shell: false, stdio: ['pipe', 'pipe', 'pipe'] });
+    // A command that cannot run is started directly, so that it fails as such (`error`) rather than as the wrapper's exit code.
+    const wrapper = (await executable(command)) ? await parentDeathWrapper() : [];
+    const [file, ...fileArgs] = [...wrapper, command, ...args] as [string, ...string[]];
+    const child = spawn(file, fileArgs, { cwd, env: { ...BASE_ENV, HOME: cwd }, shell: false, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    // Read at once: until the event loop reaps it, a process that has already ended is still in /proc.
+    const pidStartedAt = child.pid === undefined ? null : startTicks(child.pid);
     let settle!: () => void;
     const process: Running = {
       subscriptionId: ctx.subscriptionId,
@@ -96,6 +114,7 @@ export class ProcessExecutor {
       logs: [],
       partial: { stdout: '', stderr: '' },
       stopping: false,
+      recorded: false,
       ended: new Promise((resolve) => (settle = resolve)),
     };
     this.#running.set(id, process);
@@ -105,9 +124,29 @@ export class ProcessExecutor {
     child.stdin.on('error', () => undefined);
     let startError: string | null = null;
     child.on('error', (error) => (startError = error.message));
+    const recorded = this.#db
+      .forkEm(ctx.subscriptionId)
+      .execute(
+        `insert into process_executor_instance (id, subscription_id, started_by, node_id, host, pid, pid_started_at, lease_until, command, args, status, logs, started_at)
+         values (?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?), ?, ?::text[], 'running', '[]', now())`,
+        [id, ctx.subscriptionId, ctx.userId, this.#bus.nodeId, this.#host, child.pid ?? null, pidStartedAt, this.#leaseSeconds(), command, pgArray(args)],
+      )
+      .then(() => void (process.recorded = true));
+    // Its end is recorded after its start, however quickly it ends.
     child.on('close', (code, signal) => {
-      void this.#ended(id, process, code, signal, startError).finally(settle);
+      void recorded.then(
+        () => this.#ended(id, process, code, signal, startError).finally(settle),
+        () => settle(),
+      );
     });
+    try {
+      await recorded;
+    } catch (err) {
+      // Not recorded: nothing would show it or stop it.
+      this.#running.delete(id);
+      signalSession(process, 'SIGKILL');
+      throw err;
+    }
     return { instanceId: id, status: 'running', pid: child.pid ?? null };
   }
 
@@ -138,16 +177,81 @@ export class ProcessExecutor {
     return { message: `Process ${id} stopped` };
   }
 
+  /** Renews the leases of this node's processes every third of PROCESS_LEASE_MS (at start). */
+  start(): void {
+    this.#renewal = setInterval(() => void this.#renew(), this.#config.PROCESS_LEASE_MS / 3).unref();
+  }
+
   /** Ends every process of this node (on shutdown). */
   async stopAll(): Promise<void> {
+    clearInterval(this.#renewal);
     await Promise.all([...this.#running.values()].map((running) => this.#terminate(running)));
   }
 
-  /** SIGTERM, then SIGKILL if it has not ended after the grace period. */
+  /**
+   * The recovery job: records still `running` whose lease has run out (their
+   * node stopped, or lost the database that long) end `failed`; on the
+   * machine that ran them, what is left of their session is killed.
+   */
+  async recover(): Promise<{ ended: number; killed: number }> {
+    const em = this.#db.forkEm(null);
+    let ended = 0;
+    let killed = 0;
+    for (;;) {
+      const rows = await em.execute<{ id: string; host: string | null; pid: number | null; pid_started_at: string | null }[]>(
+        `update process_executor_instance set status = 'failed', error = ?, ended_at = now(), lease_until = null
+         where (subscription_id, id) in (
+           select subscription_id, id from process_executor_instance where status = 'running' and (lease_until is null or lease_until < now())
+           order by lease_until limit 100 for update skip locked)
+         returning id, host, pid, pid_started_at`,
+        [NODE_STOPPED],
+      );
+      for (const row of rows) {
+        if (this.#host && row.host === this.#host && row.pid && row.pid_started_at) killed += killSession(row.pid, row.pid_started_at);
+      }
+      ended += rows.length;
+      if (rows.length < 100) break;
+    }
+    if (ended > 0) this.#logger.warn({ ended, killed }, 'ended the records of processes whose node stopped');
+    return { ended, killed };
+  }
+
+  /**
+   * Renews the leases of this node's recorded processes. One whose record
+   * was ended meanwhile (the recovery job took this node for dead) is killed:
+   * a record that says ended means its process is gone.
+   */
+  async #renew(): Promise<void> {
+    const recorded = [...this.#running].filter(([, running]) => running.recorded).map(([id]) => id);
+    if (recorded.length === 0) return;
+    try {
+      const renewed = await this.#db
+        .forkEm(null)
+        .execute<{ id: string }[]>(
+          `update process_executor_instance set lease_until = now() + make_interval(secs => ?) where node_id = ? and status = 'running' returning id`,
+          [this.#leaseSeconds(), this.#bus.nodeId],
+        );
+      const alive = new Set(renewed.map((row) => row.id));
+      for (const id of recorded) {
+        const running = this.#running.get(id);
+        if (!running || alive.has(id)) continue;
+        this.#logger.warn({ processId: id }, 'killed a process whose record was ended by the recovery job');
+        signalSession(running, 'SIGKILL');
+      }
+    } catch (err) {
+      this.#logger.error({ err }, 'could not renew the leases of running processes');
+    }
+  }
+
+  #leaseSeconds(): number {
+    return this.#config.PROCESS_LEASE_MS / 1000;
+  }
+
+  /** SIGTERM, then SIGKILL if it has not ended after the grace period; to its whole session. */
   async #terminate(running: Running): Promise<void> {
     running.stopping = true;
-    running.child.kill('SIGTERM');
-    const killer = setTimeout(() => running.child.kill('SIGKILL'), this.#config.PROCESS_STOP_GRACE_MS);
+    signalSession(running, 'SIGTERM');
+    const killer = setTimeout(() => signalSession(running, 'SIGKILL'), this.#config.PROCESS_STOP_GRACE_MS);
     await running.ended;
     clearTimeout(killer);
   }
@@ -171,7 +275,9 @@ export class ProcessExecutor {
     await this.#db
       .forkEm(process.subscriptionId)
       .execute(
-        `update process_executor_instance set status = ?, exit_code = ?, signal = ?, error = ?, logs = ?::jsonb, ended_at = now() where subscription_id = ? and id = ?`,
+        // Unless the recovery job ended it first (it took this node for dead).
+        `update process_executor_instance set status = ?, exit_code = ?, signal = ?, error = ?, logs = ?::jsonb, ended_at = now(), lease_until = null
+         where subscription_id = ? and id = ? and status = 'running'`,
         [status, code, signal, startError, JSON.stringify(process.logs), process.subscriptionId, id],
       )
       .catch((err) => this.#logger.error({ err, processId: id }, 'could not record the end of a process'));
@@ -190,6 +296,23 @@ export class ProcessExecutor {
     const instance = await ctx.em.findOne(ProcessInstance, { id }, { refresh: true });
     if (!instance) throw new RpcError('NOT_FOUND', `Process ${id} not found`);
     return instance;
+  }
+}
+
+/** Whether this node may execute the file (else spawning it fails with the reason, as `error`). */
+const executable = (file: string): Promise<boolean> =>
+  access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+
+/** Signals a process's session (it leads its own: `detached`), so what it started gets the signal too. */
+function signalSession(running: Running, signal: NodeJS.Signals): void {
+  if (running.child.pid === undefined) return;
+  try {
+    process.kill(-running.child.pid, signal);
+  } catch {
+    // Every process of the session has ended.
   }
 }
 

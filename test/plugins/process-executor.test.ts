@@ -1,12 +1,27 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
+import { createScratchDatabase, databaseEnv, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
+import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 import { addUser } from '../support/users.ts';
+
+/** Whether a process lives (a zombie, ended but not yet reaped by its new parent, does not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** A shell that starts a long sleep of its own and prints its pid: the sleep is in the shell's session, not its child in our records. */
+const SHELL_WITH_CHILD = ['-c', 'sleep 600 & echo "child $!"; wait'];
 
 describe('ProcessExecutorRpc', () => {
   let t: TestApp;
@@ -23,7 +38,7 @@ describe('ProcessExecutorRpc', () => {
     t = await startTestApp({
       withNotes: false,
       plugins: ['auth', 'process-executor'],
-      env: { PROCESS_ALLOWED_COMMANDS: '/bin/cat,/bin/sh', PROCESS_STOP_GRACE_MS: '500' },
+      env: { PROCESS_ALLOWED_COMMANDS: '/bin/cat,/bin/sh', PROCESS_STOP_GRACE_MS: '500', PROCESS_LEASE_MS: '1000' },
     });
     admin = await t.signup();
     member = await addUser(t, admin.subscriptionId, 'user');
@@ -94,6 +109,112 @@ describe('ProcessExecutorRpc', () => {
     }
     assert.equal((await status(instanceId)).status, 'running');
     await t.ok('ProcessExecutorRpc.stopProcess', { instanceId }, as(admin));
+  });
+
+  it('stops what a process started in turn, with it', async () => {
+    const { instanceId, pid } = (await start('/bin/sh', SHELL_WITH_CHILD)).body.data;
+    const line = await eventually(async () => (await logs(instanceId)).find((text) => text.startsWith('child ')));
+    const child = Number(line.split(' ')[1]);
+    assert.ok(alive(pid) && alive(child));
+    await t.ok('ProcessExecutorRpc.stopProcess', { instanceId }, as(admin));
+    assert.equal((await status(instanceId)).status, 'stopped');
+    await eventually(async () => (!alive(child) ? true : undefined));
+  });
+
+  it('keeps the record of a live process running past its lease, and kills the process whose record the recovery job ended', async () => {
+    const { processExecutor, db } = t.app.depsOf('process-executor');
+    const { instanceId, pid } = (await start('/bin/cat')).body.data;
+    // Three leases of 1 s: its node renews it meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    assert.deepEqual(await processExecutor.recover(), { ended: 0, killed: 0 });
+    assert.equal((await status(instanceId)).status, 'running');
+    assert.ok(alive(pid));
+
+    // As if its node had lost the database past the lease: the recovery job ends the record and kills the process.
+    await db.forkEm(null).execute(`update process_executor_instance set lease_until = now() - interval '1 second' where id = ?`, [instanceId]);
+    assert.deepEqual(await processExecutor.recover(), { ended: 1, killed: 1 });
+    const ended = await status(instanceId);
+    assert.deepEqual([ended.status, ended.error], ['failed', 'its node stopped while it ran']);
+    await eventually(async () => (!alive(pid) ? true : undefined));
+    assert.equal((await status(instanceId)).status, 'failed', 'its node does not overwrite the end the recovery job recorded');
+  });
+});
+
+describe('ProcessExecutorRpc when its node is killed', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-process-crash-'));
+  let server: RunningProcess;
+  after(() => {
+    killLeftoverProcesses();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('ends the records of a node killed with SIGKILL once started again, leaves none of its processes running, and lets the subscription start others', async () => {
+    const scratch = TEST_DATABASE_URL ? await createScratchDatabase(TEST_DATABASE_URL) : undefined;
+    try {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const env = {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+        WORKERS: '1',
+        PROCESS_ALLOWED_COMMANDS: '/bin/sh',
+        PROCESS_MAX_RUNNING: '1',
+        PROCESS_LEASE_MS: '2000',
+        ...(scratch ? { ...databaseEnv(scratch.url), MASTER_KEY: randomBytes(32).toString('base64') } : {}),
+      };
+      const call = async (method: string, params: unknown, token?: string) => {
+        const response = await fetch(`${base}/api/rpc`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+          body: JSON.stringify({ method, params }),
+        });
+        return (await response.json()) as { success: boolean; data: any };
+      };
+      const ok = async (method: string, params: unknown, token?: string) => {
+        const body = await call(method, params, token);
+        assert.ok(body.success, `${method}: ${JSON.stringify(body)}`);
+        return body.data;
+      };
+      server = runServer(env);
+      await whenHealthy(server, base);
+      await ok('AuthRpc.signup', { email: 'owner@example.com', username: 'owner', password: 'correct horse battery' });
+      const token = (await ok('AuthRpc.login', { identifier: 'owner', password: 'correct horse battery' })).token;
+      const { instanceId, pid } = await ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: SHELL_WITH_CHILD }, token);
+      const line = await eventually(async () =>
+        (await ok('ProcessExecutorRpc.getProcessLogs', { instanceId }, token)).logs.find((text: string) => text.startsWith('child ')),
+      );
+      const child = Number(line.split(' ')[1]);
+      assert.ok(alive(pid) && alive(child));
+      assert.equal(
+        (await call('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'true'] }, token)).data.code,
+        'CONFLICT',
+        'PROCESS_MAX_RUNNING is 1',
+      );
+
+      server.child.kill('SIGKILL');
+      await server.exited(10_000);
+      await eventually(async () => (!alive(pid) ? true : undefined), 10_000);
+      // The record's lease (2 s) runs out before the next start, whose recovery job ends it.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      server = runServer(env);
+      await whenHealthy(server, base);
+      const ended = await eventually(async () => {
+        const record = await ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, token);
+        return record.status === 'running' ? undefined : record;
+      }, 90_000);
+      assert.deepEqual([ended.status, ended.error], ['failed', 'its node stopped while it ran']);
+      assert.ok(ended.endedAt);
+      await eventually(async () => (!alive(child) ? true : undefined), 10_000);
+      assert.equal(alive(pid) || alive(child), false, 'neither the process nor what it started outlives its node');
+      const next = await ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'echo again'] }, token);
+      assert.equal(next.status, 'running', 'the subscription starts processes again');
+      server.child.kill('SIGTERM');
+      await server.exited(30_000);
+    } finally {
+      await scratch?.drop();
+    }
   });
 });
 
