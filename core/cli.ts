@@ -227,12 +227,12 @@ program
   )
   .action(() =>
     report('check the installation', async () => {
-      const { configCheck, diskCheck, formatCheck, masterKeyCheck } = await import('./operator/doctor.ts');
+      const { configCheck, dataDirCheck, diskCheck, formatCheck, masterKeyCheck } = await import('./operator/doctor.ts');
       const { check, config } = configCheck({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
       const checks = [check];
       if (config) {
         const key = masterKeyCheck(config);
-        checks.push(key.check, await diskCheck(config.dataDir));
+        checks.push(dataDirCheck(config.dataDir), key.check, await diskCheck(config.dataDir));
         if (key.open) checks.push(...(await databaseChecks(config)));
       }
       const failed = checks.filter((one) => one.status === 'fail').length;

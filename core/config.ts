@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import * as v from 'valibot';
@@ -53,6 +53,17 @@ export const CoreSettings = v.object({
     env.boolean('CHECK_RESULTS'),
     "check every operation's answer against its declared result schema; a mismatch answers INTERNAL (the tests turn it on)",
     'false',
+  ),
+  WS_ALLOWED_ORIGINS: setting(
+    v.pipe(
+      v.string(),
+      v.check(
+        (text) => splitList(text).every((origin) => URL.canParse(origin) && new URL(origin).origin === origin),
+        'WS_ALLOWED_ORIGINS must be comma-separated origins such as https://app.example.com (scheme, host and port only)',
+      ),
+    ),
+    "origins besides the service's own (and PUBLIC_URL's) whose pages may open /ws with the session cookie",
+    '',
   ),
   WS_HEARTBEAT_SECONDS: setting(env.integer('WS_HEARTBEAT_SECONDS', 1, 3600), 'WebSocket ping interval', String(defaults.wsHeartbeatSeconds)),
   WS_MAX_PER_USER: setting(env.integer('WS_MAX_PER_USER', 1, 1_000_000), 'WebSockets one user may hold open on this node', String(defaults.wsMaxPerUser)),
@@ -168,6 +179,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   wsHeartbeatSeconds: number;
   wsLimits: WebSocketLimits;
+  /** Origins besides the service's own whose pages may open /ws with the session cookie (WS_ALLOWED_ORIGINS). */
+  wsAllowedOrigins: string[];
   /** Ceiling for every uploaded file, whatever its purpose allows. */
   uploadMaxBytes: number;
   uploadKeyTtlSeconds: number;
@@ -237,6 +250,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     wsHeartbeatSeconds: e.WS_HEARTBEAT_SECONDS,
     wsLimits: webSocketLimits(e),
+    wsAllowedOrigins: splitList(e.WS_ALLOWED_ORIGINS),
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     uploadKeyTtlSeconds: e.UPLOAD_KEY_TTL_SECONDS,
     fileStorage: e.FILE_STORAGE ?? (e.DATABASE_URL ? 'database' : 'disk'),
@@ -253,8 +267,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
 
 /**
  * Makes a folder under DATA_DIR (or DATA_DIR itself), private to this user,
- * and checks it can be written: a DATA_DIR that cannot hold it stops start-up
- * with a message naming the setting.
+ * and checks it can be written and that no other user can: a DATA_DIR that
+ * cannot hold it, or that others may write, stops start-up with a message
+ * saying what to do.
  */
 export function makeDataFolder(folder: string): void {
   try {
@@ -263,6 +278,20 @@ export function makeDataFolder(folder: string): void {
   } catch (error) {
     throw new ConfigError(`DATA_DIR cannot be used: ${(error as Error).message}; set DATA_DIR to a folder this user can write`);
   }
+  const open = writableByOthers(folder);
+  if (open) throw new ConfigError(`DATA_DIR cannot be used: ${open}`);
+}
+
+/**
+ * Why a folder of DATA_DIR is not safe, or null: one its group or every user
+ * may write lets another user replace what the service keeps there, such as
+ * the control socket through which `admin create` sends a password.
+ */
+export function writableByOthers(folder: string): string | null {
+  const { mode } = statSync(folder);
+  if ((mode & 0o022) === 0) return null;
+  const who = mode & 0o002 ? 'every user' : 'its group';
+  return `${folder} is writable by ${who} (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so another user could replace the files the service keeps there (its control socket among them): make it private with chmod 700 ${folder}`;
 }
 
 /** A connection to PostgreSQL that keeps its session (LISTEN, session locks, pg_dump): the direct URL behind a pooler, else DATABASE_URL. */

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { createApp, describeAllSettings, listenOn, loadPlugins } from './app.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, makeDataFolder, type Config } from './config.ts';
 import { DatabaseStartupError } from './db/orm.ts';
 import { OperatorError } from './operator/command.ts';
 import { OPERATOR_COMMANDS } from './operator/commands.ts';
@@ -33,6 +33,8 @@ async function start(printConfigOnly: boolean): Promise<void> {
 
   const config = loadConfig();
   if (printConfigOnly) return printConfig(config);
+  // Its control socket is there: no other user may write DATA_DIR (core/operator/control.ts).
+  makeDataFolder(config.dataDir);
   await checkAddress(config);
   const app = await createApp({ config });
   let control: ControlServer | undefined;

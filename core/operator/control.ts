@@ -1,16 +1,17 @@
-import { chmodSync, existsSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, rmSync, type Stats } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { createApp, type App } from '../app.ts';
-import { embeddedDatabaseDir, hasEmbeddedDatabase, type Config } from '../config.ts';
+import { embeddedDatabaseDir, hasEmbeddedDatabase, writableByOthers, type Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { OperatorError, type OperatorCommand, type Progress, type Report } from './command.ts';
 
 /**
  * The control socket: `DATA_DIR/control.sock`, a Unix socket only the
- * service's user may open (0600 in a 0700 folder). A serving process answers
+ * service's user may open (0600 in a 0700 folder; the service refuses a
+ * DATA_DIR other users may write, core/config.ts). A serving process answers
  * operator commands on it, so that `rpc-service backup` works while the
  * service runs on the embedded database, which one process owns. One request
  * per connection, as JSON lines: `{command, args}` in; `{progress}` lines,
@@ -53,9 +54,30 @@ function throttled(send: (progress: Progress) => void): Report {
   };
 }
 
-/** Whether something answers on the socket: a serving process of this DATA_DIR. */
+/**
+ * Whether something answers on the socket: a serving process of this
+ * DATA_DIR. Nothing is sent, nor connected to, unless the socket is this
+ * user's (or root's) in a folder no other user may write: another user's
+ * socket there may be theirs, put there to read what a command sends (the
+ * password of `admin create`).
+ */
 function answering(socketPath: string): Promise<Socket | null> {
-  if (!existsSync(socketPath)) return Promise.resolve(null);
+  let found: Stats;
+  try {
+    found = lstatSync(socketPath);
+  } catch {
+    return Promise.resolve(null);
+  }
+  const open = writableByOthers(path.dirname(socketPath));
+  if (open) return Promise.reject(new OperatorError(`the control socket cannot be trusted: ${open}`));
+  const me = process.getuid?.();
+  if (me !== undefined && found.uid !== me && found.uid !== 0) {
+    return Promise.reject(
+      new OperatorError(
+        `${socketPath} belongs to uid ${found.uid}, neither this user (uid ${me}) nor root: another user may have put it there to read what a command sends, so nothing was sent; remove it, and see who else can write ${path.dirname(socketPath)}`,
+      ),
+    );
+  }
   return new Promise((resolve) => {
     const socket = connect(socketPath);
     socket.once('connect', () => resolve(socket));

@@ -1,7 +1,7 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, statSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError, hasEmbeddedDatabase, loadConfig, type Config } from '../config.ts';
+import { ConfigError, hasEmbeddedDatabase, loadConfig, writableByOthers, type Config } from '../config.ts';
 import { Keyring } from '../credentials/keyring.ts';
 import { masterKeyFile, resolveMasterKeys } from '../credentials/master-key.ts';
 import type { Database, DatabaseKind } from '../db/orm.ts';
@@ -10,6 +10,7 @@ import { formatBytes } from './progress.ts';
 import type { OperatorCommand } from './command.ts';
 import { appliedMigrations } from './archive.ts';
 import { clientProgramsAdvice, clientVersion } from './backup.ts';
+import { controlSocketPath } from './control.ts';
 
 /**
  * `rpc-service doctor`: what is wrong with an installation and what to do
@@ -218,6 +219,26 @@ export function masterKeyCheck(config: Config): { check: Check; open: boolean } 
   } catch (error) {
     return { open: false, check: { name, status: 'fail', message: `${(error as Error).message}. Database checks skipped` } };
   }
+}
+
+/**
+ * That no other user may write DATA_DIR, nor owns its control socket: either
+ * would let them replace the socket and read what operator commands send
+ * (core/operator/control.ts refuses to use it then, the service to start).
+ */
+export function dataDirCheck(dataDir: string): Check {
+  const name = 'DATA_DIR';
+  if (!existsSync(dataDir)) return { name, status: 'ok', message: `${dataDir} does not exist yet: the service makes it, private to its user (mode 0700)` };
+  const open = writableByOthers(dataDir);
+  if (open) return { name, status: 'fail', message: open };
+  const socket = controlSocketPath(dataDir);
+  const owner = existsSync(socket) ? lstatSync(socket).uid : undefined;
+  const me = process.getuid?.();
+  if (owner !== undefined && me !== undefined && owner !== me && owner !== 0) {
+    return { name, status: 'fail', message: `${socket} belongs to uid ${owner}, not to this user (uid ${me}): another user may have put it there; remove it` };
+  }
+  const mode = (statSync(dataDir).mode & 0o777).toString(8);
+  return { name, status: 'ok', message: `${dataDir}: no other user may write it (mode ${mode})` };
 }
 
 /** Free space of the file system DATA_DIR is on (or will be: its nearest existing parent). */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -423,5 +424,91 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     assert.equal(created.code, 0, created.output);
     assert.match(created.output, /generated a new master key/);
     assert.match(created.stdout.trim(), /^Created subscription [0-9a-f-]+ \("first-admin"\) and its admin first-admin: user [0-9a-f-]+\.$/);
+  });
+});
+
+describe('DATA_DIR and its control socket are the service user’s own', { timeout: 5 * 60_000 }, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'rpc-data-dir-'));
+  const passwordFile = path.join(work, 'password');
+  const databases: ScratchDatabase[] = [];
+  after(async () => {
+    killLeftoverProcesses();
+    for (const database of databases) await database.drop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  /** An installation's settings: a DATA_DIR, and on PostgreSQL a database of its own. */
+  async function settings(dataDir: string): Promise<Record<string, string>> {
+    const own = { DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    if (!TEST_DATABASE_URL) return own;
+    const database = await createScratchDatabase(TEST_DATABASE_URL);
+    databases.push(database);
+    return { ...own, ...databaseEnv(database.url), MASTER_KEY: TEST_MASTER_KEY };
+  }
+  async function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+    const child = runInProject(process.execPath, ['bin/rpc-service.js', ...args], env);
+    const { code } = await child.exited(STEP_MS);
+    return { code, output: `${child.stdout()}${child.stderr()}` };
+  }
+  const modeOf = (folder: string) => statSync(folder).mode & 0o777;
+
+  it('makes DATA_DIR private, refuses to start on one other users may write, saying how to fix it, and doctor says the same', async () => {
+    const dataDir = path.join(work, 'made', 'data');
+    const port = await freePort();
+    const env = { ...(await settings(dataDir)), PORT: String(port), HOST: '127.0.0.1' };
+    const server = runInProject(process.execPath, ['bin/rpc-service.js', 'serve'], env);
+    await whenHealthy(server, `http://127.0.0.1:${port}`);
+    assert.equal(modeOf(dataDir), 0o700, 'the DATA_DIR the service made is private');
+    server.child.kill('SIGTERM');
+    assert.equal((await server.exited(STEP_MS)).code, 0, server.stderr());
+
+    for (const [mode, who] of [
+      [0o777, 'every user'],
+      [0o770, 'its group'],
+    ] as const) {
+      chmodSync(dataDir, mode);
+      const refused = runInProject(process.execPath, ['bin/rpc-service.js', 'serve'], env);
+      assert.equal((await refused.exited(STEP_MS)).code, 1);
+      assert.equal(
+        refused.stderr().trim().split('\n').at(-1),
+        `Cannot start: DATA_DIR cannot be used: ${dataDir} is writable by ${who} (mode 0${mode.toString(8)}), so another user could replace the files the service keeps there (its control socket among them): make it private with chmod 700 ${dataDir}`,
+      );
+      const doctor = await cli(['doctor'], env);
+      assert.equal(doctor.code, 1, doctor.output);
+      assert.match(doctor.output, new RegExp(`^fail\\s+DATA_DIR\\s+.* is writable by ${who} .*chmod 700 `, 'm'));
+    }
+    chmodSync(dataDir, 0o755);
+    const doctor = await cli(['doctor'], env);
+    assert.match(doctor.output, /^ok\s+DATA_DIR\s+.*: no other user may write it \(mode 755\)$/m, doctor.output);
+  });
+
+  it('sends nothing over a control socket another user owns, or in a DATA_DIR others may write', async () => {
+    writeFileSync(passwordFile, `${PASSWORD}\n`);
+    const dataDir = mkdtempSync(path.join(work, 'planted-'));
+    const env = await settings(dataDir);
+    const socketPath = path.join(dataDir, 'control.sock');
+    // Another user's listener where the service's socket would be.
+    let received = '';
+    const planted = createServer((socket) => socket.on('data', (chunk) => (received += chunk.toString())));
+    await new Promise<void>((resolve) => planted.listen(socketPath, resolve));
+    try {
+      const adminCreate = ['admin', 'create', '--email', 'victim@example.com', '--username', 'victim', '--password-file', passwordFile];
+      chownSync(socketPath, 65534, 65534);
+      const refused = await cli(adminCreate, env);
+      assert.equal(refused.code, 1);
+      assert.match(refused.output, /^Cannot create the admin: .*control\.sock belongs to uid 65534, neither this user \(uid 0\) nor root: .*nothing was sent/m);
+      const doctor = await cli(['doctor'], env);
+      assert.match(doctor.output, /^fail\s+DATA_DIR\s+.*control\.sock belongs to uid 65534/m);
+
+      // The socket is this user's, but the folder lets anyone swap it between the check and the connection.
+      chownSync(socketPath, 0, 0);
+      chmodSync(dataDir, 0o777);
+      const open = await cli(adminCreate, env);
+      assert.equal(open.code, 1);
+      assert.match(open.output, /^Cannot create the admin: the control socket cannot be trusted: .* is writable by every user/m);
+      assert.equal(received, '', 'the password never reached the planted socket');
+    } finally {
+      await new Promise((resolve) => planted.close(resolve));
+    }
   });
 });
