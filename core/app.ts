@@ -27,7 +27,7 @@ import { eventsPoint, type EventDeclaration } from './events/catalogue.ts';
 import { WebSocketHub } from './events/websocket.ts';
 import { beyondLoopback, Metrics } from './http/metrics.ts';
 import { HttpHelpers, requestIdOf, untrustedProxyCheck } from './http/request-info.ts';
-import { coreRoutes } from './http/routes.ts';
+import { mountRoutes } from './http/routes.ts';
 import { createMcpEndpoint } from './http/mcp.ts';
 import { createRpcEndpoint } from './http/rpc-endpoint.ts';
 import { Outbound } from './http/outbound.ts';
@@ -49,7 +49,6 @@ import { openRpcDocument, type OpenRpcDocument } from './rpc/openrpc.ts';
 import { CORE_VERSION } from './version.ts';
 import { buildRegistry, type Registry } from './rpc/registry.ts';
 import { describeSettings, parseSettings, type SettingInfo } from './settings.ts';
-import { uploadRoutes } from './uploads/routes.ts';
 import { RequestPipeline } from './rpc/pipeline.ts';
 import { DatabaseStorage } from './uploads/database-storage.ts';
 import { DiskStorage, type FileStorage } from './uploads/storage.ts';
@@ -203,7 +202,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.collections.load(extensions.all('core.collections'));
     core.dataScopes.load(extensions.all('core.dataScopes'));
     core.ai.load(extensions.all('core.aiCalls'));
-    const pipeline = new RequestPipeline(authenticator, { db, logger, rateLimiter: core.rateLimiter });
+    const pipeline = new RequestPipeline(authenticator, { db, logger, rateLimiter: core.rateLimiter, eventGroups: eventGroupsOf(extensions, plugins) });
+    bus.useAudience((principal, event) => pipeline.hears(principal, event));
     const dispatcher = new Dispatcher(registry, pipeline, { checkResults: config.checkResults });
     core.http.bind(pipeline, logger);
     core.operations.bind(dispatcher, { baseUrl: config.publicUrl });
@@ -251,8 +251,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       heartbeatMs: config.wsHeartbeatSeconds * 1000,
       limits: config.wsLimits,
       trustProxy: config.trustProxy,
-      eventGroups: eventGroupsOf(extensions, plugins),
-      meter: (principal) => pipeline.meter(principal),
+      pipeline,
+      publicUrl: config.publicUrl,
+      allowedOrigins: config.wsAllowedOrigins,
     });
     hub.attach(server);
     if (options.background !== false) uploadService.start();
@@ -316,6 +317,7 @@ function buildPluginScopes(
     const scope = createContainer({ injectionMode: InjectionMode.PROXY, strict: true });
     for (const name of plugin.deps ?? []) {
       if (name === 'jobs') scope.register(name, asValue(core.jobs.forPlugin(plugin.id)));
+      else if (name === 'uploadService') scope.register(name, asValue(core.uploadService.forGroup(plugin.group)));
       else if (name in core) scope.register(name, asValue(core[name as keyof CoreServices]));
       else {
         const exporter = exporters.get(name)!;
@@ -425,11 +427,7 @@ function createHttpServer(parts: {
   const koa = new Koa({ proxy: config.trustProxy });
   koa.silent = true;
   koa.on('error', (err) => logger.error({ err }, 'http request failed'));
-  const routes = coreRoutes(parts);
-  koa.use(routes.routes()).use(routes.allowedMethods());
-  const uploads = uploadRoutes(parts);
-  koa.use(uploads.routes()).use(uploads.allowedMethods());
-  for (const router of parts.pluginRoutes) koa.use(router.routes()).use(router.allowedMethods());
+  mountRoutes(koa, parts);
   const koaHandler = koa.callback();
   const rpcEndpoint = {
     dispatcher: parts.dispatcher,

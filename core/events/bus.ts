@@ -4,6 +4,7 @@ import * as v from 'valibot';
 import { GroupWrite } from '../db/group-write.ts';
 import { pgArray } from '../db/pg-array.ts';
 import type { Logger } from '../logger.ts';
+import type { Principal } from '../rpc/context.ts';
 import type { EventDeclaration } from './catalogue.ts';
 
 /**
@@ -27,6 +28,9 @@ export interface BusEvent<P = unknown> {
 }
 
 export type BusHandler = (event: BusEvent) => void | Promise<void>;
+
+/** Whether a caller receives an event (RequestPipeline.hears). */
+export type Audience = (principal: Principal, event: Pick<BusEvent, 'name' | 'userIds'>) => boolean;
 
 export type PublishInput<P = unknown> = Omit<BusEvent<P>, 'id' | 'origin' | 'at'>;
 
@@ -76,6 +80,7 @@ export class EventBus {
   #catalogue: ReadonlySet<string> | null = null;
   /** The declared payloads by event name, to check each publication against; null unless checked (tests), so production pays nothing. */
   #payloads: ReadonlyMap<string, v.GenericSchema> | null = null;
+  #audience: Audience | null = null;
 
   constructor(logger: Logger) {
     this.#logger = logger;
@@ -90,6 +95,21 @@ export class EventBus {
   useCatalogue(events: readonly EventDeclaration[], { checkPayloads = false }: { checkPayloads?: boolean } = {}): void {
     this.#catalogue = new Set(events.map((event) => event.name));
     this.#payloads = checkPayloads ? new Map(events.flatMap((event) => (event.payload ? [[event.name, event.payload] as const] : []))) : null;
+  }
+
+  /** Set once by the core (core/app.ts): the admission step of the request pipeline decides who hears what. */
+  useAudience(audience: Audience): void {
+    this.#audience = audience;
+  }
+
+  /**
+   * Whether a caller receives an event: what the WebSocket sends them, and
+   * what the webhook of their API key gets (one rule for both doors: the
+   * users the event is for, and an API key's scopes against its group).
+   */
+  hears(principal: Principal, event: Pick<BusEvent, 'name' | 'userIds'>): boolean {
+    if (!this.#audience) throw new Error('Who hears an event is known once the request pipeline exists');
+    return this.#audience(principal, event);
   }
 
   /** Subscribes to one event name, or to every event with `*`; returns the unsubscribe function. */

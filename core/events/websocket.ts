@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { WebSocketLimits } from '../config.ts';
 import { presentedCredentials, type Authenticator, type PresentedCredentials } from '../credentials/authenticator.ts';
+import type { RequestPipeline } from '../rpc/pipeline.ts';
 import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../credentials/revocation.ts';
 import { clientIpOf } from '../http/request-info.ts';
 import type { Metrics } from '../http/metrics.ts';
@@ -15,7 +16,7 @@ import { BUS_RESYNC, type BusEvent, type EventBus } from './bus.ts';
 export const WS_PATH = '/ws';
 export const CLOSE_CREDENTIAL_REVOKED = 4001;
 
-type Refusal = 'unauthenticated' | 'user_limit' | 'address_limit' | 'total_limit' | 'key_rate_limit';
+type Refusal = 'unauthenticated' | 'user_limit' | 'address_limit' | 'total_limit' | 'key_rate_limit' | 'origin';
 
 interface Client {
   socket: WebSocket;
@@ -46,8 +47,8 @@ export class WebSocketHub {
   #held = 0;
   readonly #byAddress = new Map<string, number>();
   readonly #byUser = new Map<string, number>();
-  readonly #eventGroups: ReadonlyMap<string, string>;
-  readonly #meter: (principal: Principal) => Promise<void> | undefined;
+  readonly #pipeline: Pick<RequestPipeline, 'hears' | 'meter'>;
+  readonly #sameOrigin: (req: IncomingMessage) => boolean;
 
   constructor({
     authenticator,
@@ -57,8 +58,9 @@ export class WebSocketHub {
     heartbeatMs,
     limits,
     trustProxy,
-    eventGroups,
-    meter,
+    pipeline,
+    publicUrl,
+    allowedOrigins,
   }: {
     authenticator: Authenticator;
     bus: EventBus;
@@ -68,13 +70,15 @@ export class WebSocketHub {
     limits: WebSocketLimits;
     /** Count addresses as X-Forwarded-For gives them (TRUST_PROXY). */
     trustProxy: boolean;
-    /** The group of the plugin that declared each event: a key scoped to some groups hears only theirs. */
-    eventGroups: ReadonlyMap<string, string>;
-    /** Counts an opening against an API key's rate limit (RequestPipeline.meter). */
-    meter: (principal: Principal) => Promise<void> | undefined;
+    /** Which events a caller hears (as its webhook does) and an opening counted against an API key's rate. */
+    pipeline: Pick<RequestPipeline, 'hears' | 'meter'>;
+    /** PUBLIC_URL: its origin may open a socket with the session cookie. */
+    publicUrl: string | undefined;
+    /** Other origins that may (WS_ALLOWED_ORIGINS). */
+    allowedOrigins: readonly string[];
   }) {
-    this.#eventGroups = eventGroups;
-    this.#meter = meter;
+    this.#pipeline = pipeline;
+    this.#sameOrigin = originCheck(publicUrl, allowedOrigins, trustProxy);
     this.#authenticator = authenticator;
     this.#limits = limits;
     this.#trustProxy = trustProxy;
@@ -121,6 +125,17 @@ export class WebSocketHub {
       if (userId !== undefined) count(this.#byUser, userId, -1);
     });
     const presented = presentedCredentials(req.headers, url.searchParams);
+    // A browser sends the cookie whichever page opens the socket: only pages of the service (or origins allowed) may use it.
+    if (presented.sessionToken !== undefined && byCookie(req, url) && !this.#sameOrigin(req)) {
+      this.#metrics.webSockets.inc({ outcome: 'refused', reason: 'origin' });
+      const body = JSON.stringify({
+        success: false,
+        data: errorBody(
+          new RpcError('FORBIDDEN', 'A WebSocket opened with the session cookie must come from a page of this service (or an origin in WS_ALLOWED_ORIGINS)'),
+        ),
+      });
+      return refuse(socket, 403, 'Forbidden', { 'Content-Type': 'application/json; charset=utf-8' }, body);
+    }
     const generation = this.#authenticator.generation;
     const principal = await this.#authenticate(presented);
     if (socket.destroyed) return;
@@ -132,7 +147,7 @@ export class WebSocketHub {
       return this.#overLimit(socket, 'user_limit', `Too many WebSockets for this user (at most ${perUser}); close one and try again`);
     }
     try {
-      await this.#meter(principal);
+      await this.#pipeline.meter(principal);
     } catch (error) {
       if (!(error instanceof RpcError) || error.code !== 'RATE_LIMITED') throw error;
       return this.#overLimit(socket, 'key_rate_limit', error.message, error.retryAfter);
@@ -193,8 +208,7 @@ export class WebSocketHub {
     if (!event.subscriptionId) return;
     let text: string | undefined;
     for (const client of this.#bySubscription.get(event.subscriptionId) ?? []) {
-      if (event.userIds && !event.userIds.includes(client.principal.userId)) continue;
-      if (!inScope(client.principal, this.#eventGroups.get(event.name))) continue;
+      if (!this.#pipeline.hears(client.principal, event)) continue;
       text ??= JSON.stringify({ type: 'event', event: event.name, payload: event.payload, at: event.at });
       client.socket.send(text);
     }
@@ -246,11 +260,33 @@ function refuse(socket: Duplex, status: number, reason: string, headers: Record<
   socket.end(`HTTP/1.1 ${status} ${reason}\r\n${lines.join('')}\r\n${body}`, () => socket.destroy());
 }
 
-/** Whether a key scoped to some groups or operations hears an event of this group (any of its operations in scope does). */
-function inScope(principal: Principal, group: string | undefined): boolean {
-  const scopes = principal.limits?.scopes;
-  if (!scopes || group === undefined) return true;
-  return scopes.some((scope) => scope === group || scope.startsWith(`${group}.`));
+/** Whether the credential came only from the session cookie: a header or the query is something the page had to know. */
+function byCookie(req: IncomingMessage, url: URL): boolean {
+  const { cookie: _cookie, ...headers } = req.headers;
+  const other = presentedCredentials(headers, url.searchParams);
+  return other.apiKey === undefined && other.sessionToken === undefined;
+}
+
+/**
+ * Whether an upgrade's Origin is the service's own: the host the request was
+ * sent to (as X-Forwarded-Host gives it with TRUST_PROXY), PUBLIC_URL's
+ * origin, or one of WS_ALLOWED_ORIGINS. A request with no Origin is not a
+ * browser's (browsers always send it on a WebSocket), so a page cannot have made it.
+ */
+function originCheck(publicUrl: string | undefined, allowed: readonly string[], trustProxy: boolean): (req: IncomingMessage) => boolean {
+  const origins = new Set([...allowed, ...(publicUrl ? [new URL(publicUrl).origin] : [])]);
+  return (req) => {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true;
+    if (origins.has(origin)) return true;
+    const forwarded = trustProxy
+      ? String(req.headers['x-forwarded-host'] ?? '')
+          .split(',')[0]!
+          .trim()
+      : '';
+    const host = forwarded || req.headers.host;
+    return URL.canParse(origin) && host !== undefined && new URL(origin).host === host.toLowerCase();
+  };
 }
 
 /** Adds `by` to the count of `key`, dropping keys that reach zero. */

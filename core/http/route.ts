@@ -1,11 +1,12 @@
+import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { presentedCredentials } from '../credentials/authenticator.ts';
 import type { Logger } from '../logger.ts';
-import type { AuthenticatedContext, RequestContext } from '../rpc/context.ts';
+import type { AuthenticatedContext, Principal, RequestContext } from '../rpc/context.ts';
 import { errorBody } from '../rpc/dispatch.ts';
 import type { RpcError } from '../rpc/errors.ts';
-import type { Access } from '../rpc/operation.ts';
-import type { RequestPipeline } from '../rpc/pipeline.ts';
+import type { Access, OperationKind } from '../rpc/operation.ts';
+import type { OperationSite, RequestPipeline } from '../rpc/pipeline.ts';
 import { answerDuringBody } from './read-body.ts';
 
 export interface RouteArgs<A extends Access> {
@@ -13,19 +14,60 @@ export interface RouteArgs<A extends Access> {
   ctx: A extends 'public' ? RequestContext : AuthenticatedContext;
   /** The HTTP exchange itself (Koa's context): params, headers, the body stream, the answer. */
   http: Context;
+  /** Who is calling, with what their credential narrows them to; null for no (or, on a public route, no valid) credential. */
+  caller: Principal | null;
+  /**
+   * For a route that `serves` something found per request: admits the caller
+   * to that group (the same step as for operations) once it is known, before
+   * anything is read or written for them. A group of null belongs to no
+   * plugin: only callers without scopes are admitted.
+   */
+  admit(group: string | null): Promise<void>;
 }
 
-export interface RouteOptions<A extends Access> {
-  /** Who may call it, as for operations: `public`, `user`, `staff` or `admin`. */
-  access: A;
-  /**
-   * How a refusal or failure is shown; the RPC error envelope as JSON unless
-   * given (a route a browser opens answers with a page).
-   */
-  answerError?: (http: Context, error: RpcError, errorId?: string) => void;
-  /** The most a refused request may still be sending that is read and dropped before the connection closes (for uploads). */
-  drainLimitBytes?: number;
+/** Found by the handler for each request (an upload's or file's purpose, say); `describe` says by what. */
+export interface PerRequest {
+  perRequest: string;
 }
+
+/**
+ * What a route serves, as an API key's scopes name things: a group
+ * (`NoteRpc`); operations (a key with any of them in scope may use it); the
+ * service's own (null: listings, health, pages, which no scope narrows); or
+ * something the handler finds per request and admits with `admit`.
+ */
+export type Serves = string | readonly string[] | null | PerRequest;
+
+interface Declared {
+  /**
+   * Who may call it, as for operations: `public`, `user`, `staff` or `admin`.
+   * A public route acts for no one.
+   */
+  access: Access;
+  /** What it belongs to (see Serves); a public route serves the service's own unless it says. */
+  serves: Serves;
+  /** `read` changes nothing (a read-only key may use it), `write` changes or acts; a public route reads unless it says. */
+  kind: OperationKind;
+}
+
+export type RouteOptions<A extends Access> = { access: A } & (A extends 'public' ? Partial<Omit<Declared, 'access'>> : Omit<Declared, 'access'>) & {
+    /**
+     * How a refusal or failure is shown; the RPC error envelope as JSON unless
+     * given (a route a browser opens answers with a page).
+     */
+    answerError?: (http: Context, error: RpcError, errorId?: string) => void;
+    /** The most a refused request may still be sending that is read and dropped before the connection closes (for uploads). */
+    drainLimitBytes?: number;
+  };
+
+/** A route as it is mounted and what it declares: what `GET /api/rpc` lists and the door test walks. */
+export interface RouteDeclaration extends Declared {
+  method: string;
+  path: string;
+}
+
+const DECLARED = Symbol('route declaration');
+type DeclaredMiddleware = Middleware & { [DECLARED]?: Declared };
 
 export type RouteHandler<A extends Access> = (args: RouteArgs<A>) => unknown;
 
@@ -34,23 +76,45 @@ const requestIdOf = (http: Context): string => String(http.response.get('x-reque
 
 /**
  * A Koa handler that runs `handler` through the request pipeline, as
- * operations run: the caller from the same credentials, the same access
- * check, the same context, and anything thrown answered with the code and
- * status an RPC call would get.
+ * operations run: the caller from the same credentials, admitted by the same
+ * step (role, an API key's scopes and read-only flag against what the route
+ * declares, its rate), the same context, and anything thrown answered with the
+ * code and status an RPC call would get.
  */
 export function pipelineRoute<A extends Access>(
   { pipeline, logger }: { pipeline: RequestPipeline; logger: Logger },
-  { access, answerError = answerEnvelope, drainLimitBytes = 0 }: RouteOptions<A>,
+  options: RouteOptions<A>,
   handler: RouteHandler<A>,
 ): Middleware {
-  return async (http) => {
+  const { access, answerError = answerEnvelope, drainLimitBytes = 0 } = options;
+  const declared: Declared = { access, serves: options.serves ?? null, kind: options.kind ?? 'read' };
+  const perRequest = declared.serves !== null && typeof declared.serves === 'object' && 'perRequest' in declared.serves;
+  const middleware: DeclaredMiddleware = async (http) => {
     const requestId = requestIdOf(http);
     const route = http.routerPath ?? http.path;
+    const what = `${http.method} ${route}`;
+    const site = (group: string | null, operations?: readonly string[]): OperationSite => ({ method: what, group, access, kind: declared.kind, operations });
     try {
       const principal = await pipeline.principalFor(presentedCredentials(http.req.headers), access);
-      pipeline.admit(access, principal, `${http.method} ${route}`);
-      await pipeline.admitRoute(http.method, `${http.method} ${route}`, principal);
-      await handler({ ctx: pipeline.context(requestId, principal) as RouteArgs<A>['ctx'], http });
+      const { serves } = declared;
+      // Until the handler finds what it serves, the role, the read-only flag and the rate are all there is to check.
+      const first = perRequest
+        ? site(null)
+        : typeof serves === 'string' || serves === null
+          ? site(serves)
+          : site(groupOf(serves as readonly string[]), serves as readonly string[]);
+      pipeline.admitOperation(first, principal);
+      await pipeline.meter(principal);
+      let admitted = !perRequest;
+      const admit = async (group: string | null): Promise<void> => {
+        if (admitted) throw new Error(`${what} admitted its caller twice`);
+        // An unknown owner is no group at all, which no scope names (unlike the service's own, `serves: null`).
+        pipeline.admitOperation(site(group ?? UNOWNED), principal);
+        admitted = true;
+      };
+      await handler({ ctx: pipeline.context(requestId, principal) as RouteArgs<A>['ctx'], http, caller: principal, admit });
+      // A route that finds what it serves must admit its caller to it: one that forgot is a bug, not a pass.
+      if (!admitted) throw new Error(`${what} serves ${describeServes(declared.serves)} but did not admit its caller`);
     } catch (thrown) {
       const { error, errorId } = pipeline.failure(thrown, { requestId, route });
       if (!errorId) logger.info({ requestId, code: error.code, route }, error.message);
@@ -61,6 +125,33 @@ export function pipelineRoute<A extends Access>(
       answerDuringBody(http.req, http.res, error.status, { 'content-type': 'application/json; charset=utf-8' }, body, drainLimitBytes);
     }
   };
+  middleware[DECLARED] = declared;
+  return middleware;
+}
+
+/** The group of the first operation a route serves (a scope naming any of them, or their groups, admits). */
+const groupOf = (operations: readonly string[]): string => operations[0]!.slice(0, operations[0]!.indexOf('.'));
+
+/** No group's name (groups end in `Rpc`). */
+const UNOWNED = '(no group)';
+
+const describeServes = (serves: Serves): string =>
+  serves === null ? 'the service' : typeof serves === 'string' ? serves : 'perRequest' in serves ? serves.perRequest : serves.join(', ');
+
+/**
+ * Every route of these routers with what it declares; throws for one made
+ * without pipelineRoute (it would declare nothing, so no key's limits could
+ * be held at it). HEAD goes with GET.
+ */
+export function declaredRoutes(routers: readonly Router[]): RouteDeclaration[] {
+  return routers.flatMap((router) =>
+    router.stack.flatMap((layer) => {
+      const declared = (layer.stack as DeclaredMiddleware[]).find((middleware) => middleware[DECLARED])?.[DECLARED];
+      const methods = layer.methods.filter((method) => method !== 'HEAD');
+      if (!declared) throw new Error(`Route ${methods.join('|')} ${layer.path} declares nothing: make it with http.route (core/http/route.ts)`);
+      return methods.map((method) => ({ method, path: String(layer.path), ...declared }));
+    }),
+  );
 }
 
 function answerEnvelope(http: Context, error: RpcError, errorId?: string): void {

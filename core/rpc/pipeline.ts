@@ -8,14 +8,30 @@ import { RpcError } from './errors.ts';
 import { refusedRegexError } from './list-query.ts';
 import type { Access, OperationKind } from './operation.ts';
 import type { RateLimiter } from '../rate-limiter.ts';
+import type { BusEvent } from '../events/bus.ts';
 
-/** What the caller's limits are checked against: an operation's group, method, access and kind. */
+/**
+ * What a door serves, as the caller's role and an API key's limits are
+ * checked against it: an operation (its group, method, access and kind), a
+ * route (its path as `method`, the group or operations it declares), an event
+ * (its name, its plugin's group).
+ */
 export interface OperationSite {
+  /** `Group.operation`, or what names the route or event in a refusal. */
   method: string;
-  group: string;
+  /** The group it belongs to; null for the service's own (listings, health, pages), which no scope narrows. */
+  group: string | null;
   access: Access;
   kind?: OperationKind;
+  /**
+   * Operations whose scope also admits: those a route serves, or `any` for
+   * an event (a key with any operation of the group in scope hears it).
+   */
+  operations?: readonly string[] | 'any';
 }
+
+/** An event as the doors that deliver it (the WebSocket, webhooks) see it. */
+export type HeardEvent = Pick<BusEvent, 'name' | 'userIds'>;
 
 const ROLE_ALLOWED: Record<Exclude<Access, 'public'>, (role: string) => boolean> = {
   user: () => true,
@@ -45,9 +61,25 @@ export class RequestPipeline {
   readonly #logger: Logger;
 
   readonly #rateLimiter: RateLimiter;
+  readonly #eventGroups: ReadonlyMap<string, string>;
 
-  constructor(authenticator: Authenticator, { db, logger, rateLimiter }: { db: Database; logger: Logger; rateLimiter: RateLimiter }) {
+  constructor(
+    authenticator: Authenticator,
+    {
+      db,
+      logger,
+      rateLimiter,
+      eventGroups,
+    }: {
+      db: Database;
+      logger: Logger;
+      rateLimiter: RateLimiter;
+      /** The group of the plugin that declared each event of the catalogue. */
+      eventGroups: ReadonlyMap<string, string>;
+    },
+  ) {
     this.#authenticator = authenticator;
+    this.#eventGroups = eventGroups;
     this.#logger = logger;
     this.#rateLimiter = rateLimiter;
     this.#contextDeps = { forkEm: (id) => db.forkEm(id), logger };
@@ -84,19 +116,20 @@ export class RequestPipeline {
   }
 
   /**
-   * Throws unless the caller may call the operation: its role (as `admit`),
-   * then what its credential narrows that to (an API key's scopes and
-   * read-only flag).
+   * The one admission step of every door (operations, routes, uploads and
+   * downloads, git, the WebSocket and webhooks): throws unless the caller's
+   * role may use the site, then unless its credential's limits (an API key's
+   * scopes and read-only flag) allow it.
    */
-  admitOperation(operation: OperationSite, principal: Principal | null): void {
-    this.admit(operation.access, principal, operation.method);
+  admitOperation(site: OperationSite, principal: Principal | null): void {
+    this.admit(site.access, principal, site.method);
     const limits = principal?.limits;
     if (!limits) return;
-    if (limits.readOnly && operation.kind !== 'read') {
-      throw new RpcError('FORBIDDEN', `This API key is read-only, and ${operation.method} changes data`);
+    if (limits.readOnly && site.kind !== 'read') {
+      throw new RpcError('FORBIDDEN', `This API key is read-only, and ${site.method} changes data`);
     }
-    if (limits.scopes && !limits.scopes.includes(operation.group) && !limits.scopes.includes(operation.method)) {
-      throw new RpcError('FORBIDDEN', `This API key may not call ${operation.method}: its scopes are ${limits.scopes.join(', ')}`);
+    if (limits.scopes && !inScope(limits.scopes, site)) {
+      throw new RpcError('FORBIDDEN', `This API key may not call ${site.method}: its scopes are ${limits.scopes.join(', ')}`);
     }
   }
 
@@ -111,6 +144,19 @@ export class RequestPipeline {
   }
 
   /**
+   * Whether a caller receives an event, on the WebSocket and at a webhook
+   * alike: one meant for some users reaches only them, and the event is a
+   * read of its plugin's group, admitted as operations are (a key with any
+   * operation of that group in scope hears it).
+   */
+  hears(principal: Principal, event: HeardEvent): boolean {
+    if (event.userIds && !event.userIds.includes(principal.userId)) return false;
+    const group = this.#eventGroups.get(event.name);
+    // An event of no plugin's catalogue (one a tenant named, say) belongs to no group: only keys without scopes hear it.
+    return this.permits({ method: event.name, group: group ?? UNOWNED, access: 'user', kind: 'read', operations: 'any' }, principal);
+  }
+
+  /**
    * Counts one request of a credential that has a rate limit, refusing it
    * with RATE_LIMITED past the limit; undefined (nothing to wait for) for any
    * other, so the hot path stays synchronous.
@@ -119,13 +165,6 @@ export class RequestPipeline {
     const perMinute = principal?.limits?.perMinute;
     if (!perMinute || !principal?.apiKeyId) return undefined;
     return this.#rateLimiter.take(`api-key:${principal.apiKeyId}`, perMinute, 60);
-  }
-
-  /** For routes: a credential's rate limit, and a read-only key kept to GET and HEAD. */
-  admitRoute(method: string, what: string, principal: Principal | null): Promise<void> | undefined {
-    if (principal?.limits?.readOnly && method !== 'GET' && method !== 'HEAD')
-      throw new RpcError('FORBIDDEN', `This API key is read-only: ${what} changes data`);
-    return this.meter(principal);
   }
 
   context(requestId: string, principal: Principal | null): RequestContext {
@@ -149,4 +188,17 @@ export class RequestPipeline {
     this.#logger.error({ err: thrown, errorId, ...site }, 'method' in site ? 'operation failed' : 'route failed');
     return { error: new RpcError('INTERNAL', `Internal error (error id ${errorId})`), errorId };
   }
+}
+
+/** No group's name (groups end in `Rpc`): what an event of no plugin belongs to. */
+const UNOWNED = '(no group)';
+
+/** Whether a key's scopes name the site: its group, itself, or one of the operations it serves. */
+function inScope(scopes: readonly string[], site: OperationSite): boolean {
+  if (site.group === null) return true;
+  const { group, operations } = site;
+  if (scopes.includes(group) || scopes.includes(site.method)) return true;
+  if (operations === 'any') return scopes.some((scope) => scope.startsWith(`${group}.`));
+  // A route serving operations admits a key with any of them, or any of their groups, in scope.
+  return operations?.some((operation) => scopes.includes(operation) || scopes.includes(operation.slice(0, operation.indexOf('.')))) ?? false;
 }

@@ -18,6 +18,8 @@ export interface UploadRouteDeps {
   logger: Logger;
 }
 
+const BY_PURPOSE = { perRequest: "the group of the plugin that declared the upload key's or file's purpose" } as const;
+
 // Room for multipart boundaries and part headers around the files themselves.
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
@@ -25,12 +27,15 @@ const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
  * `PUT|POST /api/uploads/<uploadKey>` and `GET /api/files/<fileId>`, through
  * the request pipeline: the same credentials as RPC calls, errors in the RPC
  * envelope with the same codes. They live on the Koa side, off the RPC hot path.
+ * An upload or a file serves the group of the plugin that declared its
+ * purpose, found per request: the caller is admitted to that group before a
+ * byte is read or sent.
  */
 export function uploadRoutes({ config, pipeline, uploadService, logger }: UploadRouteDeps): Router {
   const router = new Router();
   const route = <A extends Access>(options: RouteOptions<A>, handler: RouteHandler<A>) => pipelineRoute({ pipeline, logger }, options, handler);
   // The largest body any upload may send: what a refused one may still be sending is drained up to a multiple of it.
-  const upload = { access: 'user', drainLimitBytes: config.uploadMaxBytes + MULTIPART_OVERHEAD_BYTES } as const;
+  const upload = { access: 'user', serves: BY_PURPOSE, kind: 'write', drainLimitBytes: config.uploadMaxBytes + MULTIPART_OVERHEAD_BYTES } as const;
 
   const answer = (http: Context, files: unknown): void => {
     http.body = { success: true, data: { files } };
@@ -38,8 +43,8 @@ export function uploadRoutes({ config, pipeline, uploadService, logger }: Upload
 
   router.put(
     '/api/uploads/:uploadKey',
-    route(upload, async ({ ctx, http }) => {
-      const batch = await uploadService.begin(ctx, http.params.uploadKey!);
+    route(upload, async ({ ctx, http, admit }) => {
+      const batch = await uploadService.begin(ctx, http.params.uploadKey!, admit);
       refuseDeclaredOverLimit(http, batch.limits.maxBytes);
       // A failed check destroys the stream it reads; a pass-through keeps that from destroying the request (and the answer).
       const body = new PassThrough();
@@ -58,8 +63,8 @@ export function uploadRoutes({ config, pipeline, uploadService, logger }: Upload
 
   router.post(
     '/api/uploads/:uploadKey',
-    route(upload, async ({ ctx, http }) => {
-      const batch = await uploadService.begin(ctx, http.params.uploadKey!);
+    route(upload, async ({ ctx, http, admit }) => {
+      const batch = await uploadService.begin(ctx, http.params.uploadKey!, admit);
       refuseDeclaredOverLimit(http, batch.limits.maxBytes * batch.remainingFiles + MULTIPART_OVERHEAD_BYTES);
       const pending: Promise<void>[] = [];
       try {
@@ -75,8 +80,8 @@ export function uploadRoutes({ config, pipeline, uploadService, logger }: Upload
 
   router.get(
     '/api/files/:fileId',
-    route({ access: 'user' }, async ({ ctx, http }) => {
-      const { file, content } = await uploadService.open(ctx, http.params.fileId!);
+    route({ access: 'user', serves: BY_PURPOSE, kind: 'read' }, async ({ ctx, http, admit }) => {
+      const { file, content } = await uploadService.open(ctx, http.params.fileId!, admit);
       http.set('X-Content-Type-Options', 'nosniff');
       // Even a file a browser would render (say, a future HTML upload) runs nothing when opened from here.
       http.set('Content-Security-Policy', "default-src 'none'; sandbox");

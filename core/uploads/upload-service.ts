@@ -141,6 +141,8 @@ class Inspector extends Transform {
   }
 }
 
+type Purposes = Map<string, PurposeLimits & { group: string }>;
+
 /**
  * Upload keys, the files that come through them, and their bytes. A purpose
  * (say 'profile-picture') is declared with its limits; an operation issues a
@@ -153,31 +155,57 @@ export class UploadService {
   readonly #logger: Logger;
   readonly #maxBytes: number;
   readonly #keyTtlMs: number;
-  readonly #purposes = new Map<string, PurposeLimits>();
+  /** Every purpose with the group of the plugin that declared it: shared by the service and each plugin's view of it. */
+  readonly #purposes: Purposes;
+  /** The group whose purposes this view declares (`forGroup`); null for the core's own service. */
+  readonly #group: string | null;
+  readonly #deps: ConstructorParameters<typeof UploadService>[0];
   #sweeper?: NodeJS.Timeout;
   #sweeping?: Promise<unknown>;
 
-  constructor({ db, config, logger, fileStorage }: { db: Database; config: Config; logger: Logger; fileStorage: FileStorage }) {
+  constructor(
+    { db, config, logger, fileStorage }: { db: Database; config: Config; logger: Logger; fileStorage: FileStorage },
+    shared?: { purposes: Purposes; group: string },
+  ) {
     this.#db = db;
     this.#storage = fileStorage;
     this.#logger = logger;
     this.#maxBytes = config.uploadMaxBytes;
     this.#keyTtlMs = config.uploadKeyTtlSeconds * 1000;
+    this.#purposes = shared?.purposes ?? new Map();
+    this.#group = shared?.group ?? null;
+    this.#deps = { db, config, logger, fileStorage };
+  }
+
+  /**
+   * The service as one plugin receives it (core/app.ts): the purposes it
+   * declares belong to its group, so an upload or file of theirs serves that
+   * group to an API key's scopes (core/uploads/routes.ts).
+   */
+  forGroup(group: string): UploadService {
+    return new UploadService(this.#deps, { purposes: this.#purposes, group });
   }
 
   definePurpose(name: string, limits: PurposeLimits): void {
+    if (this.#group === null) throw new Error(`Upload purpose "${name}": purposes are declared by a plugin, through the uploadService it receives`);
     if (this.#purposes.has(name)) throw new Error(`Upload purpose "${name}" is already defined`);
     if (!(limits.maxBytes > 0 && limits.maxFiles >= 1 && limits.types.length > 0)) {
       throw new Error(`Upload purpose "${name}" needs a positive maxBytes, maxFiles of at least 1 and at least one type`);
     }
-    this.#purposes.set(name, { ...limits, types: limits.types.map(bareType) });
+    this.#purposes.set(name, { ...limits, types: limits.types.map(bareType), group: this.#group });
   }
 
   /** A purpose's limits with UPLOAD_MAX_BYTES applied. */
   limitsOf(purpose: string): PurposeLimits {
-    const limits = this.#purposes.get(purpose);
-    if (!limits) throw new Error(`Upload purpose "${purpose}" is not defined`);
+    const declared = this.#purposes.get(purpose);
+    if (!declared) throw new Error(`Upload purpose "${purpose}" is not defined`);
+    const { group: _group, ...limits } = declared;
     return { ...limits, maxBytes: Math.min(limits.maxBytes, this.#maxBytes) };
+  }
+
+  /** The group of the plugin that declared a purpose; null for one no loaded plugin declares (a file kept from before). */
+  groupOf(purpose: string): string | null {
+    return this.#purposes.get(purpose)?.group ?? null;
   }
 
   /** A new key for the calling user; only its hash is stored. */
@@ -200,9 +228,14 @@ export class UploadService {
     return { uploadKey, expiresAt };
   }
 
-  /** Starts receiving files through a key of the calling user; refuses before any byte is read. */
-  async begin(ctx: AuthenticatedContext, uploadKey: string): Promise<UploadBatch> {
+  /**
+   * Starts receiving files through a key of the calling user; refuses before
+   * any byte is read. `admit` is given the group of the key's purpose first,
+   * and may refuse by throwing.
+   */
+  async begin(ctx: AuthenticatedContext, uploadKey: string, admit: (group: string | null) => void | Promise<void> = () => undefined): Promise<UploadBatch> {
     const key = usableKey(await this.#findKey(ctx.em, ctx, uploadKey));
+    await admit(this.groupOf(key.purpose));
     const limits = this.limitsOf(key.purpose);
     const held = await ctx.em.count(StoredFile, { uploadKeyId: key.id });
     if (held >= limits.maxFiles) throw tooManyFiles(limits.maxFiles);
@@ -227,10 +260,19 @@ export class UploadService {
     });
   }
 
-  /** A finalized file of the caller's subscription and its bytes; NOT_FOUND otherwise. */
-  async open(ctx: AuthenticatedContext, fileId: string): Promise<{ file: StoredFile; content: Readable }> {
+  /**
+   * A finalized file of the caller's subscription and its bytes; NOT_FOUND
+   * otherwise. `admit` is given the group of the file's purpose before any
+   * byte is read, and may refuse by throwing.
+   */
+  async open(
+    ctx: AuthenticatedContext,
+    fileId: string,
+    admit: (group: string | null) => void | Promise<void> = () => undefined,
+  ): Promise<{ file: StoredFile; content: Readable }> {
     const file = isUuid(fileId) ? await ctx.em.findOne(StoredFile, { id: fileId, finalizedAt: { $ne: null } }) : null;
     if (!file) throw notFound(`File ${fileId} not found`);
+    await admit(this.groupOf(file.purpose));
     return { file, content: await this.#storage.get(file.storagePath) };
   }
 

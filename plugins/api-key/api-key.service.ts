@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import {
   ACROSS_TENANTS,
   digestsEqual,
+  forbidden,
   listOf,
   notFound,
   preparedRead,
@@ -191,7 +192,40 @@ export class ApiKeyService implements CredentialVerifier {
     return keys.map((key) => ({ id: key.id, userId: key.userId, description: key.description, isEnabled: key.isEnabled }));
   }
 
+  /**
+   * The principals these keys of a subscription stand for now, as
+   * authenticating with them would give (enabled keys of active users, their
+   * owner's role and the key's limits), by key id; what a key's webhook is
+   * delivered as.
+   */
+  async principalsOf(subscriptionId: string, ids: readonly string[]): Promise<Map<string, Principal>> {
+    const principals = new Map<string, Principal>();
+    if (ids.length === 0) return principals;
+    const keys = await this.#db.forkEm(subscriptionId).find(ApiKey, { id: { $in: [...ids] }, isEnabled: true });
+    for (const key of keys) {
+      const principal = await this.#principalOf(key);
+      if (principal) principals.set(key.id, principal);
+    }
+    return principals;
+  }
+
+  /** The principal of an enabled key: null when its user is gone or deactivated. */
+  async #principalOf(key: ApiKey): Promise<Principal | null> {
+    const holder = await this.#users.credentialHolder(key.subscriptionId, key.userId);
+    if (!holder?.isActive) return null;
+    return {
+      subscriptionId: key.subscriptionId,
+      userId: key.userId,
+      role: holder.role,
+      apiKeyId: key.id,
+      sessionId: null,
+      initialContext: key.initialContext ?? null,
+      ...limitsOf(key),
+    };
+  }
+
   async create(ctx: AuthenticatedContext, input: { description: string; initialContext: Record<string, unknown> | null } & KeyLimits): Promise<CreatedApiKey> {
+    await this.#withinCaller(ctx, { scopes: input.scopes ?? null, readOnly: input.readOnly ?? false, rateLimitPerMinute: input.rateLimitPerMinute ?? null });
     const prefix = `ak${randomBytes(7).toString('hex')}`;
     const fullKey = `${prefix}_${randomToken(32)}`;
     const key = ctx.em.create(ApiKey, {
@@ -236,6 +270,12 @@ export class ApiKeyService implements CredentialVerifier {
 
   async update(ctx: AuthenticatedContext, id: string, changes: ApiKeyChanges): Promise<ApiKeyRecord> {
     const key = await this.#own(ctx, id);
+    // The key as it would be after the change: a key may leave or make another only within itself.
+    await this.#withinCaller(ctx, {
+      scopes: changes.scopes !== undefined ? changes.scopes : (key.scopes ?? null),
+      readOnly: changes.readOnly ?? key.readOnly,
+      rateLimitPerMinute: changes.rateLimitPerMinute !== undefined ? changes.rateLimitPerMinute : (key.rateLimitPerMinute ?? null),
+    });
     if (changes.description !== undefined) key.description = changes.description;
     if (changes.initialContext !== undefined) key.initialContext = changes.initialContext;
     if (changes.isEnabled !== undefined) key.isEnabled = changes.isEnabled;
@@ -253,6 +293,31 @@ export class ApiKeyService implements CredentialVerifier {
     await ctx.em.remove(key).flush();
     await this.#credentials.changed({ apiKeyId: key.id });
     return { success: true };
+  }
+
+  /**
+   * A key never grants or lifts beyond itself: called with an API key, the
+   * key made or left by this call must be within the calling key's own
+   * limits (scopes it covers, read-only if it is, a rate limit no higher).
+   * Sessions, and keys without limits, are bounded by the role alone.
+   */
+  async #withinCaller(ctx: AuthenticatedContext, result: Required<KeyLimits>): Promise<void> {
+    if (ctx.apiKeyId === null) return;
+    const caller = await ctx.em.findOne(ApiKey, { id: ctx.apiKeyId });
+    if (!caller) throw unauthenticated('The API key of this call no longer exists');
+    const own = limitsOf(caller).limits;
+    if (!own) return;
+    if (own.scopes) {
+      const covered = (scope: string) => own.scopes!.includes(scope) || own.scopes!.includes(scope.split('.')[0]!);
+      const wider = result.scopes === null ? ['every group'] : result.scopes.filter((scope) => !covered(scope));
+      if (wider.length > 0) {
+        throw forbidden(`This API key may not grant beyond its own scopes (${own.scopes.join(', ')}): ${wider.join(', ')} is wider; give scopes within them`);
+      }
+    }
+    if (own.readOnly && !result.readOnly) throw forbidden('This API key is read-only: a key it makes or changes must be read-only too (readOnly: true)');
+    if (own.perMinute !== null && (result.rateLimitPerMinute === null || result.rateLimitPerMinute > own.perMinute)) {
+      throw forbidden(`This API key is limited to ${own.perMinute} calls a minute: a key it makes or changes must have a rateLimitPerMinute of at most that`);
+    }
   }
 
   async #own(ctx: AuthenticatedContext, id: string): Promise<ApiKey> {
@@ -293,18 +358,8 @@ export class ApiKeyService implements CredentialVerifier {
     const storedHash = Buffer.from(key.keyHash, 'hex');
     if (!digestsEqual(sha256(presented), storedHash)) throw unauthenticated('Invalid API key');
     if (!key.isEnabled) throw unauthenticated('API key is disabled');
-    const holder = await this.#users.credentialHolder(key.subscriptionId, key.userId);
-    if (!holder) throw unauthenticated('Invalid API key');
-    if (!holder.isActive) throw unauthenticated('The user of this API key is deactivated');
-    const principal: Principal = {
-      subscriptionId: key.subscriptionId,
-      userId: key.userId,
-      role: holder.role,
-      apiKeyId: key.id,
-      sessionId: null,
-      initialContext: key.initialContext ?? null,
-      ...limitsOf(key),
-    };
+    const principal = await this.#principalOf(key);
+    if (!principal) throw unauthenticated('The user of this API key is gone or deactivated');
     this.#cache.set(prefix, { principal, secretHash: storedHash, expiresAt: null, lastSeenAt: null }, readAt);
     return principal;
   }

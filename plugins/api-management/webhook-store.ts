@@ -6,6 +6,7 @@ import {
   type Database,
   type Keyring,
   type PluginServices,
+  type Principal,
   type SecretBox,
 } from 'rpc-service/plugin';
 import { ApiKeyWebhook, type WebhookStatus } from './webhook.entity.ts';
@@ -71,10 +72,20 @@ export class WebhookStore {
     return true;
   }
 
-  /** Enabled keys of a subscription with a verified webhook, by key id: who receives its events (no secret is opened). */
-  async recipients(subscriptionId: string): Promise<{ apiKeyId: string; userId: string }[]> {
-    const keys = await this.#enabledKeysWithVerifiedWebhooks(subscriptionId);
-    return keys.map((key) => ({ apiKeyId: key.id, userId: key.userId })).sort((a, b) => (a.apiKeyId < b.apiKeyId ? -1 : a.apiKeyId > b.apiKeyId ? 1 : 0));
+  /**
+   * Keys of a subscription with a verified webhook, sorted by key id, each
+   * with the principal it stands for now (an enabled key of an active user):
+   * who may receive its events, and with what rights (no secret is opened).
+   */
+  async recipients(subscriptionId: string): Promise<{ apiKeyId: string; principal: Principal }[]> {
+    const webhooks = await this.#deps.db.forkEm(subscriptionId).find(ApiKeyWebhook, { status: 'verified' }, { fields: ['apiKeyId'] });
+    const principals = await this.#deps.apiKeyService.principalsOf(
+      subscriptionId,
+      webhooks.map((webhook) => webhook.apiKeyId),
+    );
+    return [...principals]
+      .map(([apiKeyId, principal]) => ({ apiKeyId, principal }))
+      .sort((a, b) => (a.apiKeyId < b.apiKeyId ? -1 : a.apiKeyId > b.apiKeyId ? 1 : 0));
   }
 
   /** Where an enabled key's webhook goes now, whatever its status, with its secret opened; null without one. */

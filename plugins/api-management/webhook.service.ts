@@ -112,9 +112,11 @@ export class WebhookService {
   }
 
   /**
-   * A subscription's event becomes a delivery for each verified webhook (for
-   * an event meant for some users only, the webhooks of their keys), on the
-   * node that published it. One event at a time, in publication order.
+   * A subscription's event becomes a delivery for each verified webhook whose
+   * key hears it as its WebSocket would (`bus.hears`: an event meant for some
+   * users only reaches their keys; a scoped key, the events of its groups),
+   * with the key's rights as they are when the event is published. On the
+   * node that published it, one event at a time, in publication order.
    */
   onEvent(event: BusEvent): Promise<void> {
     if (!event.subscriptionId || event.origin !== this.#deps.bus.nodeId) return Promise.resolve();
@@ -124,9 +126,7 @@ export class WebhookService {
   }
 
   async #recordDeliveries(event: BusEvent, subscriptionId: string): Promise<void> {
-    const recipients = (await this.#deps.webhookStore.recipients(subscriptionId)).filter(
-      (recipient) => !event.userIds || event.userIds.includes(recipient.userId),
-    );
+    const recipients = (await this.#deps.webhookStore.recipients(subscriptionId)).filter(({ principal }) => this.#deps.bus.hears(principal, event));
     if (recipients.length === 0) return;
     const body = JSON.stringify({ id: event.id, type: event.name, timestamp: event.at, subscriptionId, data: event.payload } satisfies WebhookEvent);
     const firstAttemptAt = new Date(Date.now() + this.#deps.config.WEBHOOK_RETRY_SCHEDULE[0]! * 1000);

@@ -18,7 +18,8 @@ export function exportRoutes(router: Router, { http, checkpointService }: Checkp
     if (!found) throw new RpcError('NOT_FOUND', `${repository} is not a scope's repository: <scope>.git`);
     return found[1]!;
   };
-  const route = { access: 'user' } as const;
+  // A clone reads every checkpoint of the scope: what CheckpointRpc's reads give, so it serves that group.
+  const route = { access: 'user', serves: 'CheckpointRpc', kind: 'read' } as const;
   router.get(
     '/checkpoints/:repository/info/refs',
     http.route(route, async ({ ctx, http: exchange }) => {

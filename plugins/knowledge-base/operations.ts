@@ -236,7 +236,7 @@ export const deleteChunk = defineOperation({
 
 export const search = defineOperation({
   access: 'user',
-  kind: 'write',
+  kind: 'read',
   describe:
     'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
   result: v.array(

@@ -44,15 +44,18 @@ const probePlugin = definePlugin<ProbeDeps>({
   routes(router, { http }) {
     router.put(
       '/probe/duplicate/:id',
-      http.route({ access: 'user' }, ({ ctx, http: exchange }) => insertTwice(ctx, exchange.params.id!)),
+      http.route({ access: 'user', serves: 'PipelineProbeRpc', kind: 'write' }, ({ ctx, http: exchange }) => insertTwice(ctx, exchange.params.id!)),
     );
     router.get(
       '/probe/explode',
-      http.route({ access: 'user' }, () => Promise.reject(new Error('probe exploded'))),
+      http.route({ access: 'user', serves: 'PipelineProbeRpc', kind: 'read' }, () => Promise.reject(new Error('probe exploded'))),
     );
     router.get(
       '/probe/admin-only',
-      http.route({ access: 'admin' }, ({ http: exchange }) => void (exchange.body = { success: true, data: { fine: true } })),
+      http.route(
+        { access: 'admin', serves: 'PipelineProbeRpc', kind: 'read' },
+        ({ http: exchange }) => void (exchange.body = { success: true, data: { fine: true } }),
+      ),
     );
     router.get(
       '/probe/public',
