@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import ipaddr from 'ipaddr.js';
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger.ts';
 import type { Access, CookieOptions, Transport } from '../rpc/operation.ts';
@@ -28,27 +27,21 @@ export function clientIpOf(req: IncomingMessage, trustProxy: boolean): string {
   return forwarded ?? req.socket.remoteAddress ?? 'unknown';
 }
 
-/** Where a reverse proxy in front of the service usually connects from. */
-const PROXY_RANGES = new Set(['private', 'loopback', 'uniqueLocal', 'linkLocal', 'carrierGradeNat']);
-
-const isPrivateAddress = (address: string | undefined): boolean =>
-  address !== undefined && ipaddr.isValid(address) && PROXY_RANGES.has(ipaddr.process(address).range());
-
 /**
  * While TRUST_PROXY is off, looks for the mark of a proxy in front: a request
- * from a private or loopback peer carrying X-Forwarded-For. Every client then
- * has the proxy's address and shares its per-address limits (failed logins,
- * signups, code requests) with all the others; one warning says so, the first
- * time only.
+ * carrying X-Forwarded-For, from whatever peer (a proxy of the same network, or
+ * a CDN's public address). Every client then has the proxy's address and
+ * shares its per-address limits (failed logins, signups, code requests) with
+ * all the others; one warning says so, the first time only.
  */
 export function untrustedProxyCheck(trustProxy: boolean, logger: Logger): (req: IncomingMessage) => void {
   let pending = !trustProxy;
   return (req) => {
-    if (!pending || req.headers['x-forwarded-for'] === undefined || !isPrivateAddress(req.socket.remoteAddress)) return;
+    if (!pending || req.headers['x-forwarded-for'] === undefined) return;
     pending = false;
     logger.warn(
       { proxyAddress: req.socket.remoteAddress },
-      'Requests arrive through a proxy (X-Forwarded-For from a private address) while TRUST_PROXY is off: every client counts as the ' +
+      'Requests arrive through a proxy (they carry X-Forwarded-For) while TRUST_PROXY is off: every client counts as the ' +
         "proxy's address, so one client's failed logins or signups hold back all; set TRUST_PROXY=true if the proxy is yours",
     );
   };

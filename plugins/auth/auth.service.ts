@@ -77,8 +77,15 @@ export class AuthService {
     this.#lifecycle = deps.lifecycle;
   }
 
-  /** What signup would refuse, without creating anything. */
-  async preSignupValidate(input: { email: string; username: string; inviteCode?: string }): Promise<void> {
+  /**
+   * What signup would refuse, without creating anything. It tells whether an
+   * address or username has an account (and whether an invite code is good),
+   * so each call counts against the client address's signup checks.
+   */
+  async preSignupValidate(input: { email: string; username: string; inviteCode?: string }, clientIp: string): Promise<void> {
+    const checks = signupChecks(clientIp);
+    await this.#limiter.check([[checks, this.#config.signupCheckIpLimit]]);
+    await this.#limiter.hit([checks], this.#config.signupWindowSeconds);
     checkSignupRules(this.#config, input);
     await this.#requireInviteWhenNeeded(input.inviteCode);
     await this.#users.assertAvailable(input);
@@ -93,11 +100,16 @@ export class AuthService {
   async signup(input: SignupInput, clientIp: string): Promise<SessionGrant & { subscriptionId: string }> {
     // An invite is an administrator letting someone in, so only signups without one are counted.
     const byIp: Limit[] = input.inviteCode ? [] : [[RateLimiter.bucket('signup-ip', clientIp), this.#config.signupIpLimit]];
-    await this.#limiter.check(byIp);
+    // A signup refused as taken answers what preSignupValidate does, so it counts among the address's signup checks.
+    const checks = signupChecks(clientIp);
+    await this.#limiter.check([...byIp, [checks, this.#config.signupCheckIpLimit]]);
     checkSignupRules(this.#config, input);
     await this.#requireInviteWhenNeeded(input.inviteCode);
     this.#requireVerifications(input.verifications);
-    await this.#users.assertAvailable(input);
+    await this.#users.assertAvailable(input).catch(async (err: unknown) => {
+      await this.#limiter.hit([checks], this.#config.signupWindowSeconds);
+      throw err;
+    });
     if (input.inviteCode) await this.#invites.check(input.inviteCode);
 
     const proven = await this.#consumeVerifications(input, clientIp);
@@ -181,7 +193,9 @@ export class AuthService {
    * password or wrong, so a locked count is no oracle. The per-account and
    * per-address counts do not cover an account logging in from an address it
    * logged in from before: another account's failures, or failures from
-   * elsewhere, never lock a user out of their usual address.
+   * elsewhere, never lock a user out of their usual address. The per-address
+   * count covers only the accounts that address failed on: a flood from one
+   * address leaves every account it never tried one attempt from there.
    */
   async login(identifier: string, password: string, clientIp: string): Promise<SessionGrant> {
     const [row] = await this.#db.execute<LoginRow>(
@@ -196,14 +210,13 @@ export class AuthService {
     const byIp = RateLimiter.bucket('login-ip', clientIp);
     // Looked up for unknown names too (never found), so existing accounts take no longer.
     const known = (await this.#limiter.count(knownAddress(account, clientIp))) > 0;
+    // The address's own count covers only accounts it failed on: a flood from one address (every client, behind
+    // a proxy not trusted) leaves each account it never tried its first attempt from there.
+    const tried = !known && (await this.#limiter.count(fromHere)) > 0;
     await this.#limiter.check([
       [fromHere, loginFailureLimit],
-      ...(known
-        ? []
-        : ([
-            [byAccount, loginAccountFailureLimit],
-            [byIp, loginIpFailureLimit],
-          ] as const)),
+      ...(known ? [] : ([[byAccount, loginAccountFailureLimit]] as const)),
+      ...(tried ? ([[byIp, loginIpFailureLimit]] as const) : []),
     ]);
     const valid = row?.password_hash ? await verifyPassword(password, row.password_hash) : await burnPasswordCheck(password);
     if (!row || !valid) {
@@ -277,6 +290,9 @@ export class AuthService {
 }
 
 const accountOf = (userId: string): string => `user:${userId}`;
+
+/** Counts the answers to whether an address or username has an account, per client address (see preSignupValidate). */
+const signupChecks = (clientIp: string): string => RateLimiter.bucket('signup-check-ip', clientIp);
 
 /** Counts the sessions an account was given from an address (see login). */
 const knownAddress = (account: string, clientIp: string): string => RateLimiter.bucket('login-known', `${account} ${clientIp}`);

@@ -90,7 +90,12 @@ export const authSettings = v.pipe(
       'signups from one client address in a window (signups with an invite code are not counted)',
       '20',
     ),
-    SIGNUP_WINDOW_SECONDS: setting(env.integer('SIGNUP_WINDOW_SECONDS', 1, 7 * 86_400), 'the window of the signup limit', '3600'),
+    SIGNUP_CHECK_IP_LIMIT: setting(
+      env.integer('SIGNUP_CHECK_IP_LIMIT', 1, 100_000),
+      'signup checks from one client address in a window: preSignupValidate calls and signups refused as taken (each tells whether an address or username has an account)',
+      '60',
+    ),
+    SIGNUP_WINDOW_SECONDS: setting(env.integer('SIGNUP_WINDOW_SECONDS', 1, 7 * 86_400), 'the window of the signup limits', '3600'),
     OTP_REQUEST_LIMIT: setting(env.integer('OTP_REQUEST_LIMIT', 1, 100_000), 'one-time code requests per identifier in a window', '5'),
     OTP_REQUEST_IP_LIMIT: setting(env.integer('OTP_REQUEST_IP_LIMIT', 1, 100_000), 'one-time code requests per client address in a window', '30'),
     OTP_VERIFY_FAILURE_LIMIT: setting(
@@ -142,6 +147,7 @@ export const authSettings = v.pipe(
       /** Lower-case usernames nobody may sign up with. */
       signupReservedUsernames: splitList(e.SIGNUP_RESERVED_USERNAMES.toLowerCase()),
       signupIpLimit: e.SIGNUP_IP_LIMIT,
+      signupCheckIpLimit: e.SIGNUP_CHECK_IP_LIMIT,
       signupWindowSeconds: e.SIGNUP_WINDOW_SECONDS,
       otpRequestLimit: e.OTP_REQUEST_LIMIT,
       otpRequestIpLimit: e.OTP_REQUEST_IP_LIMIT,

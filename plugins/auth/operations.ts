@@ -23,11 +23,11 @@ const sessionGrant = { token: v.string(), expiresAt: wireTimestamp, user: USER_V
 export const preSignupValidate = defineOperation({
   access: 'public',
   kind: 'read',
-  describe: 'Check signup details (rules, uniqueness, invite code) without creating anything.',
+  describe: 'Check signup details (rules, uniqueness, invite code) without creating anything; counted per client address.',
   result: v.strictObject({ message: v.string() }),
   params: v.object({ email, username, inviteCode }),
-  handler: async ({ params, deps }) => {
-    await deps.authService.preSignupValidate(params);
+  handler: async ({ params, deps, transport }) => {
+    await deps.authService.preSignupValidate(params, transport.clientIp);
     return envelope({ message: 'The signup details are valid' });
   },
 });

@@ -24,7 +24,7 @@ describe('login and signup limits: one client cannot lock out another', () => {
       withNotes: false,
       plugins: ['auth', 'admin-user'],
       // LOGIN_FAILURE_LIMIT keeps its default of 10.
-      env: { TRUST_PROXY: 'true', LOGIN_IP_FAILURE_LIMIT: '12', LOGIN_ACCOUNT_FAILURE_LIMIT: '15', SIGNUP_IP_LIMIT: '3' },
+      env: { TRUST_PROXY: 'true', LOGIN_IP_FAILURE_LIMIT: '12', LOGIN_ACCOUNT_FAILURE_LIMIT: '15', SIGNUP_IP_LIMIT: '3', SIGNUP_CHECK_IP_LIMIT: '6' },
     });
   });
   after(() => t.close());
@@ -52,20 +52,45 @@ describe('login and signup limits: one client cannot lock out another', () => {
     assert.equal((await login(ann.name, PASSWORD, newAddress())).status, 200, 'ann from elsewhere');
   });
 
-  it('stops one address spraying wrong passwords across accounts, without an oracle, sparing accounts known there', async () => {
+  it('stops one address spraying wrong passwords across accounts, without an oracle, sparing accounts known there and those it never tried', async () => {
     const sprayer = newAddress();
     const regular = await signupFrom(sprayer); // logs in from that address every day
     const victims = [await signupFrom(), await signupFrom()];
+    const bystander = await signupFrom(); // never logged in from the sprayer's address, nor tried from it
     const targets = [...victims.map((victim) => victim.name), ...Array.from({ length: 10 }, () => uniqueName('nobody'))];
     for (const name of targets) assert.equal((await login(name, 'Summer2024!', sprayer)).status, 401, name);
 
-    // Past the address's limit a right password is refused like a wrong one, so guesses learn nothing.
+    // Past the address's limit a right password on an account it tried is refused like a wrong one, so guesses learn nothing.
     assertLimited(await login(victims[0]!.name, PASSWORD, sprayer), 900, 'a victim, right password');
     assertLimited(await login(victims[1]!.name, 'Winter2024!', sprayer), 900, 'a victim, wrong password');
-    assertLimited(await login(uniqueName('nobody'), 'Winter2024!', sprayer), 900, 'an unknown name');
+    // An account it never tried gets one try from there, not more.
+    const another = uniqueName('nobody');
+    assert.equal((await login(another, 'Winter2024!', sprayer)).status, 401, 'an unknown name, first try');
+    assertLimited(await login(another, 'Autumn2024!', sprayer), 900, 'an unknown name, second try');
 
     assert.equal((await login(regular.name, PASSWORD, sprayer)).status, 200, 'an account that logged in from there before');
+    assert.equal((await login(bystander.name, PASSWORD, sprayer)).status, 200, 'an account it never tried');
     assert.equal((await login(victims[0]!.name, PASSWORD, newAddress())).status, 200, 'the victim from elsewhere');
+  });
+
+  it('counts signup checks per address: preSignupValidate and signups refused as taken are no unlimited oracle of who has an account', async () => {
+    const prober = newAddress();
+    const taken = await signupFrom();
+    const checks = [`${taken.name}@example.com`, `${uniqueName('free')}@example.com`];
+    // Six checks from one address in the window (SIGNUP_CHECK_IP_LIMIT) answer as usual, a signup refused as taken among them.
+    for (let round = 0; round < 5; round++) {
+      const email = checks[round % 2]!;
+      const response = await t.call('AuthRpc.preSignupValidate', { email, username: uniqueName('probe') }, from(prober));
+      assert.equal(response.status, email === checks[0] ? 409 : 200, `check ${round + 1}`);
+    }
+    const refused = await t.call('AuthRpc.signup', { email: checks[0], username: uniqueName('probe'), password: PASSWORD }, from(prober));
+    assert.equal(refused.status, 409, 'a signup refused as taken');
+    // Then every check answers RATE_LIMITED, whether or not the address is taken.
+    assertLimited(await t.call('AuthRpc.preSignupValidate', { email: checks[0], username: uniqueName('probe') }, from(prober)), 3600, 'taken');
+    assertLimited(await t.call('AuthRpc.preSignupValidate', { email: checks[1], username: uniqueName('probe') }, from(prober)), 3600, 'free');
+    assertLimited(await t.call('AuthRpc.signup', { email: checks[0], username: uniqueName('probe'), password: PASSWORD }, from(prober)), 3600, 'signup');
+    // Another address is not held back.
+    assert.equal((await t.call('AuthRpc.preSignupValidate', { email: checks[1], username: uniqueName('probe') }, from(newAddress()))).status, 200);
   });
 
   it('stops wrong passwords on one account from many addresses, while its owner logs in from home', async () => {
@@ -105,13 +130,26 @@ describe('login and signup limits: one client cannot lock out another', () => {
 describe('a proxy in front while TRUST_PROXY is off', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ withNotes: false, plugins: ['auth'] });
+    t = await startTestApp({ withNotes: false, plugins: ['auth', 'admin-user'], env: { LOGIN_IP_FAILURE_LIMIT: '5' } });
   });
   after(() => t.close());
 
+  it('a flood of failed logins from the one address every client has does not lock out a user who never logged in', async () => {
+    const admin = await t.signup();
+    const name = uniqueName('newcomer');
+    await t.ok('AdminUserRpc.create', { email: `${name}@example.com`, username: name, password: PASSWORD, role: 'user' }, { token: admin.token });
+    const flooded = await t.signup();
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      const target = attempt % 2 ? uniqueName('nobody') : flooded.user.username;
+      assert.equal((await t.call('AuthRpc.login', { identifier: target, password: `wrong ${attempt}` })).status, 401, `attempt ${attempt}`);
+    }
+    assert.equal((await t.call('AuthRpc.login', { identifier: name, password: PASSWORD })).status, 200, 'the newcomer, first login');
+    assert.equal((await t.call('AuthRpc.login', { identifier: flooded.user.username, password: PASSWORD })).status, 200, 'a user who signed up here');
+  });
+
   const warnings = () => t.logs.filter((line) => line.includes('TRUST_PROXY')).map((line) => JSON.parse(line));
 
-  it('is named in one warning, at the first request that carries X-Forwarded-For from a private address', async () => {
+  it('is named in one warning, at the first request that carries X-Forwarded-For', async () => {
     await t.ok('AuthRpc.getClientConfig');
     assert.deepEqual(warnings(), [], 'no warning without the header');
     for (const ip of ['203.0.113.7', '203.0.113.8']) await t.ok('AuthRpc.getClientConfig', {}, from(ip));
