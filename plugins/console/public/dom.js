@@ -1,4 +1,4 @@
-/* global document */
+/* global document, window */
 /**
  * Building the page from data: every text goes in as a text node (nothing is
  * parsed as HTML), and no element gets a style attribute (the page's CSP
@@ -118,10 +118,14 @@ export const failure = (error) =>
     error.code === 'FORBIDDEN' ? `Not allowed: ${error.message}` : `${error.message}${error.code ? ` (${error.code})` : ''}`,
   );
 
-/** A button that shows it is working while `action` runs, and the failure if it fails. */
-export function action(label, run, attributes = {}) {
+/**
+ * A button that shows it is working while `action` runs, and the failure if
+ * it fails; with `confirm` (a question), only once the reader has said yes.
+ */
+export function action(label, run, { confirm, ...attributes } = {}) {
   const button = h('button', { type: 'button', ...attributes }, label);
   button.addEventListener('click', async () => {
+    if (confirm && !window.confirm(confirm)) return;
     button.disabled = true;
     try {
       await run(button);

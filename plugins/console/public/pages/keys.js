@@ -64,10 +64,14 @@ export function keysPage() {
             action(
               'Delete',
               async () => {
-                await rpc('ApiKeyRpc.remove', { _id: key._id });
+                await rpc('ApiKeyRpc.delete', { _id: key._id });
                 await refresh();
               },
-              { class: 'danger', 'aria-label': `Delete key ${key.description}` },
+              {
+                class: 'danger',
+                'aria-label': `Delete key ${key.description}`,
+                confirm: `Delete the key "${key.description}"? Clients using it stop working at once.`,
+              },
             ),
         ],
       ],
