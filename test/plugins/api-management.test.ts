@@ -12,7 +12,8 @@ import { addUser } from '../support/users.ts';
 
 const SECRET = 'whsec-test-0123456789abcdef';
 const PLUGINS = ['auth', 'api-key', 'api-management', 'secrets'];
-const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', WEBHOOK_TEST_TIMEOUT_MS: '500', JOBS_POLL_MS: '500' };
+// The registration test's limit leaves a loaded machine room; the slow receiver below answers well past it.
+const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', WEBHOOK_TEST_TIMEOUT_MS: '4000', JOBS_POLL_MS: '500' };
 
 /** Checks a request as a receiver would, with the standardwebhooks package: signature, id and timestamp, and the X-Webhook-Secret header. */
 function verified(request: ReceivedRequest, secret = SECRET): { id: string; type: string; timestamp: string; subscriptionId: string; data: any } {
@@ -82,11 +83,11 @@ describe('ApiManagementRpc: webhooks', () => {
     const closed = await receiver();
     await closed.close();
     const failing = await receiver(() => ({ status: 500 }));
-    const slow = await receiver(() => ({ status: 200, delayMs: 1500 }));
+    const slow = await receiver(() => ({ status: 200, delayMs: 12_000 }));
     for (const [url, reason] of [
       [closed.url, /ECONNREFUSED|fetch failed/],
       [failing.url, /answered 500/],
-      [slow.url, /no answer within 500 ms/],
+      [slow.url, /no answer within 4000 ms/],
     ] as const) {
       const key = await keyWithWebhook(url);
       assert.equal(key.result.success, true);
