@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, readdirSync, statSync, type Dirent } from 'node:fs';
-import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, statSync, type Dirent } from 'node:fs';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -28,13 +28,10 @@ export interface ArchiveManifest {
   entries: ArchiveEntry[];
 }
 
-/** The file's SHA-256; `read` hears of each chunk's bytes, for a progress bar. */
-async function sha256(file: string, read: (bytes: number) => void = () => undefined): Promise<string> {
+/** The file's SHA-256. */
+async function sha256(file: string): Promise<string> {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-    hash.update(chunk);
-    read(chunk.length);
-  }
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) hash.update(chunk);
   return hash.digest('hex');
 }
 
@@ -142,11 +139,62 @@ export class Staging {
   }
 }
 
+/** The largest manifest.json read: it is held in memory, and about a million entries fit. */
+const MANIFEST_LIMIT = 256 * 1024 * 1024;
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/** A relative POSIX path of plain parts: not absolute, no empty, `.` or `..` part. */
+export function isPlainPath(relative: string): boolean {
+  return relative.length > 0 && !relative.includes('\0') && relative.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+}
+
 /**
- * Unpacks `from` into `into` and answers its manifest once `accept` took it
- * (format, kind) and every entry matched: a missing or altered entry, or a
- * file the manifest does not list, is refused. Progress: the archive's bytes
- * unpacked, then the entries' bytes checked.
+ * Where `relative`, a path an archive names, lies in `root`: refused unless it
+ * is a plain path that resolves inside `root`. Every file an archive puts in
+ * place is placed through here.
+ */
+export function inside(root: string, relative: string): string {
+  const target = path.resolve(root, relative);
+  const within = path.relative(path.resolve(root), target);
+  if (!isPlainPath(relative) || within === '' || within.startsWith('..') || path.isAbsolute(within)) {
+    throw new OperatorError(`${JSON.stringify(relative)} is not a path inside ${root}: the archive was altered`);
+  }
+  return target;
+}
+
+/** Why the manifest's entries are not a listing of files: each a plain path, listed once, with a size and a SHA-256, none inside another. */
+function entriesProblem(entries: unknown): string | undefined {
+  if (!Array.isArray(entries)) return 'its manifest lists no entries';
+  const files = new Set<string>();
+  const folders = new Set<string>();
+  for (const entry of entries as (Partial<ArchiveEntry> | null)[]) {
+    const { path: name, size, sha256: sum } = entry ?? {};
+    if (typeof name !== 'string' || name === 'manifest.json' || !isPlainPath(name))
+      return `its manifest lists an entry ${JSON.stringify(name)}, not a path inside the archive`;
+    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || typeof sum !== 'string' || !SHA256.test(sum)) {
+      return `its manifest gives ${name} no size and SHA-256`;
+    }
+    if (files.has(name)) return `its manifest lists ${name} twice`;
+    files.add(name);
+    const parts = name.split('/');
+    for (let depth = 1; depth < parts.length; depth++) folders.add(parts.slice(0, depth).join('/'));
+  }
+  const both = [...files].find((name) => folders.has(name));
+  return both === undefined ? undefined : `its manifest lists ${both} as a file and as a folder`;
+}
+
+/**
+ * Unpacks `from` into `into` (a new, empty folder) and answers its manifest.
+ * The archive is checked as it is read: its first member is manifest.json,
+ * taken by `accept` (format, kind) and checked (each entry a plain path, once)
+ * before any other member is written; each member after it must be a regular
+ * file the manifest lists, of the size it gives, and is hashed as it is
+ * written. The first thing out of place stops the reading there, so nothing
+ * beyond what the manifest announces reaches the disk: a member it does not
+ * list (or a second time), a link, a folder or a device, a size not its own,
+ * a checksum that does not match; then an entry it lists that never came.
+ * Every write has ended when it answers or throws, so the caller may remove
+ * `into` whole. Progress: the archive's bytes read.
  */
 export async function unpackChecked<M extends ArchiveManifest>(
   from: string,
@@ -157,33 +205,97 @@ export async function unpackChecked<M extends ArchiveManifest>(
 ): Promise<M> {
   if (!existsSync(from)) throw new OperatorError(`${from} does not exist`);
   const size = statSync(from).size;
+  let manifest: M | undefined;
+  let listed = new Map<string, ArchiveEntry>();
+  let members = 0;
+  const written = new Set<string>();
+  const writes: Promise<void>[] = [];
+  const stop = new AbortController();
+  let refusal: Error | undefined;
+  const parser = new tar.Parser({ strict: true });
+  const refuse = (error: unknown): void => {
+    refusal ??= error instanceof OperatorError ? error : new OperatorError(`${from} is not ${what}: ${(error as Error).message}`);
+    stop.abort(refusal);
+    parser.abort(refusal);
+  };
+  const altered = (why: string) => new OperatorError(`${from} ${why}: it is not ${what}, or it was altered`);
+
+  /** The first member: the manifest, read whole (it is small) and checked before the next member is read (the parser waits for its end). */
+  const readManifest = (member: tar.ReadEntry): void => {
+    if (member.path !== 'manifest.json' || member.type !== 'File' || member.size > MANIFEST_LIMIT) {
+      throw new OperatorError(`${from} has no readable manifest.json: it is not ${what}`);
+    }
+    const chunks: Buffer[] = [];
+    member.on('data', (chunk: Buffer) => chunks.push(chunk));
+    member.on('end', () => {
+      try {
+        let read: unknown;
+        try {
+          read = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          read = undefined;
+        }
+        if (read === null || typeof read !== 'object' || Array.isArray(read))
+          throw new OperatorError(`${from} has no readable manifest.json: it is not ${what}`);
+        accept(read as M);
+        const problem = entriesProblem((read as M).entries);
+        if (problem) throw altered(problem);
+        listed = new Map((read as M).entries.map((entry) => [entry.path, entry]));
+        manifest = read as M;
+      } catch (error) {
+        refuse(error);
+      }
+    });
+  };
+
+  /** Any later member: a file the manifest lists, written where it says, hashed on the way; a byte beyond its size stops it. */
+  const unpackMember = (member: tar.ReadEntry): void => {
+    const entry = listed.get(member.path);
+    if (!entry || written.has(member.path)) throw altered(`holds ${member.path}, which its manifest does not list${entry ? ' twice' : ''}`);
+    if (member.type !== 'File' && member.type !== 'OldFile') throw altered(`holds ${member.path} as a ${member.type}, not a file`);
+    if (member.size !== entry.size) throw altered(`holds ${member.path} of ${member.size} bytes where its manifest says ${entry.size}`);
+    written.add(member.path);
+    const file = inside(into, member.path);
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const damaged = () => new OperatorError(`${from}: ${entry.path} does not match its checksum: the archive is damaged or was altered`);
+    const checked = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        bytes += chunk.length;
+        if (bytes > entry.size) return done(damaged());
+        hash.update(chunk);
+        done(null, chunk);
+      },
+      flush(done) {
+        done(bytes === entry.size && hash.digest('hex') === entry.sha256 ? null : damaged());
+      },
+    });
+    writes.push(pipeline(member, checked, createWriteStream(file, { flags: 'wx', mode: 0o600 }), { signal: stop.signal }).catch(refuse));
+  };
+
+  parser.on('entry', (member: tar.ReadEntry) => {
+    try {
+      if (refusal) member.resume();
+      else if (members++ === 0) readManifest(member);
+      else if (!manifest) member.resume();
+      else unpackMember(member);
+    } catch (error) {
+      member.resume();
+      refuse(error);
+    }
+  });
   report({ label: 'unpacking', done: 0, total: size, unit: 'bytes' });
   await pipeline(
     createReadStream(from),
     counter((done) => report({ label: 'unpacking', done, total: size, unit: 'bytes' })),
-    tar.extract({ cwd: into, strict: true }),
-  ).catch((error: Error) => {
-    throw new OperatorError(`${from} is not ${what}: ${error.message}`);
-  });
-  let manifest: M;
-  try {
-    manifest = JSON.parse(await readFile(path.join(into, 'manifest.json'), 'utf8')) as M;
-  } catch {
-    throw new OperatorError(`${from} has no readable manifest.json: it is not ${what}`);
-  }
-  accept(manifest);
-  const listed = new Set(manifest.entries.map((entry) => entry.path));
-  const unlisted = filesUnder(into).filter((file) => file !== 'manifest.json' && !listed.has(file));
-  if (unlisted.length > 0) throw new OperatorError(`${from} holds files its manifest does not list (${unlisted.slice(0, 3).join(', ')}): it was altered`);
-  const total = manifest.entries.reduce((sum, entry) => sum + entry.size, 0);
-  let checked = 0;
-  report({ label: 'checking', done: 0, total, unit: 'bytes' });
-  for (const entry of manifest.entries) {
-    const file = path.join(into, entry.path);
-    const read = (bytes: number) => report({ label: 'checking', done: (checked += bytes), total, unit: 'bytes' });
-    if (!existsSync(file) || statSync(file).size !== entry.size || (await sha256(file, read)) !== entry.sha256) {
-      throw new OperatorError(`${from}: ${entry.path} does not match its checksum: the archive is damaged or was altered`);
-    }
-  }
+    parser,
+  ).catch((error: Error) => refuse(error));
+  if (refusal) stop.abort(refusal);
+  await Promise.all(writes);
+  if (refusal) throw refusal;
+  if (!manifest) throw new OperatorError(`${from} has no readable manifest.json: it is not ${what}`);
+  const missing = [...listed.keys()].filter((name) => !written.has(name));
+  if (missing.length > 0) throw altered(`lacks ${missing.slice(0, 3).join(', ')}, which its manifest lists`);
   return manifest;
 }

@@ -16,7 +16,7 @@ import { PGLITE_START_PARAMS } from '../db/pglite.ts';
 import { createLogger } from '../logger.ts';
 import type { Plugin } from '../plugin/define.ts';
 import { CORE_VERSION } from '../version.ts';
-import { appliedMigrations, filesUnder, migrationsOf, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
+import { appliedMigrations, filesUnder, inside, migrationsOf, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand, type Report } from './command.ts';
 import { namePlugins, pluginVersions, type PluginVersion } from './plugins.ts';
 
@@ -198,7 +198,23 @@ export interface RestoreResult {
   migrated: number;
 }
 
-/** Unpacks and checks the archive: a newer format, a missing or altered entry, or an entry the manifest does not list is refused. */
+/** Where a backup's entries go: its database, its master key, and DATA_DIR's files (what dataFiles carries). */
+function misplacedEntry(entries: readonly { path: string }[]): string | undefined {
+  return entries.find(({ path: name }) => {
+    // Not a path at all: unpackChecked says so.
+    if (typeof name !== 'string') return false;
+    if (name === 'database/embedded.tar.gz' || name === 'database/postgresql.dump' || name === 'keys/master.key') return false;
+    const [top, first] = name.split('/');
+    return top !== 'data' || first === undefined || NOT_DATA.has(first) || first.startsWith('.');
+  })?.path;
+}
+
+/**
+ * Unpacks and checks the archive: a newer format, a missing or altered entry,
+ * an entry the manifest does not list, or one outside a backup's layout (a
+ * file for DATA_DIR's database folder, its master key or its control socket,
+ * a path outside DATA_DIR) is refused.
+ */
 const unpack = (from: string, into: string, report: Report): Promise<Manifest> =>
   unpackChecked<Manifest>(
     from,
@@ -212,6 +228,12 @@ const unpack = (from: string, into: string, report: Report): Promise<Manifest> =
           `${from} is backup format ${manifest.format}, newer than this version reads (${BACKUP_FORMAT}): restore it with rpc-service ${manifest.serviceVersion} or later`,
         );
       }
+      const misplaced = Array.isArray(manifest.entries) ? misplacedEntry(manifest.entries) : undefined;
+      if (misplaced !== undefined) throw new OperatorError(`${from} lists ${JSON.stringify(misplaced)}, which is no place in a backup: it was altered`);
+      const database = `database/${manifest.database.kind === 'pglite' ? 'embedded.tar.gz' : 'postgresql.dump'}`;
+      const needed = [database, ...(manifest.masterKey === 'included' ? ['keys/master.key'] : [])];
+      const lacking = needed.find((name) => !manifest.entries?.some((entry) => entry.path === name));
+      if (lacking) throw new OperatorError(`${from} lists no ${lacking}: it is not a whole backup archive`);
     },
     report,
   );
@@ -365,7 +387,7 @@ export async function restore(config: Config, { from, force = false, allowMissin
     let done = 0;
     if (force) for (const file of dataFiles(config.dataDir)) await rm(path.join(config.dataDir, file), { force: true });
     for (const entry of data) {
-      const target = path.join(config.dataDir, entry.path.slice('data/'.length));
+      const target = inside(config.dataDir, entry.path.slice('data/'.length));
       await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       await copyFile(path.join(staging, entry.path), target);
       done += entry.size;

@@ -4,7 +4,7 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
-import { IsolationLevel } from '@mikro-orm/core';
+import { IsolationLevel, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { App } from '../app.ts';
 import { CORE_VERSION } from '../version.ts';
@@ -205,7 +205,31 @@ export interface TenantImportResult {
   files: number;
 }
 
-/** Unpacks and checks a tenant export: another kind of archive, a newer format or an altered entry is refused. */
+/** The entries of a tenant export: the manifest names each one's place and what it may hold. */
+const TENANT_ENTRY =
+  /^(?:keys\.json|tables\/[a-z][a-z0-9_]{0,62}\.ndjson|files\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|folders\/\d+\/.+)$/;
+
+/** Why a tenant manifest's own listing (tables, folders, entries) is not one tenant export writes. */
+function tenantManifestProblem(manifest: TenantManifest): string | undefined {
+  const { tables, folders, entries } = manifest;
+  if (!Array.isArray(tables) || !Array.isArray(folders) || !Array.isArray(entries)) return 'its manifest lists no tables, folders or entries';
+  const listed = new Set(entries.map((entry) => entry?.path));
+  const misplaced = [...listed].find((name) => typeof name === 'string' && !TENANT_ENTRY.test(name));
+  if (misplaced !== undefined) return `its manifest lists ${JSON.stringify(misplaced)}, which is no place in a tenant export`;
+  if (!listed.has('keys.json')) return 'its manifest lists no keys.json';
+  const names = new Set<string>();
+  for (const table of tables as Partial<TenantManifest['tables'][number]>[]) {
+    const { name, rows } = table ?? {};
+    if (typeof name !== 'string' || typeof rows !== 'number' || !Number.isSafeInteger(rows) || rows < 0 || names.has(name))
+      return 'its manifest lists its tables wrong';
+    names.add(name);
+    if (rows > 0 && !listed.has(`tables/${name}.ndjson`)) return `its manifest lists no tables/${name}.ndjson for the ${rows} rows of ${name}`;
+  }
+  if (folders.some((folder) => typeof folder !== 'string')) return 'its manifest lists its folders wrong';
+  return undefined;
+}
+
+/** Unpacks and checks a tenant export: another kind of archive, a newer format, an altered entry or one out of a tenant export's layout is refused. */
 const unpack = (from: string, into: string, report: Report): Promise<TenantManifest> =>
   unpackChecked<TenantManifest>(
     from,
@@ -216,10 +240,58 @@ const unpack = (from: string, into: string, report: Report): Promise<TenantManif
       if (typeof manifest.format !== 'number' || manifest.format > TENANT_FORMAT) {
         throw new OperatorError(`${from} is tenant export format ${manifest.format}, newer than this version reads (${TENANT_FORMAT})`);
       }
-      if (!UUID.test(manifest.subscriptionId)) throw new OperatorError(`${from}: the manifest names no subscription`);
+      if (typeof manifest.subscriptionId !== 'string' || !UUID.test(manifest.subscriptionId))
+        throw new OperatorError(`${from}: the manifest names no subscription`);
+      const problem = tenantManifestProblem(manifest);
+      if (problem) throw new OperatorError(`${from}: ${problem}: it was altered`);
     },
     report,
   );
+
+/**
+ * What a row of these tables must hold besides its tenant column, being the
+ * subscription's: a file's bytes are read and deleted at `storage_path`
+ * (core/uploads/upload-service.ts), so a row naming another file's place
+ * would serve or delete another tenant's bytes.
+ */
+const ROW_RULES: Record<string, (row: Record<string, unknown>, subscriptionId: string) => string | undefined> = {
+  core_file: (row, subscriptionId) =>
+    row.storage_path === `${subscriptionId}/${String(row.id)}` ? undefined : `its storage_path ${JSON.stringify(row.storage_path)} is not the file's own`,
+};
+
+/**
+ * The rows of a table in an unpacked tenant export, one at a time, each
+ * checked to be the subscription's: an object whose tenant column (the
+ * table's key, here, not the archive's) is the manifest's subscription, and
+ * that follows the table's rule above; as many as the manifest says. The
+ * archive's checksums only show it was not damaged on the way: whoever made
+ * it could write any row, so anything else refuses the whole archive.
+ */
+async function* tenantRows(from: string, staging: string, table: TenantTable, rows: number, subscriptionId: string): AsyncGenerator<Record<string, unknown>> {
+  const file = `tables/${table.name}.ndjson`;
+  const refused = (line: number, why: string) =>
+    new OperatorError(`${from}: line ${line} of ${file} ${why}: the archive was altered, and nothing of it was imported`);
+  let line = 0;
+  for await (const text of createInterface({ input: createReadStream(path.join(staging, file)), crlfDelay: Infinity })) {
+    line++;
+    let row: unknown;
+    try {
+      row = JSON.parse(text);
+    } catch {
+      throw refused(line, 'is not a row');
+    }
+    if (row === null || typeof row !== 'object' || Array.isArray(row)) throw refused(line, 'is not a row');
+    const record = row as Record<string, unknown>;
+    if (record[table.key] !== subscriptionId) {
+      throw refused(line, `is a row of ${table.key} ${JSON.stringify(record[table.key])}, not of the subscription ${subscriptionId} the archive moves`);
+    }
+    const broken = ROW_RULES[table.name]?.(record, subscriptionId);
+    if (broken) throw refused(line, broken);
+    yield record;
+  }
+  if (line !== rows)
+    throw new OperatorError(`${from}: ${file} holds ${line} rows where its manifest says ${rows}: the archive was altered, and nothing of it was imported`);
+}
 
 /**
  * `tenant import`: refused when the subscription exists here, a table is
@@ -252,11 +324,20 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
       } catch {
         throw new OperatorError(`${keyFile} does not open the data keys of ${from}: it is the key of another export`);
       }
+      // Every row is checked before anything is written; the files' bytes go only where the files' rows say.
+      const fileIds = new Set<string>();
+      for (const table of manifest.tables.filter((candidate) => candidate.rows > 0)) {
+        for await (const row of tenantRows(from, staging, here.get(table.name)!, table.rows, subscriptionId)) {
+          if (table.name === 'core_file') fileIds.add(String(row.id));
+        }
+      }
+      const stray = manifest.entries.find((entry) => entry.path.startsWith('files/') && !fileIds.has(entry.path.slice('files/'.length)));
+      if (stray) throw new OperatorError(`${from}: ${stray.path} is the bytes of none of its files: the archive was altered`);
 
       const folders = [...tenantData(app).folders, { name: FILES_FOLDER, path: path.join(app.config.dataDir, 'files') }];
       let files = 0;
       for (const entry of manifest.entries.filter((candidate) => candidate.path.startsWith('files/'))) {
-        const storagePath = `${subscriptionId}/${path.basename(entry.path)}`;
+        const storagePath = `${subscriptionId}/${entry.path.slice('files/'.length)}`;
         await app.fileStorage.put(storagePath, createReadStream(path.join(staging, entry.path)));
         stored.push(storagePath);
         files++;
@@ -274,36 +355,45 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
       }
 
       let rows = 0;
-      await db.forkEm(null).transactional(async (em) => {
-        for (const key of keys) {
-          await em.execute(`insert into ${DATA_KEYS} (id, subscription_id, wraps, created_at) values (?, ?, ?::jsonb, now())`, [
-            key.id,
-            key.subscription_id,
-            JSON.stringify(key.wraps),
-          ]);
-        }
-        for (const [index, table] of manifest.tables.entries()) {
-          if (table.rows === 0) continue;
-          const columns = (await insertableColumns(em, table.name)).map(quoted).join(', ');
-          const lines = createInterface({ input: createReadStream(path.join(staging, 'tables', `${table.name}.ndjson`)) });
-          let batch: string[] = [];
-          const flush = async () => {
-            if (batch.length === 0) return;
-            await em.execute(
-              `insert into ${quoted(table.name)} (${columns}) select ${columns} from json_populate_recordset(null::${quoted(table.name)}, ?::json)`,
-              [`[${batch.join(',')}]`],
-            );
-            rows += batch.length;
-            batch = [];
-          };
-          for await (const line of lines) {
-            batch.push(line);
-            if (batch.length === BATCH) await flush();
+      let table = DATA_KEYS;
+      await db
+        .forkEm(null)
+        .transactional(async (em) => {
+          for (const key of keys) {
+            await em.execute(`insert into ${DATA_KEYS} (id, subscription_id, wraps, created_at) values (?, ?, ?::jsonb, now())`, [
+              key.id,
+              key.subscription_id,
+              JSON.stringify(key.wraps),
+            ]);
           }
-          await flush();
-          report({ label: 'records', done: index + 1, total: manifest.tables.length, unit: 'items' });
-        }
-      });
+          for (const [index, listed] of manifest.tables.entries()) {
+            if (listed.rows === 0) continue;
+            table = listed.name;
+            const columns = (await insertableColumns(em, table)).map(quoted).join(', ');
+            let batch: string[] = [];
+            const flush = async () => {
+              if (batch.length === 0) return;
+              await em.execute(`insert into ${quoted(table)} (${columns}) select ${columns} from json_populate_recordset(null::${quoted(table)}, ?::json)`, [
+                `[${batch.join(',')}]`,
+              ]);
+              rows += batch.length;
+              batch = [];
+            };
+            // Read and checked again, and inserted as checked: written out anew, a row holds each column once.
+            for await (const row of tenantRows(from, staging, here.get(table)!, listed.rows, subscriptionId)) {
+              batch.push(JSON.stringify(row));
+              if (batch.length === BATCH) await flush();
+            }
+            await flush();
+            report({ label: 'records', done: index + 1, total: manifest.tables.length, unit: 'items' });
+          }
+        })
+        .catch((error: unknown) => {
+          // A key unique across the installation (an e-mail, a username, an API key's prefix, a sign-in provider's account) held by another tenant here.
+          if (!(error instanceof UniqueConstraintViolationException)) throw error;
+          const constraint = (error as { constraint?: string }).constraint ?? table;
+          throw new OperatorError(`${from}: a row of ${table} is already in this installation (${constraint}): nothing of the archive was imported`);
+        });
       return { subscriptionId, rows, files };
     } catch (error) {
       for (const target of placed) await rm(target, { recursive: true, force: true });
