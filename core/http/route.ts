@@ -6,7 +6,7 @@ import type { AuthenticatedContext, Principal, RequestContext } from '../rpc/con
 import { errorBody } from '../rpc/dispatch.ts';
 import type { RpcError } from '../rpc/errors.ts';
 import type { Access, OperationKind } from '../rpc/operation.ts';
-import type { OperationSite, RequestPipeline } from '../rpc/pipeline.ts';
+import { NO_GROUP, type OperationSite, type RequestPipeline } from '../rpc/pipeline.ts';
 import { answerDuringBody } from './read-body.ts';
 
 export interface RouteArgs<A extends Access> {
@@ -109,7 +109,7 @@ export function pipelineRoute<A extends Access>(
       const admit = async (group: string | null): Promise<void> => {
         if (admitted) throw new Error(`${what} admitted its caller twice`);
         // An unknown owner is no group at all, which no scope names (unlike the service's own, `serves: null`).
-        pipeline.admitOperation(site(group ?? UNOWNED), principal);
+        pipeline.admitOperation(site(group ?? NO_GROUP), principal);
         admitted = true;
       };
       await handler({ ctx: pipeline.context(requestId, principal) as RouteArgs<A>['ctx'], http, caller: principal, admit });
@@ -131,9 +131,6 @@ export function pipelineRoute<A extends Access>(
 
 /** The group of the first operation a route serves (a scope naming any of them, or their groups, admits). */
 const groupOf = (operations: readonly string[]): string => operations[0]!.slice(0, operations[0]!.indexOf('.'));
-
-/** No group's name (groups end in `Rpc`). */
-const UNOWNED = '(no group)';
 
 const describeServes = (serves: Serves): string =>
   serves === null ? 'the service' : typeof serves === 'string' ? serves : 'perRequest' in serves ? serves.perRequest : serves.join(', ');

@@ -153,7 +153,7 @@ export class RequestPipeline {
     if (event.userIds && !event.userIds.includes(principal.userId)) return false;
     const group = this.#eventGroups.get(event.name);
     // An event of no plugin's catalogue (one a tenant named, say) belongs to no group: only keys without scopes hear it.
-    return this.permits({ method: event.name, group: group ?? UNOWNED, access: 'user', kind: 'read', operations: 'any' }, principal);
+    return this.permits({ method: event.name, group: group ?? NO_GROUP, access: 'user', kind: 'read', operations: 'any' }, principal);
   }
 
   /**
@@ -190,8 +190,8 @@ export class RequestPipeline {
   }
 }
 
-/** No group's name (groups end in `Rpc`): what an event of no plugin belongs to. */
-const UNOWNED = '(no group)';
+/** No group's name (groups end in `Rpc`): what an event, upload or file of no loaded plugin belongs to, which no scope names. */
+export const NO_GROUP = '(no group)';
 
 /** Whether a key's scopes name the site: its group, itself, or one of the operations it serves. */
 function inScope(scopes: readonly string[], site: OperationSite): boolean {
