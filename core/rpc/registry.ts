@@ -1,4 +1,5 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
 import type { GenericSchema } from 'valibot';
 import type { Access, Operation, OperationKind } from './operation.ts';
 
@@ -51,6 +52,112 @@ export function jsonSchemaOf(schema: GenericSchema): Record<string, unknown> {
   return rest;
 }
 
+type Dataset = { value: unknown; typed: boolean; issues?: v.BaseIssue<unknown>[] };
+type Run = (this: AnySchema, dataset: Dataset, config: v.Config<v.BaseIssue<unknown>>) => Dataset;
+
+/** What strictParams reads of a valibot schema: each kind has some of these, and its run reads them from `this`. */
+type AnySchema = GenericSchema & {
+  pipe?: (GenericSchema | { kind: string })[];
+  entries: Record<string, GenericSchema>;
+  item: GenericSchema;
+  wrapped: GenericSchema;
+  options: GenericSchema[];
+  items: GenericSchema[];
+  value: GenericSchema;
+  getter: (input: unknown) => GenericSchema;
+};
+
+/** Schemas around one other schema, under `wrapped` (their runs read it from `this`). */
+const WRAPPERS = new Set(['optional', 'nullable', 'nullish', 'undefinedable', 'exact_optional', 'non_optional', 'non_nullable', 'non_nullish']);
+
+const strictSchemas = new WeakMap<object, AnySchema>();
+
+/**
+ * The schema with every `v.object` strict: a key it does not declare is a
+ * VALIDATION_ERROR naming it ("Received unknown parameter: secret"), where
+ * valibot's `v.object` drops it silently, so a typo in a field name is never
+ * answered as a success. Nested objects follow, through optional, arrays,
+ * unions, records' values and lazy schemas; what declares its keys open
+ * (`v.record`, `v.looseObject`, `v.objectWithRest`) stays open. The JSON
+ * Schema of an object made strict says `additionalProperties: false`.
+ * Applied to every operation's params as the registry is built, so each
+ * door (both envelopes, MCP, the in-process caller) refuses alike.
+ */
+export function strictParams(schema: GenericSchema): GenericSchema {
+  const known = strictSchemas.get(schema);
+  if (known) return known;
+  const made = strictened(schema as AnySchema);
+  strictSchemas.set(schema, made);
+  return made;
+}
+
+function strictened(schema: AnySchema): AnySchema {
+  // A pipe runs its items from a closure: the first (its schema) and any later schema are made strict, the actions kept.
+  if (Array.isArray(schema.pipe)) {
+    const [first, ...rest] = schema.pipe;
+    const items = rest.map((item) => (item.kind === 'schema' ? strictParams(item as GenericSchema) : item));
+    return v.pipe(strictParams(first as GenericSchema), ...(items as [])) as unknown as AnySchema;
+  }
+  switch (schema.type) {
+    case 'object':
+      return strictObject(schema);
+    case 'strict_object':
+    case 'loose_object':
+    case 'object_with_rest':
+      return { ...schema, entries: strictEntries(schema.entries) };
+    case 'array':
+      return { ...schema, item: strictParams(schema.item) };
+    case 'union':
+    case 'variant':
+    case 'intersect':
+      return { ...schema, options: schema.options.map((option) => strictParams(option)) };
+    case 'tuple':
+      return { ...schema, items: schema.items.map((item) => strictParams(item)) };
+    case 'record':
+      return { ...schema, value: strictParams(schema.value) };
+    case 'lazy': {
+      const { getter } = schema;
+      return { ...schema, getter: (input: unknown) => strictParams(getter(input)) };
+    }
+    default:
+      return WRAPPERS.has(schema.type) ? { ...schema, wrapped: strictParams(schema.wrapped) } : schema;
+  }
+}
+
+const strictEntries = (entries: Record<string, GenericSchema>): Record<string, GenericSchema> =>
+  Object.fromEntries(Object.entries(entries).map(([key, entry]) => [key, strictParams(entry)]));
+
+/** A `v.object` that also refuses every key it does not declare, each named in an issue of its own. */
+function strictObject(schema: AnySchema): AnySchema {
+  const run = schema['~run'] as Run;
+  const made: Record<string, unknown> = {
+    ...schema,
+    // strict_object is what it now is: its JSON Schema then says additionalProperties: false.
+    type: 'strict_object',
+    entries: strictEntries(schema.entries),
+    '~run'(this: AnySchema, dataset: Dataset, config: v.Config<v.BaseIssue<unknown>>): Dataset {
+      const input = dataset.value;
+      const checked = run.call(this, dataset, config);
+      if (typeof input !== 'object' || input === null || Array.isArray(input)) return checked;
+      for (const key of Object.keys(input)) {
+        if (Object.hasOwn(this.entries, key)) continue;
+        const value = (input as Record<string, unknown>)[key];
+        (checked.issues ??= []).push({
+          kind: 'schema',
+          type: 'strict_object',
+          input: key,
+          expected: 'never',
+          received: JSON.stringify(key),
+          message: `Received unknown parameter: ${key}`,
+          path: [{ type: 'object', origin: 'key', input: input as Record<string, unknown>, key, value }],
+        });
+      }
+      return checked;
+    },
+  };
+  return made as unknown as AnySchema;
+}
+
 /** The operation table, frozen at boot: nothing can add a method after the server starts. */
 export function buildRegistry<P extends OperationSource>(plugins: readonly P[], depsOf: (plugin: P) => object): Registry {
   const table = new Map<string, RegisteredOperation>();
@@ -68,7 +175,7 @@ export function buildRegistry<P extends OperationSource>(plugins: readonly P[], 
           pluginId: plugin.id,
           access: operation.access,
           describe: operation.describe,
-          params: operation.params,
+          params: strictParams(operation.params),
           result: operation.result,
           kind: operation.kind,
           handler: operation.handler,

@@ -165,6 +165,15 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     assert.match(positional.json.error.message, /by name/);
   });
 
+  it('refuses unknown params with -32602 naming them, as the spec envelope does', async () => {
+    const response = await rpc(call('ProbeRpc.nested', { person: { name: 'Ann', age: 3, nick: 'A' }, tags: [], mode: 'a', colour: 'red' }, 5));
+    assert.equal(response.json.error.code, -32602);
+    assert.deepEqual(response.json.error.data.issues, [
+      { path: 'person.nick', message: 'Received unknown parameter: nick' },
+      { path: 'colour', message: 'Received unknown parameter: colour' },
+    ]);
+  });
+
   it('authenticates as the spec envelope does: no credential, a bad key, a role too low', async () => {
     const none = await rpc(call('NoteRpc.list', {}), {});
     assert.equal(none.status, 200);

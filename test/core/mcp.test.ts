@@ -87,6 +87,13 @@ describe('MCP at /mcp', () => {
       ['text'],
     );
     await assert.rejects(client.callTool({ name: 'NopeRpc_nothing', arguments: {} }), /Unknown tool/);
+    // An argument the tool does not declare is refused, naming it, and nothing is written.
+    const typo = await client.callTool({ name: 'NoteRpc_add', arguments: { text: 'with a typo', colour: 'red' } });
+    assert.equal(typo.isError, true);
+    const typoError = JSON.parse((typo.content as { text: string }[])[0]!.text);
+    assert.deepEqual([typoError.code, typoError.issues], ['VALIDATION_ERROR', [{ path: 'colour', message: 'Received unknown parameter: colour' }]]);
+    const notes = await t.ok('NoteRpc.list', {}, { token: admin.token });
+    assert.ok(!notes.data.some((note: { text: string }) => note.text === 'with a typo'));
   });
 
   /** Posts raw JSON-RPC to /mcp as a Streamable HTTP client would, with the given credential. */

@@ -43,6 +43,12 @@ describe('OpenRPC', () => {
     );
     assert.equal(create['x-access'], 'user');
     assert.equal(create['x-kind'], 'write');
+    // Params refuse keys they do not declare, nested objects included; a map of the caller's keys stays open.
+    const memory = document.methods
+      .find((method: { name: string }) => method.name === 'MemoryRpc.saveMemory')
+      .params.find((param: { name: string }) => param.name === 'memory');
+    assert.equal(memory.schema.additionalProperties, false);
+    assert.deepEqual(memory.schema.properties.metadata.additionalProperties, {});
     const add = document.methods.find((method: { name: string }) => method.name === 'NoteRpc.add');
     assert.equal(add.result.schema.type, 'object');
     assert.ok(add.result.schema.properties._id, 'the record schema reaches the document');

@@ -85,6 +85,51 @@ describe('RPC envelope and errors', () => {
     assert.deepEqual(missing.body.data.issues.map((issue: { path: string }) => issue.path).sort(), ['mode', 'person', 'tags']);
   });
 
+  it('refuses unknown params with VALIDATION_ERROR naming each, nested ones by path, changing nothing; records stay open', async () => {
+    const as = { token: admin.token };
+    const keys = async () => (await t.ok('ApiKeyRpc.getData', {}, as)).totalCount;
+    const before = await keys();
+    const typo = await t.call('ApiKeyRpc.create', { description: 'typo', secret: 'mine', scope: ['NoteRpc'] }, as);
+    assert.deepEqual([typo.status, typo.body.data.code], [400, 'VALIDATION_ERROR']);
+    assert.deepEqual(typo.body.data.issues, [
+      { path: 'secret', message: 'Received unknown parameter: secret' },
+      { path: 'scope', message: 'Received unknown parameter: scope' },
+    ]);
+    assert.equal(typo.body.data.error, 'Invalid params: secret: Received unknown parameter: secret; scope: Received unknown parameter: scope');
+    assert.equal(await keys(), before, 'nothing was created');
+
+    // Beside the other issues, and inside nested objects.
+    const nested = await t.call('ProbeRpc.nested', { person: { name: 'Ann', age: 'old', nick: 'A' }, tags: [], mode: 'a' }, as);
+    assert.deepEqual(nested.body.data.issues.map((issue: { path: string }) => issue.path).sort(), ['person.age', 'person.nick']);
+    // A record's keys are the caller's own: metadata takes any, while the memory beside it takes only its fields.
+    const memory = (fields: object) => t.call('MemoryRpc.saveMemory', { scope: 'user', memory: { content: 'Deploys on Tuesday.', ...fields } }, as);
+    assert.equal((await memory({ metadata: { team: 'ops', anything: { at: 'all' } } })).status, 200);
+    assert.deepEqual((await memory({ colour: 'red' })).body.data.issues, [{ path: 'memory.colour', message: 'Received unknown parameter: colour' }]);
+
+    // The in-process caller refuses alike.
+    const caller = t.app.createCaller({
+      subscriptionId: admin.subscriptionId,
+      userId: admin.user._id,
+      role: 'admin',
+      apiKeyId: null,
+      sessionId: null,
+      initialContext: {},
+    });
+    await assert.rejects(caller.call('ApiKeyRpc.create', { description: 'in process', secret: 'mine' }), (error: { code: string; issues: unknown }) => {
+      assert.equal(error.code, 'VALIDATION_ERROR');
+      assert.deepEqual(error.issues, [{ path: 'secret', message: 'Received unknown parameter: secret' }]);
+      return true;
+    });
+    assert.equal(await keys(), before);
+
+    // GET /api/rpc says so: no property beyond those listed, at every level that declares its keys.
+    const listing = await (await fetch(`${t.url}/api/rpc`)).json();
+    const params = listing.data.operations.find((operation: { method: string }) => operation.method === 'MemoryRpc.saveMemory').params;
+    assert.equal(params.additionalProperties, false);
+    assert.equal(params.properties.memory.additionalProperties, false);
+    assert.deepEqual(params.properties.memory.properties.metadata.additionalProperties, {});
+  });
+
   it('answers UNAUTHENTICATED without a credential', async () => {
     const response = await t.call('ProbeRpc.bare');
     assert.equal(response.status, 401);

@@ -112,7 +112,7 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         method: 'AuthRpc.signup',
-        params: { email: 'owner@example.com', username: 'fileowner', password: 'a long enough password', subscriptionName: 'Files' },
+        params: { email: 'owner@example.com', username: 'fileowner', password: 'a long enough password' },
       }),
     });
     owner = (await signup.json()).data;

@@ -114,7 +114,6 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
       email: 'owner@acme.example',
       username: 'acme-owner',
       password: 'a long enough password',
-      subscriptionName: 'Acme',
     });
     subscriptionId = signup.user.subscriptionId;
     session = { authorization: `Bearer ${signup.token}` };

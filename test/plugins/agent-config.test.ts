@@ -144,7 +144,6 @@ describe('AgentConfigRpc', () => {
         capabilities: { search: { enabled: true, connectors: ['web'] } },
         voiceEnabled: true,
         ttsModel: 'gpt-4o-mini-tts',
-        projectId: 'ignored',
       },
       as(member.token),
     );
@@ -155,6 +154,8 @@ describe('AgentConfigRpc', () => {
     assert.deepEqual(updated.capabilities.computer, { browserAccess: false, terminalAccess: false });
     assert.equal(updated.personality.style, 'friendly', 'fields not given stay');
     assert.equal(updated.projectId, null);
+    const moved = await t.call('AgentConfigRpc.update', { _id: data[0]._id, projectId: 'sales' }, as(member.token));
+    assert.deepEqual(moved.body.data.issues, [{ path: 'projectId', message: 'Received unknown parameter: projectId' }]);
     assert.ok(Date.parse(updated.updatedAt) >= Date.parse(updated.createdAt));
     const again = await t.ok('AgentConfigRpc.update', { _id: data[0]._id, capabilities: { computer: { browserAccess: true } } }, as(member.token));
     assert.deepEqual(again.capabilities.search, { enabled: true, connectors: ['web'] });
