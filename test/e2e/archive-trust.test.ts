@@ -282,6 +282,20 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     assert.equal(file.status, 200, "the victim's file is still there");
   });
 
+  it('refuses a user whose e-mail another tenant here holds, naming the key', async () => {
+    const archive = await forge(unpacked, 'taken-email', (folder) => {
+      writeRows(
+        folder,
+        'auth_user',
+        rowsOf(folder, 'auth_user').map((row) => ({ ...row, email: 'owner@victim.example' })),
+      );
+    });
+    await importRefused(
+      archive,
+      /^Cannot import the tenant: \S+: a row of auth_user is already in this installation \(auth_user_email_key\): nothing of the archive was imported$/,
+    );
+  });
+
   it('refuses a tenant export with a member its manifest does not list, or a path out of its folder, at that member', async () => {
     const surplus = await forge(unpacked, 'surplus-member', () => undefined, { extra: [{ name: 'files/unlisted', filler: 64 << 20 }] });
     await importRefused(
