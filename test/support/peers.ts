@@ -57,8 +57,12 @@ export function codeIn(text: string): string {
   return match[1]!;
 }
 
-/** Polls until `read` returns a value (deliveries are asynchronous on the peer's side). */
-export async function eventually<T>(read: () => T | undefined | Promise<T | undefined>, timeoutMs = 3000): Promise<T> {
+/**
+ * Polls until `read` returns a value (deliveries are asynchronous on the peer's side). The default wait is long: it
+ * ends as soon as the value comes, so only a failing test pays for it, while a loaded 2-core machine may take
+ * seconds to poll a job and deliver.
+ */
+export async function eventually<T>(read: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
