@@ -29,12 +29,13 @@ describe('the generated TypeScript client (clients/typescript) against a live se
   let owner: Awaited<ReturnType<TestApp['signup']>>;
 
   before(async () => {
-    // A short login-failure window, so the real service's 429 (with its Retry-After) passes within the test.
+    // A short login-failure window, so the real service's 429 (with its Retry-After) passes within the test, yet long
+    // enough that the failed logins and the refused one fall inside it on a loaded machine.
     t = await startTestApp({
       withNotes: false,
       env: {
         LOGIN_FAILURE_LIMIT: '2',
-        LOGIN_FAILURE_WINDOW_SECONDS: '2',
+        LOGIN_FAILURE_WINDOW_SECONDS: '10',
         PUSH_VAPID_SUBJECT: 'mailto:ops@example.com',
         TELEPHONY_PROVIDER: 'local',
         TELEPHONY_EXTENSIONS: '100-102',
