@@ -6,8 +6,12 @@ import { defaults } from '../../config/defaults.ts';
 import type { Logger } from '../logger.ts';
 import { modulePath, needsTypeScript } from '../paths.ts';
 
-/** Tasks that talk to the host a thread runs at once: most of their time they wait for its answers. */
-const CONVERSATIONS_PER_THREAD = 16;
+/**
+ * Threads for tasks that talk to the host, per thread of CPU-bound work:
+ * such a task spends most of its time waiting for the host's answers, and
+ * holds its thread alone (see #conversationPool).
+ */
+const CONVERSATION_THREADS_PER_WORKER = 4;
 
 /**
  * How a task failed: its code threw (`threw`); its caller stopped it, and
@@ -36,6 +40,8 @@ export interface WorkerPoolOptions {
   memoryMb?: number;
   /** A task still running after this long is stopped with its thread, unless its caller passes a signal of its own. */
   taskTimeoutMs?: number;
+  /** Threads for tasks that talk to the host (`port`); CONVERSATION_THREADS_PER_WORKER × size by default. */
+  conversationThreads?: number;
   logger: Logger;
 }
 
@@ -46,29 +52,54 @@ export interface WorkerPoolOptions {
  */
 export class WorkerPool {
   readonly #piscina: Piscina;
-  readonly #conversations: Piscina;
+  #conversations: Piscina | undefined;
+  readonly #conversationThreads: number;
+  readonly #resourceLimits: { maxOldGenerationSizeMb: number };
   readonly #taskTimeoutMs: number;
   readonly #logger: Logger;
 
-  constructor({ size, memoryMb = defaults.workerMaxMemoryMb, taskTimeoutMs = defaults.workerTaskTimeoutMs, logger }: WorkerPoolOptions) {
+  constructor({
+    size,
+    memoryMb = defaults.workerMaxMemoryMb,
+    taskTimeoutMs = defaults.workerTaskTimeoutMs,
+    conversationThreads = size * CONVERSATION_THREADS_PER_WORKER,
+    logger,
+  }: WorkerPoolOptions) {
     this.#logger = logger;
     this.#taskTimeoutMs = taskTimeoutMs;
-    const resourceLimits = { maxOldGenerationSizeMb: memoryMb };
+    this.#resourceLimits = { maxOldGenerationSizeMb: memoryMb };
+    this.#conversationThreads = conversationThreads;
     // Threads start on first use and end when idle, so an idle service holds none.
-    this.#piscina = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, resourceLimits });
-    // Tasks that wait for the host (a workflow asking for an effect) run on threads of their own, several at once,
-    // so that they never hold a thread CPU-bound work is waiting for.
-    this.#conversations = new Piscina({
-      minThreads: 0,
-      maxThreads: size,
-      idleTimeout: 30_000,
-      concurrentTasksPerWorker: CONVERSATIONS_PER_THREAD,
-      resourceLimits,
-    });
+    this.#piscina = new Piscina({ minThreads: 0, maxThreads: size, idleTimeout: 30_000, resourceLimits: this.#resourceLimits });
   }
 
   get size(): number {
     return this.#piscina.options.maxThreads;
+  }
+
+  /** How many tasks that talk to the host run at once; more wait in piscina's line, first come first served. */
+  get conversationThreads(): number {
+    return this.#conversationThreads;
+  }
+
+  /**
+   * The threads of tasks that wait for the host (a workflow asking for an
+   * effect), apart, so that they never hold a thread CPU-bound work is
+   * waiting for; made on the first such task. Each task holds its thread
+   * alone: every such task can be stopped (it has a signal), and piscina's
+   * balancer hands a task that can be stopped only to an idle thread, as
+   * stopping it ends the thread. All of them are kept started (minThreads),
+   * and piscina starts another at once in place of one stopped: a task
+   * stopped for its time costs the next task no wait for a new thread
+   * (which takes seconds on a loaded machine).
+   */
+  #conversationPool(): Piscina {
+    this.#conversations ??= new Piscina({
+      minThreads: this.#conversationThreads,
+      maxThreads: this.#conversationThreads,
+      resourceLimits: this.#resourceLimits,
+    });
+    return this.#conversations;
   }
 
   /**
@@ -86,7 +117,7 @@ export class WorkerPool {
       const task = typeScript ? { file: pathToFileURL(file).href, data } : data;
       // piscina types transferList with its own Transferable, which Node's MessagePort is at run time but not by name.
       return (await (port
-        ? this.#conversations.run(task, { filename, transferList: [port] as never, signal: stop })
+        ? this.#conversationPool().run(task, { filename, transferList: [port] as never, signal: stop })
         : this.#piscina.run(task, { filename, signal: stop }))) as T;
     } catch (error) {
       throw this.#failure(worker, error, stop);
@@ -112,7 +143,7 @@ export class WorkerPool {
 
   /** Lets running tasks finish, then stops the threads. */
   async close(): Promise<void> {
-    await Promise.all([this.#piscina.close(), this.#conversations.close()]);
+    await Promise.all([this.#piscina.close(), this.#conversations?.close()]);
     this.#logger.debug('worker pool drained');
   }
 }

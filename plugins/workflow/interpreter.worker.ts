@@ -2,8 +2,9 @@ import type { MessagePort } from 'node:worker_threads';
 import jsonata from 'jsonata';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 import type { Step } from './instance.entity.ts';
-import { templateParts, type NodeConfig } from './node-types.ts';
-import { CLOCK, EXPRESSION_LIMITS } from './interpreter-limits.ts';
+// Types only: node-types.ts loads the service's SDK, which this thread does without.
+import type { NodeConfig } from './node-types.ts';
+import { CLOCK, EXPRESSION_LIMITS, templateParts } from './interpreter-limits.ts';
 
 /** Where a run stands: the node it is at, its variables and arguments, and the nodes run so far. */
 export interface RunState {

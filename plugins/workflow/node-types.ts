@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type jsonataModule from 'jsonata';
 import * as v from 'valibot';
 import { defineExtensionPoint, type AuthenticatedContext } from 'rpc-service/plugin';
+import { templateParts } from './interpreter-limits.ts';
 
 /**
  * What a node of a workflow graph does is its type's: a config schema,
@@ -76,9 +77,6 @@ export const template = (label: string) =>
       }
     }),
   );
-
-/** The expressions of a template's `{{ ... }}` parts. */
-export const templateParts = (text: string): string[] => [...text.matchAll(/\{\{(.*?)\}\}/gs)].map((match) => match[1]!.trim());
 
 /** JSONata, loaded when a workflow's expressions are first checked: a service that never writes one does not hold it (the interpreter's worker loads its own). */
 let jsonata: typeof jsonataModule | undefined;
