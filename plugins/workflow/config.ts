@@ -37,6 +37,26 @@ export const workflowSettings = v.object({
     'times a run may be started again at the same point after its thread or node was lost (out of memory, a crash) before it fails',
     '3',
   ),
+  WORKFLOW_RUNNING_PER_SUBSCRIPTION: setting(
+    env.integer('WORKFLOW_RUNNING_PER_SUBSCRIPTION', 1, 1000),
+    "parts of one subscription's workflow runs that hold a thread at once, on each node (never all the pool's threads for runs: one is left to the others)",
+    '4',
+  ),
+  WORKFLOW_RUNNING_PER_USER: setting(
+    env.integer('WORKFLOW_RUNNING_PER_USER', 1, 1000),
+    "parts of one user's workflow runs that hold a thread at once, on each node",
+    '2',
+  ),
+  WORKFLOW_QUEUED_PER_SUBSCRIPTION: setting(
+    env.integer('WORKFLOW_QUEUED_PER_SUBSCRIPTION', 0, 100_000),
+    'runs of one subscription that may wait for a thread, on each node; executeWorkflow past it is refused (RATE_LIMITED)',
+    '100',
+  ),
+  WORKFLOW_QUEUED_PER_USER: setting(
+    env.integer('WORKFLOW_QUEUED_PER_USER', 0, 100_000),
+    'runs of one user that may wait for a thread, on each node; executeWorkflow past it is refused (RATE_LIMITED)',
+    '20',
+  ),
   WORKFLOW_HTTP_TIMEOUT_MS: setting(
     env.integer('WORKFLOW_HTTP_TIMEOUT_MS', 100, 600_000),
     'how long an http node waits for an answer, in milliseconds',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { context, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { context, trace, type Context } from '@opentelemetry/api';
 import {
   defineRecord,
   notFound,
@@ -22,10 +22,12 @@ import {
 import type { WorkflowConfig } from './config.ts';
 import type { NodeEffects } from './effects.ts';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
-import { WorkflowInstance, type InstanceStatus, type Step } from './instance.entity.ts';
+import { WorkflowInstance, type InstanceStatus } from './instance.entity.ts';
 import { CLOCK, EXPRESSION_LIMITS } from './interpreter-limits.ts';
 import type { Checkpoint, EffectReply, EffectRequest, RunOutcome, RunState, RunTask } from './interpreter.worker.ts';
 import { PendingEvent } from './pending-event.entity.ts';
+import { RunQueue } from './run-queue.ts';
+import { failed, nodeAttributes, recordSteps, tracer } from './run-spans.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
 const INTERPRETER = modulePath(import.meta.url, './interpreter.worker.ts');
@@ -39,14 +41,6 @@ const LEASE_MS = 15_000;
 
 /** A part of a run as the host sees it: an outcome, or its thread lost under it (out of memory, or stopped for another part on it). */
 type PartOutcome = RunOutcome | { status: 'lost'; reason: string; progressed: boolean };
-
-/**
- * Spans of runs and their nodes, in the trace of the call or job that runs
- * them. Without a tracer provider (the service's tracing is off) they are
- * @opentelemetry/api's no-op spans.
- */
-const tracer = trace.getTracer('rpc-service.workflow');
-const failed = (span: Span) => span.setStatus({ code: SpanStatusCode.ERROR });
 
 /** A run as its statements name it: the subscription with the id. */
 interface RunKey {
@@ -84,6 +78,8 @@ export class WorkflowRunner {
   readonly #logger: Logger;
   /** Parts of runs under way in this process, awaited on shutdown. */
   readonly #active = new Set<Promise<unknown>>();
+  /** The line runs wait in for a thread of the pool. */
+  readonly #queue: RunQueue;
 
   constructor(deps: {
     db: Database;
@@ -107,6 +103,7 @@ export class WorkflowRunner {
     this.#workflows = deps.workflowService;
     this.#config = deps.config;
     this.#logger = deps.logger;
+    this.#queue = new RunQueue(deps.pool.conversationThreads, deps.config);
   }
 
   /**
@@ -117,6 +114,8 @@ export class WorkflowRunner {
   async executeWorkflow(ctx: AuthenticatedContext, identifier: string, args: Record<string, unknown>): Promise<ExecuteResult> {
     const workflow = await this.#workflows.findByIdentifier(ctx.em, identifier);
     const start = workflow.nodes.find((node) => node.type === 'start')!;
+    // Its place in line, taken before the run is made: refused (RATE_LIMITED) when the caller's line is full.
+    const ticket = this.#queue.enter(ctx.subscriptionId, ctx.userId, { refuseWhenFull: true });
     const now = new Date();
     const instance = ctx.em.create(WorkflowInstance, {
       id: randomUUID(),
@@ -142,8 +141,14 @@ export class WorkflowRunner {
       updatedAt: now,
       finishedAt: null,
     });
-    await ctx.em.flush();
-    const ended = await this.#within(this.#drive(ctx.subscriptionId, instance.id), this.#config.WORKFLOW_EXECUTE_WAIT_MS);
+    await ctx.em.flush().catch((error: unknown) => {
+      ticket.leave();
+      throw error;
+    });
+    // Its first part takes this place up (#part); one that never comes to it (its user inactive, say) gives it back.
+    this.#queue.hold(instance.id, ticket);
+    const driven = this.#drive(ctx.subscriptionId, instance.id).finally(() => this.#queue.release(instance.id));
+    const ended = await this.#within(driven, this.#config.WORKFLOW_EXECUTE_WAIT_MS);
     if (ended?.status === 'completed') return { result: { status: 'completed', output: ended.output, instanceId: instance.id } };
     if (ended?.status === 'failed') throw new RpcError('WORKFLOW_FAILED', `Workflow ${workflow.name} failed (run ${instance.id}): ${ended.error}`);
     return { status: 'waiting', instanceId: instance.id };
@@ -457,7 +462,11 @@ export class WorkflowRunner {
       // The worker-side type of the port (node:worker_threads) is the same object the channel made here.
       port: port2 as unknown as MessagePort,
     };
+    // Its turn in line for a thread (its lease renewed meanwhile by the watch above).
+    const ticket = this.#queue.placeOf(instance);
     try {
+      // Cancelled while it waited: it takes no thread, and #drive keeps the cancel, not this outcome.
+      if ((await ticket.turn) && !(await this.#stillRunning(em, instance))) return { status: 'failed', error: 'cancelled', state, steps: [] };
       return await this.#pool.run<RunOutcome>(INTERPRETER, task, { port: port2, signal: stop.signal });
     } catch (error) {
       if (!(error instanceof WorkerTaskError) || error.failure === 'threw') throw error;
@@ -468,10 +477,16 @@ export class WorkflowRunner {
       const steps = [...last.steps, { node: at, type, at: new Date().toISOString(), status: 'failed' as const, error: message }];
       return { status: 'failed', error: message, state: last.state, steps };
     } finally {
+      ticket.leave();
       clearInterval(watch);
       port1.close();
       await saving;
     }
+  }
+
+  async #stillRunning(em: EntityManager, run: RunKey): Promise<boolean> {
+    const rows = await em.execute(`select id from workflow_instance where subscription_id = ? and id = ? and status = 'running'`, [run.subscriptionId, run.id]);
+    return rows.length === 1;
   }
 
   /** Counts a part of the run started, before it starts (a crash then still counts it); null when the run is no longer running. */
@@ -569,22 +584,5 @@ export class WorkflowRunner {
     } finally {
       clearTimeout(timer);
     }
-  }
-}
-
-const nodeAttributes = (node: string, type: string) => ({ 'workflow.node.id': node, 'workflow.node.type': type });
-
-/** Spans of the part's nodes that ran on its thread alone, each from the step before it (or the part's start) to its own. */
-function recordSteps(part: Span, steps: readonly Step[], began: Date, hostNodes: ReadonlySet<string>): void {
-  const parent = trace.setSpan(context.active(), part);
-  let from = began;
-  for (const step of steps) {
-    const at = new Date(step.at);
-    if (!hostNodes.has(step.node)) {
-      const span = tracer.startSpan(`workflow node ${step.type}`, { attributes: nodeAttributes(step.node, step.type), startTime: from }, parent);
-      if (step.status === 'failed') failed(span);
-      span.end(at);
-    }
-    from = at;
   }
 }

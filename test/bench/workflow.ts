@@ -19,6 +19,10 @@ import { TEST_MASTER_KEY } from '../support/harness.ts';
  *       as the service runs it, against one thread running it in this
  *       process; and executeWorkflow end to end (the run kept in the embedded
  *       database) through the in-process caller;
+ *   (1d) fairness: a trivial run of one tenant, p50 and p95 from its request
+ *       to its end, while a user of another tenant loops runs whose regular
+ *       expression backtracks for ever (BENCH_ATTACKERS at once, each again
+ *       as soon as its request gives up), against the aim: p95 under 1 s;
  *   (2) with BENCH_DATABASE_URL (PostgreSQL): the scheduler's firing delay,
  *       p50 and p99 of (fired at − due at), for 1,000 and then 10,000 tasks
  *       (BENCH_TASKS) due at the same moment, against the aims: p99 under
@@ -26,6 +30,8 @@ import { TEST_MASTER_KEY } from '../support/harness.ts';
  */
 const EXECUTIONS = Number(process.env.BENCH_EXECUTIONS ?? 2000);
 const END_TO_END = Number(process.env.BENCH_END_TO_END ?? 300);
+const ATTACKERS = Number(process.env.BENCH_ATTACKERS ?? 6);
+const VICTIM_RUNS = Number(process.env.BENCH_VICTIM_RUNS ?? 20);
 const TASK_COUNTS = (process.env.BENCH_TASKS ?? '1000,10000').split(',').map(Number);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 const INTERPRETER = fileURLToPath(new URL('../../plugins/workflow/interpreter.worker.ts', import.meta.url));
@@ -101,17 +107,18 @@ async function interpreterThroughput(): Promise<void> {
 
   console.log(`\nworkflow interpretation, a 20-node graph (set and condition nodes, JSONata), ${EXECUTIONS} executions`);
   console.log(`(1a) one thread                       ${oneThread.toFixed(0).padStart(8)} executions/s`);
-  console.log(`(1b) worker pool, ${size} threads          ${inPool.toFixed(0).padStart(8)} executions/s`);
-  console.log(`1b/1a = ${(inPool / oneThread).toFixed(2)}   (the pool's threads against one; at most ${size})`);
+  console.log(`(1b) worker pool, ${pool.conversationThreads} threads          ${inPool.toFixed(0).padStart(8)} executions/s`);
+  console.log(`1b/1a = ${(inPool / oneThread).toFixed(2)}   (the pool's threads against one; at most ${size}, the cores)`);
 }
 
-async function startApp(plugins: string[], databaseUrl?: string): Promise<App> {
+async function startApp(plugins: string[], databaseUrl?: string, env: Record<string, string> = {}): Promise<App> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-'));
   return createApp({
     config: loadConfig({
       DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       WORKFLOW_EXECUTE_WAIT_MS: '60000',
+      ...env,
       ...(databaseUrl ? { DATABASE_URL: databaseUrl, MASTER_KEY: TEST_MASTER_KEY } : {}),
     }),
     inMemoryDatabase: !databaseUrl,
@@ -147,6 +154,76 @@ async function endToEnd(): Promise<void> {
   }
 }
 
+async function fairness(): Promise<void> {
+  // The attacker's requests give up after 2 s, and it sends the next at once.
+  const app = await startApp(['auth', 'workflow'], undefined, { WORKFLOW_EXECUTE_WAIT_MS: '2000' });
+  try {
+    const attacker = app.createCaller(await signup(app));
+    const victim = app.createCaller(await signup(app));
+    const runaway = '$replace("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", /^(a+)+$/, "x")';
+    await attacker.call('WorkflowRpc.create', {
+      name: 'Runaway',
+      nodes: [
+        { id: 'start', type: 'start' },
+        { id: 'regex', type: 'set', config: { values: { s: runaway } } },
+        { id: 'done', type: 'end' },
+      ],
+      edges: [
+        { source: 'start', target: 'regex' },
+        { source: 'regex', target: 'done' },
+      ],
+    });
+    await victim.call('WorkflowRpc.create', {
+      name: 'Trivial',
+      nodes: [
+        { id: 'start', type: 'start' },
+        { id: 'done', type: 'end', config: { output: '{"ok": true}' } },
+      ],
+      edges: [{ source: 'start', target: 'done' }],
+    });
+    await victim.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Trivial' });
+    let attacking = true;
+    let refused = 0;
+    const loops = Array.from({ length: ATTACKERS }, async () => {
+      while (attacking) {
+        await attacker.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Runaway' }).catch(async (error: { code?: string }) => {
+          if (error.code !== 'RATE_LIMITED') throw error;
+          refused++;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        });
+      }
+    });
+    // The attacker's first runs hold their threads.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const times: number[] = [];
+    for (let index = 0; index < VICTIM_RUNS; index++) {
+      const started = performance.now();
+      let answer = await victim.call<any>('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Trivial' });
+      while (!answer.result) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const run = await victim.call<any>('WorkflowRpc.getInstance', { instanceId: answer.instanceId });
+        if (run.status !== 'running') answer = { result: run };
+      }
+      if (answer.result.status !== 'completed') throw new Error(`the victim's run did not complete: ${JSON.stringify(answer)}`);
+      times.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    attacking = false;
+    await Promise.all(loops);
+    // The attacker's runs whose requests gave up go on to their end (each stopped after 6 s) before the app closes.
+    while ((await attacker.call<any>('WorkflowRpc.listInstances', { status: 'running' })).totalCount > 0)
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    const p95 = percentile(times, 95);
+    console.log(`\nfairness: a trivial run of one tenant while a user of another loops ${ATTACKERS} runaway regular expressions at once, ${VICTIM_RUNS} runs`);
+    console.log(
+      `(1d) the trivial run, request to end   p50 ${percentile(times, 50).toFixed(0).padStart(5)} ms   p95 ${p95.toFixed(0).padStart(5)} ms   (attacker refused ${refused} times)`,
+    );
+    console.log(`p95 / 1000 ms aim = ${(p95 / 1000).toFixed(2)}`);
+  } finally {
+    await app.close();
+  }
+}
+
 async function firingDelay(baseUrl: string, tasks: number): Promise<void> {
   const scratch = await createScratchDatabase(baseUrl);
   const app = await startApp(['auth', 'scheduler'], scratch.url);
@@ -155,10 +232,10 @@ async function firingDelay(baseUrl: string, tasks: number): Promise<void> {
     const due = new Date(Date.now() + 5000);
     // Written straight into the table: creating 1,000 tasks through the operation would take longer than the 5 s before they are due.
     await app.deps.db.execute(
-      `insert into scheduler_task (id, subscription_id, user_id, created_by, name, description, schedule, time_zone, action_type, action_config, context, category, tags, enabled, next_run, last_run, created_at, updated_at)
-       select gen_random_uuid(), ?, ?, ?, 'Bench ' || n, null, ?, null, 'event', '{"eventName": "bench.fired", "eventData": {}}', '{}', 'user', '{}', true, ?, null, now(), now()
+      `insert into scheduler_task (id, subscription_id, user_id, created_by, authors, name, description, schedule, time_zone, action_type, action_config, context, category, tags, enabled, next_run, last_run, created_at, updated_at)
+       select gen_random_uuid(), ?, ?, ?, ?::jsonb, 'Bench ' || n, null, ?, null, 'event', '{"eventName": "bench.fired", "eventData": {}}', '{}', 'user', '{}', true, ?, null, now(), now()
        from generate_series(1, ?) as n`,
-      [principal.subscriptionId, principal.userId, principal.userId, `once:${due.toISOString()}`, due, tasks],
+      [principal.subscriptionId, principal.userId, principal.userId, JSON.stringify([{ userId: principal.userId }]), `once:${due.toISOString()}`, due, tasks],
     );
     const deadline = Date.now() + 60_000;
     for (;;) {
@@ -186,5 +263,6 @@ async function firingDelay(baseUrl: string, tasks: number): Promise<void> {
 
 await interpreterThroughput();
 await endToEnd();
+await fairness();
 if (DATABASE_URL) for (const tasks of TASK_COUNTS) await firingDelay(DATABASE_URL, tasks);
 else console.log('\n(2) scheduler firing delay: set BENCH_DATABASE_URL to a PostgreSQL');
