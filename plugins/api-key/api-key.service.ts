@@ -17,6 +17,7 @@ import {
   type Credentials,
   type CredentialVerifier,
   type Database,
+  type EntityManager,
   type Extensions,
   type Keyring,
   type ListEnvelope,
@@ -293,6 +294,17 @@ export class ApiKeyService implements CredentialVerifier {
     await ctx.em.remove(key).flush();
     await this.#credentials.changed({ apiKeyId: key.id });
     return { success: true };
+  }
+
+  /**
+   * Deletes every key of a user inside `em`'s transaction (the user's removal,
+   * or their account claimed by the owner of its address: `auth.lifecycle`);
+   * their webhooks are then ignored (plugins/api-management/README.md). The
+   * auth plugin announces the user's credentials changed once it commits, which
+   * drops the keys from every node's cache.
+   */
+  async removeAllOf(em: EntityManager, userId: string): Promise<void> {
+    await em.nativeDelete(ApiKey, { userId });
   }
 
   /**

@@ -1,5 +1,5 @@
 import { asClass } from 'awilix';
-import { definePlugin } from 'rpc-service/plugin';
+import { definePlugin, type EntityManager } from 'rpc-service/plugin';
 import { ApiKey } from './api-key.entity.ts';
 import { ApiKeyService } from './api-key.service.ts';
 import { DEPS, type ApiKeyDeps } from './deps.ts';
@@ -30,8 +30,11 @@ export const apiKeyPlugin = definePlugin<ApiKeyDeps>({
   extensionPoints: [recordFieldsPoint],
   extends: {
     'core.credentials': (deps) => [{ scheme: 'apiKey', verifier: deps.apiKeyService }],
-    // A removed user's keys go in the same transaction.
-    'auth.lifecycle': [{ userRemoved: async ({ em, userId }) => void (await em.nativeDelete(ApiKey, { userId })) }],
+    // A removed user's keys go in the same transaction, and so do the keys of an account its address's owner claims: someone else may hold them.
+    'auth.lifecycle': (deps) => {
+      const removeKeys = ({ em, userId }: { em: EntityManager; userId: string }) => deps.apiKeyService.removeAllOf(em, userId);
+      return [{ userRemoved: removeKeys, accountClaimed: removeKeys }];
+    },
   },
   operations: { getData, create, update, delete: remove },
   start: async ({ apiKeyService }) => void (await apiKeyService.resealLegacy()),

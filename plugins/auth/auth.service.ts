@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { badRequest, RateLimiter, unauthenticated, validationError, type AuthenticatedContext, type Database, type Limit } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import type { InviteCodeService } from './invite-code.service.ts';
+import type { JoinQuestion, JoinService } from './join.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from './password.ts';
 import { Session } from './session.entity.ts';
@@ -9,7 +10,7 @@ import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
 import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
-import { emailProof, type UserService } from './user.service.ts';
+import { emailProof, ownerProvedEmail, type UserService } from './user.service.ts';
 import { toUserView, type UserView } from './user-view.ts';
 import type { VerificationService } from './verification.service.ts';
 
@@ -53,6 +54,7 @@ interface Deps {
   verificationService: VerificationService;
   inviteCodeService: InviteCodeService;
   lifecycle: Lifecycle;
+  joinService: JoinService;
 }
 
 /** Signup, login (password or one-time code) and session inspection. */
@@ -65,6 +67,7 @@ export class AuthService {
   readonly #codes: VerificationService;
   readonly #invites: InviteCodeService;
   readonly #lifecycle: Lifecycle;
+  readonly #join: JoinService;
 
   constructor(deps: Deps) {
     this.#db = deps.db;
@@ -75,6 +78,7 @@ export class AuthService {
     this.#codes = deps.verificationService;
     this.#invites = deps.inviteCodeService;
     this.#lifecycle = deps.lifecycle;
+    this.#join = deps.joinService;
   }
 
   /**
@@ -227,8 +231,14 @@ export class AuthService {
     return this.#loginAs(row, 'password', clientIp);
   }
 
-  /** Passwordless login: a consumed code sent to the e-mail address or phone of an existing user. */
-  async loginWithCode(otpRequestId: string, code: string, clientIp: string): Promise<SessionGrant> {
+  /**
+   * Passwordless login: a consumed code sent to the e-mail address or phone
+   * of an existing user. A code sent to the address proves the person owns
+   * it, but an account whose owner never proved that address may have been
+   * made by someone else (an administrator, who chose its password): the
+   * person is asked first (a JoinQuestion; joinWithCode when they join).
+   */
+  async loginWithCode(otpRequestId: string, code: string, clientIp: string): Promise<SessionGrant | JoinQuestion> {
     const proven = await this.#codes.consume(otpRequestId, code, clientIp, 'login');
     const rows = await this.#db.execute<LoginRow>(
       proven.channel === 'email'
@@ -238,23 +248,29 @@ export class AuthService {
     );
     if (rows.length !== 1) throw unauthenticated('No account matches this verified address');
     const [row] = rows as [LoginRow];
-    if (proven.channel === 'email' && row.is_active) {
-      // The owner of the address received the code and signs in with it: the address is proven theirs.
-      const proof = emailProof(proven.identifier, 'code');
-      await this.#db.execute('update auth_user set is_verified = true, email_proven = ?, email_proven_by = ? where subscription_id = ? and id = ?', [
-        proof.emailProven,
-        proof.emailProvenBy,
-        row.subscription_id,
-        row.id,
-      ]);
-    }
-    return this.#loginAs(row, 'code', clientIp);
+    if (!row.is_active) throw unauthenticated('This account is deactivated');
+    const user = await this.#users.findForLogin(row.subscription_id, row.id);
+    if (!user) throw unauthenticated('No account matches this verified address');
+    if (proven.channel === 'email' && !ownerProvedEmail(user)) return this.#join.ask(user, proven.identifier, null);
+    return this.#signIn(user, 'code', clientIp);
+  }
+
+  /** The person a code login asked (join.service.ts) joins the account: it becomes theirs (UserService.claim), and they are signed in. */
+  async joinWithCode(user: User, email: string, clientIp: string): Promise<SessionGrant> {
+    await this.#users.claim(user, email, 'code');
+    const claimed = await this.#users.findForLogin(user.subscriptionId, user.id);
+    if (!claimed?.isActive) throw unauthenticated('This account is deactivated or gone');
+    return this.#signIn(claimed, 'code', clientIp);
   }
 
   async #loginAs(row: LoginRow, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {
     if (!row.is_active) throw unauthenticated('This account is deactivated');
     const user = await this.#users.findForLogin(row.subscription_id, row.id);
     if (!user) throw unauthenticated('Invalid identifier or password');
+    return this.#signIn(user, method, clientIp);
+  }
+
+  async #signIn(user: User, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {
     const grant = await this.#grant(user, clientIp);
     await this.#lifecycle.afterLogin({ user: grant.user, method });
     return grant;

@@ -169,6 +169,8 @@ export const oauthSettingsPrefix = (name: string): string => `OAUTH_${name.toUpp
 /** Adds the provider `OAUTH_<NAME>_*` describes, or tells what is wrong with it. */
 function oauthProvider(name: string, e: Record<string, unknown>, providers: OAuthProviderConfig[]): string | undefined {
   if (!/^[a-z][a-z0-9-]*$/.test(name)) return `OAuth provider name "${name}" must be lower-case letters, digits and dashes`;
+  // /auth/join is the question before joining an account (oauth.routes.ts), not a provider's login.
+  if (name === 'join') return 'OAuth provider name "join" is reserved; name the provider otherwise';
   const key = oauthSettingsPrefix(name);
   const read = (suffix: string) => (typeof e[`${key}_${suffix}`] === 'string' ? (e[`${key}_${suffix}`] as string) : undefined);
   const issuer = read('ISSUER') || OAUTH_PRESETS[name];

@@ -2,6 +2,7 @@ import { operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { AuthService } from './auth.service.ts';
 import type { AuthConfig } from './config.ts';
 import type { InviteCodeService } from './invite-code.service.ts';
+import type { JoinService } from './join.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { MessageSender } from './message-sender.ts';
 import type { OAuthService } from './oauth.service.ts';
@@ -21,6 +22,7 @@ export type AuthDeps = Deps<
     verificationService: VerificationService;
     inviteCodeService: InviteCodeService;
     oauthService: OAuthService;
+    joinService: JoinService;
     lifecycle: Lifecycle;
     messageSender: MessageSender;
   },

@@ -6,6 +6,7 @@ import { DEPS, type AuthDeps } from './deps.ts';
 import { ExternalLogin } from './external-login.entity.ts';
 import { InviteCode } from './invite-code.entity.ts';
 import { InviteCodeService } from './invite-code.service.ts';
+import { JoinService } from './join.service.ts';
 import { Lifecycle, lifecyclePoint, type LifecycleHooks } from './lifecycle.ts';
 import { MessageSender } from './message-sender.ts';
 import { migrations } from './migrations/index.ts';
@@ -34,6 +35,10 @@ declare module 'rpc-service/plugin' {
   interface ExtensionPoints {
     'auth.lifecycle': LifecycleHooks;
   }
+  interface PluginErrorCodes {
+    /** A code login proved an address whose account someone else may have made: the person answers at /auth/join first. */
+    CONFIRM_JOIN: 409;
+  }
 }
 
 /**
@@ -49,6 +54,7 @@ export const authPlugin = definePlugin<AuthDeps>({
   deps: DEPS,
   entities: [Subscription, User, OAuthLink, Session, InviteCode, OtpRequest, OAuthState, ExternalLogin, OutboxMessage, PendingLink],
   migrations,
+  errors: { CONFIRM_JOIN: 409 },
   services: {
     authService: asClass(AuthService).singleton(),
     userService: asClass(UserService).singleton(),
@@ -56,6 +62,7 @@ export const authPlugin = definePlugin<AuthDeps>({
     verificationService: asClass(VerificationService).singleton(),
     inviteCodeService: asClass(InviteCodeService).singleton(),
     oauthService: asClass(OAuthService).singleton(),
+    joinService: asClass(JoinService).singleton(),
     lifecycle: asClass(Lifecycle).singleton(),
     messageSender: asClass(MessageSender).singleton(),
   },

@@ -22,6 +22,13 @@ export interface UserRemoved {
   em: EntityManager;
 }
 
+export interface AccountClaimed {
+  userId: string;
+  subscriptionId: string;
+  /** The claim's transaction: what is done with it commits or rolls back with the claim. */
+  em: EntityManager;
+}
+
 /** What a plugin contributes to `auth.lifecycle`. */
 export interface LifecycleHooks {
   /** After a user exists (signup, OAuth signup); awaited in load order; a failure is logged and undoes nothing. */
@@ -30,15 +37,24 @@ export interface LifecycleHooks {
   afterLogin?(event: AfterLogin): void | Promise<void>;
   /** Inside the transaction that removes a user: delete or detach what the plugin keeps for them. A failure stops the removal. */
   userRemoved?(event: UserRemoved): Promise<void>;
+  /**
+   * Inside the transaction in which the person who owns a user's address joins
+   * that account, which someone else may have made (join.service.ts): end every
+   * credential the plugin keeps that acts as the user, since someone else may
+   * hold it. The auth plugin then makes every node forget the user's cached
+   * credentials. A failure stops the join.
+   */
+  accountClaimed?(event: AccountClaimed): Promise<void>;
 }
 
 export const lifecyclePoint = defineExtensionPoint({
   id: 'auth.lifecycle',
-  describe: 'Hooks that run after signup and login, and inside the removal of a user.',
+  describe: 'Hooks that run after signup and login, and inside the removal of a user or the claim of an account by its owner.',
   contribution: v.strictObject({
     afterSignup: v.optional(v.function()),
     afterLogin: v.optional(v.function()),
     userRemoved: v.optional(v.function()),
+    accountClaimed: v.optional(v.function()),
   }),
 });
 
@@ -62,6 +78,10 @@ export class Lifecycle {
 
   async userRemoved(event: UserRemoved): Promise<void> {
     for (const { value } of this.#extensions.get('auth.lifecycle')) await value.userRemoved?.(event);
+  }
+
+  async accountClaimed(event: AccountClaimed): Promise<void> {
+    for (const { value } of this.#extensions.get('auth.lifecycle')) await value.accountClaimed?.(event);
   }
 
   async #notify(name: 'afterSignup' | 'afterLogin', event: AfterSignup | AfterLogin): Promise<void> {

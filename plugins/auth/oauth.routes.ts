@@ -1,9 +1,6 @@
 import { badRequest, SESSION_COOKIE, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { AuthDeps } from './deps.ts';
-import type { LinkQuestion, OAuthSignedIn } from './oauth.service.ts';
-
-/** The cookie that carries a LinkQuestion's token from the question to its answer (SameSite=Lax: another site's form cannot send it). */
-const LINK_COOKIE = 'oauth_link';
+import { JOIN_COOKIE, type JoinQuestion } from './join.service.ts';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
@@ -23,35 +20,76 @@ function page(ctx: RouteContext, status: number, title: string, text: string, mo
 const failurePage = (ctx: RouteContext, error: RpcError, errorId?: string) =>
   page(ctx, error.status, 'Login failed', errorId ? `Something went wrong; try again later (error id ${errorId})` : error.message);
 
-/** Asks whether to join an account the person did not make by signing in; each answer is a form posted back here. */
-function questionPage(ctx: RouteContext, question: LinkQuestion): void {
+/** Asks whether to join an account the person did not make; each answer is a form posted to `/auth/join`. */
+function questionPage(ctx: RouteContext, question: Omit<JoinQuestion, 'status' | 'token' | 'expiresAt'>): void {
   const answer = (decision: 'join' | 'cancel', label: string) =>
-    `<form method="post" action="/auth/${escapeHtml(question.provider)}/link?decision=${decision}"><button type="submit">${escapeHtml(label)}</button></form>`;
+    `<form method="post" action="/auth/join?decision=${decision}"><button type="submit">${escapeHtml(label)}</button></form>`;
+  const from = question.provider ? `your ${question.provider} login signs` : 'codes sent to this address sign';
   page(
     ctx,
     200,
     'Join an existing account?',
     `An account with your address ${question.email} already exists: ${question.username} (${question.role}) in "${question.tenant}". ` +
       'It was not made by you signing in, and its owner never proved this address, so someone else may have made it: the administrators of ' +
-      `"${question.tenant}" can see what you keep there. If you join, your ${question.provider} login signs into it from now on, ` +
-      'and the password and open sessions it has end.',
+      `"${question.tenant}" can see what you keep there. If you join, ${from} into it from now on, ` +
+      'and the password, open sessions and API keys it has end.',
     answer('join', `Join "${question.tenant}"`) + answer('cancel', 'Cancel'),
   );
 }
 
-/** `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login, or asks first (`/link`). */
-export function oauthRoutes(router: Router, { oauthService, http }: AuthDeps): void {
+/**
+ * `GET /auth/<provider>` sends the browser to the provider; `/auth/<provider>/callback` finishes the login, or asks first.
+ * `GET /auth/join` shows the question a sign-in left in this browser (a code login's), `POST /auth/join` answers it.
+ */
+export function oauthRoutes(router: Router, { oauthService, authService, joinService, http }: AuthDeps): void {
   const baseUrl = (ctx: RouteContext) => http.baseUrl(ctx.req);
-  const browserRoute = { access: 'public', answerError: failurePage } as const;
+  // Sign-in doors, as AuthRpc's login operations are: each writes (a login's state, a session, a link).
+  const browserRoute = { access: 'public', serves: 'AuthRpc', kind: 'write', answerError: failurePage } as const;
 
-  const signedIn = (ctx: RouteContext, login: OAuthSignedIn) => {
+  const signedIn = (ctx: RouteContext, login: { token: string; expiresAt: Date | string; external?: boolean }) => {
     if (login.external) {
       return page(ctx, 200, 'Login complete', 'You are signed in. You can close this window and return to the application.');
     }
-    ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: login.expiresAt }));
+    ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: new Date(login.expiresAt) }));
     ctx.set('Cache-Control', 'no-store');
     ctx.redirect(`${http.publicUrl ?? ''}/`);
   };
+
+  const questionToken = (ctx: RouteContext) => {
+    const token = ctx.cookies.get(JOIN_COOKIE);
+    if (!token) throw badRequest('This question is unknown or has expired; sign in again');
+    return decodeURIComponent(token);
+  };
+
+  // Before /auth/:provider, which would take "join" for a provider's name (config.ts reserves it).
+  router.get(
+    '/auth/join',
+    http.route({ ...browserRoute, kind: 'read' }, async ({ http: ctx }) => questionPage(ctx, await joinService.question(questionToken(ctx)))),
+  );
+
+  router.post(
+    '/auth/join',
+    http.route(browserRoute, async ({ http: ctx }) => {
+      const decision = ctx.query.decision;
+      if (decision !== 'join' && decision !== 'cancel') throw badRequest('Answer with decision=join or decision=cancel');
+      const token = questionToken(ctx);
+      ctx.append('Set-Cookie', http.cookie(ctx.req, JOIN_COOKIE, '', { maxAge: 0 }));
+      const answer = await joinService.answer(token, decision === 'join');
+      if (answer.status === 'join') {
+        return signedIn(
+          ctx,
+          answer.via ? await oauthService.join(answer.user, answer.email, answer.via) : await authService.joinWithCode(answer.user, answer.email, ctx.ip),
+        );
+      }
+      page(
+        ctx,
+        200,
+        'Nothing was linked',
+        `Nothing was linked. The address ${answer.email} stays with an account you did not join: ask its administrators to remove it, or sign in another way.` +
+          (answer.external ? ' You can close this window.' : ''),
+      );
+    }),
+  );
 
   router.get(
     '/auth/:provider',
@@ -70,27 +108,8 @@ export function oauthRoutes(router: Router, { oauthService, http }: AuthDeps): v
       }
       const login = await oauthService.completeLogin(ctx.params.provider!, new URL(ctx.href), baseUrl(ctx));
       if (login.status === 'signed-in') return signedIn(ctx, login);
-      ctx.append('Set-Cookie', http.cookie(ctx.req, LINK_COOKIE, login.token, { expires: login.expiresAt }));
+      ctx.append('Set-Cookie', http.cookie(ctx.req, JOIN_COOKIE, login.token, { expires: login.expiresAt }));
       questionPage(ctx, login);
-    }),
-  );
-
-  router.post(
-    '/auth/:provider/link',
-    http.route({ ...browserRoute, kind: 'write' }, async ({ http: ctx }) => {
-      const token = ctx.cookies.get(LINK_COOKIE);
-      const decision = ctx.query.decision;
-      if (!token || (decision !== 'join' && decision !== 'cancel')) throw badRequest('This question is unknown or has expired; sign in again');
-      ctx.append('Set-Cookie', http.cookie(ctx.req, LINK_COOKIE, '', { maxAge: 0 }));
-      const answer = await oauthService.answerLink(ctx.params.provider!, decodeURIComponent(token), decision === 'join');
-      if (answer.status === 'signed-in') return signedIn(ctx, answer);
-      page(
-        ctx,
-        200,
-        'Nothing was linked',
-        `Nothing was linked. The address ${answer.email} stays with an account you did not join: ask its administrators to remove it, or sign in another way.` +
-          (answer.external ? ' You can close this window.' : ''),
-      );
     }),
   );
 }

@@ -11,10 +11,12 @@ import {
   sha256,
   sha256Hex,
   type Database,
+  type EntityManager,
   type Logger,
   type SecretBox,
 } from 'rpc-service/plugin';
 import { OAUTH_PRESETS, oauthSettingsPrefix, type AuthConfig, type OAuthProviderConfig } from './config.ts';
+import type { JoinQuestion, JoinService, ProviderSignIn } from './join.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { OAuthLink } from './oauth-link.entity.ts';
 import type { SessionService } from './session.service.ts';
@@ -57,28 +59,7 @@ export interface OAuthSignedIn {
   external: boolean;
 }
 
-/**
- * A sign-in whose verified address belongs to an account its owner never
- * proved it for (an administrator may have made it): nothing is linked until
- * the person answers whether to join it (`answerLink`). `token` goes to the
- * browser, which must bring it back with the answer.
- */
-export interface LinkQuestion {
-  status: 'question';
-  token: string;
-  expiresAt: Date;
-  provider: string;
-  email: string;
-  username: string;
-  role: string;
-  /** The name of the subscription (tenant) the account belongs to. */
-  tenant: string;
-}
-
-export type OAuthLogin = OAuthSignedIn | LinkQuestion;
-
-/** The answer to a LinkQuestion: a session in the account, or nothing done. */
-export type LinkAnswer = OAuthSignedIn | { status: 'declined'; email: string; external: boolean };
+export type OAuthLogin = OAuthSignedIn | JoinQuestion;
 
 interface Deps {
   config: AuthConfig;
@@ -87,6 +68,7 @@ interface Deps {
   sessionService: SessionService;
   userService: UserService;
   lifecycle: Lifecycle;
+  joinService: JoinService;
   logger: Logger;
 }
 
@@ -210,7 +192,7 @@ export class OAuthService {
     }
     const found = await this.#userFor(provider.name, claims);
     if ('user' in found) return this.#signIn(found.user, pending.external_login_id);
-    return this.#ask(provider.name, claims.sub, found.ask, found.email, pending.external_login_id);
+    return this.#deps.joinService.ask(found.ask, found.email, { provider: provider.name, subject: claims.sub, externalLoginId: pending.external_login_id });
   }
 
   async #signIn(user: User, externalLoginId: string | null): Promise<OAuthSignedIn> {
@@ -237,11 +219,11 @@ export class OAuthService {
     if (!email || claims.email_verified !== true) {
       throw badRequest('The provider did not share a verified e-mail address, which is needed to sign in');
     }
-    const [holder] = await this.#deps.db.execute<LinkedUser>('select subscription_id, id as user_id from auth_user where lower(email) = ?', [email]);
+    const holder = await this.#deps.userService.withEmail(email);
     if (!holder) return { user: await this.#signup(provider, claims, email) };
-    const existing = await this.#loginUser(holder);
+    const existing = await this.#loginUser({ subscription_id: holder.subscriptionId, user_id: holder.id });
     if (!ownerProvedEmail(existing)) return { ask: existing, email };
-    return { user: await this.#loginUser((await this.#link(provider, claims.sub, existing, email, false)).link) };
+    return { user: await this.#loginUser(await this.#link(provider, claims.sub, existing, email, false)) };
   }
 
   /** A user a link or an address found; read afresh, so the view shows a link just made. */
@@ -257,69 +239,30 @@ export class OAuthService {
   }
 
   /**
-   * Links the provider account to the user. `joined`: the person chose to join
-   * an account someone else may have made, so the address is proven theirs
-   * from now on and the password it had (someone else may have chosen it) goes.
+   * Links the provider account to the user; `claim`: the person chose to join
+   * an account someone else may have made, which becomes theirs with the link
+   * (UserService.claim). When a sign-in of the same provider account at the
+   * same time linked it first, nothing else is done and that link holds.
    */
-  async #link(provider: string, subject: string, user: User, email: string, joined: boolean): Promise<{ link: LinkedUser; made: boolean }> {
-    return this.#deps.db.forkEm(user.subscriptionId).transactional(async (tx) => {
-      const [linked] = await tx.execute<{ user_id: string }[]>(
+  async #link(provider: string, subject: string, user: User, email: string, claim: boolean): Promise<LinkedUser> {
+    const { db, userService } = this.#deps;
+    const insert = async (em: EntityManager) => {
+      const inserted = await em.execute<{ user_id: string }[]>(
         `insert into auth_oauth_link (provider, subject, user_id, subscription_id, email, created_at) values (?, ?, ?, ?, ?, now())
          on conflict (provider, subject) do nothing returning user_id`,
         [provider, subject, user.id, user.subscriptionId, email],
       );
-      // Nothing inserted: a sign-in of the same provider account at the same time linked it first, and its link holds.
-      if (!linked) {
-        const [held] = await tx.execute<LinkedUser[]>(LINKED_USER, [provider, subject]);
-        return { link: held!, made: false };
-      }
-      if (joined) await tx.nativeUpdate(User, { id: user.id }, { ...emailProof(email, 'oauth'), passwordHash: null });
-      return { link: { subscription_id: user.subscriptionId, user_id: user.id }, made: true };
-    });
+      return inserted.length > 0;
+    };
+    const made = claim ? await userService.claim(user, email, 'oauth', insert) : await insert(db.forkEm(user.subscriptionId));
+    if (made) return { subscription_id: user.subscriptionId, user_id: user.id };
+    return (await this.#linkedUser(provider, subject))!;
   }
 
-  async #ask(provider: string, subject: string, user: User, email: string, externalLoginId: string | null): Promise<LinkQuestion> {
-    const { db } = this.#deps;
-    const token = randomToken(32);
-    const expiresAt = new Date(Date.now() + LOGIN_TTL_MS);
-    await db.execute(
-      `insert into auth_pending_link (token_hash, provider, subject, email, user_id, external_login_id, expires_at) values (?, ?, ?, ?, ?, ?, ?)`,
-      [sha256Hex(token), provider, subject, email, user.id, externalLoginId, expiresAt],
-    );
-    await db.execute('delete from auth_pending_link where expires_at < now()');
-    const [tenant] = await db.execute<{ name: string }>('select name from auth_subscription where id = ?', [user.subscriptionId]);
-    return { status: 'question', token, expiresAt, provider, email, username: user.username, role: user.role, tenant: tenant?.name ?? user.subscriptionId };
-  }
-
-  /**
-   * The person's answer to a LinkQuestion, brought back with its token. Join:
-   * the provider account is linked, the account's password and every session
-   * it had end (whoever chose or holds them), and the person is signed in.
-   * Decline: nothing changes, and an external login waiting on it ends.
-   */
-  async answerLink(providerName: string, token: string, join: boolean): Promise<LinkAnswer> {
-    const provider = this.provider(providerName);
-    const { db, sessionService } = this.#deps;
-    const [pending] = await db.execute<{ subject: string; email: string; user_id: string; external_login_id: string | null }>(
-      `delete from auth_pending_link where token_hash = ? and provider = ? and expires_at > now() returning subject, email, user_id, external_login_id`,
-      [sha256Hex(token), provider.name],
-    );
-    if (!pending) throw badRequest('This question is unknown or has expired; sign in again');
-    if (!join) {
-      if (pending.external_login_id) {
-        await db.execute('update auth_external_login set expires_at = now() where id = ? and completed_at is null', [pending.external_login_id]);
-      }
-      return { status: 'declined', email: pending.email, external: pending.external_login_id !== null };
-    }
-    // The account must still be the one asked about, with the same address.
-    const [holder] = await db.execute<LinkedUser>('select subscription_id, id as user_id from auth_user where id = ? and lower(email) = ?', [
-      pending.user_id,
-      pending.email,
-    ]);
-    if (!holder) throw badRequest('This account changed since you were asked; sign in again');
-    const { link, made } = await this.#link(provider.name, pending.subject, await this.#loginUser(holder), pending.email, true);
-    if (made) await sessionService.revokeAllOfUser(link.subscription_id, link.user_id);
-    return this.#signIn(await this.#loginUser(link), pending.external_login_id);
+  /** The person a provider's sign-in asked (join.service.ts) joins the account: linked, claimed, signed in. */
+  async join(user: User, email: string, via: ProviderSignIn): Promise<OAuthSignedIn> {
+    const linked = await this.#link(via.provider, via.subject, user, email, true);
+    return this.#signIn(await this.#loginUser(linked), via.externalLoginId);
   }
 
   async #signup(provider: string, claims: IDToken, email: string): Promise<User> {

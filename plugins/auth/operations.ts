@@ -1,8 +1,9 @@
 import * as v from 'valibot';
-import { email, envelope, password, SESSION_COOKIE, username, validationError, wireTimestamp, type Transport } from 'rpc-service/plugin';
+import { email, envelope, password, RpcError, SESSION_COOKIE, username, validationError, wireTimestamp, type Transport } from 'rpc-service/plugin';
 import type { SessionGrant } from './auth.service.ts';
 import { SIGNUP_MODES } from './config.ts';
 import { defineOperation } from './deps.ts';
+import { JOIN_COOKIE } from './join.service.ts';
 import { OTP_CHANNELS } from './otp-request.entity.ts';
 import { USER_VIEW_SCHEMA } from './user-view.ts';
 
@@ -85,7 +86,8 @@ export const verifyCode = defineOperation({
 export const login = defineOperation({
   access: 'public',
   kind: 'write',
-  describe: 'Log in with identifier (e-mail or username) and password, or passwordless with otpRequestId and code.',
+  describe:
+    'Log in with identifier (e-mail or username) and password, or passwordless with otpRequestId and code; CONFIRM_JOIN when the account may be someone else’s making (answer at /auth/join).',
   result: v.strictObject(sessionGrant),
   params: v.pipe(
     v.object({
@@ -99,13 +101,20 @@ export const login = defineOperation({
       'Send identifier and password, or otpRequestId and code',
     ),
   ),
-  handler: async ({ params, deps, transport }) =>
-    startSession(
-      transport,
+  handler: async ({ params, deps, transport }) => {
+    const login =
       params.otpRequestId !== undefined
         ? await deps.authService.loginWithCode(params.otpRequestId, params.code!, transport.clientIp)
-        : await deps.authService.login(params.identifier!, params.password!, transport.clientIp),
-    ),
+        : await deps.authService.login(params.identifier!, params.password!, transport.clientIp);
+    if (!('status' in login)) return startSession(transport, login);
+    // The account may be someone else's making: this browser answers the question at /auth/join (plugins/auth/README.md).
+    transport.setCookie(JOIN_COOKIE, login.token, { expires: login.expiresAt });
+    throw new RpcError(
+      'CONFIRM_JOIN',
+      `The account with ${login.email} (${login.username} in "${login.tenant}") was not made by you, and its owner never proved this address: ` +
+        'open /auth/join in this browser to answer whether to join it, which ends the password, sessions and API keys it has',
+    );
+  },
 });
 
 export const logout = defineOperation({

@@ -248,6 +248,28 @@ export class UserService {
     await credentials.changed({ userId: user.id });
   }
 
+  /**
+   * The person who proved they own `email` (by `by`) joins the user that has
+   * it, an account someone else may have made (join.service.ts). In one
+   * transaction, after `within` (nothing is done when it answers false): the
+   * address is proven theirs, and every credential someone else may hold for
+   * the account ends: its password, its sessions, and what other plugins keep
+   * that acts as the user (`auth.lifecycle` accountClaimed: API keys, and so
+   * their webhooks). Then every node forgets the user's cached credentials.
+   */
+  async claim(user: User, email: string, by: EmailProof, within?: (tx: EntityManager) => Promise<boolean>): Promise<boolean> {
+    const { db, lifecycle, credentials } = this.#deps;
+    const claimed = await db.forkEm(user.subscriptionId).transactional(async (tx) => {
+      if (within && !(await within(tx))) return false;
+      await tx.nativeUpdate(User, { id: user.id }, { ...emailProof(email, by), passwordHash: null });
+      await tx.nativeDelete(Session, { userId: user.id });
+      await lifecycle.accountClaimed({ userId: user.id, subscriptionId: user.subscriptionId, em: tx });
+      return true;
+    });
+    if (claimed) await credentials.changed({ userId: user.id });
+    return claimed;
+  }
+
   /** Sets a new password and ends every session of the user, except `keepSessionId` when given. */
   async setPassword(ctx: WithEm, user: User, newPassword: string, keepSessionId?: string): Promise<void> {
     user.passwordHash = await hashPassword(newPassword);
@@ -275,6 +297,18 @@ export class UserService {
     }
     await rateLimiter.reset([bucket]);
     await this.setPassword(ctx, user, newPassword, ctx.sessionId ?? undefined);
+  }
+
+  /**
+   * The user with this address (lowercased) in any subscription: a sign-in
+   * that proves an address (a provider's verified one) finds its account
+   * before the tenant is known; addresses are unique across the service.
+   */
+  async withEmail(email: string): Promise<{ subscriptionId: string; id: string } | undefined> {
+    const [row] = await this.#deps.db.execute<{ subscription_id: string; id: string }>('select subscription_id, id from auth_user where lower(email) = ?', [
+      email,
+    ]);
+    return row && { subscriptionId: row.subscription_id, id: row.id };
   }
 
   /** A user for a login that has found their subscription and id (by password, code or OAuth), before any caller is known; null when gone. */

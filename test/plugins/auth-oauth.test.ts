@@ -116,7 +116,7 @@ describe('OAuth login with an OpenID provider', () => {
     const page = await browser.signInAt(start, sub, idp.issuer);
     assert.equal(page.status, 200);
     const text = await page.text();
-    assert.match(text, /<form method="post" action="\/auth\/acme\/link\?decision=join">/, text);
+    assert.match(text, /<form method="post" action="\/auth\/join\?decision=join">/, text);
     assert.equal(browser.cookie(host(), 'session'), undefined, 'no session before the person answers');
     return { browser, text };
   };
@@ -175,16 +175,16 @@ describe('OAuth login with an OpenID provider', () => {
       assert.deepEqual(unlinked.oauthProfiles, [], 'nothing is linked before the person answers');
 
       // A confirmation from a browser that was not asked does nothing, nor does one sent from another site (no cookie).
-      assert.equal((await new TestBrowser().post(`${t.url}/auth/acme/link?decision=join`, {})).status, 400);
-      const declined = await first.browser.post(`${t.url}/auth/acme/link?decision=cancel`, {});
+      assert.equal((await new TestBrowser().post(`${t.url}/auth/join?decision=join`, {})).status, 400);
+      const declined = await first.browser.post(`${t.url}/auth/join?decision=cancel`, {});
       assert.equal(declined.status, 200);
       assert.match(await declined.text(), /Nothing was linked/);
       assert.equal(first.browser.cookie(host(), 'session') ?? '', '');
-      assert.equal((await first.browser.post(`${t.url}/auth/acme/link?decision=join`, {})).status, 400, 'an answered question is gone');
+      assert.equal((await first.browser.post(`${t.url}/auth/join?decision=join`, {})).status, 400, 'an answered question is gone');
       assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token })).oauthProfiles, []);
 
       const second = await askedAs(sub, email);
-      const joined = await second.browser.post(`${t.url}/auth/acme/link?decision=join`, {});
+      const joined = await second.browser.post(`${t.url}/auth/join?decision=join`, {});
       assert.equal(joined.status, 302);
       const token = second.browser.cookie(host(), 'session');
       const session = await t.ok<any>('AuthRpc.getSession', {}, { token });
@@ -213,7 +213,7 @@ describe('OAuth login with an OpenID provider', () => {
     assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
       status: 'pending',
     });
-    const declined = await browser.post(`${t.url}/auth/acme/link?decision=cancel`, {});
+    const declined = await browser.post(`${t.url}/auth/join?decision=cancel`, {});
     assert.equal(declined.status, 200);
     assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
       status: 'expired',
@@ -221,7 +221,7 @@ describe('OAuth login with an OpenID provider', () => {
 
     const restarted = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
     const asked = await askedAs(sub, email, restarted.loginUrl);
-    const joined = await asked.browser.post(`${t.url}/auth/acme/link?decision=join`, {});
+    const joined = await asked.browser.post(`${t.url}/auth/join?decision=join`, {});
     assert.equal(joined.status, 200);
     assert.match(await joined.text(), /You can close this window/);
     const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: restarted.sessionId, pollToken: restarted.pollToken });
@@ -341,7 +341,7 @@ describe('OAuth login with an OpenID provider', () => {
     );
     const sub = uniqueName('leaver');
     const { browser } = await askedAs(sub, member.email);
-    assert.equal((await browser.post(`${t.url}/auth/acme/link?decision=join`, {})).status, 302);
+    assert.equal((await browser.post(`${t.url}/auth/join?decision=join`, {})).status, 302);
     assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: member._id }, { token: admin.token })).oauthProfiles.length, 1);
     await t.ok('AdminUserRpc.delete', { _id: member._id }, { token: admin.token });
     const anew = await signInAs(sub, member.email);

@@ -40,8 +40,9 @@ export const ALLOW_LIST: readonly Allowed[] = [
   },
   {
     tables: ['auth_user', 'auth_oauth_link'],
-    match: /from "auth_oauth_link" as "a0" where "a0"\."provider" = \? and "a0"\."subject" = \?|from "auth_user" as "u0" where "u0"\."email" = \? limit \?$/,
-    reason: 'an OpenID Connect login finds the provider account or the e-mail before the tenant is known',
+    match:
+      /from "auth_oauth_link" as "a0" where "a0"\."provider" = \? and "a0"\."subject" = \?|^select subscription_id, id from auth_user where lower\(email\) = \?$/,
+    reason: 'an OpenID Connect login (or the question before joining an account) finds the provider account or the e-mail before the tenant is known',
   },
   {
     tables: ['auth_user'],

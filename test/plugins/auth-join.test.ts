@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, uniqueName, type RpcResponse, type TestApp } from '../support/harness.ts';
+import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
+import { startHttpReceiver } from '../support/peers.ts';
+
+/**
+ * Joining an account someone else may have made (an administrator registered
+ * the person's address and knows its password): whether the person proves the
+ * address with a provider or with a code, they are asked first, and joining
+ * ends every credential someone else may hold for the account.
+ */
+describe('joining an account an administrator made for your address', () => {
+  let t: TestApp;
+  let idp: Awaited<ReturnType<typeof startOpenIdProvider>>;
+  let receiver: Awaited<ReturnType<typeof startHttpReceiver>>;
+
+  before(async () => {
+    idp = await startOpenIdProvider();
+    receiver = await startHttpReceiver();
+    t = await startTestApp({
+      withNotes: false,
+      env: {
+        OAUTH_PROVIDERS: 'acme',
+        OAUTH_ACME_ISSUER: idp.issuer,
+        OAUTH_ACME_CLIENT_ID: 'rpc-service',
+        OAUTH_ACME_CLIENT_SECRET: 'test-client-secret',
+        OAUTH_ALLOW_HTTP: 'true',
+        // The webhook receiver listens on loopback.
+        OUTBOUND_ALLOW_PRIVATE: 'true',
+      },
+    });
+    idp.configure([`${t.url}/auth/acme/callback`]);
+  });
+  after(async () => {
+    await t?.close();
+    await idp?.close();
+    await receiver?.close();
+  });
+
+  const host = () => new URL(t.url).host;
+
+  /**
+   * An admin registers `email` for a user of their subscription, logs in as it with the password they chose, and
+   * makes an API key as it with a webhook: every credential they could keep for the person's account.
+   */
+  const planted = async () => {
+    const admin = await t.signup();
+    const name = uniqueName('person');
+    const email = `${name}@example.com`;
+    const user = await t.ok<any>(
+      'AdminUserRpc.create',
+      { email, username: name, password: 'chosen by the admin', role: 'user', isVerified: true },
+      { token: admin.token },
+    );
+    const asPerson = await t.ok<any>('AuthRpc.login', { identifier: email, password: 'chosen by the admin' });
+    const key = await t.ok<any>('ApiKeyRpc.create', { description: 'kept by the admin' }, { token: asPerson.token });
+    const hook = await t.ok<any>('ApiManagementRpc.registerWebhook', { webhookUrl: `${receiver.url}/${name}` }, { apiKey: key.fullKey });
+    assert.equal(hook.status, 'verified');
+    // The key works, and its webhook is one the subscription's events go to.
+    assert.equal((await t.ok<any>('AuthRpc.getSession', {}, { apiKey: key.fullKey })).user._id, user._id);
+    assert.equal((await t.call('MemoryRpc.listMemories', { scope: 'user' }, { apiKey: key.fullKey })).status, 200);
+    assert.ok((await webhookKeys(admin.token)).includes(key._id));
+    return { admin, name, email, user, asPerson, key };
+  };
+  const webhookKeys = async (token: string) => (await t.ok<any[]>('ApiManagementRpc.listApiKeysForWebhook', {}, { token })).map((entry) => entry.value);
+
+  /** What the admin kept no longer works: the password, the session it gave, the API key and its webhook. */
+  const adminLockedOut = async ({ admin, email, asPerson, key }: Awaited<ReturnType<typeof planted>>) => {
+    assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 401, 'the password the admin chose');
+    assert.equal((await t.call('AuthRpc.getSession', {}, { token: asPerson.token })).status, 401, 'the session it gave');
+    const byKey = await t.call('AuthRpc.getSession', {}, { apiKey: key.fullKey });
+    assert.equal(byKey.status, 401, `the API key the admin made as the account: ${JSON.stringify(byKey.body)}`);
+    assert.equal((await t.call('MemoryRpc.listMemories', { scope: 'user' }, { apiKey: key.fullKey })).status, 401, 'nor reads the memories');
+    assert.ok(!(await webhookKeys(admin.token)).includes(key._id), 'its webhook is sent nothing more');
+  };
+
+  /** A code for `address`, read from the outbox (no mail server here). */
+  const requestCode = async (address: string) => {
+    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
+    const [row] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where recipient = ? order by created_at desc limit 1', [address]);
+    return { otpRequestId, code: /\b(\d{6})\b/.exec(row!.body)![1]! };
+  };
+  /** The cookies a response sets, as a Cookie header would send them back. */
+  const cookiesOf = (response: RpcResponse | Response) =>
+    response.headers
+      .getSetCookie()
+      .map((line) => line.split(';')[0]!)
+      .filter((pair) => !pair.endsWith('='))
+      .join('; ');
+  const answer = (decision: string, cookie?: string) =>
+    fetch(`${t.url}/auth/join?decision=${decision}`, { method: 'POST', redirect: 'manual', headers: cookie ? { cookie } : {} });
+
+  it('joining through a provider ends the API keys (and their webhooks) someone else made as the account', async () => {
+    const planting = await planted();
+    const sub = uniqueName('sub');
+    idp.accounts.set(sub, { email: planting.email });
+    const browser = new TestBrowser();
+    const question = await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    assert.equal(question.status, 200);
+    assert.match(await question.text(), /API keys/);
+    const joined = await browser.post(`${t.url}/auth/join?decision=join`, {});
+    assert.equal(joined.status, 302);
+    const person = await t.ok<any>('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+    assert.equal(person.user._id, planting.user._id);
+
+    await adminLockedOut(planting);
+    assert.deepEqual((await t.ok<any>('ApiKeyRpc.getData', {}, { token: browser.cookie(host(), 'session') })).data, []);
+  });
+
+  it('a code login into an account an admin made asks before joining; joining ends every credential the admin kept', async () => {
+    const planting = await planted();
+    const { admin, name, email, user } = planting;
+
+    // The code proves the address, but the account's password is the admin's: nothing happens before the person answers.
+    const first = await t.call('AuthRpc.login', await requestCode(email));
+    assert.equal(first.status, 409, JSON.stringify(first.body));
+    assert.equal(first.body.data.code, 'CONFIRM_JOIN');
+    assert.match(first.body.data.error, /\/auth\/join/);
+    assert.ok(!cookiesOf(first).includes('session='), 'no session before the person answers');
+    const asked = await fetch(`${t.url}/auth/join`, { headers: { cookie: cookiesOf(first) } });
+    assert.equal(asked.status, 200);
+    const page = await asked.text();
+    assert.ok(page.includes(admin.user.username) && page.includes(name), 'the question names the tenant and the account');
+    assert.match(page, /<form method="post" action="\/auth\/join\?decision=join">/);
+    assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 200, 'the password stays until then');
+
+    // Another browser (or site) cannot answer; the person declines: nothing changes, and the address was not marked proven.
+    assert.equal((await answer('join')).status, 400);
+    const declined = await answer('cancel', cookiesOf(first));
+    assert.equal(declined.status, 200);
+    assert.match(await declined.text(), /Nothing was linked/);
+    assert.equal((await answer('join', cookiesOf(first))).status, 400, 'an answered question is gone');
+    assert.equal((await t.call('AuthRpc.getSession', {}, { apiKey: planting.key.fullKey })).status, 200);
+    const again = await t.call('AuthRpc.login', await requestCode(email));
+    assert.equal(again.body.data.code, 'CONFIRM_JOIN', 'declining proves nothing: the next code asks again');
+
+    const joined = await answer('join', cookiesOf(again));
+    assert.equal(joined.status, 302);
+    const token = /(?:^|; )session=([^;]+)/.exec(cookiesOf(joined))?.[1];
+    const person = await t.ok<any>('AuthRpc.getSession', {}, { token });
+    assert.equal(person.user._id, user._id);
+    assert.equal(person.subscriptionId, admin.subscriptionId);
+    await adminLockedOut(planting);
+
+    // Joined: the address is proven the person's, so the next code signs in at once.
+    const next = await t.ok<any>('AuthRpc.login', await requestCode(email));
+    assert.equal(next.user._id, user._id);
+  });
+
+  it('a code login into an account whose owner proved the address signs in at once, and keeps its password', async () => {
+    const name = uniqueName('owner');
+    const email = `${name}@example.com`;
+    await t.ok('AuthRpc.signup', { email, username: name, password: 'the owner password', verifications: { email: await requestCode(email) } });
+    const session = await t.ok<any>('AuthRpc.login', await requestCode(email));
+    assert.equal(session.user.username, name);
+    assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'the owner password' })).status, 200);
+  });
+});
