@@ -91,7 +91,7 @@ export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf,
 export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export { ROLES, isManager, mayChangeRecordOf, commonRole, type Role } from '../../config/roles.ts';
-export { actingPrincipal, authorOf, withAuthor, commonScopes, type Author, type ChainLink, type HolderOf } from '../rpc/authority.ts';
+export { actingPrincipal, authorOf, withAuthor, withBound, commonScopes, type Author, type ChainLink, type HolderOf } from '../rpc/authority.ts';
 
 // Data
 export { defineEntity, LockMode, type InferEntity } from '@mikro-orm/core';

@@ -37,6 +37,13 @@ export function withAuthor(authors: readonly Author[], author: Author): Author[]
   return [...authors.filter((each) => each.userId !== author.userId), author];
 }
 
+/** The chain with someone who only bounds it (an event's sender) added: once for the same person and credential limits. */
+export function withBound(chain: readonly ChainLink[], sender: Author): ChainLink[] {
+  const same = (link: ChainLink) =>
+    link.userId === sender.userId && link.readOnly === sender.readOnly && JSON.stringify(link.scopes ?? null) === JSON.stringify(sender.scopes ?? null);
+  return chain.some(same) ? [...chain] : [...chain, { ...sender, vouches: false }];
+}
+
 /**
  * Scopes both lists allow: a group in one and one of its operations in the
  * other give the operation; null (no limit) gives the other list.

@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import { defineEntity, type Author, type InferEntity } from 'rpc-service/plugin';
 import type { WorkflowEdge, WorkflowNode } from './graph.ts';
 
 /**
@@ -14,6 +14,8 @@ export const Workflow = defineEntity({
     id: p.uuid().primary(),
     /** Who created it. */
     userId: p.uuid(),
+    /** Who shaped what it does: its creator, then each later editor (plugins/workflow/README.md, "Whose rights a run has"). */
+    authors: p.json<Author[]>(),
     /** The project of the context it was created in; null: every project. */
     projectId: p.text().nullable(),
     /** What the workflow belongs to in the caller's application (a contact, a campaign), as the caller names it. */

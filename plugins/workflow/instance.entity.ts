@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import { defineEntity, type ChainLink, type InferEntity } from 'rpc-service/plugin';
 
 export const INSTANCE_STATUSES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type InstanceStatus = (typeof INSTANCE_STATUSES)[number];
@@ -28,8 +28,10 @@ export const WorkflowInstance = defineEntity({
     id: p.uuid().primary(),
     workflowId: p.uuid(),
     workflowName: p.text(),
-    /** The user it runs as (who executed it). */
+    /** Who executed it: who sees it and hears of it. */
     userId: p.uuid(),
+    /** Whose rights it runs with at most: the workflow's authors when it started, its starter, then whoever sent it an event. */
+    chain: p.json<ChainLink[]>(),
     projectId: p.text().nullable(),
     status: p.enum([...INSTANCE_STATUSES]),
     graph: p.json<{ nodes: unknown[]; edges: unknown[] }>(),

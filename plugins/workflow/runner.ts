@@ -2,11 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { context, trace, type Context } from '@opentelemetry/api';
 import {
+  actingPrincipal,
+  authorOf,
+  withBound,
   defineRecord,
   notFound,
   RpcError,
   WorkerTaskError,
   type AuthenticatedContext,
+  type ChainLink,
   type Database,
   type EntityManager,
   type EventBus,
@@ -48,7 +52,7 @@ interface RunKey {
   id: string;
 }
 
-export const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil'] });
+export const INSTANCE = defineRecord(WorkflowInstance, { hide: ['subscriptionId', 'projectId', 'graph', 'attempts', 'leaseUntil', 'chain'] });
 export type InstanceRecord = InferRecord<typeof INSTANCE>;
 
 export type ExecuteResult = { result: { status: 'completed'; output: unknown; instanceId: string } } | { status: 'waiting'; instanceId: string };
@@ -123,6 +127,7 @@ export class WorkflowRunner {
       workflowId: workflow.id,
       workflowName: workflow.name,
       userId: ctx.userId,
+      chain: [...workflow.authors, authorOf(ctx)],
       projectId: ctx.projectId ?? null,
       status: 'running',
       graph: { nodes: workflow.nodes, edges: workflow.edges },
@@ -169,12 +174,12 @@ export class WorkflowRunner {
     const workflow = await this.#workflows.findByIdentifier(ctx.em, workflowName);
     const claimed = await ctx.em.fork().transactional(async (em) => {
       const [row] = instanceId
-        ? await em.execute<{ id: string; status: InstanceStatus; waiting_for: string | null }[]>(
-            'select id, status, waiting_for from workflow_instance where id = ? and workflow_id = ? and subscription_id = ? for update',
+        ? await em.execute<{ id: string; status: InstanceStatus; waiting_for: string | null; chain: ChainLink[] | string }[]>(
+            'select id, status, waiting_for, chain from workflow_instance where id = ? and workflow_id = ? and subscription_id = ? for update',
             [instanceId, workflow.id, ctx.subscriptionId],
           )
-        : await em.execute<{ id: string; status: InstanceStatus; waiting_for: string | null }[]>(
-            `select id, status, waiting_for from workflow_instance where workflow_id = ? and subscription_id = ? and status = 'waiting' and waiting_for = ?
+        : await em.execute<{ id: string; status: InstanceStatus; waiting_for: string | null; chain: ChainLink[] | string }[]>(
+            `select id, status, waiting_for, chain from workflow_instance where workflow_id = ? and subscription_id = ? and status = 'waiting' and waiting_for = ?
              order by created_at, id limit 1 for update skip locked`,
             [workflow.id, ctx.subscriptionId, eventName],
           );
@@ -182,6 +187,14 @@ export class WorkflowRunner {
         throw notFound(
           instanceId ? `No run ${instanceId} of workflow ${workflow.name}` : `No run of workflow ${workflow.name} is waiting for event ${eventName}`,
         );
+      if (row.status !== 'running' && row.status !== 'waiting') throw notFound(`Run ${row.id} of workflow ${workflow.name} has ended (${row.status})`);
+      // What the event carries shapes what the run does next: its sender bounds the run's rights from now on.
+      const chain = withBound(typeof row.chain === 'string' ? (JSON.parse(row.chain) as ChainLink[]) : row.chain, authorOf(ctx));
+      await em.execute('update workflow_instance set chain = ?::jsonb where subscription_id = ? and id = ?', [
+        JSON.stringify(chain),
+        ctx.subscriptionId,
+        row.id,
+      ]);
       if (row.status === 'waiting' && row.waiting_for === eventName) {
         await em.execute(
           `update workflow_instance set status = 'running', waiting_for = null, lease_until = ?, updated_at = now() where subscription_id = ? and id = ?`,
@@ -189,7 +202,6 @@ export class WorkflowRunner {
         );
         return row.id;
       }
-      if (row.status !== 'running' && row.status !== 'waiting') throw notFound(`Run ${row.id} of workflow ${workflow.name} has ended (${row.status})`);
       // On its way to a wait (or waiting for something else first): the event waits for it.
       em.create(PendingEvent, { id: randomUUID(), subscriptionId: ctx.subscriptionId, instanceId: row.id, eventName, eventData, createdAt: new Date() });
       return null;
@@ -277,19 +289,20 @@ export class WorkflowRunner {
       if (!instance || instance.status !== 'running') return null;
       const principal = await this.#principal(instance);
       const state: RunState = { cursor: instance.cursor, variables: instance.variables, args: instance.args, steps: instance.steps };
-      const attempts = principal ? await this.#attempt(em, run) : 0;
+      const attempts = typeof principal !== 'string' ? await this.#attempt(em, run) : 0;
       if (attempts === null) return null;
       const max = this.#config.WORKFLOW_MAX_ATTEMPTS;
-      const part: PartOutcome = !principal
-        ? { status: 'failed', error: 'the user who started the run is no longer active', state, steps: [] }
-        : attempts > max
-          ? {
-              status: 'failed',
-              error: `the run was stopped ${max} ${max === 1 ? 'time' : 'times'} on its way from node "${state.cursor}" (${lost ?? 'its node stopped'}), so it is not started again (WORKFLOW_MAX_ATTEMPTS)`,
-              state,
-              steps: [],
-            }
-          : await this.#runPart(em, instance, principal, state, next);
+      const part: PartOutcome =
+        typeof principal === 'string'
+          ? { status: 'failed', error: principal, state, steps: [] }
+          : attempts > max
+            ? {
+                status: 'failed',
+                error: `the run was stopped ${max} ${max === 1 ? 'time' : 'times'} on its way from node "${state.cursor}" (${lost ?? 'its node stopped'}), so it is not started again (WORKFLOW_MAX_ATTEMPTS)`,
+                state,
+                steps: [],
+              }
+            : await this.#runPart(em, instance, principal, state, next);
       if (part.status === 'lost') {
         // Started again at once from its last checkpoint; what it was resumed with goes again unless it got past that.
         this.#logger.warn({ instanceId, attempt: attempts, reason: part.reason }, 'a workflow run lost its thread');
@@ -319,7 +332,11 @@ export class WorkflowRunner {
           await this.#keep(tx, run, outcome.state, history, { status: 'waiting', waiting_for: outcome.event, lease_until: null });
         } else if (outcome.status === 'sleeping') {
           await this.#keep(tx, run, outcome.state, history, { status: 'waiting', wake_at: new Date(outcome.until), lease_until: null });
-          await this.#jobs.enqueue('resume', { instanceId }, { em: tx, runAt: new Date(outcome.until), ctx: this.#operations.contextOf(principal!) });
+          await this.#jobs.enqueue(
+            'resume',
+            { instanceId },
+            { em: tx, runAt: new Date(outcome.until), ctx: this.#operations.contextOf(principal as Principal) },
+          );
         } else if (outcome.status === 'completed') {
           await this.#keep(tx, run, outcome.state, history, {
             status: 'completed',
@@ -539,18 +556,12 @@ export class WorkflowRunner {
       .catch((err) => this.#logger.warn({ err }, 'could not announce a workflow run'));
   }
 
-  /** The run's user as a caller, with their current role; null when they are gone or inactive. */
-  async #principal(instance: WorkflowInstance): Promise<Principal | null> {
-    const holder = await this.#users.credentialHolder(instance.subscriptionId, instance.userId);
-    if (!holder?.isActive) return null;
-    return {
-      subscriptionId: instance.subscriptionId,
-      userId: instance.userId,
-      role: holder.role,
-      apiKeyId: null,
-      sessionId: null,
-      initialContext: instance.projectId ? { projectId: instance.projectId } : null,
-    };
+  /** The caller the run acts as: the weakest of its chain now (an admin running a member's workflow lends it nothing), under their key limits; why not, when one is gone. */
+  async #principal(instance: WorkflowInstance): Promise<Principal | string> {
+    const holderOf = (userId: string) => this.#users.credentialHolder(instance.subscriptionId, userId);
+    const initialContext = instance.projectId ? { projectId: instance.projectId } : null;
+    const refused = (error: unknown) => (error instanceof RpcError ? error.message : Promise.reject(error));
+    return actingPrincipal(instance.subscriptionId, instance.chain, holderOf, initialContext).catch(refused);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import {
+  authorOf,
   conflict,
   defineRecord,
   forbidden,
@@ -10,6 +11,7 @@ import {
   toOrderBy,
   toWhere,
   validationError,
+  withAuthor,
   type AiCatalogue,
   type AuthenticatedContext,
   type CollectionCatalogue,
@@ -36,7 +38,7 @@ export interface WorkflowInput {
   contextId?: string | null;
 }
 
-export const WORKFLOW = defineRecord(Workflow);
+export const WORKFLOW = defineRecord(Workflow, { hide: ['authors'] });
 export type WorkflowRecord = InferRecord<typeof WORKFLOW>;
 
 /**
@@ -87,6 +89,7 @@ export class WorkflowService {
         id: randomUUID(),
         subscriptionId: ctx.subscriptionId,
         userId: ctx.userId,
+        authors: [authorOf(ctx)],
         projectId: ctx.projectId ?? null,
         contextId: input.contextId ?? null,
         name: input.name,
@@ -117,6 +120,8 @@ export class WorkflowService {
       if (input.variables !== undefined) workflow.variables = input.variables;
       if (input.tags !== undefined) workflow.tags = input.tags;
       if (input.contextId !== undefined) workflow.contextId = input.contextId;
+      // Whoever saves a workflow shapes what its runs do: they act with no more than the weakest of them (runner.ts).
+      workflow.authors = withAuthor(workflow.authors, authorOf(ctx));
       workflow.updatedAt = new Date();
       await em.flush();
       return WORKFLOW.toRecord(workflow);

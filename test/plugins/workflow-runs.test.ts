@@ -313,18 +313,18 @@ describe('WorkflowRpc: runs', () => {
   it("shows a run's variables and output only to whoever started it and to admins", async () => {
     await t.ok('SecretsRpc.create', { zone: 'ops', key: 'token', value: 'admin-only-value' }, as(admin));
     await save(
-      member,
+      admin,
       'Peek',
       linearGraph(
         [{ id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: '{"zone": "ops", "key": "token"}', saveAs: 'secret' } }],
         'secret',
       ),
     );
-    // The member's own run has the member's rights.
+    // A member's run of it has the member's rights (test/core/deputies.test.ts: an admin's run of a member's workflow has the member's).
     const own = await execute(member, 'Peek');
     assert.equal(own.body.data.code, 'WORKFLOW_FAILED');
     assert.match(own.body.data.error, /FORBIDDEN/);
-    // An admin's run of the member's workflow reads the secret, for the admin alone.
+    // The admin's run of the admin's workflow reads the secret, for the admin alone.
     const announced: BusEvent[] = [];
     const unsubscribe = t.app.deps.bus.subscribe('workflow.completed', (event) => void announced.push(event));
     const byAdmin = await execute(admin, 'Peek');
