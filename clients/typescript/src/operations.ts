@@ -1105,9 +1105,14 @@ export interface AdminUserRpcCreateParams {
   isVerified?: boolean;
   isPhoneVerified?: boolean;
   onboardingCompleted?: boolean;
+  /**
+   * @maxItems 50
+   */
   oauthProfiles?: {
     provider: string;
     id: string;
+    email?: string;
+    linked?: boolean;
   }[];
   partnerContactId?: string | null;
 }
@@ -1131,6 +1136,7 @@ export interface AdminUserRpcCreateResult {
     provider: string;
     id: string;
     email?: string;
+    linked: boolean;
   }[];
 }
 export interface AdminUserRpcCreateInviteCodeParams {
@@ -1181,6 +1187,7 @@ export interface AdminUserRpcFindByIdResult {
     provider: string;
     id: string;
     email?: string;
+    linked: boolean;
   }[];
 }
 export interface AdminUserRpcGetDataParams {
@@ -1214,6 +1221,7 @@ export interface AdminUserRpcGetDataResult {
       provider: string;
       id: string;
       email?: string;
+      linked: boolean;
     }[];
   }[];
   totalDocs: number;
@@ -1268,9 +1276,14 @@ export interface AdminUserRpcUpdateParams {
   isVerified?: boolean;
   isPhoneVerified?: boolean;
   onboardingCompleted?: boolean;
+  /**
+   * @maxItems 50
+   */
   oauthProfiles?: {
     provider: string;
     id: string;
+    email?: string;
+    linked?: boolean;
   }[];
   partnerContactId?: string | null;
 }
@@ -1294,6 +1307,7 @@ export interface AdminUserRpcUpdateResult {
     provider: string;
     id: string;
     email?: string;
+    linked: boolean;
   }[];
 }
 export interface AgentConfigRpcCreateParams {
@@ -4997,13 +5011,13 @@ export interface AuthRpc {
   getOAuthLoginUrl(params: AuthRpcGetOAuthLoginUrlParams, options?: CallOptions): Promise<AuthRpcGetOAuthLoginUrlResult>;
   /** The calling user, their subscription and when the session expires. (user, read) */
   getSession(params?: AuthRpcGetSessionParams, options?: CallOptions): Promise<AuthRpcGetSessionResult>;
-  /** Log in with identifier (e-mail or username) and password, or passwordless with otpRequestId and code. (public, write) */
+  /** Log in with identifier (e-mail or username) and password, or passwordless with otpRequestId and code; CONFIRM_JOIN when the account may be someone else’s making (answer at /auth/join). (public, write) */
   login(params?: AuthRpcLoginParams, options?: CallOptions): Promise<AuthRpcLoginResult>;
   /** End the current session. (user, write) */
   logout(params?: AuthRpcLogoutParams, options?: CallOptions): Promise<AuthRpcLogoutResult>;
   /** The state of an external OAuth login: pending, completed (once, with the session) or expired. (public, write) */
   pollExternalOAuthLoginSession(params: AuthRpcPollExternalOAuthLoginSessionParams, options?: CallOptions): Promise<AuthRpcPollExternalOAuthLoginSessionResult>;
-  /** Check signup details (rules, uniqueness, invite code) without creating anything. (public, read) */
+  /** Check signup details (rules, uniqueness, invite code) without creating anything; counted per client address. (public, read) */
   preSignupValidate(params: AuthRpcPreSignupValidateParams, options?: CallOptions): Promise<AuthRpcPreSignupValidateResult>;
   /** Send a six-digit code to an e-mail address or phone number; valid for ten minutes. (public, write) */
   requestVerificationCode(params: AuthRpcRequestVerificationCodeParams, options?: CallOptions): Promise<AuthRpcRequestVerificationCodeResult>;
@@ -5131,7 +5145,7 @@ export interface KnowledgeBaseAdminRpc {
   reindexDocument(params: KnowledgeBaseAdminRpcReindexDocumentParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcReindexDocumentResult>;
   /** Run a failed or cancelled ingestion again (a new job), if its version is still the document's latest. (staff, write) */
   retryJob(params: KnowledgeBaseAdminRpcRetryJobParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcRetryJobResult>;
-  /** The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection. (user, write) */
+  /** The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection. (user, read) */
   search(params: KnowledgeBaseAdminRpcSearchParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcSearchResult>;
   /** Replace a chunk's text (at least 1 character); it is embedded again at once. (staff, write) */
   updateChunk(params: KnowledgeBaseAdminRpcUpdateChunkParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcUpdateChunkResult>;
@@ -5507,6 +5521,7 @@ export const ERROR_STATUS = {
   INTERNAL: 500,
   UPSTREAM_ERROR: 502,
   FEATURE_UNAVAILABLE: 503,
+  CONFIRM_JOIN: 409,
   QUOTA_EXCEEDED: 403,
   WORKFLOW_FAILED: 422,
 } as const;
