@@ -88,6 +88,12 @@ export const ALLOW_LIST: readonly Allowed[] = [
     reason: 'the workflow runner takes back the runs of every tenant whose node stopped, and wakes those whose wait is over',
   },
   {
+    tables: ['process_executor_instance'],
+    match:
+      /^update process_executor_instance set status = 'failed', .* where \(subscription_id, id\) in \( select subscription_id, id from process_executor_instance where status = 'running' and \(lease_until is null or lease_until < now\(\)\)|^update process_executor_instance set lease_until = now\(\) \+ make_interval\(secs => \?\) where node_id = \? and status = 'running'/,
+    reason: "the process executor renews the leases of its node's processes and ends those of every tenant whose node stopped",
+  },
+  {
     tables: ['api_management_delivery'],
     match:
       /^select subscription_id, api_key_id from \( select distinct on \(api_key_id\) .* from api_management_delivery where state = 'pending'|^delete from api_management_delivery where state <> 'pending' and created_at < now\(\)/,
