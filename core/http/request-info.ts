@@ -105,7 +105,7 @@ export class HttpHelpers {
    * caller authenticated and admitted by `access`, a request context, errors
    * answered with the codes RPC calls get.
    *
-   *   router.get('/notes/:id/export', http.route({ access: 'user' }, async ({ ctx, http }) => { ... }));
+   *   router.get('/notes/:id/export', http.route({ access: 'user', serves: 'NoteRpc', kind: 'read' }, async ({ ctx, http }) => { ... }));
    */
   route<A extends Access>(options: RouteOptions<A>, handler: RouteHandler<A>): Middleware {
     if (!this.#pipeline) throw new Error("Routes are made once the request pipeline exists (in a plugin's routes hook)");

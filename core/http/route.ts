@@ -38,19 +38,20 @@ export interface PerRequest {
  */
 export type Serves = string | readonly string[] | null | PerRequest;
 
+/** What every route declares, public ones included: nothing is assumed, so the door test walks each route by what it says. */
 interface Declared {
   /**
    * Who may call it, as for operations: `public`, `user`, `staff` or `admin`.
    * A public route acts for no one.
    */
   access: Access;
-  /** What it belongs to (see Serves); a public route serves the service's own unless it says. */
+  /** What it belongs to (see Serves). */
   serves: Serves;
-  /** `read` changes nothing (a read-only key may use it), `write` changes or acts; a public route reads unless it says. */
+  /** `read` changes nothing (a read-only key may use it), `write` changes or acts. */
   kind: OperationKind;
 }
 
-export type RouteOptions<A extends Access> = { access: A } & (A extends 'public' ? Partial<Omit<Declared, 'access'>> : Omit<Declared, 'access'>) & {
+export type RouteOptions<A extends Access> = { access: A } & Omit<Declared, 'access'> & {
     /**
      * How a refusal or failure is shown; the RPC error envelope as JSON unless
      * given (a route a browser opens answers with a page).
@@ -87,7 +88,8 @@ export function pipelineRoute<A extends Access>(
   handler: RouteHandler<A>,
 ): Middleware {
   const { access, answerError = answerEnvelope, drainLimitBytes = 0 } = options;
-  const declared: Declared = { access, serves: options.serves ?? null, kind: options.kind ?? 'read' };
+  // Checked with the route's path when it is mounted (declaredRoutes): a route missing any of them stops the start.
+  const declared: Declared = { access, serves: options.serves, kind: options.kind };
   const perRequest = declared.serves !== null && typeof declared.serves === 'object' && 'perRequest' in declared.serves;
   const middleware: DeclaredMiddleware = async (http) => {
     const requestId = requestIdOf(http);
@@ -138,17 +140,34 @@ const describeServes = (serves: Serves): string =>
 /**
  * Every route of these routers with what it declares; throws for one made
  * without pipelineRoute (it would declare nothing, so no key's limits could
- * be held at it). HEAD goes with GET.
+ * be held at it) and for one whose access, serves or kind is missing or
+ * malformed (a plugin in JavaScript, or one cast past the types): nothing is
+ * assumed for any route, public ones included. HEAD goes with GET.
  */
 export function declaredRoutes(routers: readonly Router[]): RouteDeclaration[] {
   return routers.flatMap((router) =>
     router.stack.flatMap((layer) => {
       const declared = (layer.stack as DeclaredMiddleware[]).find((middleware) => middleware[DECLARED])?.[DECLARED];
       const methods = layer.methods.filter((method) => method !== 'HEAD');
-      if (!declared) throw new Error(`Route ${methods.join('|')} ${layer.path} declares nothing: make it with http.route (core/http/route.ts)`);
+      const route = `Route ${methods.join('|')} ${layer.path}`;
+      if (!declared) throw new Error(`${route} declares nothing: make it with http.route (core/http/route.ts)`);
+      const wrong = declarationProblem(declared);
+      if (wrong) throw new Error(`${route} ${wrong} (core/http/route.ts)`);
       return methods.map((method) => ({ method, path: String(layer.path), ...declared }));
     }),
   );
+}
+
+/** What is missing or malformed in a route's declaration; undefined when it is whole. */
+function declarationProblem({ access, serves, kind }: Declared): string | undefined {
+  if (!['public', 'user', 'staff', 'admin'].includes(access)) return 'must declare its access: public, user, staff or admin';
+  if (kind !== 'read' && kind !== 'write') return "must declare its kind: 'read' (it changes nothing) or 'write'";
+  const valid =
+    serves === null ||
+    (typeof serves === 'string' && serves !== '') ||
+    (Array.isArray(serves) && serves.length > 0 && serves.every((operation) => typeof operation === 'string' && operation.includes('.'))) ||
+    (typeof serves === 'object' && serves !== null && typeof (serves as Partial<PerRequest>).perRequest === 'string');
+  return valid ? undefined : "must declare what it serves: a group, operations (Group.operation), { perRequest } or null for the service's own";
 }
 
 function answerEnvelope(http: Context, error: RpcError, errorId?: string): void {

@@ -102,7 +102,8 @@ export function consoleRoutes(router: Router, { http }: ConsoleDeps): void {
     exchange.type = file.type;
     exchange.body = file.body;
   };
-  const route = { access: 'public', answerError } as const;
+  // The console's pages are the service's own files, the same for everyone: no scope narrows them, and they change nothing.
+  const route = { access: 'public', serves: null, kind: 'read', answerError } as const;
   router.get(
     '/console',
     http.route(route, ({ http: exchange }) => serve(exchange, 'index.html')),

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
-import { SESSION_COOKIE } from '../../core/plugin/sdk.ts';
+import { definePlugin, SESSION_COOKIE, type Deps } from '../../core/plugin/sdk.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { tinyPng } from '../support/uploads.ts';
@@ -257,4 +262,115 @@ describe('every door holds an API key’s limits', () => {
     const flush = () => new Promise<void>((resolve) => ((pong = resolve), ws.send('{"type":"ping"}')));
     return { ws, status, messages, flush };
   }
+});
+
+/**
+ * What a limited key was found to reach, through public doors only (no route
+ * listing), so each also runs against a service from before the routes
+ * declared what they serve: every door beside what an unlimited credential
+ * gets there. A scoped key's webhook is the generated event test's above.
+ */
+describe('each door a limited key was found to pass', () => {
+  let t: TestApp;
+  let owner: Awaited<ReturnType<TestApp['signup']>>;
+  const keyWith = (limits: Record<string, unknown>) =>
+    t.ok<{ _id: string; fullKey: string }>('ApiKeyRpc.create', { description: 'finding', ...limits }, { token: owner.token });
+
+  before(async () => {
+    t = await startTestApp({ env: ENV });
+    owner = await t.signup();
+  });
+  after(() => t.close());
+
+  it('refuses a TaskRpc-scoped key GET /notes/export, GET /api/files/<id> and a git clone of /checkpoints/<scope>.git', async () => {
+    const scoped = (await keyWith({ scopes: ['TaskRpc'] })).fullKey;
+    const unlimited = (await keyWith({})).fullKey;
+    const picture = await t.ok<{ uploadKey: string }>('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: owner.token });
+    const put = await fetch(`${t.url}/api/uploads/${picture.uploadKey}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'image/png' },
+      body: new Uint8Array(tinyPng()),
+    });
+    assert.equal(put.status, 200);
+    const profile = await t.ok<{ profilePicture: string }>('UserProfileRpc.updateProfilePicture', { uploadKey: picture.uploadKey }, { token: owner.token });
+    await t.ok('CheckpointRpc.writeFile', { scope: 'finding', path: 'a.md', content: 'a\n' }, { token: owner.token });
+    await t.ok('CheckpointRpc.createCheckpoint', { scope: 'finding', message: 'First' }, { token: owner.token });
+    const home = mkdtempSync(join(tmpdir(), 'doors-git-'));
+    const clone = (key: string) =>
+      promisify(execFile)(
+        'git',
+        ['-c', `http.extraHeader=X-Api-Key: ${key}`, 'clone', '-q', '--bare', `${t.url}/checkpoints/finding.git`, mkdtempSync(join(home, 'clone-'))],
+        {
+          env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: home, GIT_TERMINAL_PROMPT: '0' },
+        },
+      ).then(
+        () => 'cloned',
+        (error: Error) => (/403/.test(error.message) ? 'refused (403)' : error.message),
+      );
+    const file = `/api/files/${profile.profilePicture.split('/').pop()}`;
+    // Every door answered for each key, so a failure shows all that let the key through.
+    const doors = async (key: string) => ({
+      'GET /notes/export': (await fetch(`${t.url}/notes/export`, { headers: { 'x-api-key': key } })).status,
+      'GET /api/files/<id>': (await fetch(`${t.url}${file}`, { headers: { 'x-api-key': key } })).status,
+      'git clone': await clone(key),
+    });
+    try {
+      assert.deepEqual(await doors(unlimited), { 'GET /notes/export': 200, 'GET /api/files/<id>': 200, 'git clone': 'cloned' });
+      assert.deepEqual(await doors(scoped), { 'GET /notes/export': 403, 'GET /api/files/<id>': 403, 'git clone': 'refused (403)' });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps a rate-limited key from lifting its own limit or making a key without one', async () => {
+    // Two keys: one lifting its own limit would otherwise make the other attempt with no limit.
+    const [lifter, maker] = [await keyWith({ rateLimitPerMinute: 50 }), await keyWith({ rateLimitPerMinute: 50 })];
+    const stored = async () =>
+      (await t.ok<{ data: { _id: string; rateLimitPerMinute: number | null }[] }>('ApiKeyRpc.getData', {}, { token: owner.token })).data;
+    const before = await stored();
+    assert.deepEqual(
+      {
+        lift: (await t.call('ApiKeyRpc.update', { _id: lifter._id, rateLimitPerMinute: null }, { apiKey: lifter.fullKey })).status,
+        make: (await t.call('ApiKeyRpc.create', { description: 'no limit' }, { apiKey: maker.fullKey })).status,
+      },
+      { lift: 403, make: 403 },
+    );
+    assert.deepEqual(await stored(), before, 'no key lifted or made');
+  });
+
+  it('keeps a key allowed ApiKeyRpc.update from widening its own scopes', async () => {
+    const key = await keyWith({ scopes: ['ApiKeyRpc.update'] });
+    assert.equal((await t.call('ApiKeyRpc.update', { _id: key._id, scopes: null }, { apiKey: key.fullKey })).status, 403);
+    assert.equal((await t.call('ApiKeyRpc.update', { _id: key._id, scopes: ['ApiKeyRpc', 'SecretsRpc'] }, { apiKey: key.fullKey })).status, 403);
+    const keys = (await t.ok<{ data: { _id: string; scopes: string[] | null }[] }>('ApiKeyRpc.getData', {}, { token: owner.token })).data;
+    assert.deepEqual(keys.find((stored) => stored._id === key._id)!.scopes, ['ApiKeyRpc.update']);
+  });
+});
+
+describe('a route that does not declare what it serves and its kind', () => {
+  const DEPS = ['http'] as const;
+  /** A plugin whose one route declares only `declared` (as a plugin in JavaScript, or one cast past the types, could). */
+  const withRoute = (declared: Record<string, unknown>) =>
+    definePlugin<Deps<typeof DEPS>>({
+      id: 'undeclared-route',
+      group: 'UndeclaredRouteRpc',
+      coreVersion: '^2.0.0',
+      deps: DEPS,
+      operations: {},
+      routes(router, { http }) {
+        router.get(
+          '/undeclared',
+          http.route(declared as never, () => undefined),
+        );
+      },
+    });
+
+  it('stops the start, public routes included: nothing is assumed for any route', async () => {
+    const start = (declared: Record<string, unknown>) => startTestApp({ plugins: ['auth', 'undeclared-route'], extraPlugins: [withRoute(declared)] });
+    await assert.rejects(start({ access: 'public' }), /Route GET \/undeclared must declare its kind/);
+    await assert.rejects(start({ access: 'public', kind: 'read' }), /Route GET \/undeclared must declare what it serves/);
+    await assert.rejects(start({ access: 'user', serves: ['notAnOperation'], kind: 'read' }), /must declare what it serves/);
+    const app = await start({ access: 'public', serves: null, kind: 'read' });
+    await app.close();
+  });
 });

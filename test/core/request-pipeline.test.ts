@@ -59,7 +59,10 @@ const probePlugin = definePlugin<ProbeDeps>({
     );
     router.get(
       '/probe/public',
-      http.route({ access: 'public' }, ({ ctx, http: exchange }) => void (exchange.body = { success: true, data: { userId: ctx.userId } })),
+      http.route(
+        { access: 'public', serves: 'PipelineProbeRpc', kind: 'read' },
+        ({ ctx, http: exchange }) => void (exchange.body = { success: true, data: { userId: ctx.userId } }),
+      ),
     );
   },
 });
