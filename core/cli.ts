@@ -327,11 +327,14 @@ tenant
   )
   .requiredOption('--from <file>', 'the archive tenant export wrote')
   .option('--key-file <file>', 'its transfer key; <file>.key by default')
-  .action(({ from, keyFile }: { from: string; keyFile?: string }) =>
+  .option('--trust-sign-ins', "keep the sign-in provider links and owners' proofs of an address: only for an archive your own installation wrote")
+  .action(({ from, keyFile, trustSignIns }: { from: string; keyFile?: string; trustSignIns?: boolean }) =>
     report('import the tenant', async () => {
       const archive = path.resolve(from);
-      const result = (await operate('tenant import', { from: archive, keyFile: path.resolve(keyFile ?? `${archive}.key`) })) as TenantImportResult;
-      return `Imported subscription ${result.subscriptionId}: ${result.rows} records and ${result.files} files.`;
+      const args = { from: archive, keyFile: path.resolve(keyFile ?? `${archive}.key`), trustSignIns: trustSignIns === true };
+      const result = (await operate('tenant import', args)) as TenantImportResult;
+      const withheld = result.withheld.map(({ what, rows, meaning }) => `${what} (${rows}): ${meaning}`).join('; ');
+      return `Imported subscription ${result.subscriptionId}: ${result.rows} records and ${result.files} files.${withheld && ` Left out what an archive cannot vouch for (--trust-sign-ins keeps it, for an archive your own installation wrote): ${withheld}.`}`;
     }),
   );
 

@@ -10,6 +10,7 @@ import type { App } from '../app.ts';
 import { CORE_VERSION } from '../version.ts';
 import { appliedMigrations, filesUnder, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand, type Report } from './command.ts';
+import type { UntrustedData } from './tenant-data.ts';
 
 /**
  * `rpc-service tenant export` and `tenant import` (docs/decisions.md,
@@ -53,8 +54,12 @@ const FILES_FOLDER = 'core:files';
 const BATCH = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** What moves with a tenant: every entity table with a subscription_id, the tables plugins name, less those they leave behind; and their folders. */
-function tenantData(app: App): { tables: TenantTable[]; folders: Folder[] } {
+/**
+ * What moves with a tenant: every entity table with a subscription_id, the
+ * tables plugins name, less those they leave behind; their folders; and what
+ * an import takes only from an archive the operator vouches for.
+ */
+function tenantData(app: App): { tables: TenantTable[]; folders: Folder[]; untrusted: UntrustedData[] } {
   const contributions = app.extensions.all('core.tenantData');
   const declared = contributions.map(({ value }) => value);
   const skipped = new Set([DATA_KEYS, ...BLOB_TABLES, ...declared.flatMap((declaration) => declaration.skip ?? []).map((skip) => skip.name)]);
@@ -68,7 +73,8 @@ function tenantData(app: App): { tables: TenantTable[]; folders: Folder[] } {
   const folders: Folder[] = [];
   for (const { pluginId, value } of contributions)
     (value.folders ?? []).forEach((folder, index) => folders.push({ name: `${pluginId}:${index}`, path: folder }));
-  return { tables: [...tables.values()].sort((a, b) => a.name.localeCompare(b.name)), folders };
+  const untrusted = declared.flatMap((declaration) => declaration.untrusted ?? []);
+  return { tables: [...tables.values()].sort((a, b) => a.name.localeCompare(b.name)), folders, untrusted };
 }
 
 /** The columns an insert may name: generated ones are computed by the database. */
@@ -197,12 +203,16 @@ export const tenantExport: OperatorCommand<TenantExportArgs, TenantExportResult>
 export interface TenantImportArgs {
   from: string;
   keyFile: string;
+  /** The operator vouches for the archive (their own installation wrote it): what core.tenantData declares untrusted is imported too. */
+  trustSignIns?: boolean;
 }
 
 export interface TenantImportResult {
   subscriptionId: string;
   rows: number;
   files: number;
+  /** What was left out as untrusted (none with trustSignIns), with the rows it took out of the archive's. */
+  withheld: { what: string; rows: number; meaning: string }[];
 }
 
 /** The entries of a tenant export: the manifest names each one's place and what it may hold. */
@@ -293,15 +303,27 @@ async function* tenantRows(from: string, staging: string, table: TenantTable, ro
     throw new OperatorError(`${from}: ${file} holds ${line} rows where its manifest says ${rows}: the archive was altered, and nothing of it was imported`);
 }
 
+/** Sets a row's columns to the values in `reset`; true when the row held another value in one of them. */
+function resetColumns(row: Record<string, unknown>, reset: NonNullable<UntrustedData['reset']>): boolean {
+  let changed = false;
+  for (const [column, value] of Object.entries(reset)) {
+    if (row[column] !== undefined && row[column] !== value) changed = true;
+    row[column] = value;
+  }
+  return changed;
+}
+
 /**
  * `tenant import`: refused when the subscription exists here, a table is
  * missing (a plugin this installation lacks) or the key does not open the
  * data keys; otherwise the files are put in place and every row inserted in
  * one transaction, the data keys wrapped by this installation's master key.
+ * What plugins declare untrusted (core.tenantData) is left out of the rows
+ * unless the operator vouches for the archive (`trustSignIns`).
  */
 export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult> = {
   mayCreate: true,
-  async run(app, { from, keyFile }, report) {
+  async run(app, { from, keyFile, trustSignIns }, report) {
     if (!existsSync(keyFile)) throw new OperatorError(`${keyFile} does not exist: give the .key file tenant export wrote beside the archive (--key-file)`);
     const transferKey = Buffer.from((await readFile(keyFile, 'utf8')).trim(), 'base64url');
     if (transferKey.length !== 32) throw new OperatorError(`${keyFile} does not hold a transfer key`);
@@ -315,7 +337,9 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
       const { subscriptionId } = manifest;
       const [exists] = await db.execute('select 1 from auth_subscription where id = ?', [subscriptionId]);
       if (exists) throw new OperatorError(`subscription ${subscriptionId} already exists in this installation`);
-      const here = new Map(tenantData(app).tables.map((table) => [table.name, table]));
+      const declared = tenantData(app);
+      const here = new Map(declared.tables.map((table) => [table.name, table]));
+      const untrusted = trustSignIns === true ? [] : declared.untrusted;
       const missing = manifest.tables.filter((table) => table.rows > 0 && !here.has(table.name)).map((table) => table.name);
       if (missing.length > 0) throw new OperatorError(`this installation has no table ${missing.join(', ')}: load the plugins the source installation had`);
       let keys: ReturnType<typeof keyring.importedDataKeys>;
@@ -334,7 +358,7 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
       const stray = manifest.entries.find((entry) => entry.path.startsWith('files/') && !fileIds.has(entry.path.slice('files/'.length)));
       if (stray) throw new OperatorError(`${from}: ${stray.path} is the bytes of none of its files: the archive was altered`);
 
-      const folders = [...tenantData(app).folders, { name: FILES_FOLDER, path: path.join(app.config.dataDir, 'files') }];
+      const folders = [...declared.folders, { name: FILES_FOLDER, path: path.join(app.config.dataDir, 'files') }];
       let files = 0;
       for (const entry of manifest.entries.filter((candidate) => candidate.path.startsWith('files/'))) {
         const storagePath = `${subscriptionId}/${entry.path.slice('files/'.length)}`;
@@ -355,6 +379,8 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
       }
 
       let rows = 0;
+      /** Rows each untrusted declaration took out of the archive's. */
+      const withheld = new Map<UntrustedData, number>();
       let table = DATA_KEYS;
       await db
         .forkEm(null)
@@ -369,6 +395,12 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
           for (const [index, listed] of manifest.tables.entries()) {
             if (listed.rows === 0) continue;
             table = listed.name;
+            const rules = untrusted.filter((rule) => rule.table === listed.name);
+            const leftOut = rules.find((rule) => !rule.reset);
+            if (leftOut) {
+              withheld.set(leftOut, listed.rows);
+              continue;
+            }
             const columns = (await insertableColumns(em, table)).map(quoted).join(', ');
             let batch: string[] = [];
             const flush = async () => {
@@ -381,6 +413,7 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
             };
             // Read and checked again, and inserted as checked: written out anew, a row holds each column once.
             for await (const row of tenantRows(from, staging, here.get(table)!, listed.rows, subscriptionId)) {
+              for (const rule of rules) if (resetColumns(row, rule.reset!)) withheld.set(rule, (withheld.get(rule) ?? 0) + 1);
               batch.push(JSON.stringify(row));
               if (batch.length === BATCH) await flush();
             }
@@ -394,7 +427,7 @@ export const tenantImport: OperatorCommand<TenantImportArgs, TenantImportResult>
           const constraint = (error as { constraint?: string }).constraint ?? table;
           throw new OperatorError(`${from}: a row of ${table} is already in this installation (${constraint}): nothing of the archive was imported`);
         });
-      return { subscriptionId, rows, files };
+      return { subscriptionId, rows, files, withheld: [...withheld].map(([{ what, meaning }, count]) => ({ what, rows: count, meaning })) };
     } catch (error) {
       for (const target of placed) await rm(target, { recursive: true, force: true });
       for (const storagePath of stored) await app.fileStorage.delete(storagePath);

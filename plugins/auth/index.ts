@@ -71,7 +71,26 @@ export const authPlugin = definePlugin<AuthDeps>({
   extends: {
     'core.credentials': (deps) => [{ scheme: 'session', verifier: deps.sessionService }],
     // The subscription's own row is keyed by its id; its users, sessions and links move by their subscription_id.
-    'core.tenantData': [{ tables: [{ name: 'auth_subscription', key: 'id' }] }],
+    // A link or an owner's proof signs a provider account or an address into a user unasked (oauth.service.ts):
+    // from an archive, whose maker could write any, they come only when the operator vouches for it.
+    'core.tenantData': [
+      {
+        tables: [{ name: 'auth_subscription', key: 'id' }],
+        untrusted: [
+          {
+            what: 'provider sign-in links',
+            table: 'auth_oauth_link',
+            meaning: 'their users sign in with their password, or are asked before joining, until they sign in with the provider again',
+          },
+          {
+            what: "owners' proofs of their address",
+            table: 'auth_user',
+            reset: { email_proven: null, email_proven_by: null },
+            meaning: 'a provider sign-in or a one-time code with such an address asks before joining its account, until its owner proves the address again',
+          },
+        ],
+      },
+    ],
   },
   operations,
   routes: oauthRoutes,

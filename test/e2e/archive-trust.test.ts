@@ -9,6 +9,7 @@ import { createGzip } from 'node:zlib';
 import * as tar from 'tar';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
+import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 
 /**
@@ -94,14 +95,16 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     return { ...databaseEnv(database.url), MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
   }
 
-  async function start(name: string): Promise<Node> {
-    const dataDir = path.join(work, name);
-    const env: Record<string, string> = { DATA_DIR: dataDir, PLUGINS: NOTES_PLUGIN, LOG_LEVEL: 'warn', SIGNUP_IP_LIMIT: '1000', ...(await scratchEnv()) };
-    const port = await freePort();
+  async function nodeEnv(name: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+    return { DATA_DIR: path.join(work, name), PLUGINS: NOTES_PLUGIN, LOG_LEVEL: 'warn', SIGNUP_IP_LIMIT: '1000', ...extra, ...(await scratchEnv()) };
+  }
+
+  async function start(env: Record<string, string>, port?: number): Promise<Node> {
+    port ??= await freePort();
     const base = `http://127.0.0.1:${port}`;
     const server = runServer({ ...env, PORT: String(port) });
     await whenHealthy(server, base, 90_000);
-    return { env, dataDir, base, server };
+    return { env, dataDir: env.DATA_DIR!, base, server };
   }
 
   async function cli(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; output: string }> {
@@ -196,7 +199,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
   }
 
   before(async () => {
-    [source, target] = await Promise.all([start('source'), start('target')]);
+    [source, target] = await Promise.all([nodeEnv('source').then((env) => start(env)), nodeEnv('target').then((env) => start(env))]);
 
     const acme = await ok(source, 'AuthRpc.signup', { email: 'owner@acme.example', username: 'acme-owner', password: PASSWORD });
     acmeId = acme.user.subscriptionId;
@@ -315,6 +318,87 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
       /^Cannot import the tenant: \S+ its manifest lists an entry "folders\/0\/\.\.\/\.\.\/payload\/pwned\.txt", not a path inside the archive: it is not a tenant export, or it was altered$/,
     );
     assert.equal(existsSync(path.join(work, 'payload')), false);
+  });
+
+  it("takes no sign-in on the archive's word (provider links, an owner's proof of an address) unless the operator vouches for it", async () => {
+    const idp = await startOpenIdProvider();
+    try {
+      // A victim's provider account and a person with the address the attacker's account has.
+      idp.accounts.set('victim-subject', { email: 'victim@mail.example' });
+      idp.accounts.set('owner-subject', { email: 'owner@acme.example' });
+      const archive = await forge(unpacked, 'forged-sign-ins', (folder) => {
+        const users = rowsOf(folder, 'auth_user');
+        const owner = users.find((user) => user.username === 'acme-owner')!;
+        assert.equal(owner.email_proven, null, 'the owner signed up without a code');
+        writeRows(
+          folder,
+          'auth_user',
+          users.map((user) => (user === owner ? { ...user, email_proven: 'owner@acme.example', email_proven_by: 'code' } : user)),
+        );
+        const link = {
+          provider: 'idp',
+          subject: 'victim-subject',
+          user_id: owner.id,
+          subscription_id: acmeId,
+          email: 'victim@mail.example',
+          created_at: new Date().toISOString(),
+        };
+        writeRows(folder, 'auth_oauth_link', [...rowsOf(folder, 'auth_oauth_link'), link]);
+      });
+
+      // Two new installations signing in with the provider: the operator imports the archive into one as it is, into the other vouching for it.
+      const [untrustingPort, trustingPort] = [await freePort(), await freePort()];
+      idp.configure([untrustingPort, trustingPort].map((port) => `http://127.0.0.1:${port}/auth/idp/callback`));
+      const importInto = async (name: string, port: number, ...flags: string[]) => {
+        const env = await nodeEnv(name, {
+          PUBLIC_URL: `http://127.0.0.1:${port}`,
+          OAUTH_PROVIDERS: 'idp',
+          OAUTH_IDP_ISSUER: idp.issuer,
+          OAUTH_IDP_CLIENT_ID: 'rpc-service',
+          OAUTH_IDP_CLIENT_SECRET: 'test-client-secret',
+          OAUTH_ALLOW_HTTP: 'true',
+        });
+        const imported = await cli(env, 'tenant', 'import', '--from', archive, ...flags);
+        assert.equal(imported.code, 0, imported.output);
+        return { node: await start(env, port), output: imported.output };
+      };
+
+      /** Where a person signing in with the provider as `subject` lands: the session's account, or the question before joining one. */
+      const signIn = async (node: Node, subject: string): Promise<{ username: string; subscriptionId: string } | 'asked'> => {
+        const browser = new TestBrowser();
+        const answer = await browser.signInAt(`${node.base}/auth/idp`, subject, idp.issuer);
+        const token = browser.cookie(new URL(node.base).host, 'session');
+        if (!token) {
+          assert.equal(answer.status, 200);
+          assert.match(await answer.text(), /acme-owner/);
+          return 'asked';
+        }
+        const session = await ok(node, 'AuthRpc.getSession', {}, { authorization: `Bearer ${token}` });
+        return { username: session.user.username, subscriptionId: session.subscriptionId };
+      };
+
+      const untrusting = await importInto('untrusting', untrustingPort);
+      const victim = await signIn(untrusting.node, 'victim-subject');
+      assert.ok(victim !== 'asked', 'the victim signs in');
+      assert.notEqual(victim.subscriptionId, acmeId, "the victim's sign-in is not in the attacker's tenant");
+      assert.equal(await signIn(untrusting.node, 'owner-subject'), 'asked', "the address's proof did not come with the archive");
+      assert.equal(
+        (await ok(untrusting.node, 'AuthRpc.login', { identifier: 'acme-owner', password: PASSWORD })).user.username,
+        'acme-owner',
+        'the tenant came',
+      );
+      assert.match(
+        untrusting.output,
+        /Left out what an archive cannot vouch for \(--trust-sign-ins keeps it, for an archive your own installation wrote\): provider sign-in links \(1\): .+; owners' proofs of their address \(1\): .+\.$/m,
+      );
+
+      const trusting = await importInto('trusting', trustingPort, '--trust-sign-ins');
+      assert.doesNotMatch(trusting.output, /Left out/);
+      assert.deepEqual(await signIn(trusting.node, 'victim-subject'), { username: 'acme-owner', subscriptionId: acmeId }, 'the link came');
+      assert.deepEqual(await signIn(trusting.node, 'owner-subject'), { username: 'acme-owner', subscriptionId: acmeId }, 'the proof came');
+    } finally {
+      await idp.close();
+    }
   });
 
   it('restore refuses a manifest entry that resolves outside DATA_DIR, and writes nothing there', async () => {
