@@ -13,10 +13,11 @@ import { ApiKeyWebhook, type WebhookStatus } from './webhook.entity.ts';
 
 const SECRET_MASK = '********';
 
-/** Where a key's webhook goes: the current URL and secret (opened), read at each delivery. */
+/** Where a key's webhook goes: the current URL and secret (opened), and whom the key stands for now, read at each delivery. */
 export interface WebhookTarget {
   apiKeyId: string;
-  userId: string;
+  /** The key's principal as authenticating with it would give now (its owner's role, its scopes): what a delivery is checked against. */
+  principal: Principal;
   url: string;
   secret: string | null;
   status: WebhookStatus;
@@ -88,15 +89,19 @@ export class WebhookStore {
       .sort((a, b) => (a.apiKeyId < b.apiKeyId ? -1 : a.apiKeyId > b.apiKeyId ? 1 : 0));
   }
 
-  /** Where an enabled key's webhook goes now, whatever its status, with its secret opened; null without one. */
+  /**
+   * Where a key's webhook goes now, whatever its status, with its secret
+   * opened and the principal the key stands for now; null without a webhook,
+   * or when the key is disabled or gone or its owner deactivated or gone.
+   */
   async target(subscriptionId: string, apiKeyId: string): Promise<WebhookTarget | null> {
     const webhook = await this.#deps.db.forkEm(subscriptionId).findOne(ApiKeyWebhook, { apiKeyId });
     if (!webhook) return null;
-    const [key] = await this.#deps.apiKeyService.keysById(subscriptionId, [apiKeyId]);
-    if (!key?.isEnabled) return null;
+    const principal = (await this.#deps.apiKeyService.principalsOf(subscriptionId, [apiKeyId])).get(apiKeyId);
+    if (!principal) return null;
     return {
       apiKeyId,
-      userId: key.userId,
+      principal,
       url: webhook.url,
       secret: webhook.secret ? await this.#deps.keyring.open(subscriptionId, webhook.secret) : null,
       status: webhook.status,

@@ -215,7 +215,7 @@ export class WebhookService {
   /** Failed deliveries of a webhook (all, or those named) go again, in their order, with a fresh schedule. */
   async resendDeliveries(ctx: AuthenticatedContext, input: { apiKeyId: string; _ids?: string[] }): Promise<{ resent: number }> {
     const target = await this.#deps.webhookStore.target(ctx.subscriptionId, input.apiKeyId);
-    if (!target) throw notFound(`No enabled API key ${input.apiKeyId} with a webhook`);
+    if (!target) throw notFound(`No enabled API key ${input.apiKeyId} of an active user with a webhook`);
     if (target.status === 'disabled') throw badRequest('This webhook answered 410 Gone and is disabled: register it again first');
     const resent = await ctx.em.nativeUpdate(
       WebhookDelivery,
@@ -253,9 +253,19 @@ export class WebhookService {
         await this.#failPending(
           em,
           apiKeyId,
-          target ? 'the webhook is disabled (it answered 410 Gone)' : 'the API key was disabled or removed, or its webhook',
+          target
+            ? 'the webhook is disabled (it answered 410 Gone)'
+            : 'the API key was disabled or removed, or its webhook, or its owner deactivated or removed',
         );
         return;
+      }
+      // Checked again now, with the key's rights as they are (a retry or a resend may come long after the event was recorded):
+      // the user an event was for never changes for a key, so the event's name is what its scopes are held against.
+      if (!this.#deps.bus.hears(target.principal, { name: head.eventType })) {
+        head.state = 'failed';
+        head.lastError = `the API key no longer hears ${head.eventType} (its scopes or its owner's rights changed since the event), so it was not sent`;
+        await em.flush();
+        continue;
       }
       const outcome = await sendWebhook(this.#deps.outbound, target, { id: head.eventId, body: head.body }, config.WEBHOOK_TIMEOUT_MS);
       this.#logAttempt(head, outcome);

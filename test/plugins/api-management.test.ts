@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +13,7 @@ import { eventually, startHttpReceiver, type ReceivedRequest, type Reply } from 
 import { addUser } from '../support/users.ts';
 
 const SECRET = 'whsec-test-0123456789abcdef';
-const PLUGINS = ['auth', 'api-key', 'api-management', 'secrets'];
+const PLUGINS = ['auth', 'admin-user', 'api-key', 'api-management', 'secrets'];
 // The registration test's limit leaves a loaded machine room; the slow receiver below answers well past it.
 const ENV = { OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '0,300ms,300ms', WEBHOOK_TEST_TIMEOUT_MS: '4000', JOBS_POLL_MS: '500' };
 
@@ -262,6 +264,63 @@ describe('ApiManagementRpc: webhooks', () => {
     assert.equal(verified(events(r)[3]!).id, failed[0].eventId);
     await eventually(async () => ((await keyRecord(key._id)).webhookStatus === 'verified' ? true : undefined), 5000);
     assert.equal((await deliveriesOf(key._id, 'failed')).length, 0);
+  });
+
+  it('checks each delivery again when it is sent: a resend after the key was narrowed sends nothing it no longer hears', async () => {
+    let healthy = false;
+    const r = await receiver((request) => ({ status: request.body.includes('"webhook.test"') || healthy ? 200 : 500 }));
+    const key = await keyWithWebhook(r.url);
+    await secretEvent('BEFORE_NARROWED');
+    await eventually(async () => ((await keyRecord(key._id)).webhookStatus === 'unreachable' ? true : undefined), 10_000);
+    // Narrowed by its owner to a group that does not emit secret.changed: a resend must not send what was recorded under its earlier scopes.
+    await t.ok('ApiKeyRpc.update', { _id: key._id, scopes: ['ApiKeyRpc'] }, { token: admin.token });
+    healthy = true;
+    assert.deepEqual(await t.ok('ApiManagementRpc.resendDeliveries', { apiKeyId: key._id }, { token: admin.token }), { resent: 1 });
+    const [refused] = await eventually(async () => {
+      const failed = await deliveriesOf(key._id, 'failed');
+      return failed.length === 1 && /no longer hears/.test(failed[0].lastError) ? failed : undefined;
+    }, 5000);
+    assert.match(refused.lastError, /no longer hears secret\.changed/);
+    assert.equal(events(r).length, 3, 'the three attempts before it was narrowed, none after');
+  });
+
+  it('checks each retry again when it is sent: none after the key’s owner was deactivated', async () => {
+    const member = await addUser(t, admin.subscriptionId, 'user');
+    const memberKey = await t.ok('ApiKeyRpc.create', { description: 'member hook' }, { token: member.token });
+    // The first attempt's answer (a failure) is held until the owner is deactivated, so its retry surely comes after.
+    const attempts: string[] = [];
+    let release!: () => void;
+    const deactivated = new Promise<void>((resolve) => (release = resolve));
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if (body.includes('"webhook.test"')) return void res.writeHead(200).end();
+        attempts.push(body);
+        void deactivated.then(() => res.writeHead(500).end());
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      assert.equal((await t.ok('ApiManagementRpc.registerWebhook', { webhookUrl: url }, { apiKey: memberKey.fullKey })).status, 'verified');
+      await secretEvent('BEFORE_DEACTIVATED');
+      await eventually(() => (attempts.length === 1 ? true : undefined), 5000);
+      await t.ok('AdminUserRpc.update', { _id: member.user._id, isActive: false }, { token: admin.token });
+      release();
+      const [stopped] = await eventually(async () => {
+        const failed = await deliveriesOf(memberKey._id, 'failed');
+        return failed.length === 1 ? failed : undefined;
+      }, 10_000);
+      assert.equal(stopped.attempts, 1);
+      assert.match(stopped.lastError, /deactivated/);
+      assert.equal(attempts.length, 1, 'no attempt after its owner was deactivated');
+    } finally {
+      release();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('keeps tenants apart and the administration to admins', async () => {
