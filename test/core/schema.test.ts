@@ -44,6 +44,7 @@ describe('database schema', () => {
       'auth_oauth_state',
       'auth_otp_request',
       'auth_outbox',
+      'auth_pending_link',
       'auth_session',
       'auth_subscription',
       'auth_user',
