@@ -104,7 +104,7 @@ export const SEEDS: Record<string, Seed> = {
     await eventually(async () => {
       const { data } = await t.ok('SchedulerRpc.listRuns', { taskId }, as(x.admin));
       return data.length === 1 && data[0].status !== 'running' ? true : undefined;
-    }, 10_000);
+    });
   },
   async secrets(t, x) {
     // A secret's id is "zone:key", both chosen by the tenant.

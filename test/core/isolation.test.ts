@@ -49,7 +49,7 @@ describe('tenant isolation of every operation that takes an id', () => {
     const [failed] = await eventually(async () => {
       const { data } = await t.ok('ApiManagementRpc.getDeliveries', { apiKeyId: key._id, state: 'failed' }, as(x.admin));
       return data.length > 0 ? data : undefined;
-    }, 10_000);
+    });
     x.ids.delivery = failed._id;
   }
 

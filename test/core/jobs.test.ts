@@ -191,7 +191,7 @@ describe('durable jobs', () => {
   });
 
   test('a periodic job runs on its schedule', async () => {
-    const tick = await until('the first tick', () => journal.attempts.find((entry) => entry.job === 'probe.tick'), 10_000);
+    const tick = await until('the first tick', () => journal.attempts.find((entry) => entry.job === 'probe.tick'));
     assert.equal(tick.attempt, 1);
   });
 
@@ -345,10 +345,10 @@ test('a job starts as soon as its transaction commits, without waiting for a pol
       committedAt = Date.now();
       return id;
     }))!;
-    const ran = await until('the committed job to run', () => journal.runsOf(committed)[0], 10_000);
+    const ran = await until('the committed job to run', () => journal.runsOf(committed)[0]);
     assert.ok(ran.at >= committedAt);
     const outside = (await jobs.enqueue('count', { n: 3 }))!;
-    await until('the job enqueued outside a transaction to run', () => journal.runsOf(outside)[0], 10_000);
+    await until('the job enqueued outside a transaction to run', () => journal.runsOf(outside)[0]);
     assert.equal(journal.attempts.filter((entry) => entry.job === 'probe.count').length, 2, 'the rolled-back job never ran');
   } finally {
     await app.close();

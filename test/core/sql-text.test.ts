@@ -184,7 +184,7 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     // An event of the subscription is delivered to the stored URL, with the stored secret.
     const before = receiver.requests.length;
     await ok('NoteRpc.add', { text: 'for the webhook' });
-    const delivered = await eventually(() => receiver.requests.slice(before).find((request) => request.body.includes('note.added')), 10_000);
+    const delivered = await eventually(() => receiver.requests.slice(before).find((request) => request.body.includes('note.added')));
     assert.equal(delivered.path, test.path);
     assert.equal(delivered.headers['x-webhook-secret'], HOSTILE);
     await ok('ApiKeyRpc.delete', { _id: key._id });
@@ -323,7 +323,7 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     const ready = await eventually(async () => {
       const current = await ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id });
       return current.status === 'pending' || current.status === 'processing' ? undefined : current;
-    }, 20_000);
+    });
     assert.equal(ready.status, 'ready', ready.error);
     assert.deepEqual(
       [ready.name, ready.description, ready.collection, ready.tags, ready.content, ready.contactId, ready.projectId],
@@ -483,8 +483,8 @@ describe('text that looks like SQL, stored and read back by every group', () => 
     });
     assert.match(sent.message, /1 user reached on 1 device/);
     // The push goes to the endpoint as it was stored.
-    await eventually(() => receiver.requests.find((request) => request.path === '/push;x$$--y'), 10_000);
-    const notification = await eventually(async () => (await ok('NotificationRpc.getData', { filter: { title: HOSTILE } })).data[0], 10_000);
+    await eventually(() => receiver.requests.find((request) => request.path === '/push;x$$--y'));
+    const notification = await eventually(async () => (await ok('NotificationRpc.getData', { filter: { title: HOSTILE } })).data[0]);
     assert.deepEqual([notification.title, notification.message], [HOSTILE, `${HOSTILE} body`]);
     await ok('NotificationRpc.markAsRead', { _id: notification._id });
     const read = await ok('NotificationRpc.findById', { _id: notification._id });

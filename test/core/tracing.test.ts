@@ -78,7 +78,7 @@ describe('OpenTelemetry traces', () => {
     const { traceId, traceparent } = newTrace();
     await t.ok('SecretsRpc.create', { zone: 'traced', key: 'TRACED', value: 'not-in-any-span' }, { token: admin.token, headers: { traceparent } });
 
-    const delivery = await eventually(() => hooks.requests.find((request) => request.body.includes('"secret.changed"')), 10_000);
+    const delivery = await eventually(() => hooks.requests.find((request) => request.body.includes('"secret.changed"')));
     assert.match(delivery.headers.traceparent ?? '', new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`), 'the webhook receiver is sent the trace');
 
     const inTrace = () => spansOf(collector).filter((span) => span.traceId === traceId);
@@ -86,7 +86,7 @@ describe('OpenTelemetry traces', () => {
       const found = inTrace();
       const whole = found.some((span) => span.name === 'SecretsRpc.create') && found.some((span) => span.name.startsWith('job '));
       return whole && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
-    }, 10_000);
+    });
 
     const call = spans.find((span) => span.name === 'SecretsRpc.create')!;
     assert.ok(call, 'the RPC call has a span');
@@ -129,7 +129,7 @@ describe('OpenTelemetry traces', () => {
     const { traceId, traceparent } = newTrace();
     const missing = await t.call('SecretsRpc.getSecretValue', { zone: 'nowhere', key: 'MISSING' }, { token: admin.token, headers: { traceparent } });
     assert.equal(missing.status, 404);
-    const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getSecretValue'), 10_000);
+    const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getSecretValue'));
     assert.equal(call.attributes['rpc.status_code'], 'NOT_FOUND');
     assert.equal(call.attributes['error.type'], 'NOT_FOUND');
   });
@@ -147,7 +147,7 @@ describe('OpenTelemetry traces', () => {
     } finally {
       await client.close();
     }
-    const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getData'), 10_000);
+    const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getData'));
     assert.equal(call.parentSpanId, traceparent.split('-')[2], "the tool call's span is the agent's span's child");
   });
 
@@ -164,7 +164,7 @@ describe('OpenTelemetry traces', () => {
       // The call's own span ends last, after its answer, and may come in a later export than its children.
       const whole = ['workflow node end', 'WorkflowRpc.executeWorkflow', 'workflow traced'].every((name) => found.some((span) => span.name === name));
       return whole && found.some((span) => span.attributes['server.port'] === hooks.port) ? found : undefined;
-    }, 10_000);
+    });
     const call = spans.find((span) => span.name === 'WorkflowRpc.executeWorkflow')!;
     const part = spans.find((span) => span.name === 'workflow traced')!;
     assert.ok(descendsFrom(part, call.spanId, spans), 'the run is under the call that started it');

@@ -277,7 +277,7 @@ describe('the SMS request with tracing on', () => {
       collector.requests.flatMap((request) =>
         (JSON.parse(request.body).resourceSpans as any[]).flatMap((resource) => resource.scopeSpans.flatMap((scope: any) => scope.spans)),
       );
-    const span = await eventually(() => spans().find((each) => each.spanId === spanId), 10_000);
+    const span = await eventually(() => spans().find((each) => each.spanId === spanId));
     assert.equal(span.kind, 3, 'a client span');
     const attributes = Object.fromEntries(span.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
     assert.equal(attributes['server.port'], provider.port);

@@ -146,7 +146,7 @@ describe('DocumentRpc', () => {
     const chunks = await eventually(async () => {
       const rows = await chunksOf(page._id);
       return rows.length > 0 && rows.every((row) => row.embedding !== null) ? rows : undefined;
-    }, 10_000);
+    });
     assert.ok(chunks.length >= 3, 'one chunk per section at least');
     assert.deepEqual(chunks[0]!.metadata.title, 'Background');
   });

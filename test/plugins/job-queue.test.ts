@@ -35,7 +35,7 @@ describe('JobQueueRpc', () => {
     await eventually(async () => {
       const states = await Promise.all(Object.values(ids).map(async (id) => (await t.app.deps.jobs.get('queue-probe.work', id))?.state));
       return states.every((state) => state === 'done' || state === 'dead') || undefined;
-    }, 20_000);
+    });
   });
   after(() => t.close());
 
@@ -112,7 +112,7 @@ describe('JobQueueRpc', () => {
     const done = await eventually(async () => {
       const job = await jobOf(admin.token, ids.dead);
       return job.state === 'done' ? job : undefined;
-    }, 20_000);
+    });
     assert.deepEqual([done.attempts, done.lastError], [2, null]);
     const again = await t.call('JobQueueRpc.retryJob', { jobId: ids.dead }, as(admin.token));
     assert.equal(again.body.data.code, 'NOT_FOUND', 'a job retried and done is not dead any more');

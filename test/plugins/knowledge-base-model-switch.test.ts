@@ -63,7 +63,7 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
 
         // Reindexing embeds every chunk again with the current model.
         await second.ok('KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }, session);
-        await eventually(() => (received.slice(answered + 1).flat().length >= before.length ? true : undefined), 10_000);
+        await eventually(() => (received.slice(answered + 1).flat().length >= before.length ? true : undefined));
       } finally {
         await second.close();
       }

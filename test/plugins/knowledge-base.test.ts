@@ -28,7 +28,7 @@ describe('KnowledgeBaseAdminRpc', () => {
     eventually(async () => {
       const document = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId }, as(session));
       return ['ready', 'failed'].includes(document.status) ? document : undefined;
-    }, 20_000);
+    });
   const ingest = async (session: { token: string }, params: Record<string, unknown>) => {
     const { document } = await t.ok('KnowledgeBaseAdminRpc.ingestText', params, as(session));
     return ready(session, document._id);
@@ -291,7 +291,7 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.equal(listed.totalCount, 0);
     const inBin = await t.ok('KnowledgeBaseAdminRpc.listDocuments', { status: 'deleted' }, as(member));
     assert.ok(inBin.data.some((item: any) => item._id === document._id));
-    await eventually(async () => ((await chunkRows(document._id)).length === 0 ? true : undefined), 10_000);
+    await eventually(async () => ((await chunkRows(document._id)).length === 0 ? true : undefined));
     assert.equal((await t.call('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(admin))).body.data.code, 'NOT_FOUND');
     assert.equal((await t.call('KnowledgeBaseAdminRpc.deleteDocument', { docId: document._id }, as(admin))).body.data.code, 'NOT_FOUND');
   });

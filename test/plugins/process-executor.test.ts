@@ -195,7 +195,7 @@ describe('ProcessExecutorRpc when its node is killed', () => {
 
       server.child.kill('SIGKILL');
       await server.exited(10_000);
-      await eventually(async () => (!alive(pid) ? true : undefined), 10_000);
+      await eventually(async () => (!alive(pid) ? true : undefined));
       // The record's lease (2 s) runs out before the next start, whose recovery job ends it.
       await new Promise((resolve) => setTimeout(resolve, 2500));
       server = runServer(env);
@@ -206,7 +206,7 @@ describe('ProcessExecutorRpc when its node is killed', () => {
       }, 90_000);
       assert.deepEqual([ended.status, ended.error], ['failed', 'its node stopped while it ran']);
       assert.ok(ended.endedAt);
-      await eventually(async () => (!alive(child) ? true : undefined), 10_000);
+      await eventually(async () => (!alive(child) ? true : undefined));
       assert.equal(alive(pid) || alive(child), false, 'neither the process nor what it started outlives its node');
       const next = await ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'echo again'] }, token);
       assert.equal(next.status, 'running', 'the subscription starts processes again');

@@ -171,7 +171,7 @@ describe('PushSenderRpc', () => {
     const job = await eventually(async () => {
       const view = await jobs.get('broadcast', queued[0]!);
       return view && ['done', 'dead'].includes(view.state) ? view : undefined;
-    }, 20_000);
+    });
     assert.equal(job.state, 'done', String(job.lastError));
     return { message, jobId: job.id, report: job.output, requests: push.requests.slice(requestsBefore) };
   }
