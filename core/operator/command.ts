@@ -2,7 +2,7 @@ import type { App } from '../app.ts';
 
 /** How far a long command has come, for the command line's progress bar. */
 export interface Progress {
-  /** What it is doing now: `database`, `files`, `packing`, `unpacking`, `checking`, `migrations`. */
+  /** What it is doing now: `database`, `files`, `packing`, `unpacking` (checked as it unpacks), `migrations`. */
   label: string;
   done: number;
   /** Unknown until the command has counted. */

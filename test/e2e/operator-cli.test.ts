@@ -340,7 +340,7 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
         'm',
       ),
     );
-    drewBars(allowed.output, 'unpacking', 'checking', 'database', 'migrations');
+    drewBars(allowed.output, 'unpacking', 'database', 'migrations');
   });
 
   it('doctor names a failed check and what to do, with exit code 1', async () => {
