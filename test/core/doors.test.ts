@@ -211,7 +211,7 @@ describe('every door holds an API key’s limits', () => {
         .map((delivery) => delivery.eventType)
         .filter(raised);
     // The reader key hears every event: once it has them all, every delivery is written.
-    await eventually(async () => ((await delivered(keys[2]!)).length === events.length ? true : undefined), 15_000);
+    await eventually(async () => ((await delivered(keys[2]!)).length === events.length ? true : undefined));
     for (const [index, socket] of sockets.entries()) {
       await socket.flush();
       const key = keys[index]!;
