@@ -41,7 +41,8 @@ export interface LifecycleHooks {
    * Inside the transaction in which the person who owns a user's address joins
    * that account, which someone else may have made (join.service.ts): end every
    * credential the plugin keeps that acts as the user, since someone else may
-   * hold it. The auth plugin then makes every node forget the user's cached
+   * hold it, and stop what it keeps to act as the user later (a scheduled
+   * task), since someone else may have written it. The auth plugin then makes every node forget the user's cached
    * credentials. A failure stops the join.
    */
   accountClaimed?(event: AccountClaimed): Promise<void>;

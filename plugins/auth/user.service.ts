@@ -251,23 +251,32 @@ export class UserService {
   /**
    * The person who proved they own `email` (by `by`) joins the user that has
    * it, an account someone else may have made (join.service.ts). In one
-   * transaction, after `within` (nothing is done when it answers false): the
-   * address is proven theirs, and every credential someone else may hold for
-   * the account ends: its password, its sessions, and what other plugins keep
-   * that acts as the user (`auth.lifecycle` accountClaimed: API keys, and so
-   * their webhooks). Then every node forgets the user's cached credentials.
+   * transaction (nothing is done when `within` answers false): the address
+   * is proven theirs, and every way back someone else may hold into the
+   * account ends: its password, its sessions, its provider links (all but the
+   * one `within` makes for this join), its phone and that phone's
+   * verification, and what other plugins keep that acts as the user
+   * (`auth.lifecycle` accountClaimed: API keys, and so their webhooks;
+   * scheduled tasks). Then every node forgets the user's cached credentials.
    */
   async claim(user: User, email: string, by: EmailProof, within?: (tx: EntityManager) => Promise<boolean>): Promise<boolean> {
     const { db, lifecycle, credentials } = this.#deps;
-    const claimed = await db.forkEm(user.subscriptionId).transactional(async (tx) => {
-      if (within && !(await within(tx))) return false;
-      await tx.nativeUpdate(User, { id: user.id }, { ...emailProof(email, by), passwordHash: null });
-      await tx.nativeDelete(Session, { userId: user.id });
-      await lifecycle.accountClaimed({ userId: user.id, subscriptionId: user.subscriptionId, em: tx });
-      return true;
-    });
-    if (claimed) await credentials.changed({ userId: user.id });
-    return claimed;
+    const notMade = new Error('the join made nothing');
+    try {
+      await db.forkEm(user.subscriptionId).transactional(async (tx) => {
+        // The links go before `within` makes the join's own; when it makes none, the rollback keeps them.
+        await tx.nativeDelete(OAuthLink, { userId: user.id });
+        if (within && !(await within(tx))) throw notMade;
+        await tx.nativeUpdate(User, { id: user.id }, { ...emailProof(email, by), passwordHash: null, phoneNumber: null, isPhoneVerified: false });
+        await tx.nativeDelete(Session, { userId: user.id });
+        await lifecycle.accountClaimed({ userId: user.id, subscriptionId: user.subscriptionId, em: tx });
+      });
+    } catch (err) {
+      if (err === notMade) return false;
+      throw err;
+    }
+    await credentials.changed({ userId: user.id });
+    return true;
   }
 
   /** Sets a new password and ends every session of the user, except `keepSessionId` when given. */

@@ -22,6 +22,16 @@ export const schedulerPlugin = definePlugin<SchedulerDeps>({
   services: { schedulerService: asClass(SchedulerService).singleton(), schedulerRunner: asClass(SchedulerRunner).singleton() },
   operations: { create, update, delete: remove, enable, disable, getData, findById, listRuns },
   jobs: { recoverRuns },
+  extends: {
+    // When the owner of a user's address joins that account (auth's UserService.claim), its tasks may have been written by
+    // someone else: they stop, in the same transaction, until the person enables the ones they recognise.
+    'auth.lifecycle': [
+      {
+        accountClaimed: async ({ em, subscriptionId, userId }) =>
+          void (await em.nativeUpdate(ScheduledTask, { subscriptionId, userId }, { enabled: false, nextRun: null, updatedAt: new Date() })),
+      },
+    ],
+  },
   start: ({ schedulerRunner }) => schedulerRunner.start(),
   stop: ({ schedulerRunner }) => schedulerRunner.stop(10_000),
 });

@@ -91,6 +91,85 @@ describe('joining an account an administrator made for your address', () => {
   const answer = (decision: string, cookie?: string) =>
     fetch(`${t.url}/auth/join?decision=${decision}`, { method: 'POST', redirect: 'manual', headers: cookie ? { cookie } : {} });
 
+  /** A provider sign-in of the provider account `sub` in a new browser; joins when asked. */
+  const providerSignIn = async (sub: string) => {
+    const browser = new TestBrowser();
+    const landed = await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    if (landed.status === 200 && /\/auth\/join/.test(await landed.text())) {
+      assert.equal((await browser.post(`${t.url}/auth/join?decision=join`, {})).status, 302);
+    }
+    const token = browser.cookie(host(), 'session')!;
+    return { id: (await t.ok<any>('AuthRpc.getSession', {}, { token })).user._id as string, token };
+  };
+  /** A code for `phone` by SMS, read from the outbox. */
+  const smsCode = async (phone: string) => {
+    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'sms', identifier: phone });
+    const [row] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where channel = ? order by created_at desc limit 1', ['sms']);
+    return { otpRequestId, code: /\b(\d{6})\b/.exec(row!.body)![1]! };
+  };
+
+  /**
+   * Ways back into the account that are not credentials of its own: the admin links their own provider account to
+   * it (it had the admin's address, then they gave it the person's), verifies their phone on it, and schedules a
+   * task that acts as it (signed in through their link). Answers the provider account and the phone number, and the task's id.
+   */
+  const waysBack = async () => {
+    const admin = await t.signup();
+    const name = uniqueName('person');
+    const email = `${name}@example.com`;
+    const adminSub = uniqueName('admin-sub');
+    const adminAddress = `${adminSub}@example.com`;
+    const user = await t.ok<any>(
+      'AdminUserRpc.create',
+      { email: adminAddress, username: name, password: 'chosen by the admin', role: 'user', isVerified: true },
+      { token: admin.token },
+    );
+    idp.accounts.set(adminSub, { email: adminAddress });
+    const linked = await providerSignIn(adminSub);
+    assert.equal(linked.id, user._id, 'the admin links their provider account');
+    await t.ok('AdminUserRpc.update', { _id: user._id, email }, { token: admin.token });
+    const asPerson = await providerSignIn(adminSub);
+    assert.equal(asPerson.id, user._id, 'the link holds after the address changed');
+    const phone = `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
+    await t.ok('UserProfileRpc.verifyUserChannel', { ...(await smsCode(phone)), identifier: phone, channelType: 'phone' }, { token: asPerson.token });
+    assert.equal((await t.ok<any>('AuthRpc.login', await smsCode(phone))).user._id, user._id, 'the phone signs in');
+
+    const taskConfig = { name: 'Send out', schedule: '0 9 * * *', actionType: 'event', actionConfig: { eventName: 'memories.out', eventData: {} } };
+    const taskId = await t.ok<string>('SchedulerRpc.create', { taskConfig }, { token: asPerson.token });
+    return { user, email, adminSub, phone, taskId };
+  };
+
+  /** None of the ways back leads in: the link, the phone and the task are gone or stopped; `token` is the person's session. */
+  const waysBackClosed = async ({ user, adminSub, phone, taskId }: Awaited<ReturnType<typeof waysBack>>, token: string) => {
+    assert.notEqual((await providerSignIn(adminSub)).id, user._id, "the admin's provider account no longer signs in as the account");
+    assert.equal((await t.call('AuthRpc.login', await smsCode(phone))).status, 401, "the admin's phone no longer signs in");
+    const profile = await t.ok<any>('UserProfileRpc.getUserProfile', {}, { token });
+    assert.deepEqual([profile.phoneNumber, profile.isPhoneVerified], [null, false]);
+    const task = await t.ok<any>('SchedulerRpc.findById', { taskId }, { token });
+    assert.deepEqual([task.enabled, task.nextRun], [false, null], 'the task saved as the account waits for the person');
+    assert.equal(await t.ok('SchedulerRpc.enable', { taskId }, { token }), true, 'the person may enable it again');
+  };
+
+  it('joining through a provider removes every other provider link, the phone, and stops the tasks acting as the account', async () => {
+    const planting = await waysBack();
+    const sub = uniqueName('sub');
+    idp.accounts.set(sub, { email: planting.email });
+    assert.equal((await providerSignIn(sub)).id, planting.user._id);
+    const { id, token } = await providerSignIn(sub);
+    assert.equal(id, planting.user._id, "the join's own link stays");
+    await waysBackClosed(planting, token);
+  });
+
+  it('joining with a code removes every provider link, the phone, and stops the tasks acting as the account', async () => {
+    const planting = await waysBack();
+    const again = await t.call('AuthRpc.login', await requestCode(planting.email));
+    assert.equal(again.body.data.code, 'CONFIRM_JOIN');
+    const joined = await answer('join', cookiesOf(again));
+    assert.equal(joined.status, 302);
+    const token = /(?:^|; )session=([^;]+)/.exec(cookiesOf(joined))![1]!;
+    await waysBackClosed(planting, token);
+  });
+
   it('joining through a provider ends the API keys (and their webhooks) someone else made as the account', async () => {
     const planting = await planted();
     const sub = uniqueName('sub');
