@@ -9,6 +9,8 @@ import { forbidden } from './errors.ts';
  */
 export interface Author {
   userId: string;
+  /** The role they acted with when they shaped it: a caller that was itself a stored action's acts with at most its role, not the user's own. */
+  role?: Role;
   scopes?: readonly string[];
   readOnly?: true;
 }
@@ -23,10 +25,11 @@ export interface ChainLink extends Author {
 export type HolderOf = (userId: string) => Promise<{ role: Role; isActive: boolean } | null>;
 
 /** The caller of a request as an author: their user and their credential's limits. */
-export function authorOf(ctx: Pick<RequestContext, 'userId' | 'limits'> & { userId: string }): Author {
+export function authorOf(ctx: Pick<RequestContext, 'userId' | 'role' | 'limits'> & { userId: string }): Author {
   const limits = ctx.limits;
   return {
     userId: ctx.userId,
+    ...(ctx.role ? { role: ctx.role } : {}),
     ...(limits?.scopes ? { scopes: [...limits.scopes] } : {}),
     ...(limits?.readOnly ? { readOnly: true as const } : {}),
   };
@@ -40,7 +43,10 @@ export function withAuthor(authors: readonly Author[], author: Author): Author[]
 /** The chain with someone who only bounds it (an event's sender) added: once for the same person and credential limits. */
 export function withBound(chain: readonly ChainLink[], sender: Author): ChainLink[] {
   const same = (link: ChainLink) =>
-    link.userId === sender.userId && link.readOnly === sender.readOnly && JSON.stringify(link.scopes ?? null) === JSON.stringify(sender.scopes ?? null);
+    link.userId === sender.userId &&
+    link.role === sender.role &&
+    link.readOnly === sender.readOnly &&
+    JSON.stringify(link.scopes ?? null) === JSON.stringify(sender.scopes ?? null);
   return chain.some(same) ? [...chain] : [...chain, { ...sender, vouches: false }];
 }
 
@@ -84,12 +90,14 @@ export async function actingPrincipal(
     if (!holder?.isActive) throw forbidden(`User ${userId}, who shaped what this does, is no longer active`);
     roles.set(userId, holder.role);
   }
+  // Each person counts with the rights they have now or had when they shaped it, whichever are fewer.
+  const roleOf = (link: ChainLink) => (link.role ? commonRole(roles.get(link.userId)!, link.role) : roles.get(link.userId)!);
   let actor = chain[0]!;
-  let role = roles.get(actor.userId)!;
+  let role = roleOf(actor);
   let scopes: readonly string[] | null = null;
   let readOnly = false;
   for (const [index, link] of chain.entries()) {
-    const own = roles.get(link.userId)!;
+    const own = roleOf(link);
     const common = commonRole(role, own);
     // A weaker (or not comparable) link takes the action over; among equals, the latest who vouches for it.
     if (index > 0 && (common !== role || (own === role && link.vouches !== false))) actor = link;

@@ -223,7 +223,7 @@ describe('Deputies: the reproductions of the hostile run', () => {
   before(async () => {
     t = await startTestApp({
       withNotes: false,
-      plugins: ['auth', 'admin-user', 'api-key', 'scheduler', 'workflow', 'secrets', 'task'],
+      plugins: ['auth', 'admin-user', 'api-key', 'scheduler', 'workflow', 'secrets', 'task', 'job-queue'],
       env: { SCHEDULER_POLL_MS: '100' },
     });
     admin = await t.signup();
@@ -329,6 +329,43 @@ describe('Deputies: the reproductions of the hostile run', () => {
       return run.status === 'completed' ? run : undefined;
     }, 30_000);
     assert.deepEqual(completed.output, { value: 'admin-only-value' });
+  });
+
+  it('a role cut by one stored action stays cut in what it starts: a workflow it runs, a task it saves', async () => {
+    const agent = await addUser(t, admin.subscriptionId, 'agent');
+    const staffRead = { id: 'counts', type: 'rpc', config: { method: 'JobQueueRpc.getCounts', params: {}, saveAs: 'counts' } };
+    await t.ok('WorkflowRpc.create', { name: 'Counts', ...linearGraph([staffRead], '"read"') }, as(admin));
+    // An agent's task, edited by staff: it acts as the staff member with a member's rights (staff and agent each lack a right of the other).
+    const later = '0 3 * * *';
+    const runs: string = await t.ok(
+      'SchedulerRpc.create',
+      { taskConfig: { name: 'Runs counts', schedule: later, actionType: 'event', actionConfig: { eventName: 'agent.tick' } } },
+      as(agent),
+    );
+    await t.ok('SchedulerRpc.update', { taskId: runs, updatedConfig: { actionType: 'workflow', actionConfig: { workflowIdentifier: 'Counts' } } }, as(staff));
+    const saves: string = await t.ok(
+      'SchedulerRpc.create',
+      { taskConfig: { name: 'Saves a task', schedule: later, actionType: 'event', actionConfig: { eventName: 'agent.tick' } } },
+      as(agent),
+    );
+    const inner = { name: 'Saved by a task', schedule: later, actionType: 'rpc', actionConfig: { method: 'JobQueueRpc.getCounts', params: {} } };
+    await t.ok(
+      'SchedulerRpc.update',
+      { taskId: saves, updatedConfig: { actionType: 'rpc', actionConfig: { method: 'SchedulerRpc.create', params: { taskConfig: inner } } } },
+      as(staff),
+    );
+    await dueNow(runs);
+    await dueNow(saves);
+    const ran = await runOf(runs);
+    assert.equal(ran.status, 'failed');
+    assert.match(ran.error!, /FORBIDDEN: JobQueueRpc\.getCounts requires the staff role/);
+    const saved = await runOf(saves);
+    assert.equal(saved.status, 'succeeded', saved.error ?? '');
+    const innerId = (saved as unknown as { result: string }).result;
+    await dueNow(innerId);
+    const innerRun = await runOf(innerId);
+    assert.equal(innerRun.status, 'failed');
+    assert.match(innerRun.error!, /FORBIDDEN: JobQueueRpc\.getCounts requires the staff role/);
   });
 
   it("what an API key saves acts within the key's scopes, whoever holds it", async () => {
