@@ -33,7 +33,8 @@ export interface PerRequest {
 /**
  * What a route serves, as an API key's scopes name things: a group
  * (`NoteRpc`); operations (a key with any of them in scope may use it); the
- * service's own (null: listings, health, pages, which no scope narrows); or
+ * service's own (null: listings, health, pages, which no scope narrows; public
+ * routes only, as a route for someone serves their data); or
  * something the handler finds per request and admits with `admit`.
  */
 export type Serves = string | readonly string[] | null | PerRequest;
@@ -167,7 +168,11 @@ function declarationProblem({ access, serves, kind }: Declared): string | undefi
     (typeof serves === 'string' && serves !== '') ||
     (Array.isArray(serves) && serves.length > 0 && serves.every((operation) => typeof operation === 'string' && operation.includes('.'))) ||
     (typeof serves === 'object' && serves !== null && typeof (serves as Partial<PerRequest>).perRequest === 'string');
-  return valid ? undefined : "must declare what it serves: a group, operations (Group.operation), { perRequest } or null for the service's own";
+  if (!valid) return "must declare what it serves: a group, operations (Group.operation), { perRequest } or null for the service's own";
+  // `null` passes every key's scopes: only what serves no one's data may say it (the core's own listing, health and metrics are public).
+  if (serves === null && access !== 'public')
+    return "serves null (the service's own, which no scope narrows) but is not public: declare the group or operations it serves";
+  return undefined;
 }
 
 function answerEnvelope(http: Context, error: RpcError, errorId?: string): void {

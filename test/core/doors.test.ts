@@ -373,6 +373,10 @@ describe('a route that does not declare what it serves and its kind', () => {
     await assert.rejects(start({ access: 'public' }), /Route GET \/undeclared must declare its kind/);
     await assert.rejects(start({ access: 'public', kind: 'read' }), /Route GET \/undeclared must declare what it serves/);
     await assert.rejects(start({ access: 'user', serves: ['notAnOperation'], kind: 'read' }), /must declare what it serves/);
+    // `serves: null` passes every key's scopes: a route acting for someone may not opt out of them.
+    for (const access of ['user', 'staff', 'admin']) {
+      await assert.rejects(start({ access, serves: null, kind: 'read' }), /Route GET \/undeclared serves null .* but is not public/);
+    }
     const app = await start({ access: 'public', serves: null, kind: 'read' });
     await app.close();
   });
