@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { presentedCredentials } from '../credentials/authenticator.ts';
+import type { RateLimiter } from '../rate-limiter.ts';
 import type { DispatchResult } from '../rpc/dispatch.ts';
 import { RpcError, validationError } from '../rpc/errors.ts';
 import { jsonRpcCode, PARSE_ERROR } from '../rpc/json-rpc-codes.ts';
@@ -25,6 +26,15 @@ export const JSON_RPC_BATCH_LIMIT = 50;
  * With one, discovery counts against the credential's own rate, as its calls do.
  */
 export const DISCOVER_PER_MINUTE = 30;
+
+/**
+ * Counts a discovery without a credential against its address's
+ * DISCOVER_PER_MINUTE: `rpc.discover`, `GET /openrpc.json` and `GET /api/rpc`
+ * (core/http/routes.ts) share the one count, as each answers the large
+ * listing of everything.
+ */
+export const meterAnonymousDiscovery = (rateLimiter: RateLimiter, clientIp: string): Promise<void> =>
+  rateLimiter.take(`rpc.discover:${clientIp}`, DISCOVER_PER_MINUTE, 60);
 
 type Id = string | number | null;
 
@@ -167,7 +177,7 @@ async function discover({ endpoint, req, transport }: JsonRpcExchange, requestId
   const caller = await pipeline.callerOf(presentedCredentials(req.headers));
   const outcome = { method: 'rpc.discover', userId: caller?.userId ?? null };
   try {
-    await (caller ? pipeline.meter(caller) : rateLimiter.take(`rpc.discover:${transport.clientIp}`, DISCOVER_PER_MINUTE, 60));
+    await (caller ? pipeline.meter(caller) : meterAnonymousDiscovery(rateLimiter, transport.clientIp));
   } catch (thrown) {
     return { ok: false, ...pipeline.failure(thrown, { requestId, method: 'rpc.discover' }), ...outcome };
   }

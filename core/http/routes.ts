@@ -12,9 +12,11 @@ import { unauthenticated } from '../rpc/errors.ts';
 import { openRpcFor, type OpenRpcDocument } from '../rpc/openrpc.ts';
 import { uploadRoutes, type UploadRouteDeps } from '../uploads/routes.ts';
 import { bearerMatches, type Metrics } from './metrics.ts';
-import { baseUrlOf } from './request-info.ts';
+import { meterAnonymousDiscovery } from './json-rpc.ts';
+import { baseUrlOf, clientIpOf } from './request-info.ts';
 import { declaredRoutes, pipelineRoute, type RouteDeclaration, type RouteHandler, type RouteOptions } from './route.ts';
 import type { Access } from '../rpc/operation.ts';
+import type { RateLimiter } from '../rate-limiter.ts';
 
 interface CoreRouteDeps {
   registry: Registry;
@@ -25,6 +27,7 @@ interface CoreRouteDeps {
   openRpc: OpenRpcDocument;
   pipeline: RequestPipeline;
   logger: Logger;
+  rateLimiter: RateLimiter;
 }
 
 /**
@@ -44,6 +47,8 @@ export function mountRoutes(koa: Koa, parts: CoreRouteDeps & UploadRouteDeps & {
  * OpenRPC document, health, readiness and metrics. Each serves the service
  * itself (no group) and reads; through the request pipeline, an API key's
  * limits hold here too (a read-only key reads, a rate-limited key is counted).
+ * The listing and the OpenRPC document, large answers, are counted without a
+ * credential too: per address, with `rpc.discover` (meterAnonymousDiscovery).
  */
 export function coreRoutes({
   registry,
@@ -54,6 +59,7 @@ export function coreRoutes({
   openRpc,
   pipeline,
   logger,
+  rateLimiter,
   routes,
 }: CoreRouteDeps & { routes: () => readonly RouteDeclaration[] }): Router {
   const router = new Router();
@@ -64,10 +70,15 @@ export function coreRoutes({
   let listing: string | undefined;
 
   const permitted = (principal: Principal) => (method: string) => pipeline.permits(registry.get(method)!, principal);
+  // A caller with a credential was counted by its rate as the route admitted it (core/http/route.ts).
+  const meterDiscovery = async (ctx: Koa.Context, caller: Principal | null): Promise<void> => {
+    if (!caller) await meterAnonymousDiscovery(rateLimiter, clientIpOf(ctx.req, config.trustProxy));
+  };
 
   router.get(
     '/api/rpc',
-    route(own, ({ http: ctx, caller }) => {
+    route(own, async ({ http: ctx, caller }) => {
+      await meterDiscovery(ctx, caller);
       ctx.type = 'application/json';
       // Made on first use: the plugins' routes are mounted after these.
       if (!caller)
@@ -82,7 +93,8 @@ export function coreRoutes({
 
   router.get(
     '/openrpc.json',
-    route(own, ({ http: ctx, caller }) => {
+    route(own, async ({ http: ctx, caller }) => {
+      await meterDiscovery(ctx, caller);
       ctx.body = openRpcFor(openRpc, baseUrlOf(ctx.req, config), caller ? permitted(caller) : undefined);
     }),
   );

@@ -257,6 +257,27 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     assert.equal(Number(limited.headers.get('retry-after')), limited.json.error.data.retryAfter);
   });
 
+  it('meters GET /openrpc.json and GET /api/rpc as rpc.discover: by the rate of the key that asks, and per address without a credential', async () => {
+    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'documents', rateLimitPerMinute: 2 }, { token: admin.token });
+    const statuses = [];
+    for (const path of ['/openrpc.json', '/api/rpc', '/openrpc.json'])
+      statuses.push((await fetch(`${t.url}${path}`, { headers: { 'x-api-key': fullKey } })).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+
+    // One count per address for all three: reached at the latest after that many more, whichever is asked.
+    let limited: Response | undefined;
+    for (let round = 0; round <= DISCOVER_PER_MINUTE && !limited; round++) {
+      const answer = await fetch(`${t.url}${round % 2 ? '/api/rpc' : '/openrpc.json'}`);
+      if (answer.status !== 200) limited = answer;
+      else await answer.body?.cancel();
+    }
+    assert.ok(limited, `anonymous documents are limited to ${DISCOVER_PER_MINUTE} a minute per address`);
+    assert.equal(limited.status, 429);
+    assert.equal((await limited.json()).data.code, 'RATE_LIMITED');
+    assert.ok(Number(limited.headers.get('retry-after')) > 0);
+    assert.equal((await rpc(call('rpc.discover', {}), {})).json.error.data.code, 'RATE_LIMITED', 'rpc.discover shares the count');
+  });
+
   it('keeps the spec envelope for bodies without a jsonrpc member, arrays of them included', async () => {
     const spec = await rpc({ method: 'ProbeRpc.bare', params: {} });
     assert.deepEqual(spec.json, { success: true });
