@@ -78,7 +78,8 @@ const strictSchemas = new WeakMap<object, AnySchema>();
  * valibot's `v.object` drops it silently, so a typo in a field name is never
  * answered as a success. Nested objects follow, through optional, arrays,
  * unions, records' values and lazy schemas; what declares its keys open
- * (`v.record`, `v.looseObject`, `v.objectWithRest`) stays open. The JSON
+ * (`v.record`, `v.looseObject`, `v.objectWithRest`) stays open, and so does
+ * `v.intersect`. The JSON
  * Schema of an object made strict says `additionalProperties: false`.
  * Applied to every operation's params as the registry is built, so each
  * door (both envelopes, MCP, the in-process caller) refuses alike.
@@ -109,8 +110,10 @@ function strictened(schema: AnySchema): AnySchema {
       return { ...schema, item: strictParams(schema.item) };
     case 'union':
     case 'variant':
-    case 'intersect':
       return { ...schema, options: schema.options.map((option) => strictParams(option)) };
+    case 'intersect':
+      // Left as declared: each of its objects made strict would refuse the keys the others declare.
+      return schema;
     case 'tuple':
       return { ...schema, items: schema.items.map((item) => strictParams(item)) };
     case 'record':

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import * as v from 'valibot';
+import { strictParams } from '../../core/rpc/registry.ts';
 import { probePlugin } from '../fixtures/probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
@@ -170,6 +172,13 @@ describe('RPC envelope and errors', () => {
     assert.equal(limited.body.data.code, 'RATE_LIMITED');
     const retryAfter = Number(limited.headers.get('retry-after'));
     assert.ok(retryAfter > 0 && retryAfter <= 900, String(retryAfter));
+  });
+
+  it('takes the keys of every object of an intersection: each is declared by one of them', () => {
+    const both = strictParams(v.intersect([v.object({ name: v.string() }), v.object({ age: v.number() })]));
+    const parsed = v.safeParse(both, { name: 'Ann', age: 3 });
+    assert.deepEqual([parsed.success, parsed.issues?.map((issue) => issue.message)], [true, undefined]);
+    assert.deepEqual(parsed.output, { name: 'Ann', age: 3 });
   });
 
   it('answers FEATURE_UNAVAILABLE with 503', async () => {
