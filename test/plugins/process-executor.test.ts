@@ -38,7 +38,7 @@ describe('ProcessExecutorRpc', () => {
     t = await startTestApp({
       withNotes: false,
       plugins: ['auth', 'process-executor'],
-      env: { PROCESS_ALLOWED_COMMANDS: '/bin/cat,/bin/sh', PROCESS_STOP_GRACE_MS: '500', PROCESS_LEASE_MS: '1000' },
+      env: { PROCESS_ALLOWED_COMMANDS: '/bin/cat,/bin/sh', PROCESS_STOP_GRACE_MS: '500', PROCESS_LEASE_MS: '10000' },
     });
     admin = await t.signup();
     member = await addUser(t, admin.subscriptionId, 'user');
@@ -124,8 +124,15 @@ describe('ProcessExecutorRpc', () => {
   it('keeps the record of a live process running past its lease, and kills the process whose record the recovery job ended', async () => {
     const { processExecutor, db } = t.app.depsOf('process-executor');
     const { instanceId, pid } = (await start('/bin/cat')).body.data;
-    // Three leases of 1 s: its node renews it meanwhile.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const leaseUntil = async () => {
+      const [row] = (await db.forkEm(null).execute(`select lease_until from process_executor_instance where id = ?`, [instanceId])) as {
+        lease_until: string | Date;
+      }[];
+      return new Date(row!.lease_until).getTime();
+    };
+    // Its node renews the lease (every third of its 10 s) while the process runs: the lease moves on, so the recovery job leaves it.
+    const first = await leaseUntil();
+    await eventually(async () => ((await leaseUntil()) > first ? true : undefined));
     assert.deepEqual(await processExecutor.recover(), { ended: 0, killed: 0 });
     assert.equal((await status(instanceId)).status, 'running');
     assert.ok(alive(pid));
