@@ -125,7 +125,9 @@ describe('ProcessExecutorRpc', () => {
     const { processExecutor, db } = t.app.depsOf('process-executor');
     const { instanceId, pid } = (await start('/bin/cat')).body.data;
     const leaseUntil = async () => {
-      const [row] = (await db.forkEm(null).execute(`select lease_until from process_executor_instance where id = ?`, [instanceId])) as {
+      const [row] = (await db
+        .forkEm(null)
+        .execute(`select lease_until from process_executor_instance where subscription_id = ? and id = ?`, [admin.subscriptionId, instanceId])) as {
         lease_until: string | Date;
       }[];
       return new Date(row!.lease_until).getTime();
@@ -138,7 +140,12 @@ describe('ProcessExecutorRpc', () => {
     assert.ok(alive(pid));
 
     // As if its node had lost the database past the lease: the recovery job ends the record and kills the process.
-    await db.forkEm(null).execute(`update process_executor_instance set lease_until = now() - interval '1 second' where id = ?`, [instanceId]);
+    await db
+      .forkEm(null)
+      .execute(`update process_executor_instance set lease_until = now() - interval '1 second' where subscription_id = ? and id = ?`, [
+        admin.subscriptionId,
+        instanceId,
+      ]);
     assert.deepEqual(await processExecutor.recover(), { ended: 1, killed: 1 });
     const ended = await status(instanceId);
     assert.deepEqual([ended.status, ended.error], ['failed', 'its node stopped while it ran']);
