@@ -47,7 +47,6 @@ describe('text that looks like SQL, stored and read back by every group', () => 
         TELEPHONY_PROVIDER: 'local',
         TELEPHONY_EXTENSIONS: '100-101',
         PUSH_VAPID_SUBJECT: 'mailto:push@example.com',
-        WEBHOOK_TEST_TIMEOUT_MS: '2000',
       },
     });
     // The one signup, with it as the owner's names.
