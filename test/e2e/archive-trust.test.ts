@@ -10,7 +10,7 @@ import * as tar from 'tar';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
 import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
-import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess, rpcAt } from '../support/process.ts';
 
 /**
  * Archives from outside are untrusted input: their manifest's sizes and
@@ -113,14 +113,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     return { code, output: `${child.stdout()}${child.stderr()}`.trim() };
   }
 
-  async function call(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-    const response = await fetch(`${node.base}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ method, params }),
-    });
-    return response.json();
-  }
+  const call = (node: Node, method: string, params: object, headers: Record<string, string> = {}) => rpcAt(node.base, method, params, headers);
 
   async function ok(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
     const body = await call(node, method, params, headers);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
-import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess, rpcAt } from '../support/process.ts';
 
 /**
  * One tenant moved between two installations, as the operator does it: both
@@ -57,14 +57,7 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
     return { code, output: `${child.stdout()}${child.stderr()}` };
   }
 
-  async function call(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-    const response = await fetch(`${node.base}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ method, params }),
-    });
-    return response.json();
-  }
+  const call = (node: Node, method: string, params: object, headers: Record<string, string> = {}) => rpcAt(node.base, method, params, headers);
 
   async function ok(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
     const body = await call(node, method, params, headers);

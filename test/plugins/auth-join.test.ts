@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, uniqueName, type RpcResponse, type TestApp } from '../support/harness.ts';
-import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
+import { acmeProviderEnv, startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
 import { startHttpReceiver } from '../support/peers.ts';
 
 /**
@@ -21,11 +21,7 @@ describe('joining an account an administrator made for your address', () => {
     t = await startTestApp({
       withNotes: false,
       env: {
-        OAUTH_PROVIDERS: 'acme',
-        OAUTH_ACME_ISSUER: idp.issuer,
-        OAUTH_ACME_CLIENT_ID: 'rpc-service',
-        OAUTH_ACME_CLIENT_SECRET: 'test-client-secret',
-        OAUTH_ALLOW_HTTP: 'true',
+        ...acmeProviderEnv(idp.issuer),
         // The webhook receiver listens on loopback.
         OUTBOUND_ALLOW_PRIVATE: 'true',
       },

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
-import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
+import { acmeProviderEnv, startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
 
 describe('OAuth login with an OpenID provider', () => {
   let t: TestApp;
@@ -11,11 +11,7 @@ describe('OAuth login with an OpenID provider', () => {
     idp = await startOpenIdProvider();
     t = await startTestApp({
       env: {
-        OAUTH_PROVIDERS: 'acme',
-        OAUTH_ACME_ISSUER: idp.issuer,
-        OAUTH_ACME_CLIENT_ID: 'rpc-service',
-        OAUTH_ACME_CLIENT_SECRET: 'test-client-secret',
-        OAUTH_ALLOW_HTTP: 'true',
+        ...acmeProviderEnv(idp.issuer),
       },
     });
     idp.configure([`${t.url}/auth/acme/callback`]);

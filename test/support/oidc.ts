@@ -13,6 +13,15 @@ export interface TestAccount {
  * the client exists, so the app can be configured first; `configure` then
  * registers the client with the app's callback URL.
  */
+/** The settings that make the app sign in with the provider as `acme`, the client the provider registers. */
+export const acmeProviderEnv = (issuer: string): Record<string, string> => ({
+  OAUTH_PROVIDERS: 'acme',
+  OAUTH_ACME_ISSUER: issuer,
+  OAUTH_ACME_CLIENT_ID: 'rpc-service',
+  OAUTH_ACME_CLIENT_SECRET: 'test-client-secret',
+  OAUTH_ALLOW_HTTP: 'true',
+});
+
 export async function startOpenIdProvider() {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
   const server = createServer((req, res) => handler(req, res));
