@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --conditions=rpc-service-compiled
-// The package's command (`npx rpc-service`, see core/cli.ts). Started through
+// The package's command (`npx rpc-service`, see core/cli/cli.ts). Started through
 // this line, node resolves `rpc-service/plugin` (what plugins import) to the
 // built SDK, and the command runs the JavaScript of dist/js, built first when
 // a source is newer (bin/build.js). Started otherwise (`node bin/rpc-service.js`)
@@ -17,9 +17,9 @@ if (import.meta.resolve('rpc-service/plugin').endsWith('.js')) {
     console.error(error.message);
     process.exit(1);
   }
-  await import('../dist/js/core/cli.js');
+  await import('../dist/js/core/cli/cli.js');
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import('../core/cli.ts');
+  await import('../core/cli/cli.ts');
 }

@@ -1,4 +1,4 @@
-/** Defaults of the core's settings that are not secrets. Environment variables override them (see core/config.ts). */
+/** Defaults of the core's settings that are not secrets. Environment variables override them (see core/base/config.ts). */
 export const defaults = {
   port: 3000,
   host: '127.0.0.1',

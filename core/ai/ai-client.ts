@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
-import { OutboundRefusedError, type Outbound } from '../http/outbound.ts';
-import type { Logger } from '../logger.ts';
-import { defineExtensionPoint, type Contribution } from '../plugin/extension-points.ts';
+import { OutboundRefusedError, type Outbound } from '../base/outbound.ts';
+import type { Logger } from '../base/logger.ts';
+import { defineExtensionPoint, type Contribution } from '../base/extension-points.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
-import type { RequestContext } from '../rpc/context.ts';
-import { RpcError } from '../rpc/errors.ts';
+import type { RequestContext } from '../base/context.ts';
+import { RpcError } from '../base/errors.ts';
 import { costOf, EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
 import embedInThisThread, { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
 
@@ -93,7 +93,7 @@ export interface AiCallRecorder {
   record(call: AiCall): Promise<void>;
 }
 
-declare module '../plugin/extension-points.ts' {
+declare module '../base/extension-points.ts' {
   interface ExtensionPoints {
     'core.aiCalls': AiCallRecorder;
   }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as v from 'valibot';
-import { PACKAGE_ROOT } from '../paths.ts';
-import { ConfigError } from '../settings.ts';
+import { PACKAGE_ROOT } from '../base/paths.ts';
+import { ConfigError } from '../base/settings.ts';
 
 /** The catalogue shipped in config/; AI_CATALOGUE_FILE names one that replaces it. */
 export const DEFAULT_CATALOGUE_FILE = path.join(PACKAGE_ROOT, 'config', 'ai-catalogue.json');

@@ -1,12 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SqlCondition } from '../db/json-filter.ts';
+import type { SqlCondition } from '../records/json-filter.ts';
 import type { Database } from '../db/orm.ts';
 import { pgArray } from '../db/pg-array.ts';
-import { vectorLiteral } from '../db/vector-type.ts';
+import { vectorLiteral } from './vector-type.ts';
 import * as v from 'valibot';
 import { defineJob, type Job, type Jobs } from '../jobs/job-service.ts';
-import { conflict } from '../rpc/errors.ts';
-import type { RequestContext } from '../rpc/context.ts';
+import { conflict } from '../base/errors.ts';
+import type { RequestContext } from '../base/context.ts';
 import type { AiCaller, AiClient } from './ai-client.ts';
 import type { AiCatalogue } from './catalogue.ts';
 

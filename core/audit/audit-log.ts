@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { GroupWrite } from '../db/group-write.ts';
 import type { Database } from '../db/orm.ts';
-import type { AuthenticatedContext } from '../rpc/context.ts';
-import { toOrderBy, toWhere, type ListEnvelope, type ListQuery } from '../rpc/list-query.ts';
-import { defineRecord, type InferRecord } from '../rpc/records.ts';
+import type { AuthenticatedContext } from '../base/context.ts';
+import { toOrderBy, toWhere, type ListEnvelope, type ListQuery } from '../records/list-query.ts';
+import { defineRecord, type InferRecord } from '../records/records.ts';
 import { AuditEntry } from './audit-log.entity.ts';
 
 export interface AuditAction {

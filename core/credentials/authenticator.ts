@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
-import { defineExtensionPoint } from '../plugin/extension-points.ts';
-import type { Principal } from '../rpc/context.ts';
-import { unauthenticated } from '../rpc/errors.ts';
+import { defineExtensionPoint } from '../base/extension-points.ts';
+import type { Principal } from '../base/context.ts';
+import { unauthenticated } from '../base/errors.ts';
 import type { Credentials } from './credentials.ts';
 
 export const SESSION_COOKIE = 'session';
@@ -34,7 +34,7 @@ export interface CredentialSchemeContribution {
   verifier: CredentialVerifier;
 }
 
-declare module '../plugin/extension-points.ts' {
+declare module '../base/extension-points.ts' {
   interface ExtensionPoints {
     'core.credentials': CredentialSchemeContribution;
   }

@@ -1,4 +1,4 @@
-import type { Principal } from '../rpc/context.ts';
+import type { Principal } from '../base/context.ts';
 
 export interface CachedCredential {
   principal: Principal;

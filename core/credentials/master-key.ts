@@ -1,9 +1,9 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { hasEmbeddedDatabase, makeDataFolder, type Config } from '../config.ts';
-import { ConfigError, splitList } from '../settings.ts';
-import type { Logger } from '../logger.ts';
+import { hasEmbeddedDatabase, makeDataFolder, type Config } from '../base/config.ts';
+import { ConfigError, splitList } from '../base/settings.ts';
+import type { Logger } from '../base/logger.ts';
 
 export const MASTER_KEY_FILE = 'master.key';
 

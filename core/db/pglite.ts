@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { PGlite, types } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
-import { PACKAGE_ROOT } from '../paths.ts';
+import { PACKAGE_ROOT } from '../base/paths.ts';
 
 /**
  * PGlite's own start parameters with two changes. Its `-F` turns fsync off;

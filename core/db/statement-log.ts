@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { PACKAGE_ROOT } from '../paths.ts';
+import { PACKAGE_ROOT } from '../base/paths.ts';
 
 /**
  * The statement log of the tenant-key check (test/tenant-keys/check.ts): with

@@ -1,6 +1,6 @@
 import type { Connection, LogContext } from '@mikro-orm/core';
 import { AbstractSqlDriver, PostgreSqlConnection, PostgreSqlPlatform, type Configuration } from '@mikro-orm/postgresql';
-import { inSpan, inTrace, SpanKind, tracingOn } from '../telemetry/tracing.ts';
+import { inSpan, inTrace, SpanKind, tracingOn } from '../base/tracing.ts';
 import { recordStatement } from './statement-log.ts';
 
 /**

@@ -3,8 +3,8 @@ import pg from 'pg';
 import * as v from 'valibot';
 import { GroupWrite } from '../db/group-write.ts';
 import { pgArray } from '../db/pg-array.ts';
-import type { Logger } from '../logger.ts';
-import type { Principal } from '../rpc/context.ts';
+import type { Logger } from '../base/logger.ts';
+import type { Principal } from '../base/context.ts';
 import type { EventDeclaration } from './catalogue.ts';
 
 /**
@@ -97,7 +97,7 @@ export class EventBus {
     this.#payloads = checkPayloads ? new Map(events.flatMap((event) => (event.payload ? [[event.name, event.payload] as const] : []))) : null;
   }
 
-  /** Set once by the core (core/app.ts): the admission step of the request pipeline decides who hears what. */
+  /** Set once by the core (core/app/app.ts): the admission step of the request pipeline decides who hears what. */
   useAudience(audience: Audience): void {
     this.#audience = audience;
   }

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { defineExtensionPoint } from '../plugin/extension-points.ts';
+import { defineExtensionPoint } from '../base/extension-points.ts';
 
 /** One event a plugin emits to clients (WebSocket now, webhooks later), as listed in `GET /api/rpc`. */
 export interface EventDeclaration {
@@ -15,7 +15,7 @@ export interface EventDeclaration {
   payload?: v.GenericSchema;
 }
 
-declare module '../plugin/extension-points.ts' {
+declare module '../base/extension-points.ts' {
   interface ExtensionPoints {
     'core.events': EventDeclaration;
   }

@@ -5,10 +5,10 @@ import * as v from 'valibot';
 import { afterCommit } from '../db/after-commit.ts';
 import { JOBS_SCHEMA, type Database } from '../db/orm.ts';
 import { BUS_RESYNC, type EventBus } from '../events/bus.ts';
-import type { Logger } from '../logger.ts';
-import { createContext, type Principal, type RequestContext } from '../rpc/context.ts';
-import { databaseErrorRecord, isDatabaseError } from '../rpc/database-errors.ts';
-import { currentTraceparent, failActiveSpan, inSpan, remoteParent, SpanKind, tracingOn } from '../telemetry/tracing.ts';
+import type { Logger } from '../base/logger.ts';
+import { createContext, type Principal, type RequestContext } from '../base/context.ts';
+import { databaseErrorRecord, isDatabaseError } from '../base/database-errors.ts';
+import { currentTraceparent, failActiveSpan, inSpan, remoteParent, SpanKind, tracingOn } from '../base/tracing.ts';
 import {
   BOSS_STATES,
   countsByQueue,

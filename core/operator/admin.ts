@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
-import type { App } from '../app.ts';
-import { RpcError } from '../rpc/errors.ts';
-import { email, password, username } from '../rpc/schemas.ts';
+import type { App } from '../app/app.ts';
+import { RpcError } from '../base/errors.ts';
+import { email, password, username } from '../base/schemas.ts';
 import { parseArgs } from './args.ts';
 import { OperatorError, type OperatorCommand } from './command.ts';
 

@@ -6,16 +6,16 @@ import { createInterface } from 'node:readline';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import { pino } from 'pino';
-import { loadPlugins } from '../app.ts';
-import { embeddedDatabaseDir, hasEmbeddedDatabase, sessionDatabaseUrl, type Config } from '../config.ts';
+import { loadPlugins } from '../app/app.ts';
+import { embeddedDatabaseDir, hasEmbeddedDatabase, sessionDatabaseUrl, type Config } from '../base/config.ts';
 import { masterKeyFile } from '../credentials/master-key.ts';
-import { coreEntities } from '../db/core-entities.ts';
+import { coreEntities } from '../plugin/core-entities.ts';
 import { applyMigrations } from '../db/migration.ts';
 import { openDatabase } from '../db/orm.ts';
 import { PGLITE_START_PARAMS } from '../db/pglite.ts';
-import { createLogger } from '../logger.ts';
+import { createLogger } from '../base/logger.ts';
 import type { Plugin } from '../plugin/define.ts';
-import { CORE_VERSION } from '../version.ts';
+import { CORE_VERSION } from '../base/version.ts';
 import { appliedMigrations, filesUnder, inside, migrationsOf, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand, type Report } from './command.ts';
 import { namePlugins, pluginVersions, type PluginVersion } from './plugins.ts';
@@ -311,7 +311,7 @@ async function dropPartitionedTables(config: Config): Promise<void> {
  * kind, master key, plugins, empty unless `force`), before anything is
  * written; then the database, the files and the master key put in place, and
  * the migrations the backup lacks applied. Runs only with the service
- * stopped; the caller then opens the app once (core/cli.ts).
+ * stopped; the caller then opens the app once (core/cli/cli.ts).
  */
 export async function restore(config: Config, { from, force = false, allowMissingPlugins = false }: RestoreArgs, report: Report): Promise<RestoreResult> {
   const plugins = await loadPlugins({ config });

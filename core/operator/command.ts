@@ -1,4 +1,4 @@
-import type { App } from '../app.ts';
+import type { App } from '../app/app.ts';
 
 /** How far a long command has come, for the command line's progress bar. */
 export interface Progress {

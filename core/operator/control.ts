@@ -3,15 +3,15 @@ import { connect, createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
-import { createApp, type App } from '../app.ts';
-import { embeddedDatabaseDir, hasEmbeddedDatabase, writableByOthers, type Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
+import { createApp, type App } from '../app/app.ts';
+import { embeddedDatabaseDir, hasEmbeddedDatabase, writableByOthers, type Config } from '../base/config.ts';
+import type { Logger } from '../base/logger.ts';
 import { OperatorError, type OperatorCommand, type Progress, type Report } from './command.ts';
 
 /**
  * The control socket: `DATA_DIR/control.sock`, a Unix socket only the
  * service's user may open (0600 in a 0700 folder; the service refuses a
- * DATA_DIR other users may write, core/config.ts). A serving process answers
+ * DATA_DIR other users may write, core/base/config.ts). A serving process answers
  * operator commands on it, so that `rpc-service backup` works while the
  * service runs on the embedded database, which one process owns. One request
  * per connection, as JSON lines: `{command, args}` in; `{progress}` lines,

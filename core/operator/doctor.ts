@@ -1,11 +1,11 @@
 import { existsSync, lstatSync, statSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError, hasEmbeddedDatabase, loadConfig, writableByOthers, type Config } from '../config.ts';
+import { ConfigError, hasEmbeddedDatabase, loadConfig, writableByOthers, type Config } from '../base/config.ts';
 import { Keyring } from '../credentials/keyring.ts';
 import { masterKeyFile, resolveMasterKeys } from '../credentials/master-key.ts';
 import type { Database, DatabaseKind } from '../db/orm.ts';
-import { createLogger } from '../logger.ts';
+import { createLogger } from '../base/logger.ts';
 import { formatBytes } from './progress.ts';
 import type { OperatorCommand } from './command.ts';
 import { appliedMigrations } from './archive.ts';

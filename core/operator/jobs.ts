@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import type { App } from '../app.ts';
+import type { App } from '../app/app.ts';
 import type { JobService } from '../jobs/job-service.ts';
 import type { FailedJob, QueueCounts } from '../jobs/job-views.ts';
 import { parseArgs } from './args.ts';
@@ -12,7 +12,7 @@ import { OperatorError, type OperatorCommand } from './command.ts';
  * which may hold a tenant's content, is never shown.
  */
 
-/** The app's JobService: the core holds it itself (core/app.ts, CoreRoot); App types `jobs` as a plugin sees it. */
+/** The app's JobService: the core holds it itself (core/app/app.ts, CoreRoot); App types `jobs` as a plugin sees it. */
 const jobServiceOf = (app: App): JobService => app.deps.jobs as JobService;
 
 const queue = v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty')));

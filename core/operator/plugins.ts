@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isPlugin, type Plugin } from '../plugin/define.ts';
 import { pluginFolders } from '../plugin/loader.ts';
-import { typeScriptReady } from '../paths.ts';
+import { typeScriptReady } from '../base/paths.ts';
 
 /**
  * The plugins an installation loads, as a backup's manifest records them:

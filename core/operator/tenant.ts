@@ -6,11 +6,11 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { IsolationLevel, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { App } from '../app.ts';
-import { CORE_VERSION } from '../version.ts';
+import type { App } from '../app/app.ts';
+import { CORE_VERSION } from '../base/version.ts';
 import { appliedMigrations, filesUnder, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand, type Report } from './command.ts';
-import type { UntrustedData } from './tenant-data.ts';
+import type { UntrustedData } from '../plugin/tenant-data.ts';
 
 /**
  * `rpc-service tenant export` and `tenant import` (docs/decisions.md,

@@ -4,7 +4,7 @@ import type * as v from 'valibot';
 import type { BusEvent } from '../events/bus.ts';
 import type { Job } from '../jobs/job-service.ts';
 import type { Operation } from '../rpc/operation.ts';
-import type { Contributions, ExtensionPoint } from './extension-points.ts';
+import type { Contributions, ExtensionPoint } from '../base/extension-points.ts';
 import type { ServiceName } from './services.ts';
 import type { AnyEntitySchema } from '../db/any-entity.ts';
 import type { MigrationClass } from '../db/migration.ts';

@@ -4,16 +4,16 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import semver from 'semver';
 import * as v from 'valibot';
-import { CORE_SETTING_NAMES } from '../config.ts';
-import { PACKAGE_ROOT, typeScriptReady } from '../paths.ts';
-import { settingsEntries } from '../settings.ts';
+import { CORE_SETTING_NAMES } from '../base/config.ts';
+import { PACKAGE_ROOT, typeScriptReady } from '../base/paths.ts';
+import { settingsEntries } from '../base/settings.ts';
 import { JOB_MARKER } from '../jobs/job-service.ts';
-import { CORE_ERROR_STATUS, errorStatus, registerErrorCodes } from '../rpc/errors.ts';
+import { CORE_ERROR_STATUS, errorStatus, registerErrorCodes } from '../base/errors.ts';
 import { ACCESS_LEVELS, OPERATION_KINDS, OPERATION_MARKER } from '../rpc/operation.ts';
-import { CORE_VERSION, SDK_RANGE } from '../version.ts';
+import { CORE_VERSION, SDK_RANGE } from '../base/version.ts';
 import { isPlugin, type Plugin } from './define.ts';
-import { PluginLoadError } from './errors.ts';
-import type { ExtensionPoint } from './extension-points.ts';
+import { PluginLoadError } from '../base/plugin-errors.ts';
+import type { ExtensionPoint } from '../base/extension-points.ts';
 import { CORE_SERVICE_NAMES, SCOPE_NAMES } from './services.ts';
 
 export { PluginLoadError };
@@ -252,7 +252,7 @@ export function validatePlugins(plugins: readonly Plugin[], corePoints: readonly
           `Plugin "${plugin.id}" contributes to extension point "${id}", which no loaded plugin declares`,
         );
       }
-      // A function of the plugin's deps is checked on what it returns, once those deps exist (core/app.ts).
+      // A function of the plugin's deps is checked on what it returns, once those deps exist (core/app/app.ts).
       if (typeof contributions !== 'function') checkContributions(plugin, declared.point, contributions);
       if (declared.owner !== 'core') needs.push(declared.owner);
     }

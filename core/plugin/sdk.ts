@@ -24,9 +24,9 @@ export {
   type Contribution,
   type Contributions,
   type Extensions,
-} from './extension-points.ts';
+} from '../base/extension-points.ts';
 export type { Deps, CoreServices, PluginServices, ServiceName, PluginScope } from './services.ts';
-export { env, setting, splitList } from '../settings.ts';
+export { env, setting, splitList } from '../base/settings.ts';
 export {
   defineJob,
   jobBuilder,
@@ -54,7 +54,7 @@ export {
   type ErrorCode,
   type PluginErrorCodes,
   type ValidationIssue,
-} from '../rpc/errors.ts';
+} from '../base/errors.ts';
 export {
   recordId,
   trimmedText,
@@ -70,7 +70,7 @@ export {
   username,
   isUuid,
   topK,
-} from '../rpc/schemas.ts';
+} from '../base/schemas.ts';
 export {
   listParams,
   requiredListParams,
@@ -86,9 +86,9 @@ export {
   type ListQuery,
   type Page,
   type ListEnvelope,
-} from '../rpc/list-query.ts';
-export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf, type RecordView } from '../rpc/records.ts';
-export type { AuthenticatedContext, RequestContext, Principal } from '../rpc/context.ts';
+} from '../records/list-query.ts';
+export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf, type RecordView } from '../records/records.ts';
+export type { AuthenticatedContext, RequestContext, Principal } from '../base/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export { ROLES, isManager, mayChangeRecordOf, commonRole, type Role } from '../../config/roles.ts';
 export { actingPrincipal, authorOf, withAuthor, withBound, commonScopes, type Author, type ChainLink, type HolderOf } from '../rpc/authority.ts';
@@ -96,18 +96,18 @@ export { actingPrincipal, authorOf, withAuthor, withBound, commonScopes, type Au
 // Data
 export { defineEntity, LockMode, type InferEntity } from '@mikro-orm/core';
 export type { EntityManager } from '@mikro-orm/postgresql';
-export { SHARED_TABLES } from '../db/core-entities.ts';
+export { SHARED_TABLES } from './core-entities.ts';
 export { rowTimestamp } from '../db/row-timestamp.ts';
 export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
 export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
-export { VectorType, vectorLiteral } from '../db/vector-type.ts';
-export { jsonFilter, type SqlCondition } from '../db/json-filter.ts';
-export { nearest, type NearestQuery, type NearestRow } from '../db/vector-search.ts';
+export { VectorType, vectorLiteral } from '../ai/vector-type.ts';
+export { jsonFilter, type SqlCondition } from '../records/json-filter.ts';
+export { nearest, type NearestQuery, type NearestRow } from '../ai/vector-search.ts';
 export { pgArray } from '../db/pg-array.ts';
 export { GroupWrite } from '../db/group-write.ts';
-export { onFirstUse } from '../on-first-use.ts';
-export { modulePath, sourcePath } from '../paths.ts';
+export { onFirstUse } from '../base/on-first-use.ts';
+export { modulePath, sourcePath } from '../base/paths.ts';
 
 // Credentials and crypto
 export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';
@@ -138,9 +138,9 @@ export {
   type SwitchOutcome,
   type VectorColumn,
 } from '../ai/embedding-columns.ts';
-export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../ai/tools.ts';
-export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../rpc/data-scopes.ts';
-export type { DataFolders } from '../data-folders.ts';
+export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../rpc/tools.ts';
+export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../records/data-scopes.ts';
+export type { DataFolders } from '../base/data-folders.ts';
 export {
   MAX_FIELD_VALUES,
   fieldValuesParams,
@@ -148,13 +148,13 @@ export {
   type CollectionCatalogue,
   type CollectionDeclaration,
   type FieldReference,
-} from '../rpc/collections.ts';
+} from '../records/collections.ts';
 export { EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider, type AiRecommendation } from '../ai/catalogue.ts';
 export { AUDIT_FIELDS, AUDIT_RECORD, type AuditLog, type AuditAction, type AuditRecord } from '../audit/audit-log.ts';
-export { RateLimiter, type Limit } from '../rate-limiter.ts';
+export { RateLimiter, type Limit } from '../rate-limits/rate-limiter.ts';
 
 // Events, uploads, workers, HTTP
-export { Outbound, OutboundRefusedError, isPublicAddress, type OutboundInit, type OutboundPolicy } from '../http/outbound.ts';
+export { Outbound, OutboundRefusedError, isPublicAddress, type OutboundInit, type OutboundPolicy } from '../base/outbound.ts';
 export type { BusEvent, EventBus, PublishInput } from '../events/bus.ts';
 export type { EventDeclaration } from '../events/catalogue.ts';
 export {
@@ -168,7 +168,7 @@ export {
   type IssuedUploadKey,
 } from '../uploads/upload-service.ts';
 export { WorkerTaskError, type WorkerFailure, type WorkerPool } from '../pool/worker-pool.ts';
-export type { HttpHelpers } from '../http/request-info.ts';
+export type { HttpHelpers } from '../doors/request-info.ts';
 export type { default as Router } from '@koa/router';
 export type { Context as RouteContext } from 'koa';
-export type { Logger } from '../logger.ts';
+export type { Logger } from '../base/logger.ts';

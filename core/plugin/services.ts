@@ -1,24 +1,24 @@
 import type { Credentials } from '../credentials/credentials.ts';
 import type { AiClient } from '../ai/ai-client.ts';
 import type { AiCatalogue } from '../ai/catalogue.ts';
-import type { ToolCatalogue } from '../ai/tools.ts';
+import type { ToolCatalogue } from '../rpc/tools.ts';
 import type { OperationCaller } from '../rpc/caller.ts';
-import type { CollectionCatalogue } from '../rpc/collections.ts';
-import type { DataScopeCatalogue } from '../rpc/data-scopes.ts';
-import type { DataFolders } from '../data-folders.ts';
+import type { CollectionCatalogue } from '../records/collections.ts';
+import type { DataScopeCatalogue } from '../records/data-scopes.ts';
+import type { DataFolders } from '../base/data-folders.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { SecretBox } from '../credentials/crypto.ts';
 import type { Keyring } from '../credentials/keyring.ts';
 import type { Database } from '../db/orm.ts';
 import type { EventBus } from '../events/bus.ts';
-import type { Outbound } from '../http/outbound.ts';
-import type { HttpHelpers } from '../http/request-info.ts';
+import type { Outbound } from '../base/outbound.ts';
+import type { HttpHelpers } from '../doors/request-info.ts';
 import type { JobQueue, Jobs } from '../jobs/job-service.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../base/logger.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
-import type { RateLimiter } from '../rate-limiter.ts';
+import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
 import type { UploadService } from '../uploads/upload-service.ts';
-import type { Extensions } from './extension-points.ts';
+import type { Extensions } from '../base/extension-points.ts';
 
 /** The root services of the core a plugin may name in `deps`. */
 export interface CoreServices {

@@ -3,8 +3,8 @@ import { pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { defaults } from '../../config/defaults.ts';
-import type { Logger } from '../logger.ts';
-import { modulePath, needsTypeScript } from '../paths.ts';
+import type { Logger } from '../base/logger.ts';
+import { modulePath, needsTypeScript } from '../base/paths.ts';
 
 /**
  * Threads for tasks that talk to the host, per thread of CPU-bound work:

@@ -1,6 +1,6 @@
 import { commonRole, type Role } from '../../config/roles.ts';
-import type { CallerLimits, Principal, RequestContext } from './context.ts';
-import { forbidden } from './errors.ts';
+import type { CallerLimits, Principal, RequestContext } from '../base/context.ts';
+import { forbidden } from '../base/errors.ts';
 
 /**
  * One person who shaped what a stored action does (a scheduled task, a

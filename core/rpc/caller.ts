@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createContext, type ContextFactoryDeps, type Principal, type RequestContext } from './context.ts';
+import { createContext, type ContextFactoryDeps, type Principal, type RequestContext } from '../base/context.ts';
 import type { Dispatcher } from './dispatch.ts';
 import { Envelope, type CookieOptions, type Transport } from './operation.ts';
 

@@ -1,10 +1,10 @@
 import type { Context } from '@opentelemetry/api';
 import * as v from 'valibot';
 import type { PresentedCredentials } from '../credentials/authenticator.ts';
-import { activeContext, failedWith, inSpan, remoteParent, SpanKind, tracingOn, type Span } from '../telemetry/tracing.ts';
-import type { Principal } from './context.ts';
-import { RpcError, validationError, type ErrorBody, type ValidationIssue } from './errors.ts';
-import { unsafeInputIssues } from './input-guard.ts';
+import { activeContext, failedWith, inSpan, remoteParent, SpanKind, tracingOn, type Span } from '../base/tracing.ts';
+import type { Principal } from '../base/context.ts';
+import { RpcError, validationError, type ErrorBody, type ValidationIssue } from '../base/errors.ts';
+import { unsafeInputIssues } from '../base/input-guard.ts';
 import { answerData, type Transport } from './operation.ts';
 import type { RequestPipeline } from './pipeline.ts';
 import type { RegisteredOperation, Registry } from './registry.ts';

@@ -1,5 +1,5 @@
 import type { EventDeclaration } from '../events/catalogue.ts';
-import { CORE_ERROR_STATUS } from './errors.ts';
+import { CORE_ERROR_STATUS } from '../base/errors.ts';
 import { jsonRpcCode } from './json-rpc-codes.ts';
 import { jsonSchemaOf, type RegisteredOperation } from './registry.ts';
 

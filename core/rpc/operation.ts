@@ -1,5 +1,5 @@
 import type { GenericSchema, InferInput, InferOutput } from 'valibot';
-import type { AuthenticatedContext, RequestContext } from './context.ts';
+import type { AuthenticatedContext, RequestContext } from '../base/context.ts';
 
 /**
  * Who may call an operation. `public` is for AuthRpc only; `user` is any

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Authenticator, PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Database } from '../db/orm.ts';
-import type { Logger } from '../logger.ts';
-import { createContext, type Principal, type RequestContext } from './context.ts';
-import { RpcError } from './errors.ts';
-import { refusedRegexError } from './list-query.ts';
+import type { Logger } from '../base/logger.ts';
+import { createContext, type Principal, type RequestContext } from '../base/context.ts';
+import { RpcError } from '../base/errors.ts';
+import { refusedRegexError } from '../records/list-query.ts';
 import type { Access, OperationKind } from './operation.ts';
-import type { RateLimiter } from '../rate-limiter.ts';
+import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
 import type { BusEvent } from '../events/bus.ts';
 
 /**

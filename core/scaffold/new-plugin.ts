@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, 
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AnyEntitySchema } from '../db/any-entity.ts';
-import { createMigration } from '../db/migration-generator.ts';
-import { PACKAGE_ROOT, sourcePath, typeScriptReady } from '../paths.ts';
+import { createMigration } from '../operator/migration-generator.ts';
+import { PACKAGE_ROOT, sourcePath, typeScriptReady } from '../base/paths.ts';
 import { discoverLocalPlugins, GROUP, PLUGIN_ID } from '../plugin/loader.ts';
-import { SDK_RANGE } from '../version.ts';
+import { SDK_RANGE } from '../base/version.ts';
 
 /**
  * `rpc-service plugin new <dir> --group FooRpc`: a plugin package to start

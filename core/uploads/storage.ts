@@ -3,7 +3,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { makeDataFolder } from '../config.ts';
+import { makeDataFolder } from '../base/config.ts';
 
 /**
  * Where file bytes live. Paths are made by the upload service from ids it

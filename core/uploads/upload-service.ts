@@ -5,17 +5,17 @@ import { LockMode } from '@mikro-orm/core';
 import * as v from 'valibot';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomToken, sha256Hex } from '../credentials/crypto.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import type { Database } from '../db/orm.ts';
-import type { Logger } from '../logger.ts';
-import type { AuthenticatedContext } from '../rpc/context.ts';
-import { wireTimestamp } from '../rpc/schemas.ts';
-import { badRequest, counted, notFound, RpcError } from '../rpc/errors.ts';
+import type { Logger } from '../base/logger.ts';
+import type { AuthenticatedContext } from '../base/context.ts';
+import { wireTimestamp } from '../base/schemas.ts';
+import { badRequest, counted, notFound, RpcError } from '../base/errors.ts';
 import { StoredFile } from './file.entity.ts';
 import { UploadKey } from './upload-key.entity.ts';
 import { contentMatchesType, extensionFor, SNIFF_BYTES } from './sniff.ts';
 import type { FileStorage } from './storage.ts';
-import { isUuid } from '../rpc/schemas.ts';
+import { isUuid } from '../base/schemas.ts';
 
 /** What one kind of upload accepts, declared once by whoever owns it (a plugin, at start). */
 export interface PurposeLimits {
@@ -178,9 +178,9 @@ export class UploadService {
   }
 
   /**
-   * The service as one plugin receives it (core/app.ts): the purposes it
+   * The service as one plugin receives it (core/app/app.ts): the purposes it
    * declares belong to its group, so an upload or file of theirs serves that
-   * group to an API key's scopes (core/uploads/routes.ts).
+   * group to an API key's scopes (core/doors/upload-routes.ts).
    */
   forGroup(group: string): UploadService {
     return new UploadService(this.#deps, { purposes: this.#purposes, group });

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createApp, type App } from '../../core/app.ts';
-import { loadConfig } from '../../core/config.ts';
+import { createApp, type App } from '../../core/app/app.ts';
+import { loadConfig } from '../../core/base/config.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { createScratchDatabase } from '../support/database.ts';
 

@@ -7,8 +7,8 @@ import type { PGlite } from '@electric-sql/pglite';
 import Router from '@koa/router';
 import Koa from 'koa';
 import pg from 'pg';
-import { createApp } from '../../core/app.ts';
-import { loadConfig } from '../../core/config.ts';
+import { createApp } from '../../core/app/app.ts';
+import { loadConfig } from '../../core/base/config.ts';
 import { LIST_KEYS, toApiKeyRecord } from '../../plugins/api-key/api-key.service.ts';
 import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
 

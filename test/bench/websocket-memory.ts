@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { createApp } from '../../core/app.ts';
-import { loadConfig } from '../../core/config.ts';
+import { createApp } from '../../core/app/app.ts';
+import { loadConfig } from '../../core/base/config.ts';
 
 /**
  * `node --expose-gc --import tsx test/bench/websocket-memory.ts`: the memory

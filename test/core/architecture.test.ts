@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { cruise, type ICruiseResult } from 'dependency-cruiser';
+import { cruise, type ICruiseResult, type IForbiddenRuleType } from 'dependency-cruiser';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -15,27 +16,72 @@ function ring(files: readonly string[]): string {
 }
 
 /**
- * The import graph of core/, plugins/, workers/ and the example plugin (as tsconfig.json resolves
- * it, so `rpc-service/plugin` is core/plugin/sdk.ts), checked for cycles and
- * for core files importing plugin files. `import type` counts: a cycle of types
- * alone still ties two files together, so that neither can be read, moved or
- * layered without the other (core/README.md).
+ * The core's layers, bottom-up, each as the folders of core/ it is made of (core/README.md reads them out).
+ * A file may import its own layer and those below, never one above: the rule the cruise below enforces.
  */
-export async function importProblems(root: string): Promise<{ cycles: string[]; coreToPlugins: string[]; unresolved: string[] }> {
+export const CORE_LAYERS: readonly (readonly [name: string, folders: readonly string[]])[] = [
+  ['base', ['base']],
+  ['data', ['db']],
+  ['services', ['records', 'ai', 'audit', 'credentials', 'events', 'jobs', 'pool', 'uploads', 'rate-limits']],
+  ['pipeline', ['rpc']],
+  ['doors', ['doors']],
+  ['host', ['plugin', 'app']],
+  ['commands', ['cli', 'operator', 'scaffold']],
+];
+
+/**
+ * Imports that point up a layer and stay, each with its reason. Empty: none is needed today; one added here
+ * must say why moving a file cannot remove it.
+ */
+const UPWARD_EXCEPTIONS: readonly { from: string; to: string; reason: string }[] = [];
+
+const folders = (layers: typeof CORE_LAYERS): string => layers.flatMap(([, names]) => names).join('|');
+
+/** One dependency-cruiser rule per layer: nothing of it imports a folder of a higher layer. */
+function layerRules(): IForbiddenRuleType[] {
+  return CORE_LAYERS.slice(0, -1).map(([name], index) => ({
+    name: `layer-${name}`,
+    severity: 'error',
+    from: { path: `^core/(${folders(CORE_LAYERS.slice(index, index + 1))})/` },
+    to: {
+      path: `^core/(${folders(CORE_LAYERS.slice(index + 1))})/`,
+      pathNot: UPWARD_EXCEPTIONS.map((exception) => `^${exception.to.replace(/[.]/g, '\\.')}$`),
+    },
+  }));
+}
+
+export interface ImportProblems {
+  cycles: string[];
+  coreToPlugins: string[];
+  upward: string[];
+  unresolved: string[];
+}
+
+/**
+ * The import graph of core/, plugins/, workers/, clients/ and the example plugin (as tsconfig.json resolves
+ * it, so `rpc-service/plugin` is core/plugin/sdk.ts), checked for cycles, for core files importing plugin
+ * files and for imports pointing up the core's layers. `import type` counts: a cycle or an upward import of
+ * types alone still ties two files together, so that neither can be read, moved or layered without the
+ * other (core/README.md).
+ */
+export async function importProblems(root: string): Promise<ImportProblems> {
   const cwd = process.cwd();
+  const scanned = ['core', 'plugins', 'workers', 'clients', 'test/fixtures/notes-plugin'].filter((folder) => existsSync(path.join(root, folder)));
   // dependency-cruiser reads paths and tsconfig.json relative to the working directory.
   process.chdir(root);
   try {
     const { output } = await cruise(
-      ['core', 'plugins', 'workers', 'test/fixtures/notes-plugin'],
+      scanned,
       {
-        includeOnly: '^(core|plugins|workers|test/fixtures/notes-plugin)/',
+        includeOnly: `^(${scanned.join('|')})/`,
+        exclude: 'node_modules',
         tsPreCompilationDeps: true,
         validate: true,
         ruleSet: {
           forbidden: [
             { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
             { name: 'core-imports-plugin', severity: 'error', from: { path: '^core/' }, to: { path: '^plugins/' } },
+            ...layerRules(),
           ],
         },
       },
@@ -44,15 +90,25 @@ export async function importProblems(root: string): Promise<{ cycles: string[]; 
     );
     const result = output as ICruiseResult;
     const violations = result.summary.violations;
+    const named = (prefix: string) => violations.filter((v) => v.rule.name.startsWith(prefix)).map((v) => `${v.from} → ${v.to}`);
     return {
       // Each cycle is reported once per edge on it; `cycle` runs from `to` back to `from`.
       cycles: [...new Set(violations.filter((v) => v.rule.name === 'no-circular').map((v) => ring(v.cycle!.map((step) => step.name))))].sort(),
-      coreToPlugins: violations.filter((v) => v.rule.name === 'core-imports-plugin').map((v) => `${v.from} → ${v.to}`),
+      coreToPlugins: named('core-imports-plugin'),
+      upward: named('layer-').sort(),
       unresolved: result.modules.flatMap((m) => m.dependencies.filter((d) => d.couldNotResolve).map((d) => `${m.source}: ${d.module}`)),
     };
   } finally {
     process.chdir(cwd);
   }
+}
+
+/** Files of core/ outside the folders of its layers (a file at core/'s root belongs to no layer). */
+export function unlayeredFiles(root: string): string[] {
+  const layered = new Set(CORE_LAYERS.flatMap(([, names]) => names));
+  return (readdirSync(path.join(root, 'core'), { recursive: true }) as string[])
+    .filter((file) => /\.[cm]?[jt]s$/.test(file) && !layered.has(file.split(path.sep)[0]!))
+    .map((file) => path.join('core', file));
 }
 
 /** Files of core/, plugins/ and the example plugin that define entities other than as the one entity of a `<name>.entity.ts`. */
@@ -76,11 +132,34 @@ describe('architecture', () => {
     assert.deepEqual(misplaced, [], `files with defineEntity calls outside the one-entity-per-file rule:\n${misplaced.join('\n')}`);
   });
 
-  it('has no import cycle in core/, plugins/, workers/ or the example plugin, and no import from core/ into plugins/', async () => {
-    const { cycles, coreToPlugins, unresolved } = await importProblems(ROOT);
+  it("has no import cycle in core/, plugins/, workers/, clients/ or the example plugin, no import from core/ into plugins/, and no import up the core's layers", async () => {
+    const { cycles, coreToPlugins, upward, unresolved } = await importProblems(ROOT);
     // An import the tool cannot resolve would leave its edge out of the graph unseen.
     assert.deepEqual(unresolved, [], `imports that could not be resolved:\n${unresolved.join('\n')}`);
     assert.deepEqual(cycles, [], `${cycles.length} import cycle(s):\n${cycles.join('\n')}`);
     assert.deepEqual(coreToPlugins, [], `core imports plugin files:\n${coreToPlugins.join('\n')}`);
+    assert.deepEqual(upward, [], `imports pointing up a layer (core/README.md):\n${upward.join('\n')}`);
+  });
+
+  it('keeps every file of core/ in a folder of a layer', () => {
+    assert.deepEqual(unlayeredFiles(ROOT), []);
+  });
+
+  it('finds an import that points up a layer, and a file outside the layers', async () => {
+    // A small house of the same shape: a leaf importing the pipeline, as a careless edit would.
+    const house = mkdtempSync(path.join(tmpdir(), 'layers-'));
+    try {
+      mkdirSync(path.join(house, 'core', 'base'), { recursive: true });
+      mkdirSync(path.join(house, 'core', 'rpc'), { recursive: true });
+      writeFileSync(path.join(house, 'tsconfig.json'), readFileSync(path.join(ROOT, 'tsconfig.json')));
+      writeFileSync(path.join(house, 'core', 'base', 'errors.ts'), "import { dispatch } from '../rpc/dispatch.ts';\nexport const used = dispatch;\n");
+      writeFileSync(path.join(house, 'core', 'rpc', 'dispatch.ts'), 'export const dispatch = 1;\n');
+      writeFileSync(path.join(house, 'core', 'loose.ts'), 'export const loose = 1;\n');
+      const { upward } = await importProblems(house);
+      assert.deepEqual(upward, ['core/base/errors.ts → core/rpc/dispatch.ts']);
+      assert.deepEqual(unlayeredFiles(house), [path.join('core', 'loose.ts')]);
+    } finally {
+      rmSync(house, { recursive: true, force: true });
+    }
   });
 });

@@ -168,7 +168,7 @@ describe('every door holds an API key’s limits', () => {
       assert.ok(paths.includes(expected), `${expected} among ${paths.join(', ')}`);
     }
     for (const route of routes) {
-      // Each route's own declaration, never a default (core/http/route.ts refuses a route without one).
+      // Each route's own declaration, never a default (core/doors/route.ts refuses a route without one).
       assert.ok(route.kind === 'read' || route.kind === 'write', `${route.method} ${route.path} declares its kind`);
       assert.ok(route.serves !== undefined, `${route.method} ${route.path} declares what it serves`);
       const serves = route.serves;

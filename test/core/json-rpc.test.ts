@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DISCOVER_PER_MINUTE, JSON_RPC_BATCH_LIMIT } from '../../core/http/json-rpc.ts';
-import { BATCH_ANSWER_FACTOR } from '../../core/http/rpc-reply.ts';
+import { DISCOVER_PER_MINUTE, JSON_RPC_BATCH_LIMIT } from '../../core/doors/json-rpc.ts';
+import { BATCH_ANSWER_FACTOR } from '../../core/doors/rpc-reply.ts';
 import { probePlugin } from '../fixtures/probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';

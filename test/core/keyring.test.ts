@@ -15,7 +15,7 @@ const newKey = () => randomBytes(32).toString('base64');
 
 /** `npm run cli -- rotate-master-key` with the given environment. */
 async function rotate(env: Record<string, string>) {
-  const cli = runInProject(process.execPath, ['--import', 'tsx', 'core/cli.ts', 'rotate-master-key'], env);
+  const cli = runInProject(process.execPath, ['--import', 'tsx', 'core/cli/cli.ts', 'rotate-master-key'], env);
   const { code } = await cli.exited(60_000);
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };
 }

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { JSON_RPC_BATCH_LIMIT } from '../../core/http/json-rpc.ts';
-import { toolName } from '../../core/http/mcp.ts';
+import { JSON_RPC_BATCH_LIMIT } from '../../core/doors/json-rpc.ts';
+import { toolName } from '../../core/doors/mcp.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
 

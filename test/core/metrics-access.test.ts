@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import { loadConfig } from '../../core/config.ts';
+import { loadConfig } from '../../core/base/config.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject, START_ARGS } from '../support/process.ts';
 

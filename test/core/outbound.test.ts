@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { isPublicAddress, Outbound, OutboundRefusedError } from '../../core/http/outbound.ts';
+import { isPublicAddress, Outbound, OutboundRefusedError } from '../../core/base/outbound.ts';
 
 /** A receiver on loopback: /ok answers, /to?url= redirects there, /count says how many requests reached it. */
 async function receiver(): Promise<{ server: Server; port: number; hits: () => number }> {

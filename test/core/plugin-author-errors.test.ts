@@ -5,9 +5,9 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import semver from 'semver';
-import type { PluginErrorCode } from '../../core/plugin/errors.ts';
+import type { PluginErrorCode } from '../../core/base/plugin-errors.ts';
 import { PluginLoadError } from '../../core/plugin/loader.ts';
-import { CORE_VERSION } from '../../core/version.ts';
+import { CORE_VERSION } from '../../core/base/version.ts';
 import { startTestApp } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runServer } from '../support/process.ts';
 

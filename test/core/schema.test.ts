@@ -68,7 +68,7 @@ describe('database schema', () => {
   });
 
   it('every owner has a migration for its current entities (npm run migration:create -- --check)', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'core/cli.ts', 'migration', 'create', '--check'], {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'core/cli/cli.ts', 'migration', 'create', '--check'], {
       cwd: ROOT,
       env: { ...process.env, PLUGINS: './test/fixtures/notes-plugin' },
       encoding: 'utf8',

@@ -104,7 +104,7 @@ describe('npm start', () => {
       assert.deepEqual(argv.slice(1), START_ARGS);
       const nodeChildren = childPids(server).map(commandLine).filter(isNode);
       assert.deepEqual(nodeChildren, [], 'the server runs in that process, not in a node child of it');
-      assert.ok(argv.includes('dist/js/core/main.js'), 'the JavaScript of dist/js runs');
+      assert.ok(argv.includes('dist/js/core/cli/main.js'), 'the JavaScript of dist/js runs');
 
       // The notes plugin is TypeScript, and so is the worker its stats run in: the built service loads both through tsx's loader.
       const call = async (method: string, params: object, token?: string) => {

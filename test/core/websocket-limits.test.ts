@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
-import { loadConfig } from '../../core/config.ts';
+import { loadConfig } from '../../core/base/config.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, START_ARGS, whenHealthy } from '../support/process.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as tar from 'tar';
-import { CORE_VERSION } from '../../core/version.ts';
+import { CORE_VERSION } from '../../core/base/version.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';

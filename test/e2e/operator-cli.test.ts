@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as tar from 'tar';
 import { databaseCheck } from '../../core/operator/doctor.ts';
-import { CORE_VERSION } from '../../core/version.ts';
+import { CORE_VERSION } from '../../core/base/version.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, whenHealthy, type RunningProcess } from '../support/process.ts';

@@ -26,7 +26,7 @@ interface Connection {
   token?: string;
 }
 
-/** The WebSocket close code for a revoked credential (the service's core/events/websocket.ts): connecting again cannot help. */
+/** The WebSocket close code for a revoked credential (the service's core/doors/websocket.ts): connecting again cannot help. */
 const CLOSE_CREDENTIAL_REVOKED = 4001;
 const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
