@@ -2,7 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** The rules that matter here (README, "Lint and format"); formatting itself is Prettier's. */
+/** The rules that matter here (docs/development.md, "Lint and format"); formatting itself is Prettier's. */
 export default tseslint.config(
   { ignores: ['node_modules/**', '**/migrations/.snapshot*.json', 'clients/**/dist/**', 'dist/**'] },
   js.configs.recommended,

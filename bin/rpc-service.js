@@ -6,7 +6,7 @@
 // it runs the TypeScript sources through tsx's loader, as in development.
 import { setFlagsFromString } from 'node:v8';
 
-// As `npm start` does with --liftoff-only (see docs/decisions.md): set before
+// As `npm start` does with --liftoff-only (see docs/decisions/0038-the-service-as-a-package.md): set before
 // the embedded database's WebAssembly is compiled, it takes effect the same.
 setFlagsFromString('--liftoff-only');
 if (import.meta.resolve('rpc-service/plugin').endsWith('.js')) {

@@ -308,7 +308,7 @@ export const hasEmbeddedDatabase = (dataDir: string): boolean => {
 
 /** Open files kept from WebSockets for HTTP requests, the database, uploads and logs. */
 const RESERVED_OPEN_FILES = 256;
-/** The default total where the open-file limit is high: past it memory binds first (see docs/decisions.md). */
+/** The default total where the open-file limit is high: past it memory binds first (see docs/decisions/0030-how-many-websockets.md). */
 const DEFAULT_MAX_WEBSOCKETS = 50_000;
 
 /**

@@ -26,7 +26,7 @@ const inUtcUnlessZoned = (text: string) => {
 };
 
 /** An ISO 8601 date or timestamp (`2026-11-24`, `2026-11-24T18:00:00Z`; UTC when no zone is given), as a Date. */
-/** A date as answers carry it (README.md, The endpoint): ISO 8601 text in UTC, for declared results. */
+/** A date as answers carry it (docs/endpoint.md): ISO 8601 text in UTC, for declared results. */
 export const wireTimestamp = v.pipe(v.string(), v.isoTimestamp());
 
 export const isoTime = (label: string) =>

@@ -66,7 +66,7 @@ async function withDatabase<T>(config: Config, logger: ReturnType<typeof createL
 
 /**
  * An installation folder keeps its settings in `.env` beside its package.json
- * (README, "The service as a package"); what the environment already sets wins.
+ * (docs/operations.md, "As a package"); what the environment already sets wins.
  */
 function readEnvFile(file = path.resolve('.env')): void {
   if (!existsSync(file)) return;

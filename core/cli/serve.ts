@@ -18,7 +18,7 @@ export async function serve(options: { printConfig?: boolean } = {}): Promise<vo
     await start(options.printConfig ?? false);
   } catch (error) {
     const known = error instanceof ConfigError || error instanceof DatabaseStartupError || error instanceof PluginLoadError || error instanceof OperatorError;
-    // A plugin's load error ends with its code, which the README's table of an author's mistakes lists.
+    // A plugin's load error ends with its code, which the table of an author's mistakes in docs/plugin-sdk.md lists.
     const code = error instanceof PluginLoadError ? ` (${error.code})` : '';
     console.error(known ? `Cannot start: ${(error as Error).message}${code}` : error);
     process.exit(1);

@@ -21,8 +21,8 @@ import { OperatorError, type OperatorCommand, type Report } from './command.ts';
 import { namePlugins, pluginVersions, type PluginVersion } from './plugins.ts';
 
 /**
- * `rpc-service backup` and `restore` (docs/decisions.md, "Backup and
- * restore"). An archive is a gzipped tar of:
+ * `rpc-service backup` and `restore`
+ * (docs/decisions/0044-backup-and-restore.md). An archive is a gzipped tar of:
  *   manifest.json        format, versions, migrations, the plugins with their versions, and each entry's size and SHA-256
  *   database/embedded.tar.gz   the embedded database (PGlite's own dump), or
  *   database/postgresql.dump   pg_dump's custom format

@@ -13,8 +13,8 @@ import { OperatorError, type OperatorCommand, type Report } from './command.ts';
 import type { UntrustedData } from '../plugin/tenant-data.ts';
 
 /**
- * `rpc-service tenant export` and `tenant import` (docs/decisions.md,
- * "Moving a tenant"). An archive is a gzipped tar of:
+ * `rpc-service tenant export` and `tenant import`
+ * (docs/decisions/0045-moving-a-tenant.md). An archive is a gzipped tar of:
  *   manifest.json          format, subscription, versions, and each entry's rows or size and SHA-256
  *   tables/<table>.ndjson  the tenant's rows, one JSON object a line
  *   keys.json              the subscription's data keys, wrapped by the transfer key (not by a master key)

@@ -4,7 +4,7 @@ import { validationError, type RpcError, type ValidationIssue } from '../base/er
 import { isUuid } from '../base/schemas.ts';
 
 /**
- * The document-store-style list filters (README.md, The endpoint: `$eq`,
+ * The document-store-style list filters (docs/endpoint.md: `$eq`,
  * `$in`, `$regex` and the rest), translated into
  * MikroORM conditions on an entity's own fields only. Anything else is a
  * VALIDATION_ERROR naming the offending path; no raw SQL is ever built.

@@ -6,7 +6,7 @@ import { wireTimestamp } from '../base/schemas.ts';
 /**
  * What an operation answers for a row, derived from the entity alone: the
  * record type, the mapping from a row and the list-query field map. The
- * wire form is every group's (README.md, The endpoint): the primary key `id` as `_id`, dates as ISO 8601
+ * wire form is every group's (docs/endpoint.md): the primary key `id` as `_id`, dates as ISO 8601
  * text, an absent value as null, every other column as stored. Columns a
  * caller must not see (the tenant, hashes, sealed values) are named in
  * `hide`; the rest is the record, and its plain columns are what lists

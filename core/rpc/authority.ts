@@ -71,8 +71,8 @@ export function commonScopes(a: readonly string[] | null, b: readonly string[] |
  * The caller a stored action acts as when it runs: the least-privileged of
  * the people in its chain (the user it acts for, its creator, every later
  * editor, whoever started or fed a run), with their role now and every key
- * limit any of them saved it under (docs/decisions.md, "Rights travel with
- * the work"). Among several people of that role, the latest who vouches for
+ * limit any of them saved it under (docs/decisions/0056-rights-travel-with-the-work.md).
+ * Among several people of that role, the latest who vouches for
  * it (saved or started it) is the one it acts as. Throws FORBIDDEN when
  * someone of the chain is no longer an active user of the subscription: their
  * part in it can no longer be vouched for.

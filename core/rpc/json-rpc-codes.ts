@@ -1,6 +1,6 @@
 /**
- * The JSON-RPC 2.0 number of each of our codes (docs/decisions.md,
- * "JSON-RPC 2.0"), for the JSON-RPC answers and the OpenRPC document: the
+ * The JSON-RPC 2.0 number of each of our codes (docs/decisions/0039-json-rpc-2-0.md),
+ * for the JSON-RPC answers and the OpenRPC document: the
  * protocol's own where one fits, else read off the code's HTTP status.
  */
 const FIXED_CODES: Readonly<Record<string, number>> = {

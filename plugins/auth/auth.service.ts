@@ -192,8 +192,8 @@ export class AuthService {
 
   /**
    * Password login by e-mail or username. Failures are counted per account
-   * and address, per account, and per address (docs/decisions.md, "Login
-   * limits"). Past a limit every attempt it covers is refused unchecked, right
+   * and address, per account, and per address (docs/decisions/0007-one-time-codes-and-signup.md,
+   * "Login limits"). Past a limit every attempt it covers is refused unchecked, right
    * password or wrong, so a locked count is no oracle. The per-account and
    * per-address counts do not cover an account logging in from an address it
    * logged in from before: another account's failures, or failures from

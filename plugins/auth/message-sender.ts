@@ -21,7 +21,7 @@ export interface Delivery {
 
 /**
  * The SMS API is an address the operator configured, so it skips the outbound
- * guard (docs/decisions.md, "Outbound requests"); its requests still get the
+ * guard (docs/decisions/0012-outbound-requests.md); its requests still get the
  * guard's client span and `traceparent`, as every other outbound request does.
  */
 const operatorConfigured = new Outbound({ allowPrivate: true, allowedHosts: [] });

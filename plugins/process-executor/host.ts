@@ -6,8 +6,8 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
  * /proc: where a process runs (so a node only kills processes it can see),
  * when it started (so a reused pid is not taken for it), and which
  * processes share its session (what it started in turn). Elsewhere these
- * answer null and nothing is killed by recovery (docs/decisions.md,
- * "Processes do not outlive their node").
+ * answer null and nothing is killed by recovery
+ * (docs/decisions/0059-processes-do-not-outlive-their-node.md).
  */
 
 /**

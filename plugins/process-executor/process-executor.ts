@@ -58,8 +58,8 @@ export type ProcessStatusRecord = InferRecord<typeof STATUS>;
  * started them; their records, with the last lines once ended, are in the
  * database for every node.
  *
- * A process does not outlive its node (docs/decisions.md, "Processes do not
- * outlive their node"): it leads a session of its own, and stopping it
+ * A process does not outlive its node
+ * (docs/decisions/0059-processes-do-not-outlive-their-node.md): it leads a session of its own, and stopping it
  * signals the whole session (what it started in turn); on Linux the kernel
  * kills it when its node dies, even by SIGKILL; its node renews its record's
  * lease while it runs, and once the lease has run out the recovery job (any

@@ -7,8 +7,8 @@ import { addUser } from '../support/users.ts';
 import { linearGraph } from '../support/workflows.ts';
 
 /**
- * Rights travel with the work (docs/decisions.md, "Rights travel with the
- * work"): whatever is stored to act later acts with at most the rights of the
+ * Rights travel with the work (docs/decisions/0056-rights-travel-with-the-work.md):
+ * whatever is stored to act later acts with at most the rights of the
  * weakest person who shaped it. Generated over every kind of stored action
  * (a scheduled rpc task, a workflow run, a workflow run by a scheduled task),
  * every role as its creator, as its editor and as whoever starts it, and

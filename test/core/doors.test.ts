@@ -12,8 +12,8 @@ import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { tinyPng } from '../support/uploads.ts';
 
 /**
- * Every door holds an API key's limits (docs/decisions.md, "Every door
- * admits by the same step"). Generated: for every operation of the registry
+ * Every door holds an API key's limits (docs/decisions/0057-every-door-admits-by-the-same-step.md).
+ * Generated: for every operation of the registry
  * and every route the service mounts (its own, uploads and downloads, git
  * over HTTP, plugin routes), and for the WebSocket and webhooks, what each
  * kind of limited key may do is derived from what the door declares (its

@@ -19,7 +19,7 @@ const PER_USER = 2;
 const PER_ADDRESS = 3;
 const TOTAL = 5;
 const HEARTBEAT_SECONDS = 20;
-/** How long an upgrade, a freed slot or a close may take to come: it ends when it comes, so it is long (docs/decisions.md, Tests and the clock). */
+/** How long an upgrade, a freed slot or a close may take to come: it ends when it comes, so it is long (docs/decisions/0060-tests-and-the-clock.md). */
 const WAIT_MS = 15_000;
 
 type Attempt = { opened: true; ws: WebSocket } | { opened: false; status: number; retryAfter?: string; body: any };

@@ -9,7 +9,7 @@ import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runIn, whenHealthy, type RunningProcess } from '../support/process.ts';
 
 /**
- * The README's plugin author walk-through, command by command, in a new
+ * docs/plugin-sdk.md's plugin author walk-through, command by command, in a new
  * folder outside the repository: this repository packed, an installation
  * made from the tarball, a plugin scaffolded there, type-checked and tested in
  * its own folder, packed, installed into the installation and served with an
@@ -123,7 +123,7 @@ describe('a third-party plugin package, from the scaffold to an installation', {
   it('loads the packed plugins into the installation: their settings listed, the migration run, their operations answering an API key', async () => {
     await run(installation, 'npm', ['install', '--prefer-offline', '../hello-plugin/hello-plugin-0.1.0.tgz', '../hello-js/hello-js-1.0.0.tgz']);
     const port = await freePort();
-    // The installation's settings in its .env, as the README lays the folder out.
+    // The installation's settings in its .env, as docs/operations.md lays the folder out.
     const settings = { PLUGINS: 'hello-plugin,hello-js', PORT: String(port), ...installationEnv(1) };
     writeFileSync(
       path.join(installation, '.env'),

@@ -8,20 +8,20 @@ import { startTestApp, type TestApp } from '../support/harness.ts';
 import { runIn } from '../support/process.ts';
 
 /**
- * The README's "A typed TypeScript client", as a user follows it: the client
- * installed from the repository path into a new project, the README's example
+ * "A typed TypeScript client" of docs/endpoint.md, as a user follows it: the client
+ * installed from the repository path into a new project, the document's example
  * type-checked and compiled there with TypeScript, and run against a live
  * service with an API key. npm installs `ws` from the registry (or its cache).
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const README_URL = 'http://127.0.0.1:3000';
+const EXAMPLE_URL = 'http://127.0.0.1:3000';
 const STEP_MS = 180_000;
 
-/** The README block after the client-example marker. */
-function readmeExample(): string {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const block = /<!-- client-example[^>]*-->\n```ts\n([\s\S]*?)```/.exec(readme);
-  assert.ok(block, 'the README holds the client example');
+/** The docs/endpoint.md block after the client-example marker. */
+function documentedExample(): string {
+  const doc = readFileSync(path.join(ROOT, 'docs', 'endpoint.md'), 'utf8');
+  const block = /<!-- client-example[^>]*-->\n```ts\n([\s\S]*?)```/.exec(doc);
+  assert.ok(block, 'docs/endpoint.md holds the client example');
   return block[1]!;
 }
 
@@ -45,14 +45,14 @@ describe('the typed client installed from the repository path', { timeout: 10 * 
     rmSync(project, { recursive: true, force: true });
   });
 
-  it('installs, type-checks and runs the README example against the service', async () => {
+  it('installs, type-checks and runs the documented example against the service', async () => {
     await run('npm', ['init', '-y']);
     await run('npm', ['pkg', 'set', 'type=module']);
     await run('npm', ['install', '--install-links', '--no-audit', '--no-fund', path.join(ROOT, 'clients/typescript')]);
-    const example = readmeExample();
-    assert.ok(example.includes(README_URL), `the example calls ${README_URL}`);
+    const example = documentedExample();
+    assert.ok(example.includes(EXAMPLE_URL), `the example calls ${EXAMPLE_URL}`);
     assert.equal(example.trim().split('\n').length, 5, 'the example is five lines');
-    writeFileSync(path.join(project, 'example.ts'), example.replace(README_URL, t.url));
+    writeFileSync(path.join(project, 'example.ts'), example.replace(EXAMPLE_URL, t.url));
     writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
@@ -71,7 +71,7 @@ describe('the typed client installed from the repository path', { timeout: 10 * 
     await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.']);
 
     const owner = await t.signup();
-    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'README example' }, { token: owner.token });
+    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'documented example' }, { token: owner.token });
     const output = await run(process.execPath, ['out/example.js'], { RPC_API_KEY: fullKey });
     assert.match(output, /^created [0-9a-f-]{36}; the inbox holds 1$/m);
     const tasks = await t.ok('TaskRpc.getData', { taskInstanceId: 'inbox' }, { token: owner.token });

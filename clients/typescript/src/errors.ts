@@ -24,7 +24,7 @@ export interface RpcErrorFields {
   cause?: unknown;
 }
 
-/** A call the service refused or could not answer: `code` is the service's (see docs/decisions.md of the service, "Errors"). */
+/** A call the service refused or could not answer: `code` is the service's (the table of codes in the service's docs/endpoint.md). */
 export class RpcError extends Error {
   override readonly name = 'RpcError';
   /** The service's code (`VALIDATION_ERROR`, `NOT_FOUND`, a plugin's own) or the client's (`NETWORK_ERROR`, `INVALID_RESPONSE`). */
