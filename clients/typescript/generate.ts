@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
 import * as prettier from 'prettier';
 import type { OpenRpcDocument } from '../../core/rpc/openrpc.ts';
-import { startTestService } from '../../core/app/testing.ts';
+import { startTestService } from '../../core/cli/testing.ts';
 
 /**
  * `npm run client:generate [-- --check]`: writes src/operations.ts, the typed

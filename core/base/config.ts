@@ -194,7 +194,7 @@ export interface Config {
   outbound: OutboundPolicy;
   /** Set: /metrics requires it as a bearer token. */
   metricsToken?: string;
-  /** Set when traces are exported (an OTLP endpoint is set): core/app/telemetry.ts. */
+  /** Set when traces are exported (an OTLP endpoint is set): core/base/telemetry.ts. */
   tracing?: TracingConfig;
   /** The environment the configuration was read from: plugins read their own settings from it. */
   env: Readonly<Record<string, string | undefined>>;

@@ -4,7 +4,7 @@ export { SpanKind, type Span };
 
 /**
  * Spans of the service, over @opentelemetry/api alone: the SDK and the
- * exporter are loaded only when an OTLP endpoint is set (core/app/telemetry.ts).
+ * exporter are loaded only when an OTLP endpoint is set (core/base/telemetry.ts).
  * Until then `tracingOn()` is false, and the hot paths (dispatch, statements)
  * check it before building anything, so tracing that is off costs one
  * boolean read.
@@ -13,7 +13,7 @@ let on = false;
 
 export const tracingOn = (): boolean => on;
 
-/** Called by core/app/telemetry.ts once its provider is registered, and again when it is shut down. */
+/** Called by core/base/telemetry.ts once its provider is registered, and again when it is shut down. */
 export function setTracingOn(value: boolean): void {
   on = value;
 }

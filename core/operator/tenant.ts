@@ -10,7 +10,7 @@ import type { App } from '../app/app.ts';
 import { CORE_VERSION } from '../base/version.ts';
 import { appliedMigrations, filesUnder, Staging, unpackChecked, type ArchiveManifest } from './archive.ts';
 import { OperatorError, type OperatorCommand, type Report } from './command.ts';
-import type { UntrustedData } from '../plugin/tenant-data.ts';
+import type { UntrustedData } from '../db/tenant-data.ts';
 
 /**
  * `rpc-service tenant export` and `tenant import`

@@ -426,7 +426,7 @@ const SUBSCRIPTIONS = 'auth_subscription';
 
 /** The tenant tables of the schema every built-in plugin migrates: those with a subscription_id column, and the subscriptions. */
 export async function tenantTablesOfSchema(): Promise<Map<string, string>> {
-  const { startTestService } = await import('../../core/app/testing.ts');
+  const { startTestService } = await import('../../core/cli/testing.ts');
   const service = await startTestService();
   try {
     const rows = await service.app.deps.db.execute<{ table_name: string }>(

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { createApp, type App } from './app.ts';
+import { createApp, type App } from '../app/app.ts';
 import { loadConfig } from '../base/config.ts';
 import type { Plugin } from '../plugin/define.ts';
 

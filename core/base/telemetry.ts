@@ -1,7 +1,7 @@
 import { context, propagation, trace } from '@opentelemetry/api';
-import type { TracingConfig } from '../base/config.ts';
-import { CORE_VERSION } from '../base/version.ts';
-import { setTracingOn } from '../base/tracing.ts';
+import type { TracingConfig } from './config.ts';
+import { CORE_VERSION } from './version.ts';
+import { setTracingOn } from './tracing.ts';
 
 export interface Tracing {
   /** Sends the spans still waiting, then unregisters the provider. */
