@@ -36,8 +36,8 @@ export default tseslint.config(
     rules: { 'max-lines': 'off' },
   },
   {
-    // Tests read answers as the loose JSON they are, and so do plugins' tests through core/cli/testing.ts.
-    files: ['test/**/*.ts', 'core/cli/testing.ts'],
+    // Tests read answers as the loose JSON they are, and so do plugins' tests (plugins/<id>/test/) through core/cli/testing.ts.
+    files: ['test/**/*.ts', 'plugins/*/test/**/*.ts', 'core/cli/testing.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
 );

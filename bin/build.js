@@ -14,12 +14,20 @@ const STAMP = path.join(BUILT, '.built');
 const SOURCES = ['core', 'plugins', 'workers', 'config'];
 const CONFIG = path.join(ROOT, 'tsconfig.build.json');
 
+/** A plugin's tests (`plugins/<id>/test/`): not built (tsconfig.build.json), nor shipped (package.json "files"). */
+const isPluginTest = (folder) => {
+  const [top, , sub] = path.relative(ROOT, folder).split(path.sep);
+  return top === 'plugins' && sub === 'test';
+};
+
 /** The newest modification time of the sources and the build's settings. */
 function newestSource() {
   let newest = Math.max(...['tsconfig.json', 'tsconfig.build.json', 'package.json'].map((file) => statSync(path.join(ROOT, file)).mtimeMs));
   for (const folder of SOURCES) {
     for (const entry of readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })) {
-      if (entry.isFile() && entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+      if (entry.isFile() && entry.name.endsWith('.ts') && !isPluginTest(entry.parentPath)) {
+        newest = Math.max(newest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+      }
     }
   }
   return newest;

@@ -1,19 +1,26 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pgliteTemplate } from '../core/db/pglite.ts';
 
 /**
- * `npm test`: every *.test.ts under test/ through node's test runner. Extra
- * arguments narrow the run to files whose path contains one of them.
+ * `npm test`: every *.test.ts under test/ (the core's, end-to-end and the example plugin's) and under each
+ * plugin's test/ folder, through node's test runner. Extra arguments narrow the run to files whose path
+ * (from the repository's root, `plugins/memory/test/memory.test.ts`) contains one of them.
  */
 const root = fileURLToPath(new URL('.', import.meta.url));
+const repository = path.dirname(root);
+const testsUnder = (folder: string): string[] =>
+  (readdirSync(path.join(repository, folder), { recursive: true }) as string[])
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => path.join(folder, file));
+const pluginTestFolders = readdirSync(path.join(repository, 'plugins'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(path.join(repository, 'plugins', entry.name, 'test')))
+  .map((entry) => path.join('plugins', entry.name, 'test'));
 const filters = process.argv.slice(2);
-const files = (readdirSync(root, { recursive: true }) as string[])
-  .filter((file) => file.endsWith('.test.ts') && !file.startsWith('bench'))
-  .map((file) => path.join('test', file))
+const files = [...testsUnder('test').filter((file) => !file.startsWith(path.join('test', 'bench'))), ...pluginTestFolders.flatMap(testsUnder)]
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))
   .sort();
 
@@ -33,14 +40,14 @@ const env = statementLog ? { ...process.env, RPC_STATEMENT_LOG: statementLog } :
 
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
-  cwd: path.dirname(root),
+  cwd: repository,
   env,
 });
 let status = result.status ?? 1;
 if (statementLog) {
   const check = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'tenant-keys', 'check.ts'), statementLog], {
     stdio: 'inherit',
-    cwd: path.dirname(root),
+    cwd: repository,
   });
   if (check.status !== 0) status ||= check.status ?? 1;
   if (!given) rmSync(statementLog, { recursive: true, force: true });

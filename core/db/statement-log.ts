@@ -40,11 +40,14 @@ export function recordStatement(sql: string): void {
   writeSync(file, `${JSON.stringify(origin === undefined ? { sql } : { sql, origin })}\n`);
 }
 
+/** A test's file, from the repository's root: under test/, or under a plugin's own test/ folder. */
+const TEST_FILE = /^(test|plugins\/[^/]+\/test)\//;
+
 /**
  * Whether a test wrote the statement: the first frame of the call's stack
  * (awaiting callers included) that is the repository's own code, past the
- * database layer, is under test/. A service method a test calls is the
- * service's.
+ * database layer, is a test's file (TEST_FILE). A service method a test calls
+ * is the service's.
  */
 function sentByTest(): boolean {
   const limit = Error.stackTraceLimit;
@@ -57,7 +60,7 @@ function sentByTest(): boolean {
     // The built service's files are named as their sources are.
     const file = line.slice(at + root.length + 1).replace(/^dist\/js\//, '');
     if (file.startsWith('node_modules/') || file.startsWith('core/db/')) continue;
-    return file.startsWith('test/');
+    return TEST_FILE.test(file);
   }
   return false;
 }

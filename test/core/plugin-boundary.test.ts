@@ -23,25 +23,36 @@ const packageOf = (specifier: string) =>
 /** The database drivers, the ORM and the web framework: what plugins need of them, the SDK re-exports (EntityManager, LockMode, Router, RouteContext). */
 const CORE_PACKAGES = /^(pg|@electric-sql\/pglite|koa|@koa\/router|@mikro-orm\/.+)$/;
 
+/** Whether a file of a plugin folder (its path from the folder) is one of the plugin's tests, kept in its `test/` folder. */
+const isTestFile = (file: string) => file.split(path.sep)[0] === 'test';
+
 /**
  * Every import of a plugin folder (type imports included) that is not the
  * SDK, an npm package the project depends on other than those the core
- * wraps, a Node built-in, or a file of the same folder.
+ * wraps, a Node built-in, or a file of the same folder. The plugin's tests
+ * (its `test/` folder) may also import `rpc-service/testing` and the shared
+ * harness and fixtures of the repository (`test/support/`, `test/fixtures/`
+ * under `root`): nothing else of the core, nor another plugin's files.
  */
-export function forbiddenImports(pluginFolder: string): string[] {
+export function forbiddenImports(pluginFolder: string, root = ROOT): string[] {
+  const shared = ['support', 'fixtures'].map((folder) => path.join(root, 'test', folder));
+  const inside = (folder: string, file: string) => !path.relative(folder, file).startsWith('..');
   const offending: string[] = [];
   for (const file of readdirSync(pluginFolder, { recursive: true }) as string[]) {
     if (!/\.(ts|js|mjs)$/.test(file)) continue;
     const absolute = path.join(pluginFolder, file);
+    const test = isTestFile(file);
     const { importedFiles } = ts.preProcessFile(readFileSync(absolute, 'utf8'), true, true);
     for (const { fileName: specifier } of importedFiles) {
+      const target = path.resolve(path.dirname(absolute), specifier);
       const allowed = specifier.startsWith('.')
-        ? !path.relative(pluginFolder, path.resolve(path.dirname(absolute), specifier)).startsWith('..')
+        ? inside(pluginFolder, target) || (test && shared.some((folder) => inside(folder, target)))
         : specifier === 'rpc-service/plugin' ||
+          (test && specifier === 'rpc-service/testing') ||
           specifier.startsWith('node:') ||
           BUILTINS.has(specifier) ||
           (PACKAGES.has(packageOf(specifier)) && !CORE_PACKAGES.test(packageOf(specifier)));
-      if (!allowed) offending.push(`${path.relative(ROOT, absolute)}: ${specifier}`);
+      if (!allowed) offending.push(`${path.relative(root, absolute)}: ${specifier}`);
     }
   }
   return offending;
@@ -113,12 +124,13 @@ export function ownerOf(table: string, pluginIds: readonly string[]): string | u
 /**
  * Tables a plugin's SQL names that are neither its own (ownerOf) nor in the
  * SDK's SHARED_TABLES. Migrations are left out: they record the schema's
- * history, moves of a table or of data from one owner to another included.
+ * history, moves of a table or of data from one owner to another included;
+ * so are the plugin's tests, which may look at any table to check an answer.
  */
 export function foreignTables(pluginFolder: string, pluginId: string, pluginIds: readonly string[] = [pluginId]): string[] {
   const offending: string[] = [];
   for (const file of readdirSync(pluginFolder, { recursive: true }) as string[]) {
-    if (!/\.(ts|js|mjs)$/.test(file) || file.split(path.sep).includes('migrations')) continue;
+    if (!/\.(ts|js|mjs)$/.test(file) || file.split(path.sep).includes('migrations') || isTestFile(file)) continue;
     const absolute = path.join(pluginFolder, file);
     for (const table of sqlTexts(readFileSync(absolute, 'utf8')).flatMap(tablesNamed)) {
       if (ownerOf(table, pluginIds) !== pluginId && !SHARED_TABLES.includes(table)) offending.push(`${path.relative(ROOT, absolute)}: ${table}`);
@@ -129,12 +141,12 @@ export function foreignTables(pluginFolder: string, pluginId: string, pluginIds:
 
 /**
  * Services a plugin names in its DEPS (deps.ts or index.ts) that no other line
- * of its source mentions: it would receive them for nothing, and be ordered
- * after their exporters for nothing.
+ * of its source (its tests aside) mentions: it would receive them for nothing,
+ * and be ordered after their exporters for nothing.
  */
 export function unusedDeps(pluginFolder: string): string[] {
   const sources = (readdirSync(pluginFolder, { recursive: true }) as string[])
-    .filter((file) => /\.ts$/.test(file) && !file.split(path.sep).includes('migrations'))
+    .filter((file) => /\.ts$/.test(file) && !file.split(path.sep).includes('migrations') && !isTestFile(file))
     .map((file) => readFileSync(path.join(pluginFolder, file), 'utf8'));
   const declaration = sources.map((text) => /export const DEPS = \[([^\]]*)\]/.exec(text)).find(Boolean);
   if (!declaration) return [];
@@ -154,10 +166,10 @@ const pluginFolders = () => [
 ];
 
 describe('plugin boundary', () => {
-  it('plugins import only rpc-service/plugin, npm packages, Node built-ins and their own folder', () => {
+  it("plugins import only rpc-service/plugin, npm packages, Node built-ins and their own folder; their tests also rpc-service/testing and test/'s support and fixtures", () => {
     const folders = pluginFolders();
     assert.ok(folders.length >= 5, `found ${folders.length} plugin folders`);
-    const offending = folders.flatMap(forbiddenImports);
+    const offending = folders.flatMap((folder) => forbiddenImports(folder));
     assert.deepEqual(offending, [], `imports that reach past the SDK:\n${offending.join('\n')}`);
   });
 
@@ -189,11 +201,12 @@ describe('plugin boundary', () => {
     assert.deepEqual(sqlTexts(source).flatMap(tablesNamed), ['notes', 'notes_tag', 'other_table', 'auth_user', 'notes', 'notes', 'auth_outbox']);
   });
 
-  it('names every kind of forbidden import: core files, other plugins, unknown packages, dynamic imports', () => {
+  it("names every kind of forbidden import: core files, other plugins, unknown packages, dynamic imports, and in the plugin's tests what is not their harness", () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rpc-boundary-'));
     try {
       const folder = path.join(dir, 'plugins', 'rogue');
       mkdirSync(path.join(folder, 'sub'), { recursive: true });
+      mkdirSync(path.join(folder, 'test'), { recursive: true });
       writeFileSync(
         path.join(folder, 'index.ts'),
         [
@@ -211,23 +224,43 @@ describe('plugin boundary', () => {
           "import type Router from '@koa/router';",
           "import { LockMode } from '@mikro-orm/core';",
           "import type { PGlite } from '@electric-sql/pglite';",
+          // The test harness is for the plugin's tests, not for its source.
+          "import { startTestService } from 'rpc-service/testing';",
+          "import { startTestApp } from '../../test/support/harness.ts';",
         ].join('\n'),
       );
       writeFileSync(path.join(folder, 'sub', 'helper.ts'), "import { x } from '../index.ts';\nexport const helper = x;\n");
-      assert.deepEqual(
-        forbiddenImports(folder).map((line) => line.slice(line.indexOf(': ') + 2)),
+      writeFileSync(
+        path.join(folder, 'test', 'rogue.test.ts'),
         [
-          '../../core/credentials/authenticator.ts',
-          '../auth/user.service.ts',
-          'left-pad',
-          '../../core/app/app.ts',
-          'pg',
-          'koa',
-          '@koa/router',
-          '@mikro-orm/core',
-          '@electric-sql/pglite',
-        ],
+          "import { startTestService } from 'rpc-service/testing';",
+          "import { startTestApp } from '../../../test/support/harness.ts';",
+          "import { HANDBOOK } from '../../../test/fixtures/handbook.ts';",
+          "import { helper } from '../sub/helper.ts';",
+          "import { ws } from 'ws';",
+          "import { UserService } from '../../auth/user.service.ts';",
+          "import { createApp } from '../../../core/app/app.ts';",
+          "import { check } from '../../../test/tenant-keys/check.ts';",
+          "import pg from 'pg';",
+        ].join('\n'),
       );
+      assert.deepEqual(forbiddenImports(folder, dir).sort(), [
+        'plugins/rogue/index.ts: ../../core/app/app.ts',
+        'plugins/rogue/index.ts: ../../core/credentials/authenticator.ts',
+        'plugins/rogue/index.ts: ../../test/support/harness.ts',
+        'plugins/rogue/index.ts: ../auth/user.service.ts',
+        'plugins/rogue/index.ts: @electric-sql/pglite',
+        'plugins/rogue/index.ts: @koa/router',
+        'plugins/rogue/index.ts: @mikro-orm/core',
+        'plugins/rogue/index.ts: koa',
+        'plugins/rogue/index.ts: left-pad',
+        'plugins/rogue/index.ts: pg',
+        'plugins/rogue/index.ts: rpc-service/testing',
+        'plugins/rogue/test/rogue.test.ts: ../../../core/app/app.ts',
+        'plugins/rogue/test/rogue.test.ts: ../../../test/tenant-keys/check.ts',
+        'plugins/rogue/test/rogue.test.ts: ../../auth/user.service.ts',
+        'plugins/rogue/test/rogue.test.ts: pg',
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -11,6 +11,9 @@ import { startHttpReceiver } from './peers.ts';
 export const PEER_EMBEDDING_MODEL = 'peer-embed';
 export const PEER_CHAT_MODEL = 'peer-chat';
 
+/** The catalogue the service ships (config/ai-catalogue.json), read afresh: a copy to compare with or to change. */
+export const shippedCatalogue = () => JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
+
 /** The local embedder's vector of a text, reversed: what the peer answers for it. */
 export const reversedVectorOf = (text: string): number[] => [...vectorsOf(embed({ texts: [text], dimensions: 384 }).vectors, 384)[0]!].reverse();
 
@@ -46,7 +49,7 @@ export async function startModelPeer() {
     return { status: 200, delayMs: peer.delayMs, json: { data, usage: { prompt_tokens: input.length } } };
   });
   const dir = mkdtempSync(path.join(tmpdir(), 'rpc-embedding-peer-'));
-  const catalogue = JSON.parse(readFileSync(DEFAULT_CATALOGUE_FILE, 'utf8'));
+  const catalogue = shippedCatalogue();
   catalogue.providers.push({ name: 'loopback', type: 'openai-compatible', baseUrl: `${server.url}/v1`, apiKeyEnvVar: null });
   const like = (id: string) => catalogue.models.find((model: { id: string }) => model.id === id);
   catalogue.models.push(

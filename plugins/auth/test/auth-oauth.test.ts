@@ -1,0 +1,424 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
+import { acmeProviderEnv, startOpenIdProvider, TestBrowser } from '../../../test/support/oidc.ts';
+
+describe('OAuth login with an OpenID provider', () => {
+  let t: TestApp;
+  let idp: Awaited<ReturnType<typeof startOpenIdProvider>>;
+
+  before(async () => {
+    idp = await startOpenIdProvider();
+    t = await startTestApp({
+      env: {
+        ...acmeProviderEnv(idp.issuer),
+      },
+    });
+    idp.configure([`${t.url}/auth/acme/callback`]);
+  });
+  // Either may be missing when start-up failed; the provider must close anyway, or the file never ends.
+  after(async () => {
+    await t?.close();
+    await idp?.close();
+  });
+
+  const host = () => new URL(t.url).host;
+
+  it('lists the provider and its login path', async () => {
+    assert.deepEqual((await t.ok('AuthRpc.getClientConfig')).oauthProviders, ['acme']);
+    assert.deepEqual(await t.ok('AuthRpc.getOAuthLoginUrl', { provider: 'acme' }), { url: '/auth/acme' });
+    const unknown = await t.call('AuthRpc.getOAuthLoginUrl', { provider: 'nope' });
+    assert.equal(unknown.status, 404);
+  });
+
+  it('answers FEATURE_UNAVAILABLE with the settings to set for a preset that is not configured, NOT_FOUND for an unknown name', async () => {
+    for (const preset of ['google', 'gitlab', 'apple']) {
+      const settings = ['OAUTH_PROVIDERS', `OAUTH_${preset.toUpperCase()}_CLIENT_ID`, `OAUTH_${preset.toUpperCase()}_CLIENT_SECRET`];
+      for (const method of ['AuthRpc.getOAuthLoginUrl', 'AuthRpc.createExternalOAuthLoginSession']) {
+        const refused = await t.call(method, { provider: preset });
+        assert.equal(refused.status, 503, `${method} ${preset}`);
+        assert.equal(refused.body.data.code, 'FEATURE_UNAVAILABLE');
+        for (const name of settings) assert.ok(refused.body.data.error.includes(name), `${method} ${preset}: ${refused.body.data.error} names ${name}`);
+      }
+      // The browser routes answer the same way, on a page.
+      for (const route of [`/auth/${preset}`, `/auth/${preset}/callback?code=abc&state=xyz`]) {
+        const page = await fetch(`${t.url}${route}`, { redirect: 'manual' });
+        assert.equal(page.status, 503, route);
+        assert.ok((await page.text()).includes(`OAUTH_${preset.toUpperCase()}_CLIENT_ID`), route);
+      }
+    }
+    // Case does not matter, as for configured providers.
+    assert.equal((await t.call('AuthRpc.getOAuthLoginUrl', { provider: 'Google' })).body.data.code, 'FEATURE_UNAVAILABLE');
+
+    for (const unknown of ['nope', 'constructor']) {
+      const refused = await t.call('AuthRpc.getOAuthLoginUrl', { provider: unknown });
+      assert.equal(refused.status, 404);
+      assert.equal(refused.body.data.code, 'NOT_FOUND');
+      assert.equal((await t.call('AuthRpc.createExternalOAuthLoginSession', { provider: unknown })).body.data.code, 'NOT_FOUND');
+      assert.equal((await fetch(`${t.url}/auth/${unknown}`, { redirect: 'manual' })).status, 404);
+    }
+  });
+
+  it('signs a new user up through the browser flow, with state and PKCE, and starts a session', async () => {
+    const sub = uniqueName('sub');
+    idp.accounts.set(sub, { email: `${sub}@example.com`, givenName: 'Ida' });
+    const browser = new TestBrowser();
+    const start = await browser.get(`${t.url}/auth/acme`);
+    assert.equal(start.status, 302);
+    const authorize = new URL(start.headers.get('location')!);
+    assert.equal(authorize.origin, idp.issuer);
+    assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+    assert.ok(authorize.searchParams.get('state'));
+    assert.ok(authorize.searchParams.get('nonce'));
+    assert.equal(authorize.searchParams.get('redirect_uri'), `${t.url}/auth/acme/callback`);
+
+    const done = await browser.signInAt(authorize.toString(), sub, idp.issuer);
+    assert.equal(done.status, 302, await done.clone().text());
+    const token = browser.cookie(host(), 'session');
+    assert.ok(token, 'the callback set the session cookie');
+    const session = await t.ok('AuthRpc.getSession', {}, { token });
+    assert.equal(session.user.email, `${sub}@example.com`);
+    assert.equal(session.user.isVerified, true);
+    assert.equal(session.user.role, 'admin');
+    assert.equal(session.user.firstName, 'Ida');
+    assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+
+    // The same person again: the same account, found by the provider profile.
+    const again = new TestBrowser();
+    await again.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: again.cookie(host(), 'session') })).user._id, session.user._id);
+  });
+
+  it('gives a new user a free username, never a reserved one', async () => {
+    const sub = uniqueName('reserved');
+    idp.accounts.set(sub, { email: `admin@${sub.toLowerCase()}.example.com` });
+    const browser = new TestBrowser();
+    await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    const session = await t.ok('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+    assert.match(session.user.username, /^admin-[A-Za-z0-9]{4}$/);
+  });
+
+  /** Signs in at the provider as `sub` in a new browser and answers the session the app gave it. */
+  const signInAs = async (sub: string, email = `${sub}@example.com`) => {
+    idp.accounts.set(sub, { email });
+    const browser = new TestBrowser();
+    await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    return t.ok<any>('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+  };
+  /** Signs in at the provider as `sub` in a new browser that lands on the app's question whether to join an existing account. */
+  const askedAs = async (sub: string, email: string, start = `${t.url}/auth/acme`) => {
+    idp.accounts.set(sub, { email });
+    const browser = new TestBrowser();
+    const page = await browser.signInAt(start, sub, idp.issuer);
+    assert.equal(page.status, 200);
+    const text = await page.text();
+    assert.match(text, /<form method="post" action="\/auth\/join\?decision=join">/, text);
+    assert.equal(browser.cookie(host(), 'session'), undefined, 'no session before the person answers');
+    return { browser, text };
+  };
+  /** The code the outbox holds for an address (no mail server in this file: codes go to auth_outbox). */
+  const outboxCode = async (address: string) => {
+    const [row] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where recipient = ? order by created_at desc limit 1', [address]);
+    return /\b(\d{6})\b/.exec(row!.body)![1]!;
+  };
+  /** A signup whose owner proved the address with a code sent to it. */
+  const provenSignup = async () => {
+    const name = uniqueName('proven');
+    const email = `${name}@example.com`;
+    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: email });
+    const code = await outboxCode(email);
+    const data = await t.ok<any>('AuthRpc.signup', { email, username: name, password: 'owner password', verifications: { email: { otpRequestId, code } } });
+    return { email, token: data.token as string, user: data.user, subscriptionId: data.subscriptionId as string };
+  };
+
+  it('links a first sign-in at once to an account whose owner proved the address with a code, keeping their password', async () => {
+    const owner = await provenSignup();
+    const sub = uniqueName('owner');
+    const session = await signInAs(sub, owner.email.toUpperCase());
+    assert.equal(session.user._id, owner.user._id);
+    assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+    assert.equal((await t.call('AuthRpc.login', { identifier: owner.email, password: 'owner password' })).status, 200, 'the password stays');
+    assert.equal((await t.call('AuthRpc.getSession', {}, { token: owner.token })).status, 200, 'so do the sessions');
+  });
+
+  it('links a first sign-in at once to an account its owner made by signing in with a provider before', async () => {
+    const first = uniqueName('first');
+    const made = await signInAs(first);
+    const second = uniqueName('second');
+    const again = await signInAs(second, `${first}@example.com`);
+    assert.equal(again.user._id, made.user._id);
+    assert.deepEqual(again.user.oauthProfiles, [
+      { provider: 'acme', id: first },
+      { provider: 'acme', id: second },
+    ]);
+  });
+
+  for (const isVerified of [true, false]) {
+    it(`an address an admin registered (isVerified ${isVerified}) does not capture its owner's first sign-in: they are asked, and joining ends the admin's password`, async () => {
+      const admin = await t.signup();
+      const sub = uniqueName('person');
+      const email = `${sub}@example.com`;
+      const planted = await t.ok<any>(
+        'AdminUserRpc.create',
+        { email, username: sub, password: 'chosen by the admin', role: 'user', isVerified },
+        { token: admin.token },
+      );
+      const adminAsPerson = await t.ok<any>('AuthRpc.login', { identifier: email, password: 'chosen by the admin' });
+
+      const first = await askedAs(sub, email);
+      assert.ok(first.text.includes(admin.user.username), 'the question names the tenant');
+      const unlinked = await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token });
+      assert.deepEqual(unlinked.oauthProfiles, [], 'nothing is linked before the person answers');
+
+      // A confirmation from a browser that was not asked does nothing, nor does one sent from another site (no cookie).
+      assert.equal((await new TestBrowser().post(`${t.url}/auth/join?decision=join`, {})).status, 400);
+      const declined = await first.browser.post(`${t.url}/auth/join?decision=cancel`, {});
+      assert.equal(declined.status, 200);
+      assert.match(await declined.text(), /Nothing was linked/);
+      assert.equal(first.browser.cookie(host(), 'session') ?? '', '');
+      assert.equal((await first.browser.post(`${t.url}/auth/join?decision=join`, {})).status, 400, 'an answered question is gone');
+      assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token })).oauthProfiles, []);
+
+      const second = await askedAs(sub, email);
+      const joined = await second.browser.post(`${t.url}/auth/join?decision=join`, {});
+      assert.equal(joined.status, 302);
+      const token = second.browser.cookie(host(), 'session');
+      const session = await t.ok<any>('AuthRpc.getSession', {}, { token });
+      assert.equal(session.user._id, planted._id);
+      assert.equal(session.subscriptionId, admin.subscriptionId);
+
+      // The password the admin chose, and the session it gave, end with the link.
+      assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 401);
+      assert.equal((await t.call('AuthRpc.getSession', {}, { token: adminAsPerson.token })).status, 401);
+      const linked = await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token });
+      assert.deepEqual(linked.oauthProfiles, [{ provider: 'acme', id: sub, email, linked: true }]);
+      assert.equal(linked.isVerified, true);
+
+      // Linked now: the next sign-in asks nothing.
+      assert.equal((await signInAs(sub, email)).user._id, planted._id);
+    });
+  }
+
+  it('asks before an address an admin wrote over a proven one, and an external-browser login waits for the answer', async () => {
+    const owner = await provenSignup();
+    const sub = uniqueName('victim');
+    const email = `${sub}@example.com`;
+    await t.ok('AdminUserRpc.update', { _id: owner.user._id, email }, { token: owner.token });
+    const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const { browser } = await askedAs(sub, email, started.loginUrl);
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
+      status: 'pending',
+    });
+    const declined = await browser.post(`${t.url}/auth/join?decision=cancel`, {});
+    assert.equal(declined.status, 200);
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
+      status: 'expired',
+    });
+
+    const restarted = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const asked = await askedAs(sub, email, restarted.loginUrl);
+    const joined = await asked.browser.post(`${t.url}/auth/join?decision=join`, {});
+    assert.equal(joined.status, 200);
+    assert.match(await joined.text(), /You can close this window/);
+    const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: restarted.sessionId, pollToken: restarted.pollToken });
+    assert.equal(completed.status, 'completed');
+    assert.equal(completed.user._id, owner.user._id);
+  });
+
+  const refusedOn = (response: { status: number; body: any }, path: string) => {
+    assert.equal(response.status, 400, JSON.stringify(response.body));
+    assert.equal(response.body.data.code, 'VALIDATION_ERROR');
+    const issue = response.body.data.issues.find((found: { path: string }) => found.path === path);
+    assert.ok(issue, `an issue on ${path}: ${JSON.stringify(response.body.data.issues)}`);
+    return issue.message as string;
+  };
+
+  it('a provider account an admin declares on a user of their own is data: it signs nobody in, and its owner still signs into their own account', async () => {
+    const sub = uniqueName('person');
+    const person = await signInAs(sub);
+    const x = await t.signup();
+    const claim = [{ provider: 'acme', id: sub }];
+    const decoy = uniqueName('decoy');
+    const created = await t.ok<any>(
+      'AdminUserRpc.create',
+      { email: `${decoy}@example.com`, username: decoy, password: 'decoy password', role: 'user', oauthProfiles: claim },
+      { token: x.token },
+    );
+    assert.deepEqual(created.oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
+    const updated = await t.ok<any>('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: claim }, { token: x.token });
+    assert.deepEqual(updated.oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
+
+    // Claiming it as a link is refused, with the same answer for a provider account nobody has: tenant X learns nothing of others.
+    const onUpdate = refusedOn(
+      await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: [{ ...claim[0], linked: true }] }, { token: x.token }),
+      'oauthProfiles.0',
+    );
+    assert.match(onUpdate, /only by signing in/);
+    const nobody = [{ provider: 'acme', id: uniqueName('nobody'), linked: true }];
+    assert.equal(refusedOn(await t.call('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: nobody }, { token: x.token }), 'oauthProfiles.0'), onUpdate);
+    assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).firstName, null, 'nothing was changed');
+
+    const again = await signInAs(sub);
+    assert.equal(again.user._id, person.user._id);
+    assert.equal(again.subscriptionId, person.subscriptionId);
+    assert.deepEqual(again.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+
+    // Whatever writes, the database holds one user per provider account.
+    await assert.rejects(
+      t.app.deps.db.execute(`insert into auth_oauth_link (provider, subject, user_id, subscription_id, created_at) values ('acme', ?, ?, ?, now())`, [
+        sub,
+        x.user._id,
+        x.subscriptionId,
+      ]),
+      /duplicate key|unique/i,
+    );
+  });
+
+  it('a provider account an admin declared before its owner ever signed in signs its owner into an account of their own (external-browser flow)', async () => {
+    const sub = uniqueName('newcomer');
+    const x = await t.signup();
+    await t.ok('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: [{ provider: 'acme', id: sub }] }, { token: x.token });
+    idp.accounts.set(sub, { email: `${sub}@example.com` });
+    const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    await new TestBrowser().signInAt(started.loginUrl, sub, idp.issuer);
+    const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    const owner = await t.ok<any>('AuthRpc.getSession', {}, { token: completed.token });
+    assert.notEqual(owner.user._id, x.user._id);
+    assert.notEqual(owner.subscriptionId, x.subscriptionId);
+    assert.equal(owner.user.email, `${sub}@example.com`);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).oauthProfiles, [
+      { provider: 'acme', id: sub, linked: false },
+    ]);
+  });
+
+  it('an admin sees the links of their own users and can remove them; only signing in with the provider links again', async () => {
+    const account = await provenSignup();
+    const [first, second] = [uniqueName('first'), uniqueName('second')];
+    await signInAs(first, account.email);
+    await signInAs(second, account.email);
+    const linked = await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token });
+    assert.deepEqual(linked.oauthProfiles, [
+      { provider: 'acme', id: first, email: account.email, linked: true },
+      { provider: 'acme', id: second, email: account.email, linked: true },
+    ]);
+    // A record read can be sent back as it is.
+    assert.deepEqual(
+      (await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: linked.oauthProfiles }, { token: account.token })).oauthProfiles,
+      linked.oauthProfiles,
+    );
+
+    // Keeping a link that is not this user's is refused, and changes nothing.
+    const stranger = [
+      { provider: 'acme', id: first },
+      { provider: 'acme', id: uniqueName('stranger'), linked: true },
+    ];
+    refusedOn(await t.call('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: stranger }, { token: account.token }), 'oauthProfiles.1');
+    assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token })).oauthProfiles.length, 2);
+
+    const kept = await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [{ provider: 'acme', id: first }] }, { token: account.token });
+    assert.deepEqual(kept.oauthProfiles, [{ provider: 'acme', id: first, email: account.email, linked: true }]);
+    const self = await t.ok<any>('AuthRpc.getSession', {}, { token: account.token });
+    assert.deepEqual(self.user.oauthProfiles, [{ provider: 'acme', id: first }]);
+
+    // The removed provider account is no longer this user's: it signs in elsewhere unless its verified address is this user's.
+    const moved = await signInAs(second, `${second}@example.com`);
+    assert.notEqual(moved.user._id, account.user._id);
+    assert.deepEqual(moved.user.oauthProfiles, [{ provider: 'acme', id: second }]);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [] }, { token: account.token })).oauthProfiles, []);
+  });
+
+  it('a deleted user takes their links along: the provider account then signs its owner up anew', async () => {
+    const admin = await t.signup();
+    const name = uniqueName('leaver');
+    const member = await t.ok<any>(
+      'AdminUserRpc.create',
+      { email: `${name}@example.com`, username: name, password: 'member password', role: 'user' },
+      { token: admin.token },
+    );
+    const sub = uniqueName('leaver');
+    const { browser } = await askedAs(sub, member.email);
+    assert.equal((await browser.post(`${t.url}/auth/join?decision=join`, {})).status, 302);
+    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: member._id }, { token: admin.token })).oauthProfiles.length, 1);
+    await t.ok('AdminUserRpc.delete', { _id: member._id }, { token: admin.token });
+    const anew = await signInAs(sub, member.email);
+    assert.notEqual(anew.user._id, member._id);
+    assert.notEqual(anew.subscriptionId, admin.subscriptionId);
+    assert.deepEqual(anew.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
+  });
+
+  it('refuses an unverified e-mail address, a wrong state and a replayed callback', async () => {
+    const sub = uniqueName('unverified');
+    idp.accounts.set(sub, { email: `${sub}@example.com`, emailVerified: false });
+    const refused = await new TestBrowser().signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /verified e-mail/);
+
+    const forged = await new TestBrowser().get(`${t.url}/auth/acme/callback?code=abc&state=not-ours`);
+    assert.equal(forged.status, 400);
+    assert.match(await forged.text(), /unknown or has expired/);
+
+    // Capture a real callback URL, use it once, then replay it.
+    const ok = uniqueName('replay');
+    idp.accounts.set(ok, { email: `${ok}@example.com` });
+    const browser = new TestBrowser();
+    let response = await browser.get(`${t.url}/auth/acme`);
+    let callback: string | undefined;
+    for (let hop = 0; hop < 20 && !callback; hop++) {
+      const location = response.headers.get('location');
+      if (location?.startsWith(`${t.url}/auth/acme/callback`)) callback = location;
+      else if (location) response = await browser.get(new URL(location, response.url).toString());
+      else {
+        const html = await response.text();
+        const action = new URL(/<form[^>]*action="([^"]+)"/.exec(html)![1]!, response.url).toString();
+        response = html.includes('name="login"')
+          ? await browser.post(action, { prompt: 'login', login: ok, password: 'x' })
+          : await browser.post(action, { prompt: 'consent' });
+      }
+    }
+    assert.ok(callback);
+    assert.equal((await browser.get(callback)).status, 302);
+    const replay = await new TestBrowser().get(callback);
+    assert.equal(replay.status, 400);
+  });
+
+  it('completes an external-browser login that the application collects once by polling', async () => {
+    const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    assert.equal(started.loginUrl, `${t.url}/auth/acme?external=${started.sessionId}`);
+    assert.ok(Date.parse(started.expiresAt) > Date.now());
+    const pending = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    assert.deepEqual(pending, { status: 'pending' });
+    const wrongToken = await t.call('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: 'guess' });
+    assert.equal(wrongToken.status, 404);
+
+    const sub = uniqueName('desktop');
+    idp.accounts.set(sub, { email: `${sub}@example.com` });
+    const browser = new TestBrowser();
+    const page = await browser.signInAt(started.loginUrl, sub, idp.issuer);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /You can close this window/);
+    assert.equal(browser.cookie(host(), 'session'), undefined, 'the browser gets no session of its own');
+
+    const completed = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    assert.equal(completed.status, 'completed');
+    assert.equal(completed.user.email, `${sub}@example.com`);
+    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: completed.token })).user._id, completed.user._id);
+    const second = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
+    assert.deepEqual(second, { status: 'expired' });
+
+    // The link cannot start a second login once used.
+    const reuse = await new TestBrowser().get(started.loginUrl);
+    assert.equal(reuse.status, 400);
+  });
+
+  it('an expired external session reads as expired and its link no longer works', async () => {
+    const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    await t.app.deps.db.execute(`update auth_external_login set expires_at = now() - interval '1 second' where id = ?`, [started.sessionId]);
+    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
+      status: 'expired',
+    });
+    const link = await new TestBrowser().get(started.loginUrl);
+    assert.equal(link.status, 400);
+    const mangled = await new TestBrowser().get(`${t.url}/auth/acme?external=not-a-session`);
+    assert.equal(mangled.status, 400);
+  });
+});

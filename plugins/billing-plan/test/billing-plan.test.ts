@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
+import { signupTeam, type Team } from '../../../test/support/users.ts';
+
+type Session = { token: string };
+const as = (session: Session) => ({ token: session.token });
+const list = { filter: {}, sort: {}, page: 1, pageSize: 25 };
+
+describe('BillingPlanRpc', () => {
+  let t: TestApp;
+  let admin: Team['admin'];
+  let staff: Team['staff'];
+  let member: Team['member'];
+  let stranger: Team['stranger'];
+  const code = (response: { body: { data: { code?: string } } }) => response.body.data.code;
+
+  before(async () => {
+    t = await startTestApp({ withNotes: false, plugins: ['auth', 'billing-plan'] });
+    ({ admin, staff, member, stranger } = await signupTeam(t));
+  });
+  after(() => t.close());
+
+  it('creates a plan with its defaults, and refuses what a plan cannot be', async () => {
+    const plan = await t.ok('BillingPlanRpc.create', { planId: 'starter', name: '  Starter ', currency: 'eur', recurringCost: 900 }, as(staff));
+    assert.match(plan._id, /^[0-9a-f-]{36}$/);
+    const { _id, createdAt, updatedAt, ...fields } = plan;
+    assert.deepEqual(fields, {
+      planId: 'starter',
+      name: 'Starter',
+      description: '',
+      currency: 'EUR',
+      oneTimeCost: 0,
+      recurringCost: 900,
+      billingCycle: 'monthly',
+      trialDays: 0,
+      features: [],
+      basePlanId: null,
+      isPublic: false,
+      isArchived: false,
+      sortOrder: 0,
+    });
+    assert.equal(createdAt, updatedAt);
+    for (const [params, path] of [
+      [{ planId: 'x1', name: 'X', currency: 'EURO' }, 'currency'],
+      [{ planId: 'x1', name: 'X', currency: 'XYZ' }, 'currency'],
+      [{ planId: 'x1', name: 'X', currency: 'USD', recurringCost: -1 }, 'recurringCost'],
+      [{ planId: 'x1', name: 'X', currency: 'USD', recurringCost: 9.99 }, 'recurringCost'],
+      [{ planId: 'x1', name: 'X', currency: 'USD', billingCycle: 'one_time', recurringCost: 100 }, 'recurringCost'],
+      [{ planId: 'x1', name: 'X', currency: 'USD', billingCycle: 'daily' }, 'billingCycle'],
+      [{ planId: 'Bad Id', name: 'X', currency: 'USD' }, 'planId'],
+      [{ planId: 'x1', name: ' ', currency: 'USD' }, 'name'],
+      [{ planId: 'x1', name: 'X', currency: 'USD', features: [{ key: 'seats' }, { key: 'seats', limit: 3 }] }, 'features'],
+      [{ planId: 'x1', name: 'X', currency: 'USD', basePlanId: 'nope' }, 'basePlanId'],
+    ] as const) {
+      const response = await t.call('BillingPlanRpc.create', params, as(admin));
+      assert.equal(code(response), 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.ok(
+        response.body.data.issues.some((issue: { path: string }) => issue.path === path),
+        `${JSON.stringify(params)}: ${JSON.stringify(response.body.data.issues)}`,
+      );
+    }
+    assert.equal(code(await t.call('BillingPlanRpc.create', { planId: 'starter', name: 'Again', currency: 'EUR' }, as(admin))), 'CONFLICT');
+    assert.equal(code(await t.call('BillingPlanRpc.create', { planId: 'mine', name: 'Mine', currency: 'EUR' }, as(member))), 'FORBIDDEN');
+    assert.equal(
+      (await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'x1' } }, as(member))).totalDocs,
+      0,
+      'nothing was written by the refused calls',
+    );
+  });
+
+  it('updates a plan in part, keeps its planId, and archives it on delete: readable by id, gone from the public list', async () => {
+    const plan = await t.ok(
+      'BillingPlanRpc.create',
+      { planId: 'team', name: 'Team', currency: 'USD', recurringCost: 4900, isPublic: true, sortOrder: 2 },
+      as(admin),
+    );
+    const changed = await t.ok('BillingPlanRpc.update', { _id: plan._id, description: 'For teams', trialDays: 14 }, as(staff));
+    assert.deepEqual([changed.description, changed.trialDays, changed.recurringCost, changed.name], ['For teams', 14, 4900, 'Team']);
+    assert.ok(changed.updatedAt >= plan.updatedAt);
+    assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, planId: 'renamed' }, as(admin))), 'VALIDATION_ERROR');
+    assert.equal(
+      code(await t.call('BillingPlanRpc.update', { _id: plan._id, billingCycle: 'one_time' }, as(admin))),
+      'VALIDATION_ERROR',
+      'the merged plan is checked',
+    );
+    assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, name: 'Mine' }, as(member))), 'FORBIDDEN');
+
+    await t.ok('BillingPlanRpc.create', { planId: 'hidden', name: 'Hidden', currency: 'USD' }, as(admin));
+    await t.ok(
+      'BillingPlanRpc.create',
+      { planId: 'solo', name: 'Solo', currency: 'USD', recurringCost: 900, isPublic: true, sortOrder: 1, features: [{ key: 'seats', limit: 1 }] },
+      as(admin),
+    );
+    const visible = await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member));
+    assert.deepEqual(visible, [
+      { planId: 'solo', name: 'Solo', description: '', currency: 'USD', oneTimeCost: 0, recurringCost: 900, billingCycle: 'monthly' },
+      { planId: 'team', name: 'Team', description: 'For teams', currency: 'USD', oneTimeCost: 0, recurringCost: 4900, billingCycle: 'monthly' },
+    ]);
+
+    assert.deepEqual(await t.ok('BillingPlanRpc.delete', { _id: plan._id }, as(admin)), { success: true, message: 'Plan team archived' });
+    const archived = await t.ok('BillingPlanRpc.findById', { _id: plan._id }, as(member));
+    assert.deepEqual([archived.isArchived, archived.planId], [true, 'team']);
+    assert.deepEqual(
+      (await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member))).map((p: { planId: string }) => p.planId),
+      ['solo'],
+    );
+    assert.equal((await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'team' } }, as(member))).totalDocs, 1, 'archived, not removed');
+    assert.equal((await t.ok('BillingPlanRpc.delete', { _id: plan._id }, as(admin))).message, 'Plan team was already archived');
+  });
+
+  it('pages getData with skip = (page - 1) * pageSize, requires its four params, and filters and sorts', async () => {
+    for (let index = 1; index <= 7; index++) {
+      await t.ok('BillingPlanRpc.create', { planId: `tier-${index}`, name: `Tier ${index}`, currency: 'GBP', recurringCost: index * 1000 }, as(admin));
+    }
+    const query = { filter: { currency: 'GBP' }, sort: { recurringCost: -1 } };
+    const third = await t.ok('BillingPlanRpc.getData', { ...query, page: 3, pageSize: 3 }, as(member));
+    assert.deepEqual(
+      { ...third, docs: third.docs.map((plan: { planId: string }) => plan.planId) },
+      { docs: ['tier-1'], totalDocs: 7, limit: 3, page: 3, totalPages: 3, hasNextPage: false, hasPrevPage: true },
+    );
+    assert.deepEqual(
+      (await t.ok('BillingPlanRpc.getData', { ...query, page: 2, pageSize: 3 }, as(member))).docs.map((plan: { planId: string }) => plan.planId),
+      ['tier-4', 'tier-3', 'tier-2'],
+    );
+    assert.deepEqual((await t.ok('BillingPlanRpc.getData', { ...query, page: 4, pageSize: 3 }, as(member))).docs, []);
+    assert.equal(
+      (await t.ok('BillingPlanRpc.getData', { filter: { recurringCost: { $gte: 5000 }, currency: 'GBP' }, sort: {}, page: 1, pageSize: 10 }, as(member)))
+        .totalDocs,
+      3,
+    );
+    for (const missing of ['filter', 'sort', 'page', 'pageSize'] as const) {
+      const { [missing]: _left, ...params } = { ...query, page: 1, pageSize: 3 };
+      assert.equal(code(await t.call('BillingPlanRpc.getData', params, as(member))), 'VALIDATION_ERROR', missing);
+    }
+    assert.equal(code(await t.call('BillingPlanRpc.getData', { ...query, page: 0, pageSize: 3 }, as(member))), 'VALIDATION_ERROR');
+    assert.equal(code(await t.call('BillingPlanRpc.getData', { ...list, filter: { price: 3 } }, as(member))), 'VALIDATION_ERROR');
+  });
+
+  it('resolves features through base plans, and refuses a loop', async () => {
+    const base = await t.ok(
+      'BillingPlanRpc.create',
+      { planId: 'base', name: 'Base', currency: 'USD', features: [{ key: 'seats', name: 'Seats', limit: 3 }, { key: 'support' }] },
+      as(admin),
+    );
+    const pro = await t.ok(
+      'BillingPlanRpc.create',
+      {
+        planId: 'pro',
+        name: 'Pro',
+        currency: 'USD',
+        basePlanId: 'base',
+        features: [
+          { key: 'seats', limit: 25 },
+          { key: 'api.calls', limit: 100000 },
+        ],
+      },
+      as(admin),
+    );
+    assert.deepEqual((await t.ok('BillingPlanRpc.findById', { _id: pro._id }, as(member))).features, [
+      { key: 'seats', name: null, limit: 25 },
+      { key: 'api.calls', name: null, limit: 100000 },
+    ]);
+    assert.deepEqual((await t.ok('BillingPlanRpc.findById', { _id: pro._id, resolveFeatures: true }, as(member))).features, [
+      { key: 'seats', name: null, limit: 25, fromPlanId: 'pro' },
+      { key: 'api.calls', name: null, limit: 100000, fromPlanId: 'pro' },
+      { key: 'support', name: null, limit: null, fromPlanId: 'base' },
+    ]);
+    const resolved = await t.ok('BillingPlanRpc.getData', { filter: { planId: 'pro' }, sort: {}, page: 1, pageSize: 5, resolveFeatures: true }, as(member));
+    assert.equal(resolved.docs[0].features.length, 3);
+    const loop = await t.call('BillingPlanRpc.update', { _id: base._id, basePlanId: 'pro' }, as(admin));
+    assert.equal(code(loop), 'VALIDATION_ERROR');
+    assert.match(loop.body.data.issues[0].message, /loop/);
+    assert.deepEqual(
+      await t.ok(
+        'BillingPlanRpc.getFieldValues',
+        { fieldName: 'plan', reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } } },
+        as(member),
+      ),
+      [
+        { value: 'base', label: 'Base' },
+        { value: 'pro', label: 'Pro' },
+      ],
+    );
+  });
+
+  it('keeps plans to their subscription', async () => {
+    const plan = (await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'solo' } }, as(admin))).docs[0];
+    for (const [method, params] of [
+      ['BillingPlanRpc.findById', { _id: plan._id }],
+      ['BillingPlanRpc.update', { _id: plan._id, name: 'Taken' }],
+      ['BillingPlanRpc.delete', { _id: plan._id }],
+    ] as const) {
+      assert.equal(code(await t.call(method, params, as(stranger))), 'NOT_FOUND', method);
+    }
+    assert.deepEqual(await t.ok('BillingPlanRpc.listPublicPlans', {}, as(stranger)), []);
+    assert.equal((await t.ok('BillingPlanRpc.getData', list, as(stranger))).totalDocs, 0);
+    // The same planId is free in another subscription.
+    await t.ok('BillingPlanRpc.create', { planId: 'solo', name: 'Their solo', currency: 'USD' }, as(stranger));
+    assert.equal((await t.ok('BillingPlanRpc.findById', { _id: plan._id }, as(admin))).name, 'Solo');
+  });
+});

@@ -1,0 +1,355 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
+import { addUser } from '../../../test/support/users.ts';
+
+/** A small valid graph: start → check → (vip) greet → end, else → end. */
+const graph = () => ({
+  nodes: [
+    { id: 'start', type: 'start' },
+    { id: 'check', type: 'condition', config: { expression: '$args.amount > 100' } },
+    { id: 'greet', type: 'set', config: { values: { greeting: '"Hello " & $args.name' } } },
+    { id: 'done', type: 'end', config: { output: '{"greeting": greeting}' } },
+  ],
+  edges: [
+    { source: 'start', target: 'check' },
+    { source: 'check', target: 'greet', condition: '$result' },
+    { source: 'check', target: 'done' },
+    { source: 'greet', target: 'done' },
+  ],
+});
+
+describe('WorkflowRpc: records', () => {
+  let t: TestApp;
+  let admin: Awaited<ReturnType<TestApp['signup']>>;
+  let member: Awaited<ReturnType<typeof addUser>>;
+  let stranger: Awaited<ReturnType<TestApp['signup']>>;
+  const as = (session: { token: string }) => ({ token: session.token });
+  const create = (session: { token: string }, params: Record<string, unknown>) => t.ok('WorkflowRpc.create', { ...graph(), ...params }, as(session));
+  const issuesOf = async (params: Record<string, unknown>) => {
+    const response = await t.call('WorkflowRpc.create', { name: 'Broken', ...params }, as(admin));
+    assert.equal(response.body.data.code, 'VALIDATION_ERROR', JSON.stringify(response.body));
+    return response.body.data.issues as { path: string; message: string }[];
+  };
+
+  before(async () => {
+    t = await startTestApp({ withNotes: false, plugins: ['auth', 'workflow', 'agent-config', 'memory'] });
+    admin = await t.signup();
+    member = await addUser(t, admin.subscriptionId, 'user');
+    stranger = await t.signup();
+  });
+  after(() => t.close());
+
+  it('creates, finds, updates and deletes a workflow with all its fields', async () => {
+    const created = await create(admin, {
+      name: 'Onboarding',
+      description: 'Greets big spenders',
+      variables: { greeting: null },
+      tags: ['sales', 'sales', 'welcome'],
+      contextId: 'campaign-7',
+    });
+    assert.deepEqual(Object.keys(created).sort(), [
+      '_id',
+      'contextId',
+      'createdAt',
+      'description',
+      'edges',
+      'name',
+      'nodes',
+      'projectId',
+      'subscriptionId',
+      'tags',
+      'updatedAt',
+      'userId',
+      'variables',
+    ]);
+    assert.deepEqual(
+      [created.name, created.description, created.tags, created.contextId, created.subscriptionId],
+      ['Onboarding', 'Greets big spenders', ['sales', 'welcome'], 'campaign-7', admin.subscriptionId],
+    );
+    assert.deepEqual(created.nodes[0], { id: 'start', type: 'start', config: {} }, 'configs are stored as checked, defaults filled in');
+    assert.deepEqual(created.edges, graph().edges);
+    assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: created._id }, as(member)), created);
+
+    const updated = await t.ok('WorkflowRpc.update', { _id: created._id, description: 'Greets everyone', tags: ['welcome'] }, as(admin));
+    assert.deepEqual([updated.description, updated.tags, updated.name, updated.nodes], ['Greets everyone', ['welcome'], 'Onboarding', created.nodes]);
+    assert.ok(updated.updatedAt >= created.updatedAt);
+
+    const deleted = await t.call('WorkflowRpc.delete', { _id: created._id }, as(admin));
+    assert.deepEqual(deleted.body, { success: true });
+    assert.equal((await t.call('WorkflowRpc.findById', { id: created._id }, as(admin))).body.data.code, 'NOT_FOUND');
+  });
+
+  it('refuses a graph with an unknown node type, a dangling edge, no start, an unreachable end or a bad expression, naming the node', async () => {
+    const { nodes, edges } = graph();
+    const unknown = await issuesOf({
+      nodes: [...nodes.slice(0, 3), { id: 'mail', type: 'sendFax', config: {} }, nodes[3]],
+      edges: [...edges, { source: 'greet', target: 'mail' }, { source: 'mail', target: 'done' }],
+    });
+    assert.deepEqual(
+      unknown.map((issue) => issue.path),
+      ['nodes.3.type'],
+    );
+    assert.match(unknown[0]!.message, /node "mail": unknown node type "sendFax"; known: start, end, set, condition, rpc, http, wait, delay, tool, ai/);
+
+    const dangling = await issuesOf({ nodes, edges: [...edges, { source: 'greet', target: 'nowhere' }] });
+    assert.deepEqual(
+      dangling.map((issue) => [issue.path, issue.message]),
+      [['edges.4.target', 'edge 4: no node "nowhere"']],
+    );
+
+    const noStart = await issuesOf({ nodes: nodes.slice(1), edges: edges.slice(1) });
+    assert.ok(noStart.some((issue) => issue.path === 'nodes' && issue.message === 'a workflow needs a start node'));
+    assert.deepEqual(
+      await issuesOf({}).then((issues) => issues.map((issue) => issue.message)),
+      ['a workflow needs a start node', 'a workflow needs an end node'],
+      'an empty graph',
+    );
+
+    const unreachable = await issuesOf({ nodes: [...nodes, { id: 'late', type: 'end' }], edges });
+    assert.deepEqual(
+      unreachable.map((issue) => [issue.path, issue.message]),
+      [['nodes.4', 'node "late" (an end node) cannot be reached from the start node']],
+    );
+
+    const deadEnd = await issuesOf({ nodes, edges: edges.filter((edge) => edge.source !== 'greet') });
+    assert.deepEqual(
+      deadEnd.map((issue) => issue.message),
+      ['node "greet" has no edge to follow (only end nodes may end a run)'],
+    );
+
+    const badConfig = await issuesOf({
+      nodes: [
+        nodes[0],
+        { id: 'check', type: 'condition', config: { expression: '$args.amount >' } },
+        { id: 'greet', type: 'set', config: { values: {} } },
+        nodes[3],
+      ],
+      edges,
+    });
+    assert.deepEqual(
+      badConfig.map((issue) => issue.path),
+      ['nodes.1.config.expression', 'nodes.2.config.values'],
+    );
+    assert.match(badConfig[0]!.message, /^node "check": expression is not a valid JSONata expression/);
+    assert.match(badConfig[1]!.message, /node "greet": values must set at least one variable/);
+
+    const twoStarts = await issuesOf({ nodes: [...nodes, { id: 'again', type: 'start' }], edges: [...edges, { source: 'again', target: 'done' }] });
+    assert.ok(twoStarts.some((issue) => issue.message === 'a workflow has one start node, not 2 ("start", "again")'));
+    const intoStart = await issuesOf({ nodes, edges: [...edges, { source: 'greet', target: 'start' }] });
+    assert.deepEqual(
+      intoStart.map((issue) => issue.path),
+      ['edges.4.target'],
+    );
+
+    const references = await issuesOf({
+      nodes: [
+        nodes[0],
+        { id: 'look', type: 'tool', config: { tool: 'crystal.ball' } },
+        { id: 'ask', type: 'ai', config: { prompt: 'Hi {{ $args.name }}', model: 'local-lexical-384' } },
+        nodes[3],
+      ],
+      edges: [
+        { source: 'start', target: 'look' },
+        { source: 'look', target: 'ask' },
+        { source: 'ask', target: 'done' },
+      ],
+    });
+    assert.deepEqual(
+      references.map((issue) => issue.message),
+      ['node "look": crystal.ball is not an available tool (see getAvailableTools)', 'node "ask": local-lexical-384 is not a chat model of the AI catalogue'],
+    );
+    const badTemplate = await issuesOf({
+      nodes: [nodes[0], { id: 'call', type: 'http', config: { url: 'https://example.com/{{ $args.( }}' } }, nodes[3]],
+      edges: [
+        { source: 'start', target: 'call' },
+        { source: 'call', target: 'done' },
+      ],
+    });
+    assert.deepEqual(
+      badTemplate.map((issue) => issue.path),
+      ['nodes.1.config.url'],
+    );
+
+    // An update that breaks the graph changes nothing.
+    const kept = await create(admin, { name: 'Kept' });
+    const broken = await t.call('WorkflowRpc.update', { _id: kept._id, edges: [] }, as(admin));
+    assert.equal(broken.body.data.code, 'VALIDATION_ERROR');
+    assert.deepEqual((await t.ok('WorkflowRpc.findById', { id: kept._id }, as(admin))).edges, kept.edges);
+  });
+
+  it('keeps names unique in a subscription whatever their case, and lets only creators, admins and staff change a workflow', async () => {
+    const mine = await create(member, { name: 'Member flow' });
+    const taken = await t.call('WorkflowRpc.create', { ...graph(), name: 'MEMBER FLOW' }, as(admin));
+    assert.equal(taken.body.data.code, 'CONFLICT');
+    assert.equal(
+      (await t.call('WorkflowRpc.create', { ...graph(), name: '7d3c7a55-2f3e-4c1f-9a8b-6f0e2d1c3b4a' }, as(admin))).body.data.issues[0].path,
+      'name',
+    );
+    // Another subscription may use the name.
+    assert.equal((await create(stranger, { name: 'Member flow' })).name, 'Member flow');
+
+    const other = await create(admin, { name: 'Admin flow' });
+    const refused = await t.call('WorkflowRpc.update', { _id: other._id, description: 'mine now' }, as(member));
+    assert.equal(refused.body.data.code, 'FORBIDDEN');
+    assert.equal((await t.call('WorkflowRpc.delete', { _id: other._id }, as(member))).body.data.code, 'FORBIDDEN');
+    assert.equal((await t.ok('WorkflowRpc.update', { _id: mine._id, name: 'member flow' }, as(admin))).name, 'member flow', 'a change of case is no conflict');
+
+    for (const [method, params] of [
+      ['WorkflowRpc.findById', { id: mine._id }],
+      ['WorkflowRpc.update', { _id: mine._id, description: 'x' }],
+      ['WorkflowRpc.delete', { _id: mine._id }],
+    ] as const) {
+      assert.equal((await t.call(method, params, as(stranger))).body.data.code, 'NOT_FOUND', method);
+    }
+    const theirs = await t.ok('WorkflowRpc.getData', { pageSize: 200 }, as(stranger));
+    assert.ok(theirs.data.every((workflow: { subscriptionId: string }) => workflow.subscriptionId === stranger.subscriptionId));
+  });
+
+  it('lists with document-store filters ($regex with $options, tags, dates), sort and paging; tags and field values for forms', async () => {
+    const tenant = await t.signup();
+    for (const [name, tags] of [
+      ['Lead intake', ['sales', 'crm']],
+      ['lead scoring', ['sales']],
+      ['Invoice reminder', ['billing']],
+      ['Churn alert', []],
+    ] as const) {
+      await create(tenant, { name, tags: [...tags] });
+    }
+    const list = (params: Record<string, unknown>) => t.ok('WorkflowRpc.getData', params, as(tenant));
+    const names = async (params: Record<string, unknown>) => (await list(params)).data.map((workflow: { name: string }) => workflow.name);
+
+    const all = await list({});
+    assert.equal(all.totalCount, 4);
+    assert.deepEqual(await names({ filter: { name: { $regex: '^lead', $options: 'i' } }, sort: { name: 1 } }), ['Lead intake', 'lead scoring']);
+    assert.deepEqual(await names({ filter: { name: { $regex: '^lead' } } }), ['lead scoring'], 'case-sensitive without $options');
+    assert.deepEqual(await names({ filter: { tags: 'sales' }, sort: { name: -1 } }), ['lead scoring', 'Lead intake']);
+    assert.deepEqual(await names({ filter: { tags: { $in: ['crm', 'billing'] } }, sort: { name: 1 } }), ['Invoice reminder', 'Lead intake']);
+    assert.deepEqual(await names({ filter: { tags: { $nin: ['sales'] } }, sort: { name: 1 } }), ['Churn alert', 'Invoice reminder']);
+    assert.deepEqual(await names({ filter: { $or: [{ name: 'Churn alert' }, { tags: 'billing' }] }, sort: { createdAt: 1 } }), [
+      'Invoice reminder',
+      'Churn alert',
+    ]);
+    const paged = await list({ sort: { name: 1 }, page: 2, pageSize: 3 });
+    assert.deepEqual([paged.totalCount, paged.data.map((workflow: { name: string }) => workflow.name)], [4, ['lead scoring']]);
+    for (const [params, path] of [
+      [{ filter: { nodes: 'x' } }, 'filter.nodes'],
+      [{ filter: { tags: { $regex: 'a' } } }, 'filter.tags.$regex'],
+      [{ filter: { name: { $where: 'x' } } }, 'filter.name.$where'],
+      [{ pageSize: 0 }, 'pageSize'],
+      [{ sort: { nodes: 1 } }, 'sort.nodes'],
+    ] as const) {
+      const response = await t.call('WorkflowRpc.getData', params, as(tenant));
+      assert.equal(response.body.data.code, 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(response.body.data.issues[0].path, path);
+    }
+
+    assert.deepEqual(await t.ok('WorkflowRpc.getWorkflowTags', {}, as(tenant)), [
+      { value: 'billing', label: 'billing' },
+      { value: 'crm', label: 'crm' },
+      { value: 'sales', label: 'sales' },
+    ]);
+
+    const values = await t.ok(
+      'WorkflowRpc.getFieldValues',
+      {
+        fieldName: 'workflowId',
+        reference: { collection: 'workflows', valueField: '_id', displayField: 'name', filter: { tags: 'sales' }, sort: { name: 1 } },
+      },
+      as(tenant),
+    );
+    assert.deepEqual(
+      values.map((value: { label: string }) => value.label),
+      ['Lead intake', 'lead scoring'],
+    );
+    assert.ok(values.every((value: { value: string }) => /^[0-9a-f-]{36}$/.test(value.value)));
+
+    await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'gpt-4o-mini' }, as(tenant));
+    await t.ok('AgentConfigRpc.create', { name: 'Helper', model: 'gpt-4o' }, as(tenant));
+    assert.deepEqual(
+      await t.ok(
+        'WorkflowRpc.getFieldValues',
+        { fieldName: 'agent', reference: { collection: 'agentConfigs', valueField: 'name', displayField: 'model', sort: { name: 1 } } },
+        as(tenant),
+      ),
+      [
+        { value: 'Closer', label: 'gpt-4o-mini' },
+        { value: 'Helper', label: 'gpt-4o' },
+      ],
+    );
+    const unknownCollection = await t.call(
+      'WorkflowRpc.getFieldValues',
+      { fieldName: 'x', reference: { collection: 'secrets', valueField: '_id', displayField: 'name' } },
+      as(tenant),
+    );
+    assert.deepEqual([unknownCollection.body.data.code, unknownCollection.body.data.issues[0].path], ['VALIDATION_ERROR', 'reference.collection']);
+    const unknownField = await t.call(
+      'WorkflowRpc.getFieldValues',
+      { fieldName: 'x', reference: { collection: 'workflows', valueField: 'nodes', displayField: 'name' } },
+      as(tenant),
+    );
+    assert.equal(unknownField.body.data.issues[0].path, 'reference.valueField');
+    // Another subscription's workflows are not among the values.
+    const strangers = await t.ok(
+      'WorkflowRpc.getFieldValues',
+      { fieldName: 'x', reference: { collection: 'workflows', valueField: '_id', displayField: 'name' } },
+      as(stranger),
+    );
+    assert.ok(!strangers.some((value: { label: string }) => value.label === 'Lead intake'));
+  });
+
+  it('lists the available tools with their params schemas', async () => {
+    const tools = await t.ok('WorkflowRpc.getAvailableTools', {}, as(member));
+    const recall = tools.find((tool: { name: string }) => tool.name === 'memory.recall');
+    assert.deepEqual(Object.keys(recall).sort(), ['description', 'name', 'schema']);
+    assert.equal(recall.schema.type, 'object');
+    assert.ok('queryText' in recall.schema.properties);
+  });
+
+  it('generates leads from CSV or JSON the caller supplies', async () => {
+    const csv = [
+      'First Name,Last Name,E-mail,Organization,Phone',
+      'Ada,Lovelace,ADA@example.com,Analytical Engines,1',
+      '"Grace","Hopper","grace@navy.example","US Navy, Research",2',
+      'Alan,Turing,not-an-email,,3',
+      ',,,,',
+      'Ada,L.,ada@example.com,Duplicate Ltd,4',
+    ].join('\n');
+    assert.deepEqual(await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'CsvLeadImporter', properties: { csv } }, as(member)), [
+      { name: 'Ada Lovelace', email: 'ada@example.com', company: 'Analytical Engines' },
+      { name: 'Grace Hopper', email: 'grace@navy.example', company: 'US Navy, Research' },
+      { name: 'Alan Turing', email: null, company: null },
+    ]);
+    assert.deepEqual(
+      await t.ok(
+        'WorkflowRpc.generateDynamicLeads',
+        { toolClassName: 'CsvLeadImporter', properties: { csv: 'name;email;company\nLin;lin@example.org;Acme', delimiter: ';' } },
+        as(member),
+      ),
+      [{ name: 'Lin', email: 'lin@example.org', company: 'Acme' }],
+    );
+    assert.deepEqual(
+      await t.ok(
+        'WorkflowRpc.generateDynamicLeads',
+        { toolClassName: 'JsonLeadImporter', properties: { json: '[{"fullName":"Bo Diddley","email":"bo@example.net","company":"Chess"},{"phone":"1"}]' } },
+        as(member),
+      ),
+      [{ name: 'Bo Diddley', email: 'bo@example.net', company: 'Chess' }],
+    );
+    assert.deepEqual(
+      await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'JsonLeadImporter', properties: { leads: [{ email: 'x@example.com' }] } }, as(member)),
+      [{ name: 'x', email: 'x@example.com', company: null }],
+    );
+    for (const [params, path] of [
+      [{ toolClassName: 'Oracle', properties: {} }, 'toolClassName'],
+      [{ toolClassName: 'CsvLeadImporter', properties: {} }, 'properties.csv'],
+      [{ toolClassName: 'CsvLeadImporter', properties: { csv: 'name,email\n"unclosed,x' } }, 'properties'],
+      [{ toolClassName: 'JsonLeadImporter', properties: { json: '{"not": "a list"}' } }, 'properties'],
+      [{ toolClassName: 'JsonLeadImporter', properties: { json: '[1', leads: [] } }, 'properties'],
+    ] as const) {
+      const response = await t.call('WorkflowRpc.generateDynamicLeads', params, as(member));
+      assert.equal(response.body.data.code, 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(response.body.data.issues[0].path, path, JSON.stringify(params));
+    }
+  });
+});
