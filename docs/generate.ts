@@ -41,6 +41,10 @@ interface Group {
   events: EventEntry[];
 }
 
+/** Markdown as Prettier lays it out, so the files stay as they are should Markdown leave .prettierignore. */
+const prettierMarkdown = async (markdown: string): Promise<string> =>
+  prettier.format(markdown, { ...(await prettier.resolveConfig(path.join(ROOT, REFERENCE, 'README.md'))), parser: 'markdown' });
+
 /** Markdown text that shows as written: characters Markdown or a table would read are escaped. */
 const text = (value: string): string => value.replace(/[\\`*[\]<>|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, (char) => `\\${char}`);
 
@@ -276,13 +280,13 @@ async function generate(): Promise<Map<string, string>> {
     return { document, groups, settings: describeAllSettings(app.plugins) };
   });
   const shared = document.components.schemas as Record<string, JSONSchema>;
-  const files = new Map<string, string>([[`${REFERENCE}/README.md`, indexPage(document, groups)]]);
-  for (const group of groups) files.set(`${REFERENCE}/${group.name}.md`, await groupPage(group, shared));
+  const files = new Map<string, string>([[`${REFERENCE}/README.md`, await prettierMarkdown(indexPage(document, groups))]]);
+  for (const group of groups) files.set(`${REFERENCE}/${group.name}.md`, await prettierMarkdown(await groupPage(group, shared)));
 
   const current = readFileSync(path.join(ROOT, SETTINGS), 'utf8');
   const [begin, end] = [current.indexOf(SETTINGS_BEGIN), current.indexOf(SETTINGS_END)];
   if (begin < 0 || end < begin) throw new Error(`${SETTINGS} has no ${SETTINGS_BEGIN} … ${SETTINGS_END} markers`);
-  files.set(SETTINGS, `${current.slice(0, begin + SETTINGS_BEGIN.length)}\n${settingsTable(settings)}\n${current.slice(end)}`);
+  files.set(SETTINGS, `${current.slice(0, begin + SETTINGS_BEGIN.length)}\n\n${await prettierMarkdown(settingsTable(settings))}\n${current.slice(end)}`);
   return files;
 }
 
