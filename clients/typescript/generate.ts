@@ -3,60 +3,21 @@ import { parseArgs } from 'node:util';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
 import * as prettier from 'prettier';
 import type { OpenRpcDocument } from '../../core/rpc/openrpc.ts';
-import { startTestService } from '../../core/cli/testing.ts';
+import { fromBuiltInService, named, NO_FIELDS, pascal, type EventEntry, type Method } from './registry.ts';
 
 /**
  * `npm run client:generate [-- --check]`: writes src/operations.ts, the typed
  * surface of the client (every operation's params and result, the event
  * payloads, the error codes), from the OpenRPC document the service generates
- * from its registry. The service starts on an in-memory database with the
- * built-in plugins, as `npm start` would load them. `--check` writes nothing
- * and fails when the file is not what the registry gives, so CI catches a
- * client left behind by a change of an operation.
+ * from its registry, with the built-in plugins (registry.ts). `--check` writes
+ * nothing and fails when the file is not what the registry gives, so CI
+ * catches a client left behind by a change of an operation.
  */
 
 const OUTPUT = new URL('./src/operations.ts', import.meta.url);
 
-interface Method {
-  name: string;
-  description: string;
-  params: { name: string; required: boolean; schema: JSONSchema }[];
-  result: { schema: JSONSchema };
-  'x-access': string;
-  'x-kind': string;
-}
-
-interface EventEntry {
-  name: string;
-  description: string;
-  schema?: JSONSchema;
-}
-
-const pascal = (words: string): string =>
-  words
-    .split(/[^A-Za-z0-9]+/)
-    .filter(Boolean)
-    .map((word) => word[0]!.toUpperCase() + word.slice(1))
-    .join('');
-
 /** Text safe inside a `/** … *\/` comment. */
 const comment = (text: string): string => `/** ${text.replaceAll('*/', '*\\/')} */`;
-
-const UNKNOWN: JSONSchema = { tsType: 'unknown' };
-const NO_FIELDS: JSONSchema = { tsType: 'Record<string, never>' };
-
-/** The schema with references into the document's shared schemas turned into references among the definitions compiled here. */
-const local = (schema: JSONSchema): JSONSchema => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"#/definitions/')) as JSONSchema;
-
-const isEmptyObject = (schema: JSONSchema): boolean =>
-  schema.type === 'object' && Object.keys(schema.properties ?? {}).length === 0 && schema.additionalProperties === false;
-
-/** A named declaration: its title names the TypeScript type; anything (`{}`) is `unknown`, an object without fields `Record<string, never>`. */
-function named(title: string, schema: JSONSchema): JSONSchema {
-  if (Object.keys(schema).length === 0) return { ...UNKNOWN, title };
-  if (isEmptyObject(schema)) return { ...NO_FIELDS, title };
-  return { ...local(schema), title };
-}
 
 async function generate(document: OpenRpcDocument): Promise<string> {
   const methods = document.methods as unknown as Method[];
@@ -140,19 +101,8 @@ async function generate(document: OpenRpcDocument): Promise<string> {
   return prettier.format(parts.join('\n'), { ...(await prettier.resolveConfig(file)), filepath: file });
 }
 
-/** The document of the built-in plugins, from a service started for the purpose. */
-async function registryDocument(): Promise<OpenRpcDocument> {
-  const service = await startTestService({ env: { LOG_LEVEL: 'silent' } });
-  try {
-    const response = await fetch(`${service.url}/openrpc.json`);
-    return (await response.json()) as OpenRpcDocument;
-  } finally {
-    await service.close();
-  }
-}
-
 const { values } = parseArgs({ options: { check: { type: 'boolean', default: false } } });
-const text = await generate(await registryDocument());
+const text = await generate(await fromBuiltInService((document) => document));
 if (values.check) {
   let current = '';
   try {

@@ -59,6 +59,8 @@ export function parseSettings<S extends v.GenericSchema>(schema: S, env: Record<
 export interface SettingInfo {
   name: string;
   owner: string;
+  /** What a value must be, read off the schema's checks: `whole number, 1 to 256`, `true or false`, `one of disk, database`, `URL`, `text`. */
+  type: string;
   default: string | null;
   description: string;
 }
@@ -72,6 +74,46 @@ export function settingsEntries(schema: unknown): v.ObjectEntries | undefined {
   return object && (object.type === 'object' || object.type === 'loose_object') ? object.entries : undefined;
 }
 
+/** A schema or an action of a pipe, as far as `valueOf` reads it. */
+interface Part {
+  type: string;
+  requirement?: unknown;
+  options?: readonly unknown[];
+  pipe?: readonly Part[];
+}
+
+/** A schema's checks in order, those of the pipes nested in it included. */
+const partsOf = (part: Part): Part[] => (part.pipe ? [...partsOf(part.pipe[0]!), ...part.pipe.slice(1).flatMap(partsOf)] : [part]);
+
+/** What env.boolean takes. */
+const BOOLEAN_TEXTS = ['true', 'false', '1', '0'];
+
+/** SettingInfo.type: what a value must be. A check with a message only (`v.check`) is left to the description. */
+function valueOf(schema: v.GenericSchema): string {
+  const parts = partsOf(schema as unknown as Part);
+  const requirement = (type: string) => parts.find((part) => part.type === type)?.requirement;
+  const [base] = parts;
+  if (base?.type === 'picklist') {
+    const options = (base.options ?? []).map(String);
+    return options.length === BOOLEAN_TEXTS.length && BOOLEAN_TEXTS.every((text) => options.includes(text)) ? 'true or false' : `one of ${options.join(', ')}`;
+  }
+  const [min, max] = [requirement('min_value'), requirement('max_value')];
+  const pattern = requirement('regex') as RegExp | undefined;
+  // env.integer: digits, then a number.
+  const digits = pattern?.source === '^\\d+$';
+  if (digits || parts.some((part) => part.type === 'number')) {
+    const range =
+      min !== undefined && max !== undefined ? `, ${min} to ${max}` : min !== undefined ? `, at least ${min}` : max !== undefined ? `, at most ${max}` : '';
+    return `${digits ? 'whole number' : 'number'}${range}`;
+  }
+  if (parts.some((part) => part.type === 'url')) return 'URL';
+  const minLength = requirement('min_length') as number | undefined;
+  return [
+    pattern ? `text matching ${pattern.source}` : 'text',
+    ...(minLength !== undefined && minLength > 1 ? [`at least ${minLength} characters`] : minLength === 1 ? ['not empty'] : []),
+  ].join(', ');
+}
+
 /** The variables a settings schema reads, with defaults and descriptions, for `--print-config`. */
 export function describeSettings(schema: v.GenericSchema, owner: string): SettingInfo[] {
   return Object.entries(settingsEntries(schema) ?? {}).map(([name, entry]) => {
@@ -80,6 +122,7 @@ export function describeSettings(schema: v.GenericSchema, owner: string): Settin
     return {
       name,
       owner,
+      type: valueOf(inner),
       default: fallback === undefined ? null : String(fallback),
       description: v.getDescription(inner) ?? '',
     };
