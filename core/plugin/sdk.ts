@@ -26,7 +26,7 @@ export {
   type Extensions,
 } from '../base/extension-points.ts';
 export type { Deps, CoreServices, PluginServices, ServiceName, PluginScope } from './services.ts';
-export { env, setting, splitList } from '../base/settings.ts';
+export { env, setting, settings, splitList, type Setting } from '../base/settings.ts';
 export {
   defineJob,
   jobBuilder,
