@@ -99,6 +99,7 @@ export type { EntityManager } from '@mikro-orm/postgresql';
 export { SHARED_TABLES } from './core-entities.ts';
 export { rowTimestamp } from '../db/row-timestamp.ts';
 export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
+export type { RowOf } from '../db/rows.ts';
 export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
 export { VectorType, vectorLiteral } from '../ai/vector-type.ts';
