@@ -2,6 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlCondition } from '../records/json-filter.ts';
 import type { Database } from '../db/orm.ts';
 import { pgArray } from '../db/pg-array.ts';
+import type { RowOf } from '../db/rows.ts';
+import type { EmbeddingState } from './embedding-state.entity.ts';
 import { vectorLiteral } from './vector-type.ts';
 import * as v from 'valibot';
 import { defineJob, type Job, type Jobs } from '../jobs/job-service.ts';
@@ -51,13 +53,7 @@ export interface SwitchOutcome {
   switched: boolean;
 }
 
-interface StateRow {
-  active_slot: 'a' | 'b';
-  active_model: string;
-  next_model: string | null;
-  inactive_dirty: boolean;
-  switch_started_at: Date | string | null;
-}
+type StateRow = RowOf<EmbeddingState, 'activeSlot' | 'activeModel' | 'nextModel' | 'inactiveDirty' | 'switchStartedAt'>;
 
 /** Rows embedded per call to the model, and rows a switch empties per statement. */
 const EMBED_BATCH = 128;

@@ -11,7 +11,7 @@ export const EmbeddingState = defineEntity({
   properties: (p) => ({
     tableName: p.text().primary(),
     /** `a` or `b`: the column `embedding_a` or `embedding_b`. */
-    activeSlot: p.text(),
+    activeSlot: p.text().$type<'a' | 'b'>(),
     activeModel: p.text(),
     /** The model the other column is being filled with; null when no switch is under way. */
     nextModel: p.text().nullable(),

@@ -5,7 +5,7 @@ import * as v from 'valibot';
 import { defaults } from '../../config/defaults.ts';
 import type { OutboundPolicy } from './outbound.ts';
 import { openFileLimit } from './open-files.ts';
-import { ConfigError, env, parseSettings, setting, splitList } from './settings.ts';
+import { ConfigError, env, parseSettings, setting, settings, splitList } from './settings.ts';
 
 export { ConfigError };
 
@@ -13,86 +13,70 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** OpenTelemetry's sampler names (its environment specification), as OTEL_TRACES_SAMPLER takes them. */
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
+const postgresUrl = (name: string) => v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, `${name} must start with postgres:// or postgresql://`));
+
 /** The core's own environment settings; each plugin declares its own in `definePlugin({config})`. */
-export const CoreSettings = v.object({
-  PORT: setting(env.integer('PORT', 0, 65535), 'HTTP port', String(defaults.port)),
+export const CoreSettings = settings({
+  PORT: setting(env.integer(0, 65535), 'HTTP port', String(defaults.port)),
   HOST: setting(v.pipe(v.string(), v.minLength(1)), 'interface to listen on (0.0.0.0 for all)', defaults.host),
   DATA_DIR: setting(v.pipe(v.string(), v.minLength(1)), 'embedded database, generated master key, uploaded files', defaults.dataDir),
-  DATABASE_URL: setting(
-    v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://')),
-    'postgres://...: use this PostgreSQL (with pgvector) instead of the embedded database',
-  ),
+  DATABASE_URL: setting(postgresUrl, 'postgres://...: use this PostgreSQL (with pgvector) instead of the embedded database'),
   DATABASE_DIRECT_URL: setting(
-    v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'DATABASE_DIRECT_URL must start with postgres:// or postgresql://')),
+    postgresUrl,
     'postgres://... straight to the server, when DATABASE_URL goes through a pooler in transaction mode (PgBouncer): used only for what needs a session (LISTEN, the migration lock, pg_dump)',
   ),
   MASTER_KEY: setting(v.string(), '32 bytes in base64; encrypts keys and secrets at rest (required with DATABASE_URL)'),
   MASTER_KEY_PREVIOUS: setting(v.string(), 'comma-separated master keys MASTER_KEY replaces, still read until rotate-master-key has run', ''),
-  PUBLIC_URL: setting(v.pipe(v.string(), v.url('PUBLIC_URL must be an absolute URL')), 'the URL users reach the service at'),
-  LOG_LEVEL: setting(v.picklist(LOG_LEVELS, `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`), 'log level', defaults.logLevel),
-  WORKERS: setting(env.integer('WORKERS', 1, 256), 'worker threads for CPU-heavy work (default: CPU cores)'),
+  PUBLIC_URL: setting(env.url(), 'the URL users reach the service at'),
+  LOG_LEVEL: setting(env.oneOf(LOG_LEVELS), 'log level', defaults.logLevel),
+  WORKERS: setting(env.integer(1, 256), 'worker threads for CPU-heavy work (default: CPU cores)'),
   WORKER_MAX_MEMORY_MB: setting(
-    env.integer('WORKER_MAX_MEMORY_MB', 16, 65_536),
+    env.integer(16, 65_536),
     'heap of each worker thread in MB: a task needing more fails and its thread is replaced, the process goes on',
     String(defaults.workerMaxMemoryMb),
   ),
   WORKER_TASK_TIMEOUT_MS: setting(
-    env.integer('WORKER_TASK_TIMEOUT_MS', 100, 3_600_000),
+    env.integer(100, 3_600_000),
     'a worker task (embedding, parsing, git) still running after this long is stopped with its thread, in milliseconds',
     String(defaults.workerTaskTimeoutMs),
   ),
   PLUGINS: setting(v.string(), 'comma-separated npm package names (or paths) of third-party plugins', ''),
-  BODY_LIMIT_BYTES: setting(env.integer('BODY_LIMIT_BYTES', 1024, 64 * 1024 * 1024), 'largest accepted request body', String(defaults.bodyLimitBytes)),
-  AUTH_CACHE_TTL_SECONDS: setting(
-    env.integer('AUTH_CACHE_TTL_SECONDS', 0, 3600),
-    'how long a verified credential is trusted from memory',
-    String(defaults.authCacheTtlSeconds),
-  ),
-  TRUST_PROXY: setting(env.boolean('TRUST_PROXY'), 'take client address and scheme from X-Forwarded-*', 'false'),
+  BODY_LIMIT_BYTES: setting(env.integer(1024, 64 * 1024 * 1024), 'largest accepted request body', String(defaults.bodyLimitBytes)),
+  AUTH_CACHE_TTL_SECONDS: setting(env.integer(0, 3600), 'how long a verified credential is trusted from memory', String(defaults.authCacheTtlSeconds)),
+  TRUST_PROXY: setting(env.boolean(), 'take client address and scheme from X-Forwarded-*', 'false'),
   CHECK_RESULTS: setting(
-    env.boolean('CHECK_RESULTS'),
+    env.boolean(),
     "check every operation's answer against its declared result schema; a mismatch answers INTERNAL (the tests turn it on)",
     'false',
   ),
   WS_ALLOWED_ORIGINS: setting(
-    v.pipe(
-      v.string(),
-      v.check(
-        (text) => splitList(text).every((origin) => URL.canParse(origin) && new URL(origin).origin === origin),
-        'WS_ALLOWED_ORIGINS must be comma-separated origins such as https://app.example.com (scheme, host and port only)',
+    (name) =>
+      v.pipe(
+        v.string(),
+        v.check(
+          (text) => splitList(text).every((origin) => URL.canParse(origin) && new URL(origin).origin === origin),
+          `${name} must be comma-separated origins such as https://app.example.com (scheme, host and port only)`,
+        ),
       ),
-    ),
     "origins besides the service's own (and PUBLIC_URL's) whose pages may open /ws with the session cookie",
     '',
   ),
-  WS_HEARTBEAT_SECONDS: setting(env.integer('WS_HEARTBEAT_SECONDS', 1, 3600), 'WebSocket ping interval', String(defaults.wsHeartbeatSeconds)),
-  WS_MAX_PER_USER: setting(env.integer('WS_MAX_PER_USER', 1, 1_000_000), 'WebSockets one user may hold open on this node', String(defaults.wsMaxPerUser)),
-  WS_MAX_PER_ADDRESS: setting(
-    env.integer('WS_MAX_PER_ADDRESS', 1, 1_000_000),
-    'WebSockets one client address may hold open on this node',
-    String(defaults.wsMaxPerAddress),
-  ),
+  WS_HEARTBEAT_SECONDS: setting(env.integer(1, 3600), 'WebSocket ping interval', String(defaults.wsHeartbeatSeconds)),
+  WS_MAX_PER_USER: setting(env.integer(1, 1_000_000), 'WebSockets one user may hold open on this node', String(defaults.wsMaxPerUser)),
+  WS_MAX_PER_ADDRESS: setting(env.integer(1, 1_000_000), 'WebSockets one client address may hold open on this node', String(defaults.wsMaxPerAddress)),
   WS_MAX_CONNECTIONS: setting(
-    env.integer('WS_MAX_CONNECTIONS', 1, 10_000_000),
+    env.integer(1, 10_000_000),
     'WebSockets open on this node in all (default: half the open-file limit, ulimit -n, read at start, at most 50000)',
   ),
-  SHUTDOWN_TIMEOUT_MS: setting(
-    env.integer('SHUTDOWN_TIMEOUT_MS', 0, 600_000),
-    'on SIGTERM, how long open requests may finish',
-    String(defaults.shutdownTimeoutMs),
-  ),
-  UPLOAD_MAX_BYTES: setting(env.integer('UPLOAD_MAX_BYTES', 1, 2 ** 40), 'largest uploaded file', String(defaults.uploadMaxBytes)),
-  UPLOAD_KEY_TTL_SECONDS: setting(
-    env.integer('UPLOAD_KEY_TTL_SECONDS', 1, 7 * 24 * 3600),
-    'how long an upload key can be used',
-    String(defaults.uploadKeyTtlSeconds),
-  ),
+  SHUTDOWN_TIMEOUT_MS: setting(env.integer(0, 600_000), 'on SIGTERM, how long open requests may finish', String(defaults.shutdownTimeoutMs)),
+  UPLOAD_MAX_BYTES: setting(env.integer(1, 2 ** 40), 'largest uploaded file', String(defaults.uploadMaxBytes)),
+  UPLOAD_KEY_TTL_SECONDS: setting(env.integer(1, 7 * 24 * 3600), 'how long an upload key can be used', String(defaults.uploadKeyTtlSeconds)),
   FILE_STORAGE: setting(
-    v.picklist(['disk', 'database'], 'FILE_STORAGE must be disk or database'),
+    env.oneOf(['disk', 'database']),
     'where uploaded files are kept: disk (DATA_DIR/files) or database (default: database with DATABASE_URL, disk otherwise)',
   ),
   JOBS_POLL_MS: setting(
-    env.integer('JOBS_POLL_MS', 500, 60_000),
+    env.integer(500, 60_000),
     'how often an idle node looks for background jobs it was not woken for (delayed ones, retries)',
     String(defaults.jobsPollMs),
   ),
@@ -100,42 +84,27 @@ export const CoreSettings = v.object({
     v.pipe(v.string(), v.minLength(1)),
     'a JSON AI catalogue (providers, models, defaults, recommendations) replacing config/ai-catalogue.json',
   ),
-  AI_TIMEOUT_MS: setting(env.integer('AI_TIMEOUT_MS', 100, 600_000), 'an AI provider not answering an attempt within this is retried', '30000'),
-  AI_MAX_RETRIES: setting(env.integer('AI_MAX_RETRIES', 0, 10), 'retries of an AI call after 429, 5xx or no answer', '3'),
-  OUTBOUND_ALLOW_PRIVATE: setting(
-    env.boolean('OUTBOUND_ALLOW_PRIVATE'),
-    'let requests made for tenants reach loopback, private and link-local addresses',
-    'false',
-  ),
+  AI_TIMEOUT_MS: setting(env.integer(100, 600_000), 'an AI provider not answering an attempt within this is retried', '30000'),
+  AI_MAX_RETRIES: setting(env.integer(0, 10), 'retries of an AI call after 429, 5xx or no answer', '3'),
+  OUTBOUND_ALLOW_PRIVATE: setting(env.boolean(), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
   OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
   METRICS_TOKEN: setting(
-    v.pipe(v.string(), v.regex(/^\S+$/, 'METRICS_TOKEN must not contain spaces'), v.minLength(16, 'METRICS_TOKEN must be at least 16 characters')),
+    (name) => v.pipe(v.string(), v.regex(/^\S+$/, `${name} must not contain spaces`), v.minLength(16, `${name} must be at least 16 characters`)),
     'a secret: /metrics then requires Authorization: Bearer <it> (unset: /metrics is open)',
   ),
   OTEL_EXPORTER_OTLP_ENDPOINT: setting(
-    v.pipe(v.string(), v.url('OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute URL')),
+    env.url(),
     'OTLP/HTTP collector: traces are sent to <it>/v1/traces (unset, with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT unset: no tracing, at no cost)',
   ),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: setting(
-    v.pipe(v.string(), v.url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an absolute URL')),
-    'the full OTLP/HTTP URL traces are sent to, instead of OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces',
-  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: setting(env.url(), 'the full OTLP/HTTP URL traces are sent to, instead of OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces'),
   OTEL_SERVICE_NAME: setting(v.pipe(v.string(), v.minLength(1)), "the traces' service.name", 'rpc-service'),
-  OTEL_TRACES_SAMPLER: setting(
-    v.picklist(SAMPLERS, `OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}`),
-    'which traces are recorded',
-    'parentbased_always_on',
-  ),
+  OTEL_TRACES_SAMPLER: setting(env.oneOf(SAMPLERS), 'which traces are recorded', 'parentbased_always_on'),
   OTEL_TRACES_SAMPLER_ARG: setting(
-    v.pipe(v.string(), v.transform(Number), v.number('OTEL_TRACES_SAMPLER_ARG must be a number'), v.minValue(0), v.maxValue(1)),
+    (name) => v.pipe(v.string(), v.transform(Number), v.number(`${name} must be a number`), v.minValue(0), v.maxValue(1)),
     'the ratio of the traceidratio samplers, from 0 to 1',
     '1',
   ),
-  OTEL_BSP_SCHEDULE_DELAY: setting(
-    env.integer('OTEL_BSP_SCHEDULE_DELAY', 0, 600_000),
-    'how long finished spans wait to be sent together, in milliseconds',
-    '5000',
-  ),
+  OTEL_BSP_SCHEDULE_DELAY: setting(env.integer(0, 600_000), 'how long finished spans wait to be sent together, in milliseconds', '5000'),
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);

@@ -19,30 +19,75 @@ export const splitList = (text: string): string[] =>
     .map((item) => item.trim())
     .filter(Boolean);
 
+/** A setting's schema, made for its name so that its messages name the variable. */
+type Reader<S> = (name: string) => S;
+
+/** Readers of the usual kinds of setting, for `setting(...)`. */
 export const env = {
-  integer: (name: string, min: number, max: number) =>
-    v.pipe(
-      v.string(),
-      v.regex(/^\d+$/, `${name} must be a whole number`),
-      v.transform(Number),
-      v.minValue(min, `${name} must be at least ${min}`),
-      v.maxValue(max, `${name} must be at most ${max}`),
-    ),
-  boolean: (name: string) =>
+  integer:
+    (min: number, max: number): Reader<v.GenericSchema<string, number>> =>
+    (name) =>
+      v.pipe(
+        v.string(),
+        v.regex(/^\d+$/, `${name} must be a whole number`),
+        v.transform(Number),
+        v.minValue(min, `${name} must be at least ${min}`),
+        v.maxValue(max, `${name} must be at most ${max}`),
+      ),
+  boolean: (): Reader<v.GenericSchema<string, boolean>> => (name) =>
     v.pipe(
       v.picklist(['true', 'false', '1', '0'], `${name} must be true or false`),
       v.transform((value) => value === 'true' || value === '1'),
     ),
+  /** One of `values`. */
+  oneOf:
+    <const T extends readonly string[]>(values: T): Reader<v.GenericSchema<string, T[number]>> =>
+    (name) =>
+      v.picklist(values, `${name} must be ${values.length === 2 ? values.join(' or ') : `one of ${values.join(', ')}`}`),
+  /** An absolute URL. */
+  url: (): Reader<v.GenericSchema<string, string>> => (name) => v.pipe(v.string(), v.url(`${name} must be an absolute URL`)),
   /** Comma-separated values, trimmed, empty ones dropped. */
   list: () => v.pipe(v.string(), v.transform(splitList)),
 };
 
-/** One setting: its schema, its default (as the text an environment variable would hold) and one line for the listing. */
-export const setting = <S extends v.GenericSchema<string, unknown>, const D extends string | undefined = undefined>(
-  schema: S,
+type StringSchema = v.GenericSchema<string, unknown>;
+
+/** One setting before it has its name: `settings(...)` gives it the key it is declared under. */
+export interface Setting<S extends StringSchema, D extends string | undefined> {
+  readonly read: Reader<S>;
+  readonly describe: string;
+  readonly fallback: D;
+}
+
+/**
+ * One setting: its schema (or a reader, `env.integer(1, 100)` or
+ * `(name) => v.pipe(..., v.check(..., `${name} must ...`))`), one line for the
+ * listing and its default, as the text an environment variable would hold.
+ */
+export const setting = <S extends StringSchema, const D extends string | undefined = undefined>(
+  schema: S | Reader<S>,
   describe: string,
   fallback?: D,
-) => v.optional(v.pipe(schema, v.description(describe)), fallback as D);
+): Setting<S, D> => ({ read: typeof schema === 'function' ? schema : () => schema, describe, fallback: fallback as D });
+
+/** A named setting as valibot reads it: optional, with its description and default. */
+type Named<T> =
+  T extends Setting<infer S, infer D> ? v.OptionalSchema<v.SchemaWithPipe<readonly [S, v.DescriptionAction<v.InferOutput<S>, string>]>, D> : never;
+
+/**
+ * A settings schema: a valibot object whose keys are the variables, each
+ * named once, by its key. Pipe it into the shape a plugin wants; its
+ * `entries` make a loose object for settings whose names vary.
+ */
+export function settings<T extends Record<string, Setting<StringSchema, string | undefined>>>(
+  declared: T,
+): v.ObjectSchema<{ [K in keyof T]: Named<T[K]> }, undefined> {
+  const entries = Object.fromEntries(
+    Object.entries(declared).map(([name, { read, describe, fallback }]) => [name, v.optional(v.pipe(read(name), v.description(describe)), fallback)]),
+  );
+  // valibot types an object built from entries at run time as any entries: the mapped type says what each becomes.
+  return v.object(entries) as v.ObjectSchema<{ [K in keyof T]: Named<T[K]> }, undefined>;
+}
 
 /** Parses the environment with a settings schema; every problem is named in one ConfigError. */
 export function parseSettings<S extends v.GenericSchema>(schema: S, env: Record<string, string | undefined>): v.InferOutput<S> {

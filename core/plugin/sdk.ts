@@ -26,7 +26,7 @@ export {
   type Extensions,
 } from '../base/extension-points.ts';
 export type { Deps, CoreServices, PluginServices, ServiceName, PluginScope } from './services.ts';
-export { env, setting, splitList } from '../base/settings.ts';
+export { env, setting, settings, splitList, type Setting } from '../base/settings.ts';
 export {
   defineJob,
   jobBuilder,
@@ -99,6 +99,7 @@ export type { EntityManager } from '@mikro-orm/postgresql';
 export { SHARED_TABLES } from './core-entities.ts';
 export { rowTimestamp } from '../db/row-timestamp.ts';
 export { preparedRead, type Database, type PreparedRead } from '../db/orm.ts';
+export type { RowOf } from '../db/rows.ts';
 export { Migration, type MigrationClass } from '../db/migration.ts';
 export { ACROSS_TENANTS } from '../db/tenant.ts';
 export { VectorType, vectorLiteral } from '../ai/vector-type.ts';

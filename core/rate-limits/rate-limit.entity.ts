@@ -1,4 +1,4 @@
-import { defineEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity } from '@mikro-orm/core';
 
 /** A fixed-window counter of failed attempts (core/rate-limits/rate-limiter.ts); the bucket name holds only a hash. */
 export const RateLimitBucket = defineEntity({
@@ -10,3 +10,4 @@ export const RateLimitBucket = defineEntity({
     windowEndsAt: p.datetime(),
   }),
 });
+export type RateLimitBucket = InferEntity<typeof RateLimitBucket>;

@@ -1,11 +1,10 @@
 import { sha256Hex } from '../credentials/crypto.ts';
 import type { Database } from '../db/orm.ts';
+import type { RowOf } from '../db/rows.ts';
 import { RpcError } from '../base/errors.ts';
+import type { RateLimitBucket } from './rate-limit.entity.ts';
 
-interface BucketRow {
-  hits: number;
-  window_ends_at: Date | string;
-}
+type BucketRow = RowOf<RateLimitBucket, 'hits' | 'windowEndsAt'>;
 
 /** A bucket and the number of hits that closes it until its window ends. */
 export type Limit = readonly [bucket: string, limit: number];

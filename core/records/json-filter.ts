@@ -1,5 +1,5 @@
 import { validationError, type ValidationIssue } from '../base/errors.ts';
-import { postgresPattern, regexIssue } from './list-query.ts';
+import { walkFilter, type Comparison, type FieldTranslation, type FilterTranslation, type ValueTranslation } from './filter-language.ts';
 
 /**
  * The document-store filter operators of the list filters (`$eq $ne $in
@@ -21,119 +21,117 @@ const KEY = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
 const isScalar = (value: unknown): value is string | number | boolean | null => value === null || ['string', 'number', 'boolean'].includes(typeof value);
 
-class JsonFilter {
+/** The filter as SQL: the walk of filter-language.ts hands it the pieces, each pushing its values as its fragment is made. */
+class JsonFilter implements FilterTranslation<string> {
   readonly issues: ValidationIssue[] = [];
   readonly params: unknown[] = [];
+  readonly maxDepth = MAX_DEPTH;
 
   constructor(private readonly column: string) {}
 
-  translate(filter: unknown, path: string, depth: number): string {
-    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-      this.issues.push({ path, message: 'must be an object' });
-      return 'true';
-    }
-    if (depth > MAX_DEPTH) {
-      this.issues.push({ path, message: `nested deeper than ${MAX_DEPTH}` });
-      return 'true';
-    }
-    const parts: string[] = [];
-    for (const [key, value] of Object.entries(filter)) {
-      const at = `${path}.${key}`;
-      if (key === '$and' || key === '$or') {
-        if (!Array.isArray(value) || value.length === 0) {
-          this.issues.push({ path: at, message: `${key} takes a non-empty array of filters` });
-          continue;
-        }
-        const inner = value.map((item, index) => `(${this.translate(item, `${at}.${index}`, depth + 1)})`);
-        parts.push(`(${inner.join(key === '$and' ? ' and ' : ' or ')})`);
-      } else if (key.startsWith('$')) {
-        this.issues.push({ path: at, message: `unknown operator ${key}` });
-      } else if (!KEY.test(key)) {
-        this.issues.push({ path: at, message: 'a metadata key is letters, digits, _ and -, dotted for nested keys' });
-      } else {
-        parts.push(this.#field(key, value, at));
-      }
-    }
-    return parts.length === 0 ? 'true' : parts.join(' and ');
+  all(conditions: string[]): string {
+    return conditions.length === 0 ? 'true' : conditions.join(' and ');
+  }
+
+  group(operator: '$and' | '$or', filters: string[]): string {
+    return `(${filters.map((filter) => `(${filter})`).join(operator === '$and' ? ' and ' : ' or ')})`;
+  }
+
+  field(key: string): FieldTranslation<string> | string {
+    return KEY.test(key) ? new JsonKey(this, key) : 'a metadata key is letters, digits, _ and -, dotted for nested keys';
   }
 
   /** `column #> '{a,b}'`: the value at a dotted key, as jsonb. */
-  #at(key: string): string {
+  at(key: string): string {
     this.params.push(`{${key.split('.').join(',')}}`);
     return `(${this.column} #> ?::text[])`;
   }
 
-  #json(value: unknown, path: string): string {
+  /** `column #>> '{a,b}'`: the value at a dotted key, as text. */
+  textAt(key: string): string {
+    this.params.push(`{${key.split('.').join(',')}}`);
+    return `(${this.column} #>> ?::text[])`;
+  }
+
+  json(value: unknown, path: string): string {
     if (!isScalar(value)) this.issues.push({ path, message: 'must be a string, number, boolean or null' });
     this.params.push(JSON.stringify(value));
     return '?::jsonb';
   }
+}
 
-  #field(key: string, value: unknown, path: string): string {
-    const isOperators = typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).some((name) => name.startsWith('$'));
-    if (!isOperators) return this.#equals(key, value, path);
-    const operators = value as Record<string, unknown>;
-    const parts: string[] = [];
-    for (const [operator, operand] of Object.entries(operators)) {
-      const at = `${path}.${operator}`;
-      if (operator === '$eq') parts.push(this.#equals(key, operand, at));
-      else if (operator === '$ne') parts.push(`not (${this.#equals(key, operand, at)})`);
-      else if (operator in COMPARISONS) {
-        if (typeof operand !== 'number' && typeof operand !== 'string') {
-          this.issues.push({ path: at, message: `${operator} takes a number or a string` });
-          continue;
-        }
-        // Placeholders are bound in the order they appear: each fragment pushes its values as it is made.
-        const compared = `${this.#at(key)} ${COMPARISONS[operator]} ${this.#json(operand, at)}`;
-        const typed = `jsonb_typeof(${this.#at(key)}) = ?`;
-        this.params.push(typeof operand === 'number' ? 'number' : 'string');
-        parts.push(`(${compared} and ${typed})`);
-      } else if (operator === '$in' || operator === '$nin') {
-        if (!Array.isArray(operand) || operand.length === 0) {
-          this.issues.push({ path: at, message: `${operator} takes a non-empty array` });
-          continue;
-        }
-        const missing = operator === '$nin' ? `${this.#at(key)} is null or not ` : '';
-        parts.push(`(${missing}${this.#matchesAny(key, operand, at)})`);
-      } else if (operator === '$exists') {
-        if (typeof operand !== 'boolean') {
-          this.issues.push({ path: at, message: '$exists takes true or false' });
-          continue;
-        }
-        parts.push(`(${this.#at(key)} is ${operand ? 'not ' : ''}null)`);
-      } else if (operator === '$regex') {
-        const issue = regexIssue(operand, operators.$options, at);
-        if (issue) {
-          this.issues.push(issue);
-          continue;
-        }
-        this.params.push(`{${key.split('.').join(',')}}`, postgresPattern(operand as string, operators.$options));
-        parts.push(`(${this.column} #>> ?::text[]) ~ ?`);
-      } else if (operator === '$options') {
-        if (!('$regex' in operators)) this.issues.push({ path: at, message: '$options goes with $regex' });
-      } else {
-        this.issues.push({ path: at, message: `unknown operator ${operator}` });
+/** The conditions on the value at one key. */
+class JsonKey implements ValueTranslation<string> {
+  readonly #sql: JsonFilter;
+  readonly #key: string;
+  readonly #parts: string[] = [];
+  #equals: string | undefined;
+
+  constructor(sql: JsonFilter, key: string) {
+    this.#sql = sql;
+    this.#key = key;
+  }
+
+  equals(value: unknown, path: string): void {
+    this.#equals = this.#equal(value, path);
+  }
+
+  compare(operator: Comparison, operand: unknown, path: string): void {
+    const sql = this.#sql;
+    if (operator === '$eq') this.#parts.push(this.#equal(operand, path));
+    else if (operator === '$ne') this.#parts.push(`not (${this.#equal(operand, path)})`);
+    else if (operator === '$in' || operator === '$nin') {
+      if (!Array.isArray(operand) || operand.length === 0) {
+        sql.issues.push({ path, message: `${operator} takes a non-empty array` });
+        return;
       }
+      const missing = operator === '$nin' ? `${sql.at(this.#key)} is null or not ` : '';
+      this.#parts.push(`(${missing}${this.#matchesAny(operand, path)})`);
+    } else {
+      if (typeof operand !== 'number' && typeof operand !== 'string') {
+        sql.issues.push({ path, message: `${operator} takes a number or a string` });
+        return;
+      }
+      // Placeholders are bound in the order they appear: each fragment pushes its values as it is made.
+      const compared = `${sql.at(this.#key)} ${COMPARISONS[operator]} ${sql.json(operand, path)}`;
+      const typed = `jsonb_typeof(${sql.at(this.#key)}) = ?`;
+      sql.params.push(typeof operand === 'number' ? 'number' : 'string');
+      this.#parts.push(`(${compared} and ${typed})`);
     }
-    return parts.length === 0 ? 'true' : `(${parts.join(' and ')})`;
   }
 
-  #equals(key: string, value: unknown, path: string): string {
+  exists(present: boolean): void {
+    this.#parts.push(`(${this.#sql.at(this.#key)} is ${present ? 'not ' : ''}null)`);
+  }
+
+  matches(pattern: string): void {
+    const text = this.#sql.textAt(this.#key);
+    this.#sql.params.push(pattern);
+    this.#parts.push(`${text} ~ ?`);
+  }
+
+  condition(): string {
+    if (this.#equals !== undefined) return this.#equals;
+    return this.#parts.length === 0 ? 'true' : `(${this.#parts.join(' and ')})`;
+  }
+
+  #equal(value: unknown, path: string): string {
     if (value === null) {
-      const absent = `${this.#at(key)} is null`;
-      return `(${absent} or ${this.#at(key)} = 'null'::jsonb)`;
+      const absent = `${this.#sql.at(this.#key)} is null`;
+      return `(${absent} or ${this.#sql.at(this.#key)} = 'null'::jsonb)`;
     }
-    return this.#matchesAny(key, [value], path, false);
+    return this.#matchesAny([value], path, false);
   }
 
-  /** The value at `key` is one of `values`, or (document-store style) an array holding one of them. */
-  #matchesAny(key: string, values: unknown[], path: string, indexed = true): string {
-    const field = this.#at(key);
-    const list = values.map((item, index) => this.#json(item, indexed ? `${path}.${index}` : path)).join(', ');
+  /** The value at the key is one of `values`, or (document-store style) an array holding one of them. */
+  #matchesAny(values: unknown[], path: string, indexed = true): string {
+    const sql = this.#sql;
+    const field = sql.at(this.#key);
+    const list = values.map((item, index) => sql.json(item, indexed ? `${path}.${index}` : path)).join(', ');
     const held = values.map((item) => {
       // Placeholders are bound in the order they appear: the key's first, then the value's.
-      const at = this.#at(key);
-      this.params.push(JSON.stringify([item]));
+      const at = sql.at(this.#key);
+      sql.params.push(JSON.stringify([item]));
       return `${at} @> ?::jsonb`;
     });
     return `(${field} in (${list}) or ${held.join(' or ')})`;
@@ -142,8 +140,8 @@ class JsonFilter {
 
 /** The SQL condition (with `?` placeholders) a metadata filter stands for; VALIDATION_ERROR for a malformed one. */
 export function jsonFilter(filter: unknown, column: string, path = 'filter'): SqlCondition {
-  const translator = new JsonFilter(column);
-  const sql = translator.translate(filter ?? {}, path, 0);
-  if (translator.issues.length > 0) throw validationError(translator.issues);
-  return { sql, params: translator.params };
+  const translation = new JsonFilter(column);
+  const sql = walkFilter(filter ?? {}, translation, path);
+  if (translation.issues.length > 0) throw validationError(translation.issues);
+  return { sql, params: translation.params };
 }

@@ -1,11 +1,11 @@
 import * as v from 'valibot';
-import { sqlStateOf } from '../base/database-errors.ts';
-import { validationError, type RpcError, type ValidationIssue } from '../base/errors.ts';
+import { validationError, type ValidationIssue } from '../base/errors.ts';
 import { isUuid } from '../base/schemas.ts';
+import { walkFilter, type Comparison, type FieldTranslation, type FilterTranslation, type ListTranslation, type ValueTranslation } from './filter-language.ts';
 
 /**
  * The document-store-style list filters (docs/endpoint.md: `$eq`,
- * `$in`, `$regex` and the rest), translated into
+ * `$in`, `$regex` and the rest, read by filter-language.ts), translated into
  * MikroORM conditions on an entity's own fields only. Anything else is a
  * VALIDATION_ERROR naming the offending path; no raw SQL is ever built.
  */
@@ -17,9 +17,6 @@ export type FieldType = 'string' | 'uuid' | 'boolean' | 'number' | 'date' | 'tag
 export type FieldMap = Record<string, { property: string; type: FieldType }>;
 
 export const MAX_PAGE_SIZE = 200;
-const MAX_REGEX_LENGTH = 200;
-/** PostgreSQL's SQLSTATE for a regular expression it cannot compile. */
-const INVALID_REGULAR_EXPRESSION = '2201B';
 /** Years a PostgreSQL timestamp takes and an ISO 8601 date spells with four digits. */
 const MIN_YEAR = 1;
 const MAX_YEAR = 9999;
@@ -97,171 +94,130 @@ export const listSchema = <T>(item: v.GenericSchema<T>) => v.strictObject({ data
 
 type Condition = Record<string, unknown>;
 
-class FilterTranslator {
+/** The filter as MikroORM conditions on an entity's fields, read by the walk of filter-language.ts. */
+class EntityFilter implements FilterTranslation<Condition> {
   readonly issues: ValidationIssue[] = [];
 
   constructor(private readonly fields: FieldMap) {}
 
-  translate(filter: unknown, path: string): Condition {
-    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-      this.issues.push({ path, message: 'must be an object' });
-      return {};
-    }
-    const conditions: Condition[] = [];
-    for (const [key, value] of Object.entries(filter)) {
-      const at = `${path}.${key}`;
-      if (key === '$and' || key === '$or') {
-        if (!Array.isArray(value) || value.length === 0) {
-          this.issues.push({ path: at, message: `${key} takes a non-empty array of filters` });
-          continue;
-        }
-        conditions.push({ [key]: value.map((item, index) => this.translate(item, `${at}.${index}`)) });
-      } else if (key.startsWith('$')) {
-        this.issues.push({ path: at, message: `unknown operator ${key}` });
-      } else {
-        const field = Object.hasOwn(this.fields, key) ? this.fields[key] : undefined;
-        if (!field) {
-          this.issues.push({ path: at, message: `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}` });
-          continue;
-        }
-        conditions.push(
-          field.type === 'tags' ? this.#tagsCondition(value, field.property, at) : { [field.property]: this.#fieldCondition(value, field.type, at) },
-        );
-      }
-    }
+  all(conditions: Condition[]): Condition {
     return conditions.length === 1 ? conditions[0]! : conditions.length === 0 ? {} : { $and: conditions };
   }
 
-  #fieldCondition(value: unknown, type: FieldType, path: string): unknown {
-    const isOperators =
-      typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && Object.keys(value).some((key) => key.startsWith('$'));
-    if (!isOperators) return this.#value(value, type, path);
-    const operators = value as Record<string, unknown>;
-    const condition: Condition = {};
-    for (const [operator, operand] of Object.entries(operators)) {
-      const at = `${path}.${operator}`;
-      switch (operator) {
-        case '$eq':
-        case '$ne':
-        case '$gt':
-        case '$gte':
-        case '$lt':
-        case '$lte':
-          condition[operator] = this.#value(operand, type, at);
-          break;
-        case '$in':
-        case '$nin':
-          if (!Array.isArray(operand)) this.issues.push({ path: at, message: `${operator} takes an array` });
-          else condition[operator] = operand.map((item, index) => this.#value(item, type, `${at}.${index}`));
-          break;
-        case '$exists':
-          if (typeof operand !== 'boolean') this.issues.push({ path: at, message: '$exists takes true or false' });
-          else if (operand) condition.$ne = null;
-          else condition.$eq = null;
-          break;
-        case '$regex':
-          if (type !== 'string') this.issues.push({ path: at, message: '$regex applies to text fields only' });
-          else if (this.#validRegex(operand, operators.$options, at)) {
-            condition.$re = postgresPattern(operand as string, operators.$options);
-          }
-          break;
-        case '$options':
-          if (!('$regex' in operators)) this.issues.push({ path: at, message: '$options goes with $regex' });
-          break;
-        default:
-          this.issues.push({ path: at, message: `unknown operator ${operator}` });
-      }
-    }
-    return condition;
+  group(operator: '$and' | '$or', filters: Condition[]): Condition {
+    return { [operator]: filters };
   }
 
-  /** Array containment: `value` or `$eq` held, `$ne` not held, `$in` any held, `$nin` none held. */
-  #tagsCondition(value: unknown, property: string, path: string): Condition {
-    const tag = (item: unknown, at: string): string => {
-      if (typeof item !== 'string') this.issues.push({ path: at, message: 'must be a string' });
-      return String(item);
-    };
-    const tags = (items: unknown, at: string): string[] => {
-      if (!Array.isArray(items) || items.length === 0) {
-        this.issues.push({ path: at, message: 'takes a non-empty array' });
-        return [];
-      }
-      return items.map((item, index) => tag(item, `${at}.${index}`));
-    };
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { [property]: { $contains: [tag(value, path)] } };
-    const conditions: Condition[] = [];
-    for (const [operator, operand] of Object.entries(value)) {
-      const at = `${path}.${operator}`;
-      if (operator === '$eq') conditions.push({ [property]: { $contains: [tag(operand, at)] } });
-      else if (operator === '$ne') conditions.push({ $not: { [property]: { $contains: [tag(operand, at)] } } });
-      else if (operator === '$in') conditions.push({ [property]: { $overlap: tags(operand, at) } });
-      else if (operator === '$nin') conditions.push({ $not: { [property]: { $overlap: tags(operand, at) } } });
-      else this.issues.push({ path: at, message: `a list of tags takes $eq, $ne, $in or $nin, not ${operator}` });
-    }
-    return conditions.length === 1 ? conditions[0]! : { $and: conditions };
+  field(key: string): FieldTranslation<Condition> | string {
+    const field = Object.hasOwn(this.fields, key) ? this.fields[key] : undefined;
+    if (!field) return `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}`;
+    return field.type === 'tags' ? new TagsField(this.issues, field.property) : new EntityField(this.issues, field.property, field.type);
+  }
+}
+
+/** A column compared with values of its type: `{property: value}` or `{property: {$gt: value, ...}}`. */
+class EntityField implements ValueTranslation<Condition> {
+  readonly noRegex: string | undefined;
+  readonly #operators: Condition = {};
+  #value: { given: unknown } | undefined;
+
+  constructor(
+    private readonly issues: ValidationIssue[],
+    private readonly property: string,
+    private readonly type: Exclude<FieldType, 'tags'>,
+  ) {
+    this.noRegex = type === 'string' ? undefined : '$regex applies to text fields only';
   }
 
-  /**
-   * The pattern runs in PostgreSQL, whose regular expressions (POSIX ARE) are
-   * close to JavaScript's but not the same. JavaScript's parser refuses the
-   * plain mistakes here, with its reason; what it accepts and PostgreSQL does
-   * not (named groups, \p{...}, counts above 255, ...) is refused by the
-   * database and answered by refusedRegexError, so either way the caller gets
-   * a VALIDATION_ERROR. Translating between the two would be a second parser
-   * to keep right.
-   */
-  #validRegex(pattern: unknown, options: unknown, path: string): boolean {
-    const issue = regexIssue(pattern, options, path);
-    if (issue) this.issues.push(issue);
-    return issue === undefined;
+  equals(value: unknown, path: string): void {
+    this.#value = { given: this.#checked(value, path) };
   }
 
-  #value(value: unknown, fieldType: FieldType, path: string): unknown {
+  compare(operator: Comparison, operand: unknown, path: string): void {
+    if (operator !== '$in' && operator !== '$nin') this.#operators[operator] = this.#checked(operand, path);
+    else if (!Array.isArray(operand)) this.issues.push({ path, message: `${operator} takes an array` });
+    else this.#operators[operator] = operand.map((item, index) => this.#checked(item, `${path}.${index}`));
+  }
+
+  exists(present: boolean): void {
+    this.#operators[present ? '$ne' : '$eq'] = null;
+  }
+
+  matches(pattern: string): void {
+    this.#operators.$re = pattern;
+  }
+
+  condition(): Condition {
+    return { [this.property]: this.#value ? this.#value.given : this.#operators };
+  }
+
+  #checked(value: unknown, path: string): unknown {
     if (value === null) return null;
-    if (fieldType === 'date') {
+    if (this.type === 'date') {
       const date = typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
       const year = date?.getUTCFullYear() ?? Number.NaN;
       if (!(year >= MIN_YEAR && year <= MAX_YEAR))
         this.issues.push({ path, message: `must be an ISO 8601 date between the years ${MIN_YEAR} and ${MAX_YEAR}` });
       return date;
     }
-    if (fieldType === 'uuid') {
+    if (this.type === 'uuid') {
       if (!isUuid(value)) this.issues.push({ path, message: 'must be a UUID' });
       return value;
     }
-    if (typeof value !== fieldType) this.issues.push({ path, message: `must be a ${fieldType}` });
+    if (typeof value !== this.type) this.issues.push({ path, message: `must be a ${this.type}` });
     return value;
   }
 }
 
-/** What is wrong with a `$regex` (at `path`) and its `$options`, if anything; see FilterTranslator#validRegex. */
-export function regexIssue(pattern: unknown, options: unknown, path: string): ValidationIssue | undefined {
-  if (typeof pattern !== 'string' || pattern.length > MAX_REGEX_LENGTH) {
-    return { path, message: `$regex takes a string of at most ${MAX_REGEX_LENGTH} characters` };
-  }
-  try {
-    new RegExp(pattern);
-  } catch (error) {
-    return { path, message: `not a valid regular expression: ${(error as SyntaxError).message}` };
-  }
-  if (options !== undefined && options !== '' && options !== 'i') return { path: path.replace(/\$regex$/, '$options'), message: '$options may only be "i"' };
-  return undefined;
-}
+/** A text[] column, by containment: a value or `$eq` held, `$ne` not held, `$in` any held, `$nin` none held. */
+class TagsField implements ListTranslation<Condition> {
+  readonly only = {
+    operators: ['$eq', '$ne', '$in', '$nin'] as const,
+    refused: (operator: string) => `a list of tags takes $eq, $ne, $in or $nin, not ${operator}`,
+  };
+  readonly #conditions: Condition[] = [];
+  #value: Condition | undefined;
 
-/** A valid `$regex` as PostgreSQL takes it: the case-insensitive flag is an embedded option at the start of the pattern. */
-export const postgresPattern = (pattern: string, options: unknown): string => (options === 'i' ? `(?i)${pattern}` : pattern);
+  constructor(
+    private readonly issues: ValidationIssue[],
+    private readonly property: string,
+  ) {}
+
+  equals(value: unknown, path: string): void {
+    this.#value = { [this.property]: { $contains: [this.#tag(value, path)] } };
+  }
+
+  compare(operator: Comparison, operand: unknown, path: string): void {
+    const property = this.property;
+    if (operator === '$eq') this.#conditions.push({ [property]: { $contains: [this.#tag(operand, path)] } });
+    else if (operator === '$ne') this.#conditions.push({ $not: { [property]: { $contains: [this.#tag(operand, path)] } } });
+    else if (operator === '$in') this.#conditions.push({ [property]: { $overlap: this.#tags(operand, path) } });
+    else this.#conditions.push({ $not: { [property]: { $overlap: this.#tags(operand, path) } } });
+  }
+
+  condition(): Condition {
+    return this.#value ?? (this.#conditions.length === 1 ? this.#conditions[0]! : { $and: this.#conditions });
+  }
+
+  #tag(item: unknown, path: string): string {
+    if (typeof item !== 'string') this.issues.push({ path, message: 'must be a string' });
+    return String(item);
+  }
+
+  #tags(items: unknown, path: string): string[] {
+    if (!Array.isArray(items) || items.length === 0) {
+      this.issues.push({ path, message: 'takes a non-empty array' });
+      return [];
+    }
+    return items.map((item, index) => this.#tag(item, `${path}.${index}`));
+  }
+}
 
 export function toWhere(filter: Record<string, unknown>, fields: FieldMap): Condition {
-  const translator = new FilterTranslator(fields);
-  const where = translator.translate(filter, 'filter');
-  if (translator.issues.length > 0) throw validationError(translator.issues);
+  const translation = new EntityFilter(fields);
+  const where = walkFilter(filter, translation, 'filter');
+  if (translation.issues.length > 0) throw validationError(translation.issues);
   return where;
-}
-
-/** The VALIDATION_ERROR for a $regex PostgreSQL refused after JavaScript accepted it (see #validRegex); undefined for any other error. */
-export function refusedRegexError(thrown: unknown): RpcError | undefined {
-  if (sqlStateOf(thrown) !== INVALID_REGULAR_EXPRESSION) return undefined;
-  return validationError([{ path: 'filter', message: 'a $regex is not a valid PostgreSQL regular expression' }]);
 }
 
 export function toOrderBy(sort: Record<string, 1 | -1 | 'asc' | 'desc'>, fields: FieldMap): Record<string, 'asc' | 'desc'> {

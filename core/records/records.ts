@@ -22,10 +22,11 @@ export type RecordOf<E, H extends string = never> = ('id' extends keyof E ? ('id
   -readonly [K in Exclude<keyof E & string, 'id' | H>]: WireValue<E[K]>;
 };
 
-export interface RecordView<E, R> {
+export interface RecordView<E, R, Shown extends keyof E = keyof E> {
   /** Every shown plain column (text, number, boolean, date, uuid, text[]), by its record name, for toWhere and toOrderBy. */
   readonly fields: FieldMap;
-  readonly toRecord: (row: E) => R;
+  /** It reads the record's columns only: a row loaded with just those (`fields` of a find) will do. */
+  readonly toRecord: (row: Pick<E, Shown>) => R;
   /** The record's schema, for an operation's declared `result`: every shown column, no other key; JSON columns as any value. */
   readonly schema: v.GenericSchema<R>;
   /** The schema of each field, for a record that adds to the derived one: `v.strictObject({ ...TASK.entries, subtasks: ... })`. */
@@ -33,7 +34,7 @@ export interface RecordView<E, R> {
 }
 
 /** The record type of a view: `type TaskRecord = InferRecord<typeof TASK>`. */
-export type InferRecord<View> = View extends RecordView<never, infer R> ? R : never;
+export type InferRecord<View> = View extends { readonly schema: v.GenericSchema<infer R> } ? R : never;
 
 const FIELD_TYPES = new Map<unknown, FieldType>([
   [types.uuid, 'uuid'],
@@ -84,7 +85,7 @@ const wire = (value: unknown): unknown => (value instanceof Date ? value.toISOSt
 export function defineRecord<E extends object, const H extends keyof E & string = never, const F extends keyof E & string = never>(
   entity: EntitySchema<E, never>,
   { hide = [], filterOnly = [] }: { hide?: readonly H[]; filterOnly?: readonly F[] } = {},
-): RecordView<E, RecordOf<E, H | F>> {
+): RecordView<E, RecordOf<E, H | F>, Exclude<keyof E & string, H | F>> {
   const hidden = new Set<string>(hide);
   const columns = Object.entries(entity.meta.properties as Record<string, { type?: unknown; enum?: boolean; nullable?: boolean }>)
     .filter(([name]) => !hidden.has(name))
@@ -97,7 +98,7 @@ export function defineRecord<E extends object, const H extends keyof E & string 
   const fields: FieldMap = {};
   for (const { property, name, type } of columns) if (type) fields[name] = { property, type };
   const shown = columns.filter(({ property }) => !(filterOnly as readonly string[]).includes(property));
-  const toRecord = (row: E) => {
+  const toRecord = (row: Pick<E, Exclude<keyof E & string, H | F>>) => {
     const record: Record<string, unknown> = {};
     for (const { property, name } of shown) record[name] = wire((row as Record<string, unknown>)[property]);
     return record as RecordOf<E, H | F>;

@@ -5,7 +5,7 @@ import type { Database } from '../db/orm.ts';
 import type { Logger } from '../base/logger.ts';
 import { createContext, type Principal, type RequestContext } from '../base/context.ts';
 import { RpcError } from '../base/errors.ts';
-import { refusedRegexError } from '../records/list-query.ts';
+import { refusedRegexError } from '../records/filter-language.ts';
 import type { Access, OperationKind } from './operation.ts';
 import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
 import type { BusEvent } from '../events/bus.ts';

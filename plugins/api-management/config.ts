@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { env, setting } from 'rpc-service/plugin';
+import { env, setting, settings } from 'rpc-service/plugin';
 
 const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
 
@@ -17,23 +17,15 @@ const durations = (name: string) =>
     ),
   );
 
-export const apiManagementSettings = v.object({
+export const apiManagementSettings = settings({
   WEBHOOK_RETRY_SCHEDULE: setting(
-    durations('WEBHOOK_RETRY_SCHEDULE'),
+    durations,
     'wait before each delivery attempt of a webhook event: the first attempt, then each retry',
     '0,5s,5m,30m,2h,5h,10h,10h',
   ),
-  WEBHOOK_TIMEOUT_MS: setting(env.integer('WEBHOOK_TIMEOUT_MS', 100, 120_000), 'a delivery attempt not answered within this fails', '15000'),
-  WEBHOOK_TEST_TIMEOUT_MS: setting(
-    env.integer('WEBHOOK_TEST_TIMEOUT_MS', 100, 60_000),
-    'registerWebhook verifies the URL when its test event is answered with 2xx within this',
-    '5000',
-  ),
-  WEBHOOK_DELIVERY_RETENTION_DAYS: setting(
-    env.integer('WEBHOOK_DELIVERY_RETENTION_DAYS', 1, 3650),
-    'delivered and failed webhook deliveries are deleted after this many days',
-    '30',
-  ),
+  WEBHOOK_TIMEOUT_MS: setting(env.integer(100, 120_000), 'a delivery attempt not answered within this fails', '15000'),
+  WEBHOOK_TEST_TIMEOUT_MS: setting(env.integer(100, 60_000), 'registerWebhook verifies the URL when its test event is answered with 2xx within this', '5000'),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: setting(env.integer(1, 3650), 'delivered and failed webhook deliveries are deleted after this many days', '30'),
 });
 
 export type ApiManagementConfig = v.InferOutput<typeof apiManagementSettings>;

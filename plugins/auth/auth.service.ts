@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, RateLimiter, unauthenticated, validationError, type AuthenticatedContext, type Database, type Limit } from 'rpc-service/plugin';
+import {
+  badRequest,
+  RateLimiter,
+  unauthenticated,
+  validationError,
+  type AuthenticatedContext,
+  type Database,
+  type Limit,
+  type RowOf,
+} from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import type { InviteCodeService } from './invite-code.service.ts';
 import type { JoinQuestion, JoinService } from './join.service.ts';
@@ -35,12 +44,7 @@ export interface SessionGrant {
   user: UserView;
 }
 
-interface LoginRow {
-  subscription_id: string;
-  id: string;
-  password_hash: string | null;
-  is_active: boolean;
-}
+type LoginRow = RowOf<User, 'subscriptionId' | 'id' | 'passwordHash' | 'isActive'>;
 
 /** How long an address a user logged in from counts as theirs (see login). */
 const KNOWN_ADDRESS_SECONDS = 90 * 86_400;

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { env, setting, splitList } from 'rpc-service/plugin';
+import { env, setting, settings, splitList } from 'rpc-service/plugin';
 
 const isRegex = (text: string): boolean => {
   try {
@@ -54,70 +54,65 @@ const RESERVED_USERNAMES = 'admin,administrator,root,system,support,help,securit
  * name in OAUTH_PROVIDERS, hence the loose object.
  */
 export const authSettings = v.pipe(
-  v.looseObject({
-    SESSION_TTL_SECONDS: setting(env.integer('SESSION_TTL_SECONDS', 1, 365 * 24 * 3600), 'a session ends after this long without use', String(30 * 24 * 3600)),
-    LOGIN_FAILURE_LIMIT: setting(
-      env.integer('LOGIN_FAILURE_LIMIT', 1, 100_000),
-      'failed logins to one account from one client address in a window; also failed changePassword attempts per user',
-      '10',
-    ),
-    LOGIN_ACCOUNT_FAILURE_LIMIT: setting(
-      env.integer('LOGIN_ACCOUNT_FAILURE_LIMIT', 1, 100_000),
-      'failed logins to one account from all client addresses in a window; past it the account is refused from addresses it never logged in from',
-      '100',
-    ),
-    LOGIN_IP_FAILURE_LIMIT: setting(
-      env.integer('LOGIN_IP_FAILURE_LIMIT', 1, 100_000),
-      'failed logins from one client address to all accounts in a window; past it the address is refused for accounts that never logged in from it',
-      '30',
-    ),
-    LOGIN_FAILURE_WINDOW_SECONDS: setting(env.integer('LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400), 'the window of the login limits', '900'),
-    SIGNUP_MODE: setting(v.picklist(SIGNUP_MODES, 'SIGNUP_MODE must be open or invite'), 'open: anyone signs up; invite: an invite code is needed', 'open'),
-    SIGNUP_REQUIRE_EMAIL_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_EMAIL_VERIFICATION'), 'signup needs a code sent to the e-mail address', 'false'),
-    SIGNUP_REQUIRE_PHONE_VERIFICATION: setting(env.boolean('SIGNUP_REQUIRE_PHONE_VERIFICATION'), 'signup needs a code sent to a phone', 'false'),
-    SIGNUP_BLOCKED_EMAIL_DOMAINS: setting(v.string(), 'comma-separated domains (and their subdomains) that cannot sign up', ''),
-    SIGNUP_BLOCKED_EMAIL_PATTERNS: setting(
-      v.pipe(
-        v.string(),
-        v.check((text) => splitList(text).every(isRegex), 'SIGNUP_BLOCKED_EMAIL_PATTERNS must be comma-separated regular expressions'),
+  v.looseObject(
+    settings({
+      SESSION_TTL_SECONDS: setting(env.integer(1, 365 * 24 * 3600), 'a session ends after this long without use', String(30 * 24 * 3600)),
+      LOGIN_FAILURE_LIMIT: setting(
+        env.integer(1, 100_000),
+        'failed logins to one account from one client address in a window; also failed changePassword attempts per user',
+        '10',
       ),
-      'comma-separated regular expressions (case-insensitive) of addresses that cannot sign up',
-      '',
-    ),
-    SIGNUP_RESERVED_USERNAMES: setting(v.string(), 'usernames nobody may sign up with', RESERVED_USERNAMES),
-    SIGNUP_IP_LIMIT: setting(
-      env.integer('SIGNUP_IP_LIMIT', 1, 100_000),
-      'signups from one client address in a window (signups with an invite code are not counted)',
-      '20',
-    ),
-    SIGNUP_CHECK_IP_LIMIT: setting(
-      env.integer('SIGNUP_CHECK_IP_LIMIT', 1, 100_000),
-      'signup checks from one client address in a window: preSignupValidate calls and signups refused as taken (each tells whether an address or username has an account)',
-      '60',
-    ),
-    SIGNUP_WINDOW_SECONDS: setting(env.integer('SIGNUP_WINDOW_SECONDS', 1, 7 * 86_400), 'the window of the signup limits', '3600'),
-    OTP_REQUEST_LIMIT: setting(env.integer('OTP_REQUEST_LIMIT', 1, 100_000), 'one-time code requests per identifier in a window', '5'),
-    OTP_REQUEST_IP_LIMIT: setting(env.integer('OTP_REQUEST_IP_LIMIT', 1, 100_000), 'one-time code requests per client address in a window', '30'),
-    OTP_VERIFY_FAILURE_LIMIT: setting(
-      env.integer('OTP_VERIFY_FAILURE_LIMIT', 1, 100_000),
-      'wrong codes per client address, and per e-mail address or phone number, in a window',
-      '30',
-    ),
-    OTP_WINDOW_SECONDS: setting(env.integer('OTP_WINDOW_SECONDS', 1, 86_400), 'the window of the one-time code limits', '900'),
-    OAUTH_PROVIDERS: setting(
-      v.string(),
-      'comma-separated OpenID Connect providers; each needs OAUTH_<NAME>_CLIENT_ID, _CLIENT_SECRET and, unless a preset (google, gitlab, apple), _ISSUER',
-      '',
-    ),
-    OAUTH_ALLOW_HTTP: setting(env.boolean('OAUTH_ALLOW_HTTP'), 'allow http:// issuers (a local test provider only)', 'false'),
-    SMTP_URL: setting(v.pipe(v.string(), v.regex(/^smtps?:\/\//, 'SMTP_URL must start with smtp:// or smtps://')), 'e-mail delivery'),
-    MAIL_FROM: setting(v.pipe(v.string(), v.minLength(3)), 'sender of e-mails', 'rpc-service <no-reply@localhost>'),
-    SMS_API_URL: setting(v.pipe(v.string(), v.url('SMS_API_URL must be an absolute URL')), 'a Twilio-style messaging API for SMS and WhatsApp'),
-    SMS_ACCOUNT_SID: setting(v.string(), 'account of the messaging API'),
-    SMS_AUTH_TOKEN: setting(v.string(), 'token of the messaging API'),
-    SMS_FROM: setting(v.string(), 'sender number for SMS'),
-    WHATSAPP_FROM: setting(v.string(), 'sender number for WhatsApp'),
-  }),
+      LOGIN_ACCOUNT_FAILURE_LIMIT: setting(
+        env.integer(1, 100_000),
+        'failed logins to one account from all client addresses in a window; past it the account is refused from addresses it never logged in from',
+        '100',
+      ),
+      LOGIN_IP_FAILURE_LIMIT: setting(
+        env.integer(1, 100_000),
+        'failed logins from one client address to all accounts in a window; past it the address is refused for accounts that never logged in from it',
+        '30',
+      ),
+      LOGIN_FAILURE_WINDOW_SECONDS: setting(env.integer(1, 86_400), 'the window of the login limits', '900'),
+      SIGNUP_MODE: setting(env.oneOf(SIGNUP_MODES), 'open: anyone signs up; invite: an invite code is needed', 'open'),
+      SIGNUP_REQUIRE_EMAIL_VERIFICATION: setting(env.boolean(), 'signup needs a code sent to the e-mail address', 'false'),
+      SIGNUP_REQUIRE_PHONE_VERIFICATION: setting(env.boolean(), 'signup needs a code sent to a phone', 'false'),
+      SIGNUP_BLOCKED_EMAIL_DOMAINS: setting(v.string(), 'comma-separated domains (and their subdomains) that cannot sign up', ''),
+      SIGNUP_BLOCKED_EMAIL_PATTERNS: setting(
+        (name) =>
+          v.pipe(
+            v.string(),
+            v.check((text) => splitList(text).every(isRegex), `${name} must be comma-separated regular expressions`),
+          ),
+        'comma-separated regular expressions (case-insensitive) of addresses that cannot sign up',
+        '',
+      ),
+      SIGNUP_RESERVED_USERNAMES: setting(v.string(), 'usernames nobody may sign up with', RESERVED_USERNAMES),
+      SIGNUP_IP_LIMIT: setting(env.integer(1, 100_000), 'signups from one client address in a window (signups with an invite code are not counted)', '20'),
+      SIGNUP_CHECK_IP_LIMIT: setting(
+        env.integer(1, 100_000),
+        'signup checks from one client address in a window: preSignupValidate calls and signups refused as taken (each tells whether an address or username has an account)',
+        '60',
+      ),
+      SIGNUP_WINDOW_SECONDS: setting(env.integer(1, 7 * 86_400), 'the window of the signup limits', '3600'),
+      OTP_REQUEST_LIMIT: setting(env.integer(1, 100_000), 'one-time code requests per identifier in a window', '5'),
+      OTP_REQUEST_IP_LIMIT: setting(env.integer(1, 100_000), 'one-time code requests per client address in a window', '30'),
+      OTP_VERIFY_FAILURE_LIMIT: setting(env.integer(1, 100_000), 'wrong codes per client address, and per e-mail address or phone number, in a window', '30'),
+      OTP_WINDOW_SECONDS: setting(env.integer(1, 86_400), 'the window of the one-time code limits', '900'),
+      OAUTH_PROVIDERS: setting(
+        v.string(),
+        'comma-separated OpenID Connect providers; each needs OAUTH_<NAME>_CLIENT_ID, _CLIENT_SECRET and, unless a preset (google, gitlab, apple), _ISSUER',
+        '',
+      ),
+      OAUTH_ALLOW_HTTP: setting(env.boolean(), 'allow http:// issuers (a local test provider only)', 'false'),
+      SMTP_URL: setting((name) => v.pipe(v.string(), v.regex(/^smtps?:\/\//, `${name} must start with smtp:// or smtps://`)), 'e-mail delivery'),
+      MAIL_FROM: setting(v.pipe(v.string(), v.minLength(3)), 'sender of e-mails', 'rpc-service <no-reply@localhost>'),
+      SMS_API_URL: setting(env.url(), 'a Twilio-style messaging API for SMS and WhatsApp'),
+      SMS_ACCOUNT_SID: setting(v.string(), 'account of the messaging API'),
+      SMS_AUTH_TOKEN: setting(v.string(), 'token of the messaging API'),
+      SMS_FROM: setting(v.string(), 'sender number for SMS'),
+      WHATSAPP_FROM: setting(v.string(), 'sender number for WhatsApp'),
+    }).entries,
+  ),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
     const e = dataset.value;
     const providers: OAuthProviderConfig[] = [];

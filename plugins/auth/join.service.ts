@@ -1,4 +1,5 @@
-import { badRequest, randomToken, sha256Hex, type Database } from 'rpc-service/plugin';
+import { badRequest, randomToken, sha256Hex, type Database, type RowOf } from 'rpc-service/plugin';
+import type { PendingLink } from './pending-link.entity.ts';
 import type { User } from './user.entity.ts';
 import type { UserService } from './user.service.ts';
 
@@ -38,13 +39,7 @@ export interface JoinQuestion {
 /** A question answered: declined (nothing changed), or the person joins `user` with what proved the address. */
 export type JoinAnswer = { status: 'declined'; email: string; external: boolean } | { status: 'join'; user: User; email: string; via: ProviderSignIn | null };
 
-interface PendingRow {
-  provider: string | null;
-  subject: string | null;
-  email: string;
-  user_id: string;
-  external_login_id: string | null;
-}
+type PendingRow = RowOf<PendingLink, 'provider' | 'subject' | 'email' | 'userId' | 'externalLoginId'>;
 
 interface Deps {
   db: Database;

@@ -1,4 +1,4 @@
-import { defineEntity } from 'rpc-service/plugin';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /**
  * A sign-in waiting for its person to answer whether to join an existing
@@ -21,3 +21,4 @@ export const PendingLink = defineEntity({
     expiresAt: p.datetime(),
   }),
 });
+export type PendingLink = InferEntity<typeof PendingLink>;

@@ -9,7 +9,7 @@ import {
   type CredentialVerifier,
   type Database,
   type Principal,
-  type Role,
+  type RowOf,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import { Session } from './session.entity.ts';
@@ -21,15 +21,7 @@ export interface IssuedSession {
   sessionId: string;
 }
 
-interface SessionRow {
-  id: string;
-  subscription_id: string;
-  user_id: string;
-  expires_at: Date | string;
-  last_seen_at: Date | string;
-  role: Role;
-  is_active: boolean;
-}
+type SessionRow = RowOf<Session, 'id' | 'subscriptionId' | 'userId' | 'expiresAt' | 'lastSeenAt'> & RowOf<User, 'role' | 'isActive'>;
 
 /**
  * Session tokens: 32 random bytes, stored only as SHA-256, expiring after

@@ -1,5 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { badRequest, isUuid, notFound, RateLimiter, RpcError, validationError, type Database, type SecretBox } from 'rpc-service/plugin';
+import { badRequest, isUuid, notFound, RateLimiter, RpcError, validationError, type Database, type RowOf, type SecretBox } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
 import type { MessageSender } from './message-sender.ts';
 import { OtpRequest, type OtpChannel } from './otp-request.entity.ts';
@@ -29,12 +29,7 @@ export interface ProvenIdentifier {
 
 const E164 = /^\+[1-9]\d{6,14}$/;
 
-interface AttemptRow {
-  channel: OtpChannel;
-  identifier: string;
-  code_hash: string;
-  attempts: number;
-}
+type AttemptRow = RowOf<OtpRequest, 'channel' | 'identifier' | 'codeHash' | 'attempts'>;
 
 /** Lower-case e-mail addresses; phone numbers without spaces, dots, dashes or brackets. */
 export function normaliseIdentifier(channel: OtpChannel, raw: string): string {

@@ -14,9 +14,11 @@ import {
   type EntityManager,
   type Jobs,
   type RequestContext,
+  type RowOf,
   type WorkerPool,
   modulePath,
 } from 'rpc-service/plugin';
+import type { IndexChunk } from './chunk.entity.ts';
 import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
 import { uncommonWordsQuery, countCommonWords, COUNT_DELAY_SECONDS, TEXT_WINDOW } from './common-words.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
@@ -99,20 +101,10 @@ export interface SearchHit {
   textRank: number | null;
 }
 
-interface ChunkRow {
-  id: string;
-  record_id: string;
-  collection: string | null;
-  heading: string;
-  text: string;
-  content_hash: string;
-  metadata: Record<string, unknown> | string;
-  context?: string;
-}
+/** A chunk as a search reads it, `context` the text of its section. */
+type HitRow = RowOf<IndexChunk, 'id' | 'recordId' | 'collection' | 'heading' | 'text' | 'contentHash' | 'metadata'> & { context: string };
 
 type Scope = { subscriptionId: string; source: string; recordIds?: string[]; collection?: string | null };
-
-const json = (value: Record<string, unknown> | string): Record<string, unknown> => (typeof value === 'string' ? JSON.parse(value) : value);
 
 /**
  * The search index of texts (knowledge-base documents, documentation pages):
@@ -304,7 +296,7 @@ export class KnowledgeIndex {
   /** A record's chunks in order, and whether each has its embedding from the active model. */
   async chunks(ctx: AuthenticatedContext, source: string, recordId: string): Promise<IndexedChunk[]> {
     const { active } = await this.embeddings.state(ctx.em);
-    const rows = await ctx.em.execute<(ChunkRow & { ordinal: number; section_id: string; embedded: boolean })[]>(
+    const rows = await ctx.em.execute<(RowOf<IndexChunk, 'id' | 'ordinal' | 'sectionId' | 'heading' | 'text'> & { embedded: boolean })[]>(
       `select id, ordinal, section_id, heading, text, ${active} is not null as embedded from knowledge_base_chunk
        where subscription_id = ? and source = ? and record_id = ? and not withdrawn order by ordinal`,
       [ctx.subscriptionId, source, recordId],
@@ -321,7 +313,7 @@ export class KnowledgeIndex {
 
   /** Replaces a chunk's text and embeds it at once with the active model (its old embedding answers until then); null when there is no such chunk. */
   async updateChunk(ctx: AuthenticatedContext, source: string, recordId: string, chunkId: string, text: string): Promise<IndexedChunk | null> {
-    const [row] = await ctx.em.execute<ChunkRow[]>(
+    const [row] = await ctx.em.execute<RowOf<IndexChunk, 'id' | 'heading'>[]>(
       'select id, heading from knowledge_base_chunk where subscription_id = ? and source = ? and record_id = ? and id = ? and not withdrawn',
       [ctx.subscriptionId, source, recordId, chunkId],
     );
@@ -402,7 +394,7 @@ export class KnowledgeIndex {
     while (embedded < limit) {
       const slots = await this.embeddings.state(ctx.em);
       const where = scopeCondition(scope);
-      const rows = await ctx.em.execute<ChunkRow[]>(
+      const rows = await ctx.em.execute<RowOf<IndexChunk, 'id' | 'heading' | 'text' | 'contentHash'>[]>(
         all
           ? `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and id > ? order by id limit ?`
           : `select id, heading, text, content_hash from knowledge_base_chunk where ${where.sql} and not withdrawn and ${slots.active} is null order by record_id, ordinal limit ?`,
@@ -478,9 +470,9 @@ export class KnowledgeIndex {
     return best.flatMap((entry) => (rows.has(entry.id) ? [toHit(rows.get(entry.id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
   }
 
-  async #rows(ctx: AuthenticatedContext, ids: string[]): Promise<Map<string, ChunkRow>> {
+  async #rows(ctx: AuthenticatedContext, ids: string[]): Promise<Map<string, HitRow>> {
     if (ids.length === 0) return new Map();
-    const rows = await ctx.em.execute<ChunkRow[]>(
+    const rows = await ctx.em.execute<HitRow[]>(
       `select chunk.id, chunk.record_id, chunk.collection, chunk.heading, chunk.text, chunk.content_hash, chunk.metadata, coalesce(section.text, chunk.text) as context
        from knowledge_base_chunk chunk left join knowledge_base_section section on section.id = chunk.section_id and section.subscription_id = chunk.subscription_id
        where chunk.subscription_id = ? and chunk.id = any(?::uuid[])`,
@@ -519,14 +511,14 @@ function scopeCondition(scope: Scope): { sql: string; params: unknown[] } {
   return { sql, params };
 }
 
-const toHit = (row: ChunkRow, score: number, semanticRank: number | null, textRank: number | null): SearchHit => ({
+const toHit = (row: HitRow, score: number, semanticRank: number | null, textRank: number | null): SearchHit => ({
   chunkId: row.id,
   recordId: row.record_id,
   collection: row.collection,
   heading: row.heading,
   text: row.text,
-  context: row.context ?? row.text,
-  metadata: json(row.metadata),
+  context: row.context,
+  metadata: row.metadata,
   score,
   semanticRank,
   textRank,

@@ -1,9 +1,9 @@
-import * as v from 'valibot';
-import { env, setting } from 'rpc-service/plugin';
+import type * as v from 'valibot';
+import { env, setting, settings } from 'rpc-service/plugin';
 
-export const memorySettings = v.object({
+export const memorySettings = settings({
   MEMORY_EXACT_SEARCH_LIMIT: setting(
-    env.integer('MEMORY_EXACT_SEARCH_LIMIT', 0, 1_000_000),
+    env.integer(0, 1_000_000),
     'a recall with at most this many candidate memories compares them all (exact); more use the HNSW index',
     '10000',
   ),

@@ -13,14 +13,16 @@ import {
   type AiClient,
   type AuthenticatedContext,
   type Database,
+  type FieldsOf,
   type Jobs,
   type PluginServices,
+  type RowOf,
 } from 'rpc-service/plugin';
 import * as v from 'valibot';
 import type { MemoryConfig } from './config.ts';
-import type { Scope } from './memory.entity.ts';
+import type { Memory, Scope } from './memory.entity.ts';
 
-/** Written by hand: a memory is `{id, content, metadata}` (plugins/memory/README.md), read from raw rows (vector search), not an entity's record. */
+/** Written by hand: a memory is `{id, content, metadata}` (plugins/memory/README.md), the row of a raw read of those columns (vector search), not an entity's record. */
 export const MEMORY_RECORD = v.strictObject({ id: v.string(), content: v.string(), metadata: v.record(v.string(), v.unknown()) });
 export type MemoryRecord = v.InferOutput<typeof MEMORY_RECORD>;
 
@@ -37,21 +39,12 @@ export interface Whose {
 const ACTING_ROLES = new Set(['agent', 'admin']);
 const CALLER = { type: 'plugin', name: 'memory' };
 
-interface Owner {
-  scope: Scope;
-  /** null for global memories. */
-  userId: string | null;
-}
+/** Whose memories: userId null for global ones. */
+type Owner = FieldsOf<Memory, 'scope' | 'userId'>;
 
-interface Row {
-  id: string;
-  content: string;
-  metadata: Record<string, unknown> | string;
-  created_at?: Date | string;
-}
-
-const metadataOf = (row: Row): Record<string, unknown> => (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata);
-const toRecord = (row: Row): MemoryRecord => ({ id: row.id, content: row.content, metadata: metadataOf(row) });
+/** A memory as a raw read of `id, content, metadata` answers it: its record. */
+type RecordRow = RowOf<Memory, 'id' | 'content' | 'metadata'>;
+type Found = RowOf<Memory, 'id' | 'scope' | 'userId' | 'content' | 'metadata' | 'createdAt'>;
 /** The rows of an owner, in a form the (subscription, scope, user) index serves (`is not distinct from` would not use it). */
 function ownerCondition(subscriptionId: string, owner: Owner): { sql: string; params: unknown[] } {
   return owner.userId === null
@@ -117,11 +110,11 @@ export class MemoryService {
         await tx.execute(
           `update memory set content = ?, content_hash = ?, metadata = ?::jsonb, ${active} = ?::vector, ${inactive} = null, updated_at = now()
            where id = ? and subscription_id = ?`,
-          [memory.content, contentHash, JSON.stringify(memory.metadata ?? metadataOf(existing)), vectorLiteral(embedding!), id, ctx.subscriptionId],
+          [memory.content, contentHash, JSON.stringify(memory.metadata ?? existing.metadata), vectorLiteral(embedding!), id, ctx.subscriptionId],
         );
         return null;
       }
-      return tx.execute<Row[]>(
+      return tx.execute<RowOf<Memory, 'id'>[]>(
         `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, ${active}, created_at, updated_at)
          values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
          on conflict do nothing returning id`,
@@ -146,7 +139,7 @@ export class MemoryService {
     const slots = await this.embeddings.state(ctx.em);
     const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const rows = await nearest<Row>(ctx.em, {
+    const rows = await nearest<RowOf<Memory, 'content' | 'metadata'>>(ctx.em, {
       table: 'memory',
       column: slots.active,
       where: { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] },
@@ -155,13 +148,13 @@ export class MemoryService {
       exactSearchLimit: this.#exactSearchLimit,
       columns: ['content', 'metadata'],
     });
-    return { success: true, memories: rows.map((row) => ({ ...toRecord(row), score: 1 - row.distance })) };
+    return { success: true, memories: rows.map(({ distance, ...memory }) => ({ ...memory, score: 1 - distance })) };
   }
 
   async deleteMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<{ success: true; message: string }> {
     const owner = await this.#owner(ctx, whose);
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const deleted = await ctx.em.execute<Row[]>(`delete from memory where id = ? and ${owned.sql} returning id`, [memoryId, ...owned.params]);
+    const deleted = await ctx.em.execute<RowOf<Memory, 'id'>[]>(`delete from memory where id = ? and ${owned.sql} returning id`, [memoryId, ...owned.params]);
     if (deleted.length === 0) throw notFound(`Memory ${memoryId} not found in this scope`);
     return { success: true, message: 'Memory deleted' };
   }
@@ -189,13 +182,12 @@ export class MemoryService {
       params.push(cursor.created_at, cursor.id);
     }
     const skip = typeof page.offset === 'number' ? page.offset : 0;
-    const rows = await ctx.em.execute<Row[]>(`select id, content, metadata from memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`, [
-      ...params,
-      page.limit + 1,
-      skip,
-    ]);
+    const rows = await ctx.em.execute<RecordRow[]>(
+      `select id, content, metadata from memory where ${owned.sql}${after} order by created_at, id limit ? offset ?`,
+      [...params, page.limit + 1, skip],
+    );
     const more = rows.length > page.limit;
-    const memories = rows.slice(0, page.limit).map(toRecord);
+    const memories = rows.slice(0, page.limit);
     const next = !more ? null : typeof page.offset === 'number' ? skip + page.limit : memories.at(-1)!.id;
     return { success: true, memories, next_page_offset: next };
   }
@@ -211,15 +203,15 @@ export class MemoryService {
 
   async #sameContent(ctx: AuthenticatedContext, owner: Owner, contentHash: string): Promise<string | undefined> {
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const [row] = await ctx.em.execute<Row[]>(`select id from memory where ${owned.sql} and content_hash = ?`, [...owned.params, contentHash]);
+    const [row] = await ctx.em.execute<RowOf<Memory, 'id'>[]>(`select id from memory where ${owned.sql} and content_hash = ?`, [...owned.params, contentHash]);
     return row?.id;
   }
 
-  async #find(ctx: AuthenticatedContext, id: string): Promise<(Row & { scope: Scope; user_id: string | null }) | undefined> {
-    const [row] = await ctx.em.execute<(Row & { scope: Scope; user_id: string | null })[]>(
-      'select id, scope, user_id, content, metadata, created_at from memory where id = ? and subscription_id = ?',
-      [id, ctx.subscriptionId],
-    );
+  async #find(ctx: AuthenticatedContext, id: string): Promise<Found | undefined> {
+    const [row] = await ctx.em.execute<Found[]>('select id, scope, user_id, content, metadata, created_at from memory where id = ? and subscription_id = ?', [
+      id,
+      ctx.subscriptionId,
+    ]);
     return row;
   }
 

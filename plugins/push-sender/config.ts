@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import * as v from 'valibot';
-import { env, isPublicAddress, setting } from 'rpc-service/plugin';
+import { env, isPublicAddress, setting, settings } from 'rpc-service/plugin';
 
 /** `user@domain` after `mailto:`: one address, no query (`?subject=`), no spaces. */
 const MAILTO = /^mailto:[^\s@?#/]+@([^\s@?#/]+)$/i;
@@ -31,26 +31,23 @@ export function isVapidSubject(subject: string): boolean {
   }
 }
 
-export const pushSenderSettings = v.object({
+export const pushSenderSettings = settings({
   PUSH_VAPID_SUBJECT: setting(
-    v.pipe(
-      v.string(),
-      v.trim(),
-      v.check(
-        isVapidSubject,
-        'PUSH_VAPID_SUBJECT must be an https: URL or a mailto: address at a public host (not localhost or a loopback or private address), e.g. mailto:push@example.com',
+    (name) =>
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.check(
+          isVapidSubject,
+          `${name} must be an https: URL or a mailto: address at a public host (not localhost or a loopback or private address), e.g. mailto:push@example.com`,
+        ),
       ),
-    ),
     'how push services reach the sender (VAPID "sub"): an https: URL or a mailto: address; unset: PushSenderRpc.sendBroadcast answers FEATURE_UNAVAILABLE',
   ),
-  PUSH_SEND_CONCURRENCY: setting(env.integer('PUSH_SEND_CONCURRENCY', 1, 200), 'push requests one broadcast has under way at once', '10'),
-  PUSH_SEND_TIMEOUT_MS: setting(
-    env.integer('PUSH_SEND_TIMEOUT_MS', 100, 120_000),
-    'a push request not answered within this fails (the device is counted failed)',
-    '10000',
-  ),
+  PUSH_SEND_CONCURRENCY: setting(env.integer(1, 200), 'push requests one broadcast has under way at once', '10'),
+  PUSH_SEND_TIMEOUT_MS: setting(env.integer(100, 120_000), 'a push request not answered within this fails (the device is counted failed)', '10000'),
   PUSH_TTL_SECONDS: setting(
-    env.integer('PUSH_TTL_SECONDS', 0, 2_419_200),
+    env.integer(0, 2_419_200),
     'how long a push service keeps a broadcast for a device that is offline (TTL header; 0: deliver now or never)',
     '86400',
   ),

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { AUDIT_FIELDS, AUDIT_RECORD, listParams, listSchema } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
-import { SECRET_RECORD } from './secrets.service.ts';
+import { SECRET_FIELDS, SECRET_RECORD } from './secrets.service.ts';
 
 const MAX_VALUE_LENGTH = 65_536;
 
@@ -27,7 +27,7 @@ export const getData = defineOperation({
     filter: v.optional(
       v.strictObject(
         { zone: v.optional(v.string('filter.zone must be a string')), key: v.optional(v.string()), description: v.optional(v.string()) },
-        'unknown field; filterable fields: zone, key, description',
+        `unknown field; filterable fields: ${SECRET_FIELDS.join(', ')}`,
       ),
       {},
     ),
@@ -35,12 +35,9 @@ export const getData = defineOperation({
       v.pipe(
         v.strictObject(
           Object.fromEntries(
-            ['zone', 'key', 'description'].map((field) => [
-              field,
-              v.optional(v.picklist([1, -1, 'asc', 'desc'], `sort.${field} must be 1, -1, "asc" or "desc"`)),
-            ]),
+            SECRET_FIELDS.map((field) => [field, v.optional(v.picklist([1, -1, 'asc', 'desc'], `sort.${field} must be 1, -1, "asc" or "desc"`))]),
           ),
-          'unknown field; sortable fields: zone, key, description',
+          `unknown field; sortable fields: ${SECRET_FIELDS.join(', ')}`,
         ),
         v.transform(
           (sort) =>

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   conflict,
+  defineRecord,
   notFound,
   preparedRead,
   type AuditLog,
@@ -12,22 +13,22 @@ import {
   type Keyring,
   type ListEnvelope,
   type ListQuery,
+  type RowOf,
 } from 'rpc-service/plugin';
 import * as v from 'valibot';
 import { Secret } from './secret.entity.ts';
 
-/** Written by hand: a secret's `_id` is `zone:key`, as SecretsRpc addresses it, not its row's id. */
-export const SECRET_RECORD = v.strictObject({ _id: v.string(), zone: v.string(), key: v.string(), description: v.string() });
+/** A secret's definition, never its value; what lists filter and sort by. */
+const SECRET = defineRecord(Secret, { hide: ['subscriptionId', 'id', 'value', 'createdAt', 'updatedAt'] });
+/** The record's `_id` is `zone:key`, as SecretsRpc addresses a secret, not its row's id. */
+export const SECRET_RECORD = v.strictObject({ _id: v.string(), ...SECRET.entries });
 export type SecretRecord = v.InferOutput<typeof SECRET_RECORD>;
-
-export interface SecretFilter {
-  zone?: string;
-  key?: string;
-  description?: string;
-}
+type SecretField = keyof typeof SECRET.entries;
+/** The record's columns (zone, key, description), in the entity's order: what lists load, filter and sort by. */
+export const SECRET_FIELDS = Object.keys(SECRET.entries) as SecretField[];
 
 export interface SecretListQuery {
-  filter: SecretFilter;
+  filter: Partial<Omit<SecretRecord, '_id'>>;
   sort: Record<string, 'asc' | 'desc'>;
   page: number;
   pageSize: number;
@@ -40,12 +41,7 @@ const GROUP = 'SecretsRpc';
 
 export const secretId = (zone: string, key: string): string => `${zone}:${key}`;
 
-const toRecord = (secret: Pick<Secret, 'zone' | 'key' | 'description'>): SecretRecord => ({
-  _id: secretId(secret.zone, secret.key),
-  zone: secret.zone,
-  key: secret.key,
-  description: secret.description,
-});
+const toRecord = (secret: Pick<Secret, SecretField>): SecretRecord => ({ _id: secretId(secret.zone, secret.key), ...SECRET.toRecord(secret) });
 
 /** A secret's sealed value: read on every SecretsRpc.getSecretValue, so prepared once per connection. */
 const SEALED_VALUE = preparedRead('secrets_sealed_value', 'select value from secrets where subscription_id = $1 and zone = $2 and key = $3');
@@ -73,7 +69,7 @@ export class SecretsService {
     if (filter.key !== undefined) where.key = { $ilike: contains(filter.key) };
     if (filter.description !== undefined) where.description = { $ilike: contains(filter.description) };
     const [secrets, totalCount] = await ctx.em.findAndCount(Secret, where, {
-      fields: ['zone', 'key', 'description'],
+      fields: SECRET_FIELDS,
       orderBy: { ...sort, zone: sort.zone ?? 'asc', key: sort.key ?? 'asc' },
       limit: pageSize,
       offset: (page - 1) * pageSize,
@@ -134,7 +130,7 @@ export class SecretsService {
   /** The value, returned only once its read is in the audit log. */
   async getSecretValue(ctx: AuthenticatedContext, zone: string, key: string): Promise<{ value: string }> {
     const id = secretId(zone, key);
-    const [secret] = await this.#db.read<{ value: string }>(SEALED_VALUE, [ctx.subscriptionId, zone, key]);
+    const [secret] = await this.#db.read<RowOf<Secret, 'value'>>(SEALED_VALUE, [ctx.subscriptionId, zone, key]);
     if (!secret) throw notFound(`Secret ${id} not found`);
     const value = await this.#keyring.open(ctx.subscriptionId, secret.value);
     await this.#audit.recordRead(ctx, this.#action('read', id));

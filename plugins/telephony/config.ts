@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { env, setting, splitList } from 'rpc-service/plugin';
+import { env, setting, settings, splitList } from 'rpc-service/plugin';
 
 /** Digits of one extension at most: the longest number E.164 allows. */
 export const MAX_EXTENSION_DIGITS = 15;
@@ -41,9 +41,9 @@ const SETTINGS_OF = { local: ['TELEPHONY_EXTENSIONS'], http: ['TELEPHONY_API_URL
 const urlOf = (text: string): URL | null => (URL.canParse(text) ? new URL(text) : null);
 
 export const telephonySettings = v.pipe(
-  v.object({
+  settings({
     TELEPHONY_PROVIDER: setting(
-      v.picklist(['local', 'http'], 'TELEPHONY_PROVIDER must be local or http (or unset: no telephony)'),
+      (name) => v.picklist(['local', 'http'], `${name} must be local or http (or unset: no telephony)`),
       'local: an extension pool of this service (TELEPHONY_EXTENSIONS); http: an external platform (TELEPHONY_API_URL, TELEPHONY_API_KEY); unset: TelephonyManagerRpc answers FEATURE_UNAVAILABLE',
     ),
     TELEPHONY_EXTENSIONS: setting(
@@ -51,25 +51,22 @@ export const telephonySettings = v.pipe(
       "the local provider's extensions, each subscription's own numbering plan: comma-separated extensions and ranges, e.g. 100-199,300",
     ),
     TELEPHONY_API_URL: setting(
-      v.pipe(
-        v.string(),
-        v.check((text) => /^https?:$/.test(urlOf(text)?.protocol ?? ''), 'TELEPHONY_API_URL must be an http or https URL'),
-        v.check((text) => !urlOf(text)?.username && !urlOf(text)?.password, 'TELEPHONY_API_URL must not hold credentials; the key goes in TELEPHONY_API_KEY'),
-        v.check((text) => !urlOf(text)?.search && !urlOf(text)?.hash, 'TELEPHONY_API_URL must be a base URL, without a query or fragment'),
-        v.transform((text) => text.replace(/\/+$/, '')),
-      ),
+      (name) =>
+        v.pipe(
+          v.string(),
+          v.check((text) => /^https?:$/.test(urlOf(text)?.protocol ?? ''), `${name} must be an http or https URL`),
+          v.check((text) => !urlOf(text)?.username && !urlOf(text)?.password, `${name} must not hold credentials; the key goes in TELEPHONY_API_KEY`),
+          v.check((text) => !urlOf(text)?.search && !urlOf(text)?.hash, `${name} must be a base URL, without a query or fragment`),
+          v.transform((text) => text.replace(/\/+$/, '')),
+        ),
       'the base URL of the telephony platform (http provider), e.g. https://pbx.example.com/api/v1',
     ),
     TELEPHONY_API_KEY: setting(
       // Sent as a header: a line break in it would start another header.
-      v.pipe(v.string(), v.regex(/^[\x21-\x7e]{1,4096}$/, 'TELEPHONY_API_KEY must be printable ASCII without spaces, at most 4096 characters')),
+      (name) => v.pipe(v.string(), v.regex(/^[\x21-\x7e]{1,4096}$/, `${name} must be printable ASCII without spaces, at most 4096 characters`)),
       "the telephony platform's credential (http provider), sent as a bearer token; never logged",
     ),
-    TELEPHONY_TIMEOUT_MS: setting(
-      env.integer('TELEPHONY_TIMEOUT_MS', 100, 120_000),
-      'a request to the telephony platform not answered within this fails (UPSTREAM_ERROR)',
-      '10000',
-    ),
+    TELEPHONY_TIMEOUT_MS: setting(env.integer(100, 120_000), 'a request to the telephony platform not answered within this fails (UPSTREAM_ERROR)', '10000'),
   }),
   v.rawTransform(({ dataset, addIssue, NEVER }): TelephonyConfig => {
     const e = dataset.value;
