@@ -37,8 +37,7 @@ import { checkContributions, discoverLocalPlugins, importPackagePlugins, selectP
 import type { CoreServices } from '../plugin/services.ts';
 import { WorkerPool } from '../pool/worker-pool.ts';
 import { RateLimiter } from '../rate-limits/rate-limiter.ts';
-import { createCaller, OperationCaller, type Caller, type CallerOptions } from '../rpc/caller.ts';
-import type { Principal } from '../base/context.ts';
+import { createCaller, OperationCaller, type Caller, type CallerIdentity, type CallerOptions } from '../rpc/caller.ts';
 import { Dispatcher } from '../rpc/dispatch.ts';
 import { tenantDataPoint } from '../db/tenant-data.ts';
 import { openRpcDocument } from '../rpc/openrpc.ts';
@@ -93,8 +92,8 @@ export interface App {
   /** The deps one plugin receives (its named services, own services, config, logger, extension points). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each plugin types its deps (its Deps type), which the core cannot name; tests read them by name
   depsOf(pluginId: string): Record<string, any>;
-  /** Calls operations in the process as `principal` (null: anonymous), without HTTP. */
-  createCaller(principal: Principal | null, options?: CallerOptions): Caller;
+  /** Calls operations in the process as a principal (null: anonymous) or with a request's credentials, without HTTP. */
+  createCaller(who: CallerIdentity, options?: CallerOptions): Caller;
   listen(port?: number, host?: string): Promise<string>;
   close(): Promise<void>;
 }
@@ -258,7 +257,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         if (!scope) throw new Error(`No plugin "${pluginId}" is loaded`);
         return scope.cradle;
       },
-      createCaller: (principal, callerOptions) => createCaller(dispatcher, principal, { baseUrl: config.publicUrl, ...callerOptions }),
+      createCaller: (who, callerOptions) => createCaller(dispatcher, who, { baseUrl: config.publicUrl, ...callerOptions }),
       async listen(port = config.port, host = config.host) {
         await listenOn(server, port, host);
         const address = server.address() as AddressInfo;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createContext, type ContextFactoryDeps, type Principal, type RequestContext } from '../base/context.ts';
+import type { PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Dispatcher } from './dispatch.ts';
 import { Envelope, type CookieOptions, type Transport } from './operation.ts';
 
@@ -11,6 +12,14 @@ export interface Caller {
   readonly cookies: Map<string, string>;
 }
 
+/**
+ * Who calls: a principal (null: anonymous), or the credentials a request
+ * would present (a session token, an API key), authenticated at each call as
+ * the endpoint does, so a revoked session or a key's scopes and rate limit
+ * count as they would over HTTP.
+ */
+export type CallerIdentity = Principal | null | { credentials: PresentedCredentials };
+
 export interface CallerOptions {
   clientIp?: string;
   baseUrl?: string;
@@ -18,10 +27,12 @@ export interface CallerOptions {
 
 /**
  * tRPC's createCaller idea: unit-level tests (and jobs) call an operation with
- * a principal instead of a credential. Everything after authentication is the
- * same path as `POST /api/rpc`.
+ * a principal, or with credentials, instead of an HTTP request. Everything
+ * after authentication is the same path as `POST /api/rpc`; with credentials,
+ * authentication too.
  */
-export function createCaller(dispatcher: Dispatcher, principal: Principal | null, options: CallerOptions = {}): Caller {
+export function createCaller(dispatcher: Dispatcher, who: CallerIdentity, options: CallerOptions = {}): Caller {
+  const identity = who !== null && 'credentials' in who ? { credentials: who.credentials } : { principal: who };
   const cookies = new Map<string, string>();
   const transport: Transport = {
     clientIp: options.clientIp ?? '127.0.0.1',
@@ -34,7 +45,7 @@ export function createCaller(dispatcher: Dispatcher, principal: Principal | null
   return {
     cookies,
     async call<T>(method: string, params: unknown = {}): Promise<T> {
-      const outcome = await dispatcher.dispatch({ method, params, requestId: randomUUID(), principal, transport });
+      const outcome = await dispatcher.dispatch({ method, params, requestId: randomUUID(), ...identity, transport });
       if (!outcome.ok) throw outcome.error;
       // The caller names the result's type: the operation's own answer, unchecked (as a client reading JSON would).
       return (outcome.result instanceof Envelope ? outcome.result.fields : outcome.result) as T;

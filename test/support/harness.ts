@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'rpc-service/plugin';
-import { startTestService, type TestService } from 'rpc-service/testing';
+import { startTestService, uniqueName, type TestService } from 'rpc-service/testing';
+import type { AuthRpcSignupResult } from '../../clients/typescript/src/operations.ts';
+import { callerIn, type Caller, type Who } from './caller.ts';
 import { createScratchDatabase, directUrlOf, TEST_DATABASE_URL, type ScratchDatabase } from './database.ts';
 
 export { uniqueName, TEST_MASTER_KEY, type CallOptions, type RpcResponse } from 'rpc-service/testing';
@@ -25,7 +27,20 @@ export interface StartOptions {
   host?: string;
 }
 
-export type TestApp = TestService;
+/** A user signed up with a team of their own: the session, as AuthRpc.signup answers it, and the password. */
+export type Session = AuthRpcSignupResult & { password: string };
+
+export interface TestApp extends Omit<TestService, 'signup'> {
+  /**
+   * Operations called in the process, typed, as `who`: a session or API key
+   * (authenticated at each call, as over HTTP), a principal, or anonymously
+   * (null). For unit-level checks; what a client sees on the wire goes
+   * through `call`, `ok` and the doors' own tests.
+   */
+  as(who: Who): Caller;
+  /** Signs up a new user with a team of their own (an admin of it). */
+  signup(name?: string, password?: string): Promise<Session>;
+}
 
 /** The service as rpc-service/testing starts it, on a scratch PostgreSQL database when TEST_DATABASE_URL is set, with the example plugin. */
 export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
@@ -35,7 +50,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     scratch = await createScratchDatabase(TEST_DATABASE_URL);
     databaseUrl = scratch.url;
   }
-  return startTestService({
+  const service = await startTestService({
     env: {
       LOG_LEVEL: 'debug',
       // Test files sign up many users from one address; the limit's own tests set it lower.
@@ -53,6 +68,15 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     host: options.host,
     onClose: scratch ? () => scratch.drop() : undefined,
   });
+  // Links in answers (upload URLs) name PUBLIC_URL, else the address the test's requests go to, as over HTTP.
+  const as = (who: Who) => callerIn(service.app, who, { baseUrl: service.app.config.publicUrl ?? service.url });
+  return {
+    ...service,
+    as,
+    async signup(name = uniqueName(), password = 'correct horse battery') {
+      return { ...(await as(null).AuthRpc.signup({ email: `${name}@example.com`, username: name, password })), password };
+    },
+  };
 }
 
 /** A request to a route outside /api/rpc, with a session token when given: its status and JSON body. */
