@@ -4,7 +4,8 @@ import type { Role } from 'rpc-service/plugin';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
 import { addUser } from '../support/users.ts';
-import { linearGraph } from '../support/workflows.ts';
+import { linearGraph, waitingRun } from '../support/workflows.ts';
+import { refused } from '../support/caller.ts';
 
 /**
  * Rights travel with the work (docs/decisions/0056-rights-travel-with-the-work.md):
@@ -31,7 +32,6 @@ const RIGHTS: Record<Role, ReadonlySet<Probe>> = {
 const allowedFor = (probe: Probe, roles: readonly Role[]) => roles.every((role) => RIGHTS[role].has(probe));
 
 type Session = { token: string; user: { _id: string } };
-const as = (session: Session) => ({ token: session.token });
 
 describe('Deputies: a stored action acts with at most the rights of the weakest person who shaped it', () => {
   let t: TestApp;
@@ -68,7 +68,7 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
       people[role] = [await addUser(t, owner.subscriptionId, role), await addUser(t, owner.subscriptionId, role)] as unknown as [Session, Session];
     }
     pawn = (await addUser(t, owner.subscriptionId, 'user')) as unknown as Session;
-    await t.ok('SecretsRpc.create', { zone: 'vault', key: 'root', value: 'admin-only-value' }, as(owner));
+    await t.as(owner).SecretsRpc.create({ zone: 'vault', key: 'root', value: 'admin-only-value' });
   });
   after(() => t.close());
 
@@ -79,17 +79,13 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
         const author = people[creator][0];
         const { method, params } = probe(kind);
         const later = `once:${new Date(Date.now() + 60 * 60_000).toISOString()}`;
-        const taskId: string = await t.ok(
-          'SchedulerRpc.create',
-          { taskConfig: { name: `${creator}-${editor}-${kind}`, schedule: later, actionType: 'event', actionConfig: { eventName: 'harmless.tick' } } },
-          as(author),
-        );
+        const taskId: string = await t.as(author).SchedulerRpc.create({
+          taskConfig: { name: `${creator}-${editor}-${kind}`, schedule: later, actionType: 'event', actionConfig: { eventName: 'harmless.tick' } },
+        });
         // What it does is set by its editor (or its creator alone), as in the reproduction: an admin's task turned into a promotion.
-        await t.ok(
-          'SchedulerRpc.update',
-          { taskId, updatedConfig: { actionType: 'rpc', actionConfig: { method, params } } },
-          as(editor ? editorOf(creator, editor) : author),
-        );
+        await t
+          .as(editor ? editorOf(creator, editor) : author)
+          .SchedulerRpc.update({ taskId, updatedConfig: { actionType: 'rpc', actionConfig: { method, params } } });
         cases.push({
           label: `${kind}: created by ${creator}, edited by ${editor ?? 'nobody'}`,
           taskId,
@@ -107,13 +103,11 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
       for (const kind of PROBES) {
         const name = `wf-${creator}-${editor}-${kind}-${Math.random().toString(36).slice(2, 8)}`;
         names.set(kind, name);
-        const created = await t.ok('WorkflowRpc.create', { name, ...linearGraph([]) }, as(people[creator][0]));
+        const created = await t.as(people[creator][0]).WorkflowRpc.create({ name, ...linearGraph([]) });
         const { method, params } = probe(kind);
-        await t.ok(
-          'WorkflowRpc.update',
-          { _id: created._id, ...linearGraph([{ id: 'probe', type: 'rpc', config: { method, params, saveAs: 'answer' } }], '"done"') },
-          as(editor ? editorOf(creator, editor) : people[creator][0]),
-        );
+        await t
+          .as(editor ? editorOf(creator, editor) : people[creator][0])
+          .WorkflowRpc.update({ _id: created._id, ...linearGraph([{ id: 'probe', type: 'rpc', config: { method, params, saveAs: 'answer' } }], '"done"') });
       }
       // Every role starts what its creator alone shaped; an edited one is started by an admin, who lends it nothing.
       for (const starter of editor ? (['admin'] as const) : ROLES) {
@@ -121,7 +115,7 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
         await Promise.all(
           PROBES.map(async (kind) => {
             const expected = allowedFor(kind, [creator, ...(editor ? [editor] : []), starter]);
-            const answer = await t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: names.get(kind) }, as(starting));
+            const answer = await t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: names.get(kind) }, { token: starting.token });
             const label = `${kind}: created by ${creator}, edited by ${editor ?? 'nobody'}, run by ${starter}`;
             const succeeded = answer.body.success === true && answer.body.data.result?.status === 'completed';
             if (succeeded !== expected) {
@@ -142,26 +136,20 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
     for (const { creator, editor } of pairs) {
       for (const kind of PROBES) {
         const name = `sched-${creator}-${editor}-${kind}-${Math.random().toString(36).slice(2, 8)}`;
-        const created = await t.ok('WorkflowRpc.create', { name, ...linearGraph([]) }, as(people[creator][0]));
+        const created = await t.as(people[creator][0]).WorkflowRpc.create({ name, ...linearGraph([]) });
         const { method, params } = probe(kind);
         // An admin schedules the workflow; who shaped the workflow (its creator, then its editor) bounds each run.
-        const taskId: string = await t.ok(
-          'SchedulerRpc.create',
-          {
-            taskConfig: {
-              name,
-              schedule: `once:${new Date(Date.now() + 60 * 60_000).toISOString()}`,
-              actionType: 'workflow',
-              actionConfig: { workflowIdentifier: name },
-            },
+        const taskId: string = await t.as(scheduler).SchedulerRpc.create({
+          taskConfig: {
+            name,
+            schedule: `once:${new Date(Date.now() + 60 * 60_000).toISOString()}`,
+            actionType: 'workflow',
+            actionConfig: { workflowIdentifier: name },
           },
-          as(scheduler),
-        );
-        await t.ok(
-          'WorkflowRpc.update',
-          { _id: created._id, ...linearGraph([{ id: 'probe', type: 'rpc', config: { method, params, saveAs: 'answer' } }], '"done"') },
-          as(editor ? editorOf(creator, editor) : people[creator][0]),
-        );
+        });
+        await t
+          .as(editor ? editorOf(creator, editor) : people[creator][0])
+          .WorkflowRpc.update({ _id: created._id, ...linearGraph([{ id: 'probe', type: 'rpc', config: { method, params, saveAs: 'answer' } }], '"done"') });
         cases.push({
           label: `${kind}: workflow created by ${creator}, edited by ${editor ?? 'nobody'}, scheduled by admin`,
           taskId,
@@ -183,8 +171,8 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
       const batch = cases.slice(start, start + 12);
       await t.app.deps.db.execute(`update scheduler_task set next_run = now() where id = any(?::uuid[])`, [`{${batch.map((c) => c.taskId).join(',')}}`]);
       const finished = await eventually(async () => {
-        const listed = await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(admin));
-        const byTask = new Map<string, { status: string; error: string | null }>(listed.data.map((run: { taskId: string }) => [run.taskId, run]));
+        const listed = await t.as(admin).SchedulerRpc.listRuns({ pageSize: 200 });
+        const byTask = new Map<string, { status: string; error: string | null }>(listed.data.map((run) => [run.taskId, run]));
         return batch.every((c) => byTask.get(c.taskId) && byTask.get(c.taskId)!.status !== 'running') ? byTask : undefined;
       }, 60_000);
       for (const c of batch) runs.set(c.taskId, finished.get(c.taskId)!);
@@ -213,11 +201,11 @@ describe('Deputies: the reproductions of the hostile run', () => {
 
   const runOf = (taskId: string) =>
     eventually(async () => {
-      const [run] = (await t.ok('SchedulerRpc.listRuns', { taskId }, as(admin))).data;
+      const [run] = (await t.as(admin).SchedulerRpc.listRuns({ taskId })).data;
       return run && run.status !== 'running' ? (run as { status: string; error: string | null }) : undefined;
     }, 30_000);
   const dueNow = (taskId: string) => t.app.deps.db.execute('update scheduler_task set next_run = now() where id = ?', [taskId]);
-  const roleOf = async (userId: string) => (await t.ok('AdminUserRpc.findById', { id: userId }, as(admin))).role;
+  const roleOf = async (userId: string) => (await t.as(admin).AdminUserRpc.findById({ id: userId })).role;
   const secretRead = { id: 'read', type: 'rpc', config: { method: 'SecretsRpc.getSecretValue', params: { zone: 'ops', key: 'token' }, saveAs: 'secret' } };
 
   before(async () => {
@@ -229,30 +217,27 @@ describe('Deputies: the reproductions of the hostile run', () => {
     admin = await t.signup();
     staff = await addUser(t, admin.subscriptionId, 'staff');
     member = await addUser(t, admin.subscriptionId, 'user');
-    await t.ok('SecretsRpc.create', { zone: 'ops', key: 'token', value: 'admin-only-value' }, as(admin));
+    await t.as(admin).SecretsRpc.create({ zone: 'ops', key: 'token', value: 'admin-only-value' });
   });
   after(() => t.close());
 
   it("a staff member who edits an admin's task to make themselves admin stays staff", async () => {
-    const taskId: string = await t.ok(
-      'SchedulerRpc.create',
-      { taskConfig: { name: 'Nightly', schedule: '0 3 * * *', actionType: 'event', actionConfig: { eventName: 'nightly.tick' } } },
-      as(admin),
-    );
-    await t.ok(
-      'SchedulerRpc.update',
-      { taskId, updatedConfig: { actionType: 'rpc', actionConfig: { method: 'AdminUserRpc.update', params: { _id: staff.user._id, role: 'admin' } } } },
-      as(staff),
-    );
+    const taskId: string = await t
+      .as(admin)
+      .SchedulerRpc.create({ taskConfig: { name: 'Nightly', schedule: '0 3 * * *', actionType: 'event', actionConfig: { eventName: 'nightly.tick' } } });
+    await t.as(staff).SchedulerRpc.update({
+      taskId,
+      updatedConfig: { actionType: 'rpc', actionConfig: { method: 'AdminUserRpc.update', params: { _id: staff.user._id, role: 'admin' } } },
+    });
     await dueNow(taskId);
     const run = await runOf(taskId);
     assert.equal(run.status, 'failed');
     assert.match(run.error!, /^FORBIDDEN: AdminUserRpc\.update requires the admin role/);
     assert.equal(await roleOf(staff.user._id), 'staff');
     // Saved again by the admin alone, it is still the staff member's work: it stays within their rights.
-    await t.ok('SchedulerRpc.update', { taskId, updatedConfig: { name: 'Nightly (checked)' } }, as(admin));
+    await t.as(admin).SchedulerRpc.update({ taskId, updatedConfig: { name: 'Nightly (checked)' } });
     await dueNow(taskId);
-    await eventually(async () => ((await t.ok('SchedulerRpc.listRuns', { taskId }, as(admin))).data.length === 2 ? true : undefined), 30_000);
+    await eventually(async () => ((await t.as(admin).SchedulerRpc.listRuns({ taskId })).data.length === 2 ? true : undefined), 30_000);
     assert.equal(await roleOf(staff.user._id), 'staff');
   });
 
@@ -264,14 +249,13 @@ describe('Deputies: the reproductions of the hostile run', () => {
       ],
       '"done"',
     );
-    await t.ok('WorkflowRpc.create', { name: 'Copy', ...graph }, as(member));
-    const byAdmin = await t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Copy' }, as(admin));
-    assert.equal(byAdmin.body.data.code, 'WORKFLOW_FAILED');
-    assert.match(byAdmin.body.data.error, /FORBIDDEN: SecretsRpc\.getSecretValue requires the admin role/);
-    const tasks = await t.ok('TaskRpc.getData', { taskInstanceId: 'board', pageSize: 200 }, as(member));
+    await t.as(member).WorkflowRpc.create({ name: 'Copy', ...graph });
+    const byAdmin = await refused(t.as(admin).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Copy' }), 'WORKFLOW_FAILED');
+    assert.match(byAdmin.message, /FORBIDDEN: SecretsRpc\.getSecretValue requires the admin role/);
+    const tasks = await t.as(member).TaskRpc.getData({ taskInstanceId: 'board', pageSize: 200 });
     assert.equal(tasks.totalCount, 0);
     // Run by the member, the same workflow gets no further either.
-    assert.equal((await t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Copy' }, as(member))).body.data.code, 'WORKFLOW_FAILED');
+    await refused(t.as(member).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Copy' }), 'WORKFLOW_FAILED');
   });
 
   it('a workflow an admin scheduled, edited afterwards by staff or by the member who owns it, runs within their rights', async () => {
@@ -280,13 +264,11 @@ describe('Deputies: the reproductions of the hostile run', () => {
       [member, member],
     ] as const) {
       const name = `Report ${editor.user._id.slice(0, 8)}`;
-      const created = await t.ok('WorkflowRpc.create', { name, ...linearGraph([], '"nothing yet"') }, as(owner));
-      const taskId: string = await t.ok(
-        'SchedulerRpc.create',
-        { taskConfig: { name, schedule: '0 3 * * *', actionType: 'workflow', actionConfig: { workflowIdentifier: name } } },
-        as(admin),
-      );
-      await t.ok('WorkflowRpc.update', { _id: created._id, ...linearGraph([secretRead], 'secret') }, as(editor));
+      const created = await t.as(owner).WorkflowRpc.create({ name, ...linearGraph([], '"nothing yet"') });
+      const taskId: string = await t
+        .as(admin)
+        .SchedulerRpc.create({ taskConfig: { name, schedule: '0 3 * * *', actionType: 'workflow', actionConfig: { workflowIdentifier: name } } });
+      await t.as(editor).WorkflowRpc.update({ _id: created._id, ...linearGraph([secretRead], 'secret') });
       await dueNow(taskId);
       const run = await runOf(taskId);
       assert.equal(run.status, 'failed');
@@ -308,24 +290,20 @@ describe('Deputies: the reproductions of the hostile run', () => {
         { source: 'read', target: 'done' },
       ],
     };
-    await t.ok('WorkflowRpc.create', { name: 'Gate', ...graph }, as(admin));
-    const waiting = (await t.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Gate' }, as(admin))) as { instanceId: string };
-    await t.ok(
-      'WorkflowRpc.sendEventToWorkflow',
-      { workflowName: 'Gate', eventName: 'approved', eventData: {}, context: { id: waiting.instanceId } },
-      as(member),
-    );
+    await t.as(admin).WorkflowRpc.create({ name: 'Gate', ...graph });
+    const waiting = waitingRun(await t.as(admin).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Gate' }));
+    await t.as(member).WorkflowRpc.sendEventToWorkflow({ workflowName: 'Gate', eventName: 'approved', eventData: {}, context: { id: waiting } });
     const ended = await eventually(async () => {
-      const run = await t.ok('WorkflowRpc.getInstance', { instanceId: waiting.instanceId }, as(admin));
+      const run = await t.as(admin).WorkflowRpc.getInstance({ instanceId: waiting });
       return run.status === 'failed' || run.status === 'completed' ? run : undefined;
     }, 30_000);
     assert.equal(ended.status, 'failed');
-    assert.match(ended.error, /FORBIDDEN: SecretsRpc\.getSecretValue requires the admin role/);
+    assert.match(ended.error!, /FORBIDDEN: SecretsRpc\.getSecretValue requires the admin role/);
     // Approved by an admin, the same workflow reads it.
-    const again = (await t.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Gate' }, as(admin))) as { instanceId: string };
-    await t.ok('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Gate', eventName: 'approved', eventData: {}, context: { id: again.instanceId } }, as(admin));
+    const again = waitingRun(await t.as(admin).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Gate' }));
+    await t.as(admin).WorkflowRpc.sendEventToWorkflow({ workflowName: 'Gate', eventName: 'approved', eventData: {}, context: { id: again } });
     const completed = await eventually(async () => {
-      const run = await t.ok('WorkflowRpc.getInstance', { instanceId: again.instanceId }, as(admin));
+      const run = await t.as(admin).WorkflowRpc.getInstance({ instanceId: again });
       return run.status === 'completed' ? run : undefined;
     }, 30_000);
     assert.deepEqual(completed.output, { value: 'admin-only-value' });
@@ -334,26 +312,21 @@ describe('Deputies: the reproductions of the hostile run', () => {
   it('a role cut by one stored action stays cut in what it starts: a workflow it runs, a task it saves', async () => {
     const agent = await addUser(t, admin.subscriptionId, 'agent');
     const staffRead = { id: 'counts', type: 'rpc', config: { method: 'JobQueueRpc.getCounts', params: {}, saveAs: 'counts' } };
-    await t.ok('WorkflowRpc.create', { name: 'Counts', ...linearGraph([staffRead], '"read"') }, as(admin));
+    await t.as(admin).WorkflowRpc.create({ name: 'Counts', ...linearGraph([staffRead], '"read"') });
     // An agent's task, edited by staff: it acts as the staff member with a member's rights (staff and agent each lack a right of the other).
     const later = '0 3 * * *';
-    const runs: string = await t.ok(
-      'SchedulerRpc.create',
-      { taskConfig: { name: 'Runs counts', schedule: later, actionType: 'event', actionConfig: { eventName: 'agent.tick' } } },
-      as(agent),
-    );
-    await t.ok('SchedulerRpc.update', { taskId: runs, updatedConfig: { actionType: 'workflow', actionConfig: { workflowIdentifier: 'Counts' } } }, as(staff));
-    const saves: string = await t.ok(
-      'SchedulerRpc.create',
-      { taskConfig: { name: 'Saves a task', schedule: later, actionType: 'event', actionConfig: { eventName: 'agent.tick' } } },
-      as(agent),
-    );
+    const runs: string = await t
+      .as(agent)
+      .SchedulerRpc.create({ taskConfig: { name: 'Runs counts', schedule: later, actionType: 'event', actionConfig: { eventName: 'agent.tick' } } });
+    await t.as(staff).SchedulerRpc.update({ taskId: runs, updatedConfig: { actionType: 'workflow', actionConfig: { workflowIdentifier: 'Counts' } } });
+    const saves: string = await t
+      .as(agent)
+      .SchedulerRpc.create({ taskConfig: { name: 'Saves a task', schedule: later, actionType: 'event', actionConfig: { eventName: 'agent.tick' } } });
     const inner = { name: 'Saved by a task', schedule: later, actionType: 'rpc', actionConfig: { method: 'JobQueueRpc.getCounts', params: {} } };
-    await t.ok(
-      'SchedulerRpc.update',
-      { taskId: saves, updatedConfig: { actionType: 'rpc', actionConfig: { method: 'SchedulerRpc.create', params: { taskConfig: inner } } } },
-      as(staff),
-    );
+    await t.as(staff).SchedulerRpc.update({
+      taskId: saves,
+      updatedConfig: { actionType: 'rpc', actionConfig: { method: 'SchedulerRpc.create', params: { taskConfig: inner } } },
+    });
     await dueNow(runs);
     await dueNow(saves);
     const ran = await runOf(runs);
@@ -369,27 +342,23 @@ describe('Deputies: the reproductions of the hostile run', () => {
   });
 
   it("what an API key saves acts within the key's scopes, whoever holds it", async () => {
-    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'scheduler only', scopes: ['SchedulerRpc'] }, as(admin));
-    const taskId: string = await t.ok(
-      'SchedulerRpc.create',
-      {
-        taskConfig: {
-          name: 'Key task',
-          schedule: '0 3 * * *',
-          actionType: 'rpc',
-          actionConfig: { method: 'SecretsRpc.getSecretValue', params: { zone: 'ops', key: 'token' } },
-        },
+    const { fullKey } = await t.as(admin).ApiKeyRpc.create({ description: 'scheduler only', scopes: ['SchedulerRpc'] });
+    const taskId: string = await t.as({ apiKey: fullKey }).SchedulerRpc.create({
+      taskConfig: {
+        name: 'Key task',
+        schedule: '0 3 * * *',
+        actionType: 'rpc',
+        actionConfig: { method: 'SecretsRpc.getSecretValue', params: { zone: 'ops', key: 'token' } },
       },
-      { apiKey: fullKey },
-    );
+    });
     await dueNow(taskId);
     const run = await runOf(taskId);
     assert.equal(run.status, 'failed');
     assert.match(run.error!, /^FORBIDDEN: This API key may not call SecretsRpc\.getSecretValue/);
     // The same task saved by the admin's session is the admin's alone again only if the key's part is gone: the key stays an author.
-    const workflowKey = (await t.ok('ApiKeyRpc.create', { description: 'workflows only', scopes: ['WorkflowRpc'] }, as(admin))).fullKey;
-    await t.ok('WorkflowRpc.create', { name: 'Key flow', ...linearGraph([secretRead], 'secret') }, { apiKey: workflowKey });
-    const byKey = await t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Key flow' }, { apiKey: workflowKey });
-    assert.match(byKey.body.data.error, /This API key may not call SecretsRpc\.getSecretValue/);
+    const workflowKey = (await t.as(admin).ApiKeyRpc.create({ description: 'workflows only', scopes: ['WorkflowRpc'] })).fullKey;
+    await t.as({ apiKey: workflowKey }).WorkflowRpc.create({ name: 'Key flow', ...linearGraph([secretRead], 'secret') });
+    const byKey = await refused(t.as({ apiKey: workflowKey }).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Key flow' }), 'WORKFLOW_FAILED');
+    assert.match(byKey.message, /This API key may not call SecretsRpc\.getSecretValue/);
   });
 });

@@ -197,7 +197,7 @@ describe('WebSocket /ws', () => {
     t = await startTestApp({ extraPlugins: [catalogue] });
     owner = await t.signup();
     other = await t.signup();
-    ownerKey = await t.ok('ApiKeyRpc.create', { description: 'websocket' }, { token: owner.token });
+    ownerKey = await t.as(owner).ApiKeyRpc.create({ description: 'websocket' });
   });
   after(async () => {
     closeAllSockets();
@@ -355,13 +355,13 @@ describe('WebSocket /ws', () => {
   describe('revocation', () => {
     it('AuthRpc.logout closes the sockets of that session at once, and only those', async () => {
       const user = await t.signup();
-      const second = await t.ok('AuthRpc.login', { identifier: user.user.username, password: user.password });
+      const second = await t.as(null).AuthRpc.login({ identifier: user.user.username, password: user.password });
       assert.notEqual(second.token, user.token);
       const loggingOut = await connect(t, { headers: { authorization: `Bearer ${user.token}` } });
       const viaCookie = await connect(t, { headers: { cookie: `session=${user.token}` } });
       const otherSession = await connect(t, { query: { token: second.token } });
       try {
-        assert.deepEqual(await t.ok('AuthRpc.logout', {}, { token: user.token }), { success: true });
+        assert.deepEqual(await t.as(user).AuthRpc.logout(), { success: true });
         assert.equal((await loggingOut.closed()).code, 4001);
         assert.equal((await viaCookie.closed()).code, 4001);
         await otherSession.barrier();
@@ -373,12 +373,12 @@ describe('WebSocket /ws', () => {
     });
 
     it('ApiKeyRpc.delete closes the sockets of that key at once', async () => {
-      const doomed = await t.ok('ApiKeyRpc.create', { description: 'doomed' }, { token: owner.token });
+      const doomed = await t.as(owner).ApiKeyRpc.create({ description: 'doomed' });
       const byHeader = await connect(t, { headers: { 'x-api-key': doomed.fullKey } });
       const byQuery = await connect(t, { query: { apiKey: doomed.fullKey } });
       const session = await connect(t, { query: { token: owner.token } });
       try {
-        assert.deepEqual(await t.ok('ApiKeyRpc.delete', { _id: doomed._id }, { token: owner.token }), { success: true });
+        assert.deepEqual(await t.as(owner).ApiKeyRpc.delete({ _id: doomed._id }), { success: true });
         const closed = await byHeader.closed();
         assert.equal(closed.code, 4001);
         assert.equal(closed.reason, 'credential revoked');
@@ -393,11 +393,11 @@ describe('WebSocket /ws', () => {
     });
 
     it('disabling an API key closes its sockets at once', async () => {
-      const key = await t.ok('ApiKeyRpc.create', { description: 'to disable' }, { token: owner.token });
+      const key = await t.as(owner).ApiKeyRpc.create({ description: 'to disable' });
       const keep = await connect(t, { headers: { 'x-api-key': ownerKey.fullKey } });
       const socket = await connect(t, { headers: { 'x-api-key': key.fullKey } });
       try {
-        await t.ok('ApiKeyRpc.update', { _id: key._id, isEnabled: false }, { token: owner.token });
+        await t.as(owner).ApiKeyRpc.update({ _id: key._id, isEnabled: false });
         assert.equal((await socket.closed()).code, 4001);
         await keep.barrier();
         assert.ok(keep.isOpen);
@@ -409,10 +409,10 @@ describe('WebSocket /ws', () => {
     });
 
     it('editing a key without revoking it keeps its sockets open', async () => {
-      const key = await t.ok('ApiKeyRpc.create', { description: 'to edit' }, { token: owner.token });
+      const key = await t.as(owner).ApiKeyRpc.create({ description: 'to edit' });
       const socket = await connect(t, { headers: { 'x-api-key': key.fullKey } });
       try {
-        await t.ok('ApiKeyRpc.update', { _id: key._id, description: 'edited', initialContext: '{"projectId":"p"}' }, { token: owner.token });
+        await t.as(owner).ApiKeyRpc.update({ _id: key._id, description: 'edited', initialContext: '{"projectId":"p"}' });
         // The change is re-checked asynchronously; give it time to (wrongly) close the socket.
         await new Promise((resolve) => setTimeout(resolve, 200));
         await socket.barrier();
@@ -472,7 +472,7 @@ describe('event fan-out between two instances on one PostgreSQL', { skip: TEST_D
   });
 
   it('B recovers after losing its LISTEN connection: it forgets cached credentials and hears events again', async () => {
-    const key = await a.ok('ApiKeyRpc.create', { description: 'survives a reconnect' }, { token: owner.token });
+    const key = await a.as(owner).ApiKeyRpc.create({ description: 'survives a reconnect' });
     await b.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey }); // cached on B
     const onB = await connect(b, { headers: { authorization: `Bearer ${owner.token}` } });
     let resynced = 0;
@@ -486,7 +486,7 @@ describe('event fan-out between two instances on one PostgreSQL', { skip: TEST_D
       );
       assert.ok(cut!.n >= 2, `terminated ${cut!.n} listeners`);
       // While B is not listening, A deletes the key: B must not keep trusting its cached copy.
-      await a.ok('ApiKeyRpc.delete', { _id: key._id }, { token: owner.token });
+      await a.as(owner).ApiKeyRpc.delete({ _id: key._id });
       const deadline = Date.now() + WAIT_MS;
       let delivered: any;
       while (!delivered && Date.now() < deadline) {
@@ -504,12 +504,12 @@ describe('event fan-out between two instances on one PostgreSQL', { skip: TEST_D
   });
 
   it('refuses on B, long before its cache would expire, an API key cached on B and deleted on A, and closes its socket on B', async () => {
-    const key = await a.ok('ApiKeyRpc.create', { description: 'cross-node' }, { token: owner.token });
+    const key = await a.as(owner).ApiKeyRpc.create({ description: 'cross-node' });
     const me = await b.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey }); // now cached on B
     assert.equal(me.apiKeyId, key._id);
     const socket = await connect(b, { headers: { 'x-api-key': key.fullKey } });
     try {
-      await a.ok('ApiKeyRpc.delete', { _id: key._id }, { token: owner.token });
+      await a.as(owner).ApiKeyRpc.delete({ _id: key._id });
       // The key is cached on B for AUTH_CACHE_TTL_SECONDS (60): refused well before, it was the deletion that reached B.
       const deadline = Date.now() + WAIT_MS;
       let status = 0;

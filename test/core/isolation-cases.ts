@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { uniqueName, type CallOptions, type TestApp } from '../support/harness.ts';
+import { uniqueName, type TestApp } from '../support/harness.ts';
 import { putUpload } from '../support/uploads.ts';
 
 /** The cases of test/core/isolation.test.ts: what each id-taking operation must answer another tenant, and the records each needs. */
@@ -319,7 +319,7 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
         taskId: notFound((x) => ({ taskId: x.schedulerTask })),
         // delete: a task of B's for each call.
         ...ignoredContext(async (_x, b, t) => ({
-          taskId: operation === 'delete' ? await t.ok('SchedulerRpc.create', { taskConfig: schedulerTask() }, as(b.admin)) : b.ids.schedulerTask,
+          taskId: operation === 'delete' ? await t.as(b.admin).SchedulerRpc.create({ taskConfig: schedulerTask() }) : b.ids.schedulerTask,
         })),
       },
     ]),
@@ -456,7 +456,7 @@ async function kbUpload(t: TestApp, b: Tenant): Promise<string> {
 }
 
 export function schedulerTask() {
-  return { name: namedNew('Task'), schedule: '0 0 1 1 *', actionType: 'event', actionConfig: { eventName: 'isolation.tick' } };
+  return { name: namedNew('Task'), schedule: '0 0 1 1 *', actionType: 'event' as const, actionConfig: { eventName: 'isolation.tick' } };
 }
 
 /** start → wait for "approved" → end: a run that stays waiting. */
@@ -474,12 +474,10 @@ export function waitingGraph() {
   };
 }
 
-export const as = (session: { token: string }): CallOptions => ({ token: session.token });
-
 /** An upload key of the tenant's admin, a file sent with it, not yet put to use. */
 export async function uploaded(t: TestApp, x: Tenant, method: string, params: Params, bytes: Buffer, type: string): Promise<string> {
-  const { uploadKey } = await t.ok(method, params, as(x.admin));
-  const answer = await putUpload(t, uploadKey, bytes, type, { ...as(x.admin), fileName: 'file' });
+  const { uploadKey } = await t.as(x.admin).call<{ uploadKey: string }>(method, params);
+  const answer = await putUpload(t, uploadKey, bytes, type, { token: x.admin.token, fileName: 'file' });
   assert.equal(answer.status, 200, JSON.stringify(answer.body));
   return uploadKey;
 }

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { OperationListing } from '../../core/rpc/registry.ts';
+import type { Refusal } from '../support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
-import { type Schema, idParams, PASSWORD, type Session, type Tenant, type Params, PAGE, EXPECTATIONS, as } from './isolation-cases.ts';
+import { type Schema, idParams, PASSWORD, type Session, type Tenant, type Params, PAGE, EXPECTATIONS } from './isolation-cases.ts';
 import { SEEDS } from './isolation-seeds.ts';
 
 /**
@@ -38,16 +39,14 @@ describe('tenant isolation of every operation that takes an id', () => {
 
   /** Seeds the webhook last, so that its one failed delivery is the only one. */
   async function webhook(x: Tenant) {
-    const key = await t.ok('ApiKeyRpc.create', { description: 'hooks' }, as(x.admin));
+    const key = await t.as(x.admin).ApiKeyRpc.create({ description: 'hooks' });
     x.ids.apiKey = key._id;
-    await t.ok(
-      'ApiManagementRpc.registerWebhook',
-      { webhookUrl: `${hooks.url}/${x.label}`, webhookSecret: 'whsec-isolation-0123456789' },
-      { apiKey: key.fullKey },
-    );
-    await t.ok('SecretsRpc.create', { zone: 'hooks', key: 'FIRE', value: 'x' }, as(x.admin));
+    await t
+      .as({ apiKey: key.fullKey })
+      .ApiManagementRpc.registerWebhook({ webhookUrl: `${hooks.url}/${x.label}`, webhookSecret: 'whsec-isolation-0123456789' });
+    await t.as(x.admin).SecretsRpc.create({ zone: 'hooks', key: 'FIRE', value: 'x' });
     const [failed] = await eventually(async () => {
-      const { data } = await t.ok('ApiManagementRpc.getDeliveries', { apiKeyId: key._id, state: 'failed' }, as(x.admin));
+      const { data } = await t.as(x.admin).ApiManagementRpc.getDeliveries({ apiKeyId: key._id, state: 'failed' });
       return data.length > 0 ? data : undefined;
     });
     x.ids.delivery = failed._id;
@@ -120,7 +119,7 @@ describe('tenant isolation of every operation that takes an id', () => {
       checked++;
       const code = answer.code ?? 'OK';
       if (code !== expectation.answer) failures.push(`${label}: ${code} (expected ${expectation.answer}): ${JSON.stringify(answer).slice(0, 300)}`);
-      const comparable = (reply: Answer) => normalised(expectation.creates ? { status: reply.status, code: reply.code } : reply, a.ids, nobody);
+      const comparable = (reply: Answer) => normalised(expectation.creates ? { code: reply.code } : reply, a.ids, nobody);
       if (JSON.stringify(comparable(answer)) !== JSON.stringify(comparable(unknown))) {
         failures.push(
           `${label}: answers A's id otherwise than an unknown one:\n  A's:     ${JSON.stringify(comparable(answer)).slice(0, 400)}\n  unknown: ${JSON.stringify(comparable(unknown)).slice(0, 400)}`,
@@ -140,16 +139,20 @@ describe('tenant isolation of every operation that takes an id', () => {
 });
 
 interface Answer {
-  status: number;
   code?: string;
   message?: string;
   data?: unknown;
 }
 
+/** The data of the call, or the code and message it was refused with (the code stands for its HTTP status). */
 async function answerOf(t: TestApp, method: string, params: Params, caller: Tenant): Promise<Answer> {
-  const response = await t.call(method, params, as(caller.admin));
-  if (response.body.success) return { status: response.status, data: response.body.data };
-  return { status: response.status, code: response.body.data.code, message: response.body.data.error };
+  return t
+    .as(caller.admin)
+    .call(method, params)
+    .then(
+      (data) => ({ data }),
+      (error: Refusal) => ({ code: error.code, message: error.message }),
+    );
 }
 
 /** The answer with A's ids and the made-up ones written as <name>, and times as <time>: what is left must be the same. */
@@ -212,6 +215,6 @@ async function snapshot(t: TestApp, x: Tenant): Promise<Record<string, unknown>>
     ['UserProfileRpc.getUserProfile', {}, x.member],
   ];
   const read: Record<string, unknown> = {};
-  for (const [method, params, session] of reads) read[`${method} ${JSON.stringify(params)}`] = await t.ok(method, params, as(session ?? x.admin));
+  for (const [method, params, session] of reads) read[`${method} ${JSON.stringify(params)}`] = await t.as(session ?? x.admin).call(method, params);
   return read;
 }

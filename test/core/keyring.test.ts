@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { gcmOpen, gcmSeal } from '../../core/credentials/crypto.ts';
 import { Keyring } from '../../core/credentials/keyring.ts';
 import { resolveMasterKeys } from '../../core/credentials/master-key.ts';
+import { refused } from '../support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject } from '../support/process.ts';
@@ -89,8 +90,8 @@ describe('rotate-master-key', () => {
       const subscriptions = [randomUUID(), randomUUID(), randomUUID()];
       const sealed = await Promise.all(subscriptions.map((id) => before.app.deps.keyring.seal(id, `secret of ${id}`)));
       const admin = await before.signup();
-      await before.ok('SecretsRpc.create', { zone: 'production', key: 'DB_PASSWORD', value: 'through the API' }, { token: admin.token });
-      const readSecret = (t: TestApp) => t.call('SecretsRpc.getSecretValue', { zone: 'production', key: 'DB_PASSWORD' }, { token: admin.token });
+      await before.as(admin).SecretsRpc.create({ zone: 'production', key: 'DB_PASSWORD', value: 'through the API' });
+      const readSecret = (t: TestApp) => t.as(admin).SecretsRpc.getSecretValue({ zone: 'production', key: 'DB_PASSWORD' });
       // The embedded database takes one process at a time; PostgreSQL serves on during the rotation.
       if (!databaseUrl) await before.close();
 
@@ -110,12 +111,12 @@ describe('rotate-master-key', () => {
 
       const onlyNew = await start({ MASTER_KEY: nextKey });
       for (const [index, id] of subscriptions.entries()) assert.equal(await onlyNew.app.deps.keyring.open(id, sealed[index]!), `secret of ${id}`);
-      assert.equal((await readSecret(onlyNew)).body.data.value, 'through the API');
+      assert.equal((await readSecret(onlyNew)).value, 'through the API');
       await onlyNew.close();
 
       const onlyOld = await start({ MASTER_KEY: oldKey });
       await assert.rejects(onlyOld.app.deps.keyring.open(subscriptions[0]!, sealed[0]!), /none of them configured/);
-      assert.equal((await readSecret(onlyOld)).body.success, false);
+      await refused(readSecret(onlyOld), 'INTERNAL');
       await onlyOld.close();
     } finally {
       await scratch?.drop();

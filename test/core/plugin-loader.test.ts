@@ -451,8 +451,8 @@ describe('plugin deps, settings and extension points', () => {
       );
       assert.equal(t.app.registry.get('AdminUserRpc.getData'), undefined);
       const account = await t.signup();
-      const key = await t.ok('ApiKeyRpc.create', { description: 'in a small backend' }, { token: account.token });
-      assert.equal((await t.ok('AuthRpc.getSession', {}, { apiKey: key.fullKey })).user._id, account.user._id);
+      const key = await t.as(account).ApiKeyRpc.create({ description: 'in a small backend' });
+      assert.equal((await t.as({ apiKey: key.fullKey }).AuthRpc.getSession()).user._id, account.user._id);
     } finally {
       await t.close();
     }

@@ -88,10 +88,10 @@ describe('RPC envelope and errors', () => {
   });
 
   it('refuses unknown params with VALIDATION_ERROR naming each, nested ones by path, changing nothing; records stay open', async () => {
-    const as = { token: admin.token };
-    const keys = async () => (await t.ok('ApiKeyRpc.getData', {}, as)).totalCount;
+    const byAdmin = { token: admin.token };
+    const keys = async () => (await t.ok('ApiKeyRpc.getData', {}, byAdmin)).totalCount;
     const before = await keys();
-    const typo = await t.call('ApiKeyRpc.create', { description: 'typo', secret: 'mine', scope: ['NoteRpc'] }, as);
+    const typo = await t.call('ApiKeyRpc.create', { description: 'typo', secret: 'mine', scope: ['NoteRpc'] }, byAdmin);
     assert.deepEqual([typo.status, typo.body.data.code], [400, 'VALIDATION_ERROR']);
     assert.deepEqual(typo.body.data.issues, [
       { path: 'secret', message: 'Received unknown parameter: secret' },
@@ -101,10 +101,10 @@ describe('RPC envelope and errors', () => {
     assert.equal(await keys(), before, 'nothing was created');
 
     // Beside the other issues, and inside nested objects.
-    const nested = await t.call('ProbeRpc.nested', { person: { name: 'Ann', age: 'old', nick: 'A' }, tags: [], mode: 'a' }, as);
+    const nested = await t.call('ProbeRpc.nested', { person: { name: 'Ann', age: 'old', nick: 'A' }, tags: [], mode: 'a' }, byAdmin);
     assert.deepEqual(nested.body.data.issues.map((issue: { path: string }) => issue.path).sort(), ['person.age', 'person.nick']);
     // A record's keys are the caller's own: metadata takes any, while the memory beside it takes only its fields.
-    const memory = (fields: object) => t.call('MemoryRpc.saveMemory', { scope: 'user', memory: { content: 'Deploys on Tuesday.', ...fields } }, as);
+    const memory = (fields: object) => t.call('MemoryRpc.saveMemory', { scope: 'user', memory: { content: 'Deploys on Tuesday.', ...fields } }, byAdmin);
     assert.equal((await memory({ metadata: { team: 'ops', anything: { at: 'all' } } })).status, 200);
     assert.deepEqual((await memory({ colour: 'red' })).body.data.issues, [{ path: 'memory.colour', message: 'Received unknown parameter: colour' }]);
 

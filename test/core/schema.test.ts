@@ -113,7 +113,7 @@ describe('database schema', () => {
         );
         const second = await startTestApp({ dataDir, persistent: true });
         try {
-          assert.equal((await second.ok('AuthRpc.getSession', {}, { token: account.token })).user._id, account.user._id);
+          assert.equal((await second.as(account).AuthRpc.getSession()).user._id, account.user._id);
         } finally {
           await second.close();
         }

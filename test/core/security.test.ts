@@ -40,7 +40,7 @@ describe('access declared by every operation is enforced', async () => {
     const owner = await t.signup();
     const user = await addUser(t, owner.subscriptionId, 'user');
     const staff = await addUser(t, owner.subscriptionId, 'staff');
-    const userKey = await t.ok('ApiKeyRpc.create', { description: 'a user key' }, { token: user.token });
+    const userKey = await t.as(user).ApiKeyRpc.create({ description: 'a user key' });
     const refusals: [string, { token?: string; apiKey?: string }][] = [
       ...operations('staff', 'admin').flatMap(({ method }) => [
         [method, { token: user.token }] as [string, { token: string }],

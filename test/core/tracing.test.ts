@@ -72,8 +72,8 @@ describe('OpenTelemetry traces', () => {
 
   it("follows one call from the caller's trace through its statements to the job and the webhook it caused", async () => {
     const admin = await t.signup();
-    const key = await t.ok('ApiKeyRpc.create', { description: 'traced' }, { token: admin.token });
-    await t.ok('ApiManagementRpc.registerWebhook', { webhookUrl: `${hooks.url}/hooks` }, { apiKey: key.fullKey });
+    const key = await t.as(admin).ApiKeyRpc.create({ description: 'traced' });
+    await t.as({ apiKey: key.fullKey }).ApiManagementRpc.registerWebhook({ webhookUrl: `${hooks.url}/hooks` });
 
     const { traceId, traceparent } = newTrace();
     await t.ok('SecretsRpc.create', { zone: 'traced', key: 'TRACED', value: 'not-in-any-span' }, { token: admin.token, headers: { traceparent } });
@@ -154,7 +154,7 @@ describe('OpenTelemetry traces', () => {
   it('gives a workflow run a span, and each of its nodes one, the HTTP request of an http node under its own', async () => {
     const admin = await t.signup();
     const graph = linearGraph([{ id: 'call', type: 'http', config: { url: `${hooks.url}/flow`, method: 'POST', body: '{"n": 1}' } }]);
-    await t.ok('WorkflowRpc.create', { name: 'traced', ...graph }, { token: admin.token });
+    await t.as(admin).WorkflowRpc.create({ name: 'traced', ...graph });
     const { traceId, traceparent } = newTrace();
     const run = await t.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'traced' }, { token: admin.token, headers: { traceparent } });
     assert.equal(run.result.status, 'completed');

@@ -159,7 +159,7 @@ describe('uploads and files', () => {
 
   it('refuses a type the purpose does not take, and content that is not what it claims', async () => {
     const png = tinyPng();
-    const profileKey = (await t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: ann.token })).uploadKey;
+    const profileKey = (await t.as(ann).UserProfileRpc.getUploadKeyForProfilePicture()).uploadKey;
     const cases: [string, Buffer, string, RegExp][] = [
       [profileKey, TEXT, 'image/png', /content is not of type image\/png/],
       [profileKey, png, 'text/plain', /text\/plain are not accepted/],
@@ -236,7 +236,7 @@ describe('uploads and files', () => {
   });
 
   it('a key of one purpose does not finalize another', async () => {
-    const profileKey = (await t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: ann.token })).uploadKey;
+    const profileKey = (await t.as(ann).UserProfileRpc.getUploadKeyForProfilePicture()).uploadKey;
     assert.equal((await putUpload(t, profileKey, tinyPng(), 'image/png', { token: ann.token })).status, 200);
     const wrong = await t.call('UploadProbeRpc.finalize', { uploadKey: profileKey }, { token: ann.token });
     assertRefused(wrong, 400, 'BAD_REQUEST', /profile-picture uploads, not probe-docs/);
@@ -268,7 +268,7 @@ describe('uploads and files', () => {
       assertRefused(await putUpload(t, uploadKey, TEXT, 'text/plain', credential), 401, 'UNAUTHENTICATED');
       assertRefused(await postUpload(t, uploadKey, [{ bytes: TEXT, type: 'text/plain', name: 'a.txt' }], credential), 401, 'UNAUTHENTICATED');
     }
-    const key = await t.ok('ApiKeyRpc.create', { description: 'uploader' }, { token: ann.token });
+    const key = await t.as(ann).ApiKeyRpc.create({ description: 'uploader' });
     const put = await putUpload(t, uploadKey, TEXT, 'text/plain', { apiKey: key.fullKey });
     assert.equal(put.status, 200);
     await t.ok('UploadProbeRpc.finalize', { uploadKey }, { apiKey: key.fullKey });

@@ -10,7 +10,8 @@ import * as tar from 'tar';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
 import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
-import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess, rpcAt } from '../support/process.ts';
+import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { callerAt, refused, type Credential } from '../support/caller.ts';
 
 /**
  * Archives from outside are untrusted input: their manifest's sizes and
@@ -85,7 +86,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
   const backupUnpacked = path.join(work, 'backup');
   let acmeId: string;
   let victimId: string;
-  let victimSession: Record<string, string>;
+  let victimSession: { token: string };
   let victimFileId: string;
 
   async function scratchEnv(): Promise<Record<string, string>> {
@@ -113,19 +114,18 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     return { code, output: `${child.stdout()}${child.stderr()}`.trim() };
   }
 
-  const call = (node: Node, method: string, params: object, headers: Record<string, string> = {}) => rpcAt(node.base, method, params, headers);
+  /** Operations called on a node over HTTP, as `who` (anonymously by default). */
+  const on = (node: Node, who: Credential | null = null) => callerAt(node.base, who);
 
-  async function ok(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-    const body = await call(node, method, params, headers);
-    assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
-    return body.data;
-  }
-
-  async function upload(node: Node, auth: Record<string, string>, content: Buffer): Promise<string> {
-    const { uploadUrl, uploadKey } = await ok(node, 'UserProfileRpc.getUploadKeyForProfilePicture', {}, auth);
-    const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { ...auth, 'content-type': 'image/png' }, body: new Uint8Array(content) });
+  async function upload(node: Node, session: { token: string }, content: Buffer): Promise<string> {
+    const { uploadUrl, uploadKey } = await on(node, session).UserProfileRpc.getUploadKeyForProfilePicture();
+    const uploaded = await fetch(uploadUrl, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${session.token}`, 'content-type': 'image/png' },
+      body: new Uint8Array(content),
+    });
     const fileId = (await uploaded.json()).data.files[0].fileId;
-    await ok(node, 'UserProfileRpc.updateProfilePicture', { uploadKey }, auth);
+    await on(node, session).UserProfileRpc.updateProfilePicture({ uploadKey });
     return fileId;
   }
 
@@ -183,7 +183,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     assert.equal(code, 1, output);
     assert.match(output, reason);
     assert.doesNotMatch(output, /ENOTEMPTY|ENOENT/);
-    assert.equal((await call(target, 'AuthRpc.login', { identifier: 'acme-owner', password: PASSWORD })).data?.code, 'UNAUTHENTICATED', 'nothing imported');
+    await refused(on(target).AuthRpc.login({ identifier: 'acme-owner', password: PASSWORD }), 'UNAUTHENTICATED', 'nothing imported');
     assert.deepEqual(
       readdirSync(target.dataDir).filter((name) => name.startsWith('.tenant-import-')),
       [],
@@ -194,16 +194,15 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
   before(async () => {
     [source, target] = await Promise.all([nodeEnv('source').then((env) => start(env)), nodeEnv('target').then((env) => start(env))]);
 
-    const acme = await ok(source, 'AuthRpc.signup', { email: 'owner@acme.example', username: 'acme-owner', password: PASSWORD });
+    const acme = await on(source).AuthRpc.signup({ email: 'owner@acme.example', username: 'acme-owner', password: PASSWORD });
     acmeId = acme.user.subscriptionId;
-    const acmeAuth = { authorization: `Bearer ${acme.token}` };
-    await ok(source, 'NoteRpc.add', { text: 'a note of a third-party plugin' }, acmeAuth);
-    await upload(source, acmeAuth, PNG);
+    await on(source, acme).call('NoteRpc.add', { text: 'a note of a third-party plugin' });
+    await upload(source, acme, PNG);
 
-    const victim = await ok(target, 'AuthRpc.signup', { email: 'owner@victim.example', username: 'victim-owner', password: PASSWORD });
+    const victim = await on(target).AuthRpc.signup({ email: 'owner@victim.example', username: 'victim-owner', password: PASSWORD });
     victimId = victim.user.subscriptionId;
-    victimSession = { authorization: `Bearer ${victim.token}` };
-    await ok(target, 'SecretsRpc.create', { zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the victim secret' }, victimSession);
+    victimSession = victim;
+    await on(target, victimSession).SecretsRpc.create({ zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the victim secret' });
     victimFileId = await upload(target, victimSession, Buffer.concat([PNG, Buffer.from('the victim picture')]));
 
     const exporting = await cli(source.env, 'tenant', 'export', '--subscription', acmeId, '--out', exported);
@@ -235,10 +234,10 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
         `^Cannot import the tenant: \\S+: line 2 of tables/auth_user\\.ndjson is a row of subscription_id "${victimId}", not of the subscription ${acmeId} the archive moves: the archive was altered, and nothing of it was imported$`,
       ),
     );
-    assert.equal((await call(target, 'AuthRpc.login', { identifier: 'planted', password: PASSWORD })).data?.code, 'UNAUTHENTICATED', 'no planted account');
-    const users = await ok(target, 'AdminUserRpc.getData', { pageSize: 200 }, victimSession);
+    await refused(on(target).AuthRpc.login({ identifier: 'planted', password: PASSWORD }), 'UNAUTHENTICATED', 'no planted account');
+    const users = await on(target, victimSession).AdminUserRpc.getData({ pageSize: 200 });
     assert.deepEqual(
-      users.docs.map((user: { username: string }) => user.username),
+      users.docs.map((user) => user.username),
       ['victim-owner'],
       "the victim tenant's users are its own",
     );
@@ -274,7 +273,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
       );
     });
     await importRefused(archive, /line 1 of tables\/core_file\.ndjson its storage_path "[0-9a-f-]+\/[0-9a-f-]+" is not the file's own/);
-    const file = await fetch(`${target.base}/api/files/${victimFileId}`, { headers: victimSession });
+    const file = await fetch(`${target.base}/api/files/${victimFileId}`, { headers: { authorization: `Bearer ${victimSession.token}` } });
     assert.equal(file.status, 200, "the victim's file is still there");
   });
 
@@ -366,7 +365,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
           assert.match(await answer.text(), /acme-owner/);
           return 'asked';
         }
-        const session = await ok(node, 'AuthRpc.getSession', {}, { authorization: `Bearer ${token}` });
+        const session = await on(node, { token }).AuthRpc.getSession();
         return { username: session.user.username, subscriptionId: session.subscriptionId };
       };
 
@@ -375,11 +374,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
       assert.ok(victim !== 'asked', 'the victim signs in');
       assert.notEqual(victim.subscriptionId, acmeId, "the victim's sign-in is not in the attacker's tenant");
       assert.equal(await signIn(untrusting.node, 'owner-subject'), 'asked', "the address's proof did not come with the archive");
-      assert.equal(
-        (await ok(untrusting.node, 'AuthRpc.login', { identifier: 'acme-owner', password: PASSWORD })).user.username,
-        'acme-owner',
-        'the tenant came',
-      );
+      assert.equal((await on(untrusting.node).AuthRpc.login({ identifier: 'acme-owner', password: PASSWORD })).user.username, 'acme-owner', 'the tenant came');
       assert.match(
         untrusting.output,
         /Left out what an archive cannot vouch for \(--trust-sign-ins keeps it, for an archive your own installation wrote\): provider sign-in links \(1\): .+; owners' proofs of their address \(1\): .+\.$/m,

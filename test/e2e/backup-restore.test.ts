@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as tar from 'tar';
 import { CORE_VERSION } from '../../core/base/version.ts';
+import { callerAt, refused, type Credential } from '../support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
@@ -70,20 +71,8 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     return { code, output: `${child.stdout()}${child.stderr()}` };
   }
 
-  async function call(method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-    const response = await fetch(`${base}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ method, params }),
-    });
-    return response.json();
-  }
-
-  async function rpc(method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-    const body = await call(method, params, headers);
-    assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
-    return body.data;
-  }
+  /** Operations called on the installation now serving, over HTTP. */
+  const at = (who: Credential | null) => callerAt(base, who);
 
   before(async () => {
     source = await installation('source');
@@ -104,33 +93,33 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
    * a session and an API key made before the backup, a secret, a file, a checkpoint.
    */
   async function answersAsTheSourceDid(): Promise<void> {
-    const session = await rpc('AuthRpc.login', { identifier: 'owner', password: PASSWORD });
+    const session = await at(null).AuthRpc.login({ identifier: 'owner', password: PASSWORD });
     assert.equal(session.user.email, kept.email);
-    assert.equal((await rpc('AuthRpc.getSession', {}, { authorization: `Bearer ${kept.token}` })).user.email, kept.email, 'the session made before the backup');
-    const viaKey = { 'x-api-key': kept.apiKey! };
-    assert.equal((await rpc('AuthRpc.getSession', {}, viaKey)).user.email, kept.email);
-    assert.equal((await rpc('SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, viaKey)).value, 'the secret value');
-    const file = await fetch(`${base}/api/files/${kept.fileId}`, { headers: viaKey });
+    assert.equal((await at({ token: kept.token! }).AuthRpc.getSession()).user.email, kept.email, 'the session made before the backup');
+    const viaKey = at({ apiKey: kept.apiKey! });
+    assert.equal((await viaKey.AuthRpc.getSession()).user.email, kept.email);
+    assert.equal((await viaKey.SecretsRpc.getSecretValue({ zone: 'ops', key: 'DEPLOY_TOKEN' })).value, 'the secret value');
+    const file = await fetch(`${base}/api/files/${kept.fileId}`, { headers: { 'x-api-key': kept.apiKey! } });
     assert.equal(file.status, 200);
     assert.deepEqual(Buffer.from(await file.arrayBuffer()), PNG);
-    assert.equal((await rpc('CheckpointRpc.readFile', { scope: 'site', path: 'index.html' }, viaKey)).content, '<h1>Acme</h1>');
-    assert.equal((await rpc('CheckpointRpc.listCheckpoints', { scope: 'site' }, viaKey))[0]?.message.trim(), 'first page');
+    assert.equal((await viaKey.CheckpointRpc.readFile({ scope: 'site', path: 'index.html' })).content, '<h1>Acme</h1>');
+    assert.equal((await viaKey.CheckpointRpc.listCheckpoints({ scope: 'site' }))[0]?.message.trim(), 'first page');
   }
 
   it('backs up an installation while it serves', async () => {
     await start(source);
-    const signup = await rpc('AuthRpc.signup', { email: 'owner@example.com', username: 'owner', password: PASSWORD });
+    const signup = await at(null).AuthRpc.signup({ email: 'owner@example.com', username: 'owner', password: PASSWORD });
     kept.email = signup.user.email;
     kept.token = signup.token;
-    const auth = { authorization: `Bearer ${signup.token}` };
-    kept.apiKey = (await rpc('ApiKeyRpc.create', { description: 'survives a restore' }, auth)).fullKey;
-    await rpc('SecretsRpc.create', { zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the secret value', description: 'kept sealed' }, auth);
-    const { uploadUrl, uploadKey } = await rpc('UserProfileRpc.getUploadKeyForProfilePicture', {}, auth);
-    const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { ...auth, 'content-type': 'image/png' }, body: PNG });
+    const owner = at(signup);
+    kept.apiKey = (await owner.ApiKeyRpc.create({ description: 'survives a restore' })).fullKey;
+    await owner.SecretsRpc.create({ zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the secret value', description: 'kept sealed' });
+    const { uploadUrl, uploadKey } = await owner.UserProfileRpc.getUploadKeyForProfilePicture();
+    const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { authorization: `Bearer ${signup.token}`, 'content-type': 'image/png' }, body: PNG });
     kept.fileId = (await uploaded.json()).data.files[0].fileId;
-    await rpc('UserProfileRpc.updateProfilePicture', { uploadKey }, auth);
-    await rpc('CheckpointRpc.writeFile', { scope: 'site', path: 'index.html', content: '<h1>Acme</h1>' }, auth);
-    await rpc('CheckpointRpc.createCheckpoint', { scope: 'site', message: 'first page' }, auth);
+    await owner.UserProfileRpc.updateProfilePicture({ uploadKey });
+    await owner.CheckpointRpc.writeFile({ scope: 'site', path: 'index.html', content: '<h1>Acme</h1>' });
+    await owner.CheckpointRpc.createCheckpoint({ scope: 'site', message: 'first page' });
 
     const started = Date.now();
     const { code, output } = await cli(source, 'backup', '--out', archive);
@@ -218,7 +207,7 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     await start(target);
     await answersAsTheSourceDid();
     // Made on the target alone: the restore with --force below replaces it.
-    await rpc('SecretsRpc.create', { zone: 'ops', key: 'ONLY_ON_TARGET', value: 'replaced by --force' }, { 'x-api-key': kept.apiKey! });
+    await at({ apiKey: kept.apiKey! }).SecretsRpc.create({ zone: 'ops', key: 'ONLY_ON_TARGET', value: 'replaced by --force' });
     await stop();
   });
 
@@ -242,8 +231,11 @@ describe('rpc-service backup and restore', { timeout: 10 * 60_000 }, () => {
     assert.equal(code, 0, output);
     await start(target);
     await answersAsTheSourceDid();
-    const replaced = await call('SecretsRpc.getSecretValue', { zone: 'ops', key: 'ONLY_ON_TARGET' }, { 'x-api-key': kept.apiKey! });
-    assert.equal(replaced.success, false, 'what the target held before is gone');
+    await refused(
+      at({ apiKey: kept.apiKey! }).SecretsRpc.getSecretValue({ zone: 'ops', key: 'ONLY_ON_TARGET' }),
+      'NOT_FOUND',
+      'what the target held before is gone',
+    );
     await stop();
   });
 });

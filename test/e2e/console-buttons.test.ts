@@ -50,14 +50,13 @@ describe('every button of every console page', () => {
     t = await startTestApp({ withNotes: false, plugins: PLUGINS, extraPlugins: [queueProbePlugin(new Set(['broken-export']))] });
     const admin = await t.signup();
     adminToken = admin.token;
-    const as = { token: admin.token };
     // Something on each page for its buttons to act on: a key, a secret, a user, an invite code, a dead job.
-    await t.ok('ApiKeyRpc.create', { description: 'key to delete' }, as);
-    await t.ok('SecretsRpc.create', { zone: 'production', key: 'db-password', value: 'a value long enough', description: 'The database' }, as);
+    await t.as(admin).ApiKeyRpc.create({ description: 'key to delete' });
+    await t.as(admin).SecretsRpc.create({ zone: 'production', key: 'db-password', value: 'a value long enough', description: 'The database' });
     await addUser(t, admin.subscriptionId, 'user');
-    await t.ok('AdminUserRpc.createInviteCode', {}, as);
-    await t.ok('QueueProbeRpc.enqueue', { label: 'broken-export' }, as);
-    await eventually(async () => ((await t.ok('JobQueueRpc.listJobs', { state: 'dead' }, as)).totalDocs > 0 ? true : undefined), 30_000);
+    await t.as(admin).AdminUserRpc.createInviteCode();
+    await t.as(admin).call('QueueProbeRpc.enqueue', { label: 'broken-export' });
+    await eventually(async () => ((await t.as(admin).JobQueueRpc.listJobs({ state: 'dead' })).totalDocs > 0 ? true : undefined), 30_000);
 
     assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run .ci/ensure-chromium.sh`);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking'] });
@@ -157,7 +156,7 @@ describe('every button of every console page', () => {
       dialogs.some((message) => message.startsWith('Delete the key "key to delete"?')),
       'Delete asks first',
     );
-    const keys = (await t.ok('ApiKeyRpc.getData', {}, { token: adminToken })).data as { description: string }[];
+    const keys = (await t.as({ token: adminToken }).ApiKeyRpc.getData()).data as { description: string }[];
     assert.equal(keys.filter((key) => key.description === 'key to delete').length, 0, 'the key was deleted');
   });
 });

@@ -115,8 +115,8 @@ describe('console in a browser', () => {
     member = await addUser(t, admin.subscriptionId, 'user');
     changed = await addUser(t, admin.subscriptionId, 'user');
     // Real AI calls, today: the service embeds 7 words, then 5, with the local embedder, and the AI client records their traces.
-    await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content: 'the quarterly report is due on friday' } }, { token: admin.token });
-    await t.ok('MemoryRpc.recallMemories', { scope: 'user', queryText: 'when is the report due' }, { token: admin.token });
+    await t.as(admin).MemoryRpc.saveMemory({ scope: 'user', memory: { content: 'the quarterly report is due on friday' } });
+    await t.as(admin).MemoryRpc.recallMemories({ scope: 'user', queryText: 'when is the report due' });
     // The priced series: no provider with a price answers here, so these traces are recorded as the AI client reports a call, yesterday and today.
     const { telemetryService } = t.app.depsOf('ai-telemetry') as { telemetryService: { record(call: object): Promise<void> } };
     const day = 86_400_000;
@@ -190,11 +190,7 @@ describe('console in a browser', () => {
   });
 
   step('shows a delivery of the webhook in its log', async () => {
-    await t.ok(
-      'SecretsRpc.create',
-      { zone: 'production', key: 'db-password', value: 'hunter2-but-longer', description: 'The database' },
-      { token: admin.token },
-    );
+    await t.as(admin).SecretsRpc.create({ zone: 'production', key: 'db-password', value: 'hunter2-but-longer', description: 'The database' });
     await eventually('the secret.changed delivery', async () => received.some((event) => event.type === 'secret.changed'));
     await page.getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('button', { name: 'Show deliveries of console key' }).click();
@@ -208,7 +204,7 @@ describe('console in a browser', () => {
 
   step('re-sends a failed delivery from the log', async () => {
     failing = true;
-    await t.ok('SecretsRpc.create', { zone: 'production', key: 'api-token', value: 'token-value-1234' }, { token: admin.token });
+    await t.as(admin).SecretsRpc.create({ zone: 'production', key: 'api-token', value: 'token-value-1234' });
     const row = page.getByRole('row').filter({ hasText: 'secret.changed' }).filter({ hasText: 'failed' });
     await eventually('the failed delivery', async () => {
       if ((await row.count()) > 0) return true;
@@ -251,7 +247,7 @@ describe('console in a browser', () => {
     await page.getByRole('button', { name: 'Reveal the value of production:db-password' }).click();
     await page.getByText('hunter2-but-longer').waitFor();
     await page.getByRole('row').filter({ hasText: 'read' }).filter({ hasText: 'production:db-password' }).first().waitFor();
-    const audit = await t.ok('SecretsRpc.getAuditLog', {}, { token: admin.token });
+    const audit = await t.as(admin).SecretsRpc.getAuditLog();
     assert.ok(audit.data.some((entry: { action: string }) => entry.action === 'read'));
   });
 
@@ -279,7 +275,7 @@ describe('console in a browser', () => {
     await row.waitFor();
     const [, , roleCell, active] = await row.getByRole('cell').allTextContents();
     assert.deepEqual([roleCell, active], ['staff', 'no']);
-    const stored = await t.ok('AdminUserRpc.findById', { id: changed.user._id }, { token: admin.token });
+    const stored = await t.as(admin).AdminUserRpc.findById({ id: changed.user._id });
     assert.deepEqual([stored.role, stored.isActive], ['staff', false]);
   });
 
@@ -359,7 +355,7 @@ describe('console in a browser', () => {
     }, staff.user._id);
     assert.equal(update, 403);
     // Signed out elsewhere: the next call is refused and the page asks to sign in again.
-    await t.ok('AuthRpc.logout', {}, { token: (await own.cookies()).find((cookie) => cookie.name === 'session')!.value });
+    await t.as({ token: (await own.cookies()).find((cookie) => cookie.name === 'session')!.value }).AuthRpc.logout();
     await staffPage.goto(`${t.url}/console#/runs`);
     await staffPage.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
     await own.close();

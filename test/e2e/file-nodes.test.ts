@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DatabaseStorage } from '../../core/uploads/database-storage.ts';
+import { callerAt, type Caller } from '../support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
@@ -50,19 +51,10 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
   let owner: { token: string; subscriptionId: string };
   const auth = () => ({ authorization: `Bearer ${owner.token}` });
 
-  /** An RPC call to node A that must succeed. */
-  async function onA(method: string, params: object = {}): Promise<any> {
-    const response = await fetch(`${baseA}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...auth() },
-      body: JSON.stringify({ method, params }),
-    });
-    const body = await response.json();
-    assert.equal(body.success, true, `${method} on node A: ${JSON.stringify(body)}`);
-    return body.data;
-  }
+  /** Operations called on node A, over HTTP. */
+  let onA: Caller;
 
-  async function putOnA(uploadKey: string, bytes: Buffer, type: string, fileName: string): Promise<any> {
+  async function putOnA(uploadKey: string, bytes: Buffer, type: string, fileName: string): Promise<void> {
     const response = await fetch(`${baseA}/api/uploads/${uploadKey}`, {
       method: 'PUT',
       headers: { ...auth(), 'content-type': type, 'x-file-name': encodeURIComponent(fileName) },
@@ -70,16 +62,14 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
     });
     const body = await response.json();
     assert.equal(response.status, 200, JSON.stringify(body));
-    return body.data.files[0];
   }
 
-  async function postOnA(uploadKey: string, bytes: Buffer, type: string, fileName: string): Promise<any> {
+  async function postOnA(uploadKey: string, bytes: Buffer, type: string, fileName: string): Promise<void> {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(bytes)], { type }), fileName);
     const response = await fetch(`${baseA}/api/uploads/${uploadKey}`, { method: 'POST', headers: auth(), body: form });
     const body = await response.json();
     assert.equal(response.status, 200, JSON.stringify(body));
-    return body.data.files[0];
   }
 
   /** `GET /api/files/<id>` through node B: status and bytes. */
@@ -107,16 +97,8 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
       JOBS_POLL_MS: '500',
     });
     await whenHealthy(a, baseA, 90_000);
-    const signup = await fetch(`${baseA}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        method: 'AuthRpc.signup',
-        params: { email: 'owner@example.com', username: 'fileowner', password: 'a long enough password' },
-      }),
-    });
-    owner = (await signup.json()).data;
-    assert.ok(owner?.token && owner.subscriptionId, 'signed up on node A');
+    owner = await callerAt(baseA, null).AuthRpc.signup({ email: 'owner@example.com', username: 'fileowner', password: 'a long enough password' });
+    onA = callerAt(baseA, owner);
   });
 
   after(async () => {
@@ -130,23 +112,23 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
   it('serves through node B, byte for byte, a profile picture, a playbook resource and a knowledge-base file uploaded through node A', async () => {
     // The profile picture, PUT.
     const picture = tinyPng(300, [10, 120, 200, 255]);
-    const pictureKey = await onA('UserProfileRpc.getUploadKeyForProfilePicture');
+    const pictureKey = await onA.UserProfileRpc.getUploadKeyForProfilePicture();
     await putOnA(pictureKey.uploadKey, picture, 'image/png', 'me.png');
-    const profile = await onA('UserProfileRpc.updateProfilePicture', { uploadKey: pictureKey.uploadKey });
-    const profileOnB = await b.ok('UserProfileRpc.getUserProfile', {}, { token: owner.token });
+    const profile = await onA.UserProfileRpc.updateProfilePicture({ uploadKey: pictureKey.uploadKey });
+    const profileOnB = await b.as(owner).UserProfileRpc.getUserProfile();
     assert.equal(profileOnB.profilePicture, profile.profilePicture);
-    const pictureOnB = await downloadFromB(profileOnB.profilePicture);
+    const pictureOnB = await downloadFromB(profileOnB.profilePicture!);
     assert.equal(pictureOnB.status, 200);
     assert.ok(pictureOnB.bytes.equals(picture), 'the profile picture B serves is the one A received');
 
     // A playbook resource of several chunks, multipart POST.
     const script = markdownOf(700 * 1024, 'Call script');
-    const playbook = await onA('PlaybookRpc.create', { name: 'Across nodes', content: 'See the script.' });
-    const resourceKey = await onA('PlaybookRpc.getResourceUploadKey', { playbookId: playbook._id });
+    const playbook = await onA.PlaybookRpc.create({ name: 'Across nodes', content: 'See the script.' });
+    const resourceKey = await onA.PlaybookRpc.getResourceUploadKey({ playbookId: playbook._id });
     await postOnA(resourceKey.uploadKey, script, 'text/markdown', 'script.md');
-    const finalized = await onA('PlaybookRpc.finalizeResourceUpload', { playbookId: playbook._id, uploadKey: resourceKey.uploadKey });
+    const finalized = await onA.PlaybookRpc.finalizeResourceUpload({ playbookId: playbook._id, uploadKey: resourceKey.uploadKey });
     assert.equal(finalized.added, 1);
-    const [resource] = (await b.ok('PlaybookRpc.findById', { _id: playbook._id }, { token: owner.token })).resources;
+    const [resource] = (await b.as(owner).PlaybookRpc.findById({ _id: playbook._id })).resources;
     assert.deepEqual([resource.fileName, resource.size], ['script.md', script.length]);
     const scriptOnB = await downloadFromB(`/api/files/${resource.fileId}`);
     assert.equal(scriptOnB.status, 200);
@@ -154,18 +136,18 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
 
     // A knowledge-base file, PUT and ingested by whichever node takes the job.
     const notes = Buffer.from('# Depot notes\n\nThe depot opens at seven and closes at six.\n\n## Keys\n\nThe key box is left of the gate.\n');
-    const kbKey = await onA('KnowledgeBaseAdminRpc.getUploadKey');
+    const kbKey = await onA.KnowledgeBaseAdminRpc.getUploadKey();
     await putOnA(kbKey.uploadKey, notes, 'text/markdown', 'depot.md');
-    const { documents } = await onA('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey: kbKey.uploadKey, collection: 'depot' });
+    const { documents } = await onA.KnowledgeBaseAdminRpc.ingestFiles({ uploadKey: kbKey.uploadKey, collection: 'depot' });
     assert.equal(documents.length, 1);
     const document = await eventually(async () => {
-      const read = await b.ok('KnowledgeBaseAdminRpc.getDocument', { docId: documents[0]._id }, { token: owner.token });
+      const read = await b.as(owner).KnowledgeBaseAdminRpc.getDocument({ docId: documents[0]._id });
       return ['ready', 'failed'].includes(read.status) ? read : undefined;
     }, 60_000);
     assert.equal(document.status, 'ready', `ingestion: ${document.error}`);
     assert.equal(document.sizeBytes, notes.length);
-    assert.match(document.content, /The depot opens at seven and closes at six\./);
-    const [version] = await b.ok('KnowledgeBaseAdminRpc.getDocumentVersions', { docId: documents[0]._id }, { token: owner.token });
+    assert.match(document.content!, /The depot opens at seven and closes at six\./);
+    const [version] = await b.as(owner).KnowledgeBaseAdminRpc.getDocumentVersions({ docId: documents[0]._id });
     assert.equal(version.fileName, 'depot.md');
     const notesOnB = await downloadFromB(`/api/files/${version.fileId}`);
     assert.equal(notesOnB.status, 200);
@@ -175,7 +157,7 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
     assert.equal(
       await count('select 1 from core_blob where subscription_id = ? and complete and id in (?, ?, ?)', [
         owner.subscriptionId,
-        profile.profilePicture.split('/').pop(),
+        profile.profilePicture!.split('/').pop(),
         resource.fileId,
         version.fileId,
       ]),
@@ -187,8 +169,8 @@ describe('uploaded files across two nodes on one PostgreSQL', { skip: TEST_DATAB
 
   it('leaves nothing readable of an upload whose node was killed mid-file, and sweeps its bytes', async () => {
     const filesBefore = await count('select 1 from core_file where subscription_id = ?', [owner.subscriptionId]);
-    const playbook = await onA('PlaybookRpc.create', { name: 'Interrupted' });
-    const { uploadKey } = await onA('PlaybookRpc.getResourceUploadKey', { playbookId: playbook._id });
+    const playbook = await onA.PlaybookRpc.create({ name: 'Interrupted' });
+    const { uploadKey } = await onA.PlaybookRpc.getResourceUploadKey({ playbookId: playbook._id });
 
     // A 2 MiB body, declared whole, sent 64 KiB at a time until the test says stop: it never ends.
     const total = 2 * 1024 * 1024;

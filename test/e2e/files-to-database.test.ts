@@ -49,12 +49,11 @@ describe('rpc-service files to-database', { timeout: 5 * 60_000 }, () => {
     const t = await start('disk');
     try {
       const owner = await t.signup();
-      const auth = { token: owner.token };
-      apiKey = (await t.ok('ApiKeyRpc.create', { description: 'reads the picture' }, auth)).fullKey;
-      const { uploadUrl, uploadKey } = await t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, auth);
+      apiKey = (await t.as(owner).ApiKeyRpc.create({ description: 'reads the picture' })).fullKey;
+      const { uploadUrl, uploadKey } = await t.as(owner).UserProfileRpc.getUploadKeyForProfilePicture();
       const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'image/png' }, body: PNG });
       fileId = (await uploaded.json()).data.files[0].fileId;
-      await t.ok('UserProfileRpc.updateProfilePicture', { uploadKey }, auth);
+      await t.as(owner).UserProfileRpc.updateProfilePicture({ uploadKey });
       storagePath = `${owner.subscriptionId}/${fileId}`;
       assert.ok(existsSync(path.join(dataDir, 'files', storagePath)), 'kept on disk');
     } finally {

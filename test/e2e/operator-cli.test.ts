@@ -8,6 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as tar from 'tar';
 import { databaseCheck } from '../../core/operator/doctor.ts';
 import { CORE_VERSION } from '../../core/base/version.ts';
+import { callerAt, refused } from '../support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, whenHealthy, type RunningProcess } from '../support/process.ts';
@@ -119,26 +120,14 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     return { code, output: `${child.stdout()}${child.stderr()}`, stdout: child.stdout() };
   }
 
-  async function call(method: string, params: object): Promise<{ success: boolean; data?: any; error?: any }> {
-    const response = await fetch(`${base}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ method, params }),
-    });
-    return (await response.json()) as { success: boolean; data?: any; error?: any };
-  }
-
-  async function rpc(method: string, params: object): Promise<any> {
-    const body = await call(method, params);
-    assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
-    return body.data;
-  }
+  /** Operations called on the running service over HTTP, with the owner's session once there is one. */
+  const onService = () => callerAt(base, token ? { token } : null);
 
   async function jobState(id: string, state: string): Promise<void> {
     const deadline = Date.now() + 30_000;
     let seen: string | null = null;
     while (Date.now() < deadline) {
-      seen = (await rpc('FailingRpc.state', { id })).state;
+      seen = (await onService().call<{ state: string }>('FailingRpc.state', { id })).state;
       if (seen === state) return;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -146,7 +135,7 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
   }
 
   async function enqueueFailing(): Promise<string> {
-    const { id } = await rpc('FailingRpc.enqueue', { note: TENANT_CONTENT });
+    const { id } = await onService().call<{ id: string }>('FailingRpc.enqueue', { note: TENANT_CONTENT });
     await jobState(id, 'dead');
     return id;
   }
@@ -205,13 +194,16 @@ describe('rpc-service admin create, doctor and jobs', { timeout: 10 * 60_000 }, 
     assert.equal(created.code, 0, created.output);
     const [, subscriptionId, userId] = /^Created subscription (\S+) \("Acme"\) and its admin owner: user (\S+)\.$/m.exec(created.output) ?? [];
     assert.ok(subscriptionId && userId, created.output);
-    const session = await rpc('AuthRpc.login', { identifier: 'owner@example.com', password: PASSWORD });
+    const session = await onService().AuthRpc.login({ identifier: 'owner@example.com', password: PASSWORD });
     assert.equal(session.user._id, userId);
     assert.equal(session.user.role, 'admin');
     token = session.token;
     // Invite mode: with a user in the installation, signup wants a code; the command was the way in.
-    const refused = await call('AuthRpc.signup', { email: 'someone@example.com', username: 'someone', password: PASSWORD });
-    assert.equal(refused.success, false);
+    const refusal = await refused(onService().AuthRpc.signup({ email: 'someone@example.com', username: 'someone', password: PASSWORD }), 'VALIDATION_ERROR');
+    assert.deepEqual(
+      refusal.issues?.map((issue) => issue.path),
+      ['inviteCode'],
+    );
 
     const taken = await cli(['admin', 'create', '--email', 'owner@example.com', '--username', 'other', '--password-file', passwordFile]);
     assert.equal(taken.code, 1);

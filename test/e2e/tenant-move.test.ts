@@ -5,7 +5,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN } from '../support/harness.ts';
-import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess, rpcAt } from '../support/process.ts';
+import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { callerAt, refused, type Credential } from '../support/caller.ts';
 
 /**
  * One tenant moved between two installations, as the operator does it: both
@@ -57,13 +58,8 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
     return { code, output: `${child.stdout()}${child.stderr()}` };
   }
 
-  const call = (node: Node, method: string, params: object, headers: Record<string, string> = {}) => rpcAt(node.base, method, params, headers);
-
-  async function ok(node: Node, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-    const body = await call(node, method, params, headers);
-    assert.equal(body.success, true, `${method}: ${JSON.stringify(body)}`);
-    return body.data;
-  }
+  /** Operations called on a node over HTTP, as `who` (anonymously by default). */
+  const on = (node: Node, who: Credential | null = null) => callerAt(node.base, who);
 
   before(async () => {
     [source, target] = await Promise.all([
@@ -78,8 +74,8 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
   });
 
   const archive = path.join(work, 'acme.tar.gz');
-  let session: Record<string, string>;
-  let apiKey: Record<string, string>;
+  let session: { token: string };
+  let apiKey: { apiKey: string };
   let subscriptionId: string;
   let strangerId: string;
   let fileId: string;
@@ -87,42 +83,43 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
   /** Reads a user of the tenant makes, answered by an installation; their answers must not depend on which one (none is audited: that would add to the audit log read beside it). */
   const reads = (node: Node) =>
     Promise.all([
-      ok(node, 'AuthRpc.getSession', {}, session),
-      ok(node, 'UserProfileRpc.getUserProfile', {}, apiKey),
-      ok(node, 'ApiKeyRpc.getData', {}, session),
-      ok(node, 'SecretsRpc.getAuditLog', {}, session),
-      ok(node, 'TaskRpc.getData', { taskInstanceId: 'board' }, apiKey),
-      ok(node, 'DocumentRpc.getAllDocuments', { documentInstanceId: 'handbook' }, apiKey),
-      ok(node, 'CheckpointRpc.listCheckpoints', { scope: 'site' }, apiKey),
-      ok(node, 'CheckpointRpc.readFile', { scope: 'site', path: 'index.html' }, apiKey),
-      ok(node, 'NoteRpc.list', {}, apiKey),
-      fetch(`${node.base}/api/files/${fileId}`, { headers: apiKey }).then(async (response) => [
+      on(node, session).AuthRpc.getSession(),
+      on(node, apiKey).UserProfileRpc.getUserProfile(),
+      on(node, session).ApiKeyRpc.getData(),
+      on(node, session).SecretsRpc.getAuditLog(),
+      on(node, apiKey).TaskRpc.getData({ taskInstanceId: 'board' }),
+      on(node, apiKey).DocumentRpc.getAllDocuments({ documentInstanceId: 'handbook' }),
+      on(node, apiKey).CheckpointRpc.listCheckpoints({ scope: 'site' }),
+      on(node, apiKey).CheckpointRpc.readFile({ scope: 'site', path: 'index.html' }),
+      on(node, apiKey).call('NoteRpc.list'),
+      fetch(`${node.base}/api/files/${fileId}`, { headers: { 'x-api-key': apiKey.apiKey } }).then(async (response) => [
         response.status,
         Buffer.from(await response.arrayBuffer()).toString('base64'),
       ]),
     ]);
 
   it('exports a tenant from a running installation', async () => {
-    const signup = await ok(source, 'AuthRpc.signup', {
+    const signup = await on(source).AuthRpc.signup({
       email: 'owner@acme.example',
       username: 'acme-owner',
       password: 'a long enough password',
     });
     subscriptionId = signup.user.subscriptionId;
-    session = { authorization: `Bearer ${signup.token}` };
-    apiKey = { 'x-api-key': (await ok(source, 'ApiKeyRpc.create', { description: 'moves along' }, session)).fullKey };
-    await ok(source, 'SecretsRpc.create', { zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the secret value' }, session);
-    await ok(source, 'SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, session);
-    await ok(source, 'TaskRpc.create', { taskInstanceId: 'board', title: 'Move the tenant' }, apiKey);
-    await ok(source, 'DocumentRpc.create', { documentInstanceId: 'handbook', title: 'Welcome', content: 'Hello' }, apiKey);
-    await ok(source, 'CheckpointRpc.writeFile', { scope: 'site', path: 'index.html', content: '<h1>Acme</h1>' }, apiKey);
-    await ok(source, 'CheckpointRpc.createCheckpoint', { scope: 'site', message: 'first page' }, apiKey);
-    await ok(source, 'NoteRpc.add', { text: 'a note of a third-party plugin' }, apiKey);
-    const { uploadUrl, uploadKey } = await ok(source, 'UserProfileRpc.getUploadKeyForProfilePicture', {}, apiKey);
-    const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { ...apiKey, 'content-type': 'image/png' }, body: PNG });
+    session = signup;
+    apiKey = { apiKey: (await on(source, session).ApiKeyRpc.create({ description: 'moves along' })).fullKey };
+    await on(source, session).SecretsRpc.create({ zone: 'ops', key: 'DEPLOY_TOKEN', value: 'the secret value' });
+    await on(source, session).SecretsRpc.getSecretValue({ zone: 'ops', key: 'DEPLOY_TOKEN' });
+    const byKey = on(source, apiKey);
+    await byKey.TaskRpc.create({ taskInstanceId: 'board', title: 'Move the tenant' });
+    await byKey.DocumentRpc.create({ documentInstanceId: 'handbook', title: 'Welcome', content: 'Hello' });
+    await byKey.CheckpointRpc.writeFile({ scope: 'site', path: 'index.html', content: '<h1>Acme</h1>' });
+    await byKey.CheckpointRpc.createCheckpoint({ scope: 'site', message: 'first page' });
+    await byKey.call('NoteRpc.add', { text: 'a note of a third-party plugin' });
+    const { uploadUrl, uploadKey } = await byKey.UserProfileRpc.getUploadKeyForProfilePicture();
+    const uploaded = await fetch(uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey.apiKey, 'content-type': 'image/png' }, body: PNG });
     fileId = (await uploaded.json()).data.files[0].fileId;
-    await ok(source, 'UserProfileRpc.updateProfilePicture', { uploadKey }, apiKey);
-    const stranger = await ok(source, 'AuthRpc.signup', { email: 'other@example.com', username: 'other-owner', password: 'a long enough password' });
+    await byKey.UserProfileRpc.updateProfilePicture({ uploadKey });
+    const stranger = await on(source).AuthRpc.signup({ email: 'other@example.com', username: 'other-owner', password: 'a long enough password' });
     strangerId = stranger.user.subscriptionId;
 
     const { code, output } = await cli(source, 'tenant', 'export', '--subscription', subscriptionId, '--out', archive);
@@ -142,10 +139,10 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
   it('refuses an import without the transfer key that opens it', async () => {
     const wrongKey = path.join(work, 'wrong.key');
     writeFileSync(wrongKey, `${Buffer.alloc(32, 9).toString('base64url')}\n`);
-    const refused = await cli(target, 'tenant', 'import', '--from', archive, '--key-file', wrongKey);
-    assert.equal(refused.code, 1);
-    assert.match(refused.output, /does not open the data keys/);
-    assert.equal((await call(target, 'AuthRpc.getSession', {}, session)).data.code, 'UNAUTHENTICATED', 'nothing was imported');
+    const wrong = await cli(target, 'tenant', 'import', '--from', archive, '--key-file', wrongKey);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.output, /does not open the data keys/);
+    await refused(on(target, session).AuthRpc.getSession(), 'UNAUTHENTICATED', 'nothing was imported');
   });
 
   it('imports it into another installation, which answers the same reads with the same credentials', async () => {
@@ -153,17 +150,13 @@ describe('rpc-service tenant export and import', { timeout: 10 * 60_000 }, () =>
     assert.equal(code, 0, output);
     assert.deepEqual(await reads(target), await reads(source));
     assert.equal(
-      (await ok(target, 'SecretsRpc.getSecretValue', { zone: 'ops', key: 'DEPLOY_TOKEN' }, apiKey)).value,
+      (await on(target, apiKey).SecretsRpc.getSecretValue({ zone: 'ops', key: 'DEPLOY_TOKEN' })).value,
       'the secret value',
       "opened by the target's keys",
     );
-    const login = await ok(target, 'AuthRpc.login', { identifier: 'acme-owner', password: 'a long enough password' });
+    const login = await on(target).AuthRpc.login({ identifier: 'acme-owner', password: 'a long enough password' });
     assert.equal(login.user.subscriptionId, subscriptionId);
-    assert.equal(
-      (await call(target, 'AuthRpc.login', { identifier: 'other-owner', password: 'a long enough password' })).data.code,
-      'UNAUTHENTICATED',
-      'only the one tenant moved',
-    );
+    await refused(on(target).AuthRpc.login({ identifier: 'other-owner', password: 'a long enough password' }), 'UNAUTHENTICATED', 'only the one tenant moved');
     assert.notEqual(strangerId, subscriptionId);
     const again = await cli(target, 'tenant', 'import', '--from', archive);
     assert.equal(again.code, 1);

@@ -71,10 +71,10 @@ describe('the typed client installed from the repository path', { timeout: 10 * 
     await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.']);
 
     const owner = await t.signup();
-    const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'documented example' }, { token: owner.token });
+    const { fullKey } = await t.as(owner).ApiKeyRpc.create({ description: 'documented example' });
     const output = await run(process.execPath, ['out/example.js'], { RPC_API_KEY: fullKey });
     assert.match(output, /^created [0-9a-f-]{36}; the inbox holds 1$/m);
-    const tasks = await t.ok('TaskRpc.getData', { taskInstanceId: 'inbox' }, { token: owner.token });
+    const tasks = await t.as(owner).TaskRpc.getData({ taskInstanceId: 'inbox' });
     assert.equal(tasks.data[0].title, 'Try the typed client');
   });
 });

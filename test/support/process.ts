@@ -113,13 +113,3 @@ export async function whenHealthy(server: RunningProcess, base: string, timeoutM
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
-
-/** `POST /api/rpc` to a service started as a process: the envelope it answers. */
-export async function rpcAt(base: string, method: string, params: object, headers: Record<string, string> = {}): Promise<any> {
-  const response = await fetch(`${base}/api/rpc`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ method, params }),
-  });
-  return response.json();
-}

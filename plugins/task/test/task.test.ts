@@ -179,7 +179,8 @@ describe('TaskRpc', () => {
       await t.ok('TaskRpc.create', { taskInstanceId: 'board-list', title, status, tags: [...tags] }, as(member));
     }
     await t.ok('TaskRpc.create', { taskInstanceId: 'board-list', title: 'Theirs' }, as(stranger));
-    const list = (params: Record<string, unknown>, session = member) => t.ok('TaskRpc.getData', { taskInstanceId: 'board-list', ...params }, as(session));
+    const list = (params: Record<string, unknown>, session: { token: string } = member) =>
+      t.ok('TaskRpc.getData', { taskInstanceId: 'board-list', ...params }, as(session));
     const titles = async (params: Record<string, unknown>) => (await list(params)).data.map((task: { title: string }) => task.title);
     assert.deepEqual(await titles({}), ['Alpha', 'Beta', 'Gamma']);
     assert.equal((await list({})).totalCount, 3);

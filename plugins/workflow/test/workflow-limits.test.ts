@@ -17,7 +17,7 @@ import { linearGraph } from '../../../test/support/workflows.ts';
  * memory) or its node (killed) fails after WORKFLOW_MAX_ATTEMPTS, also across restarts.
  */
 
-type Node = Record<string, unknown>;
+type Node = Parameters<typeof linearGraph>[0][number];
 const linear = (...nodes: Node[]) => linearGraph(nodes);
 const setNode = (id: string, values: Record<string, string>): Node => ({ id, type: 'set', config: { values } });
 
