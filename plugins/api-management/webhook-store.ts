@@ -7,6 +7,7 @@ import {
   type Keyring,
   type PluginServices,
   type Principal,
+  type RowOf,
   type SecretBox,
 } from 'rpc-service/plugin';
 import { ApiKeyWebhook, type WebhookStatus } from './webhook.entity.ts';
@@ -33,17 +34,11 @@ interface Deps {
 /** A key's webhook fields for its record; the secret only as whether there is one (an empty one counts as none, as before). */
 const WEBHOOK_FIELDS = preparedRead(
   'api_management_webhook_fields',
-  'select api_key_id as "apiKeyId", url, coalesce(secret, \'\') <> \'\' as "hasSecret", status, last_tested_at as "lastTestedAt" ' +
+  "select api_key_id, url, coalesce(secret, '') <> '' as has_secret, status, last_tested_at " +
     'from api_management_webhook where subscription_id = $1 and api_key_id = any($2::uuid[])',
 );
 
-interface WebhookFieldsRow {
-  apiKeyId: string;
-  url: string;
-  hasSecret: boolean;
-  status: WebhookStatus;
-  lastTestedAt: Date | string;
-}
+type WebhookFieldsRow = RowOf<ApiKeyWebhook, 'apiKeyId' | 'url' | 'status' | 'lastTestedAt'> & { has_secret: boolean };
 
 /**
  * The webhooks of API keys, in this plugin's table. Which keys exist, whose
@@ -127,12 +122,12 @@ export class WebhookStore {
     const webhooks = await this.#deps.db.read<WebhookFieldsRow>(WEBHOOK_FIELDS, [subscriptionId, pgArray(apiKeyIds)]);
     return new Map(
       webhooks.map((webhook) => {
-        const testedAt = rowTimestamp(webhook.lastTestedAt).toISOString();
+        const testedAt = rowTimestamp(webhook.last_tested_at).toISOString();
         return [
-          webhook.apiKeyId,
+          webhook.api_key_id,
           {
             webhookUrl: webhook.url,
-            webhookSecret: webhook.hasSecret ? SECRET_MASK : null,
+            webhookSecret: webhook.has_secret ? SECRET_MASK : null,
             webhookStatus: webhook.status,
             lastTestedAt: testedAt,
             updatedAt: testedAt,
@@ -149,7 +144,7 @@ export class WebhookStore {
    */
   async resealLegacy(): Promise<number> {
     const { db, keyring, secretBox } = this.#deps;
-    const rows = await db.execute<{ api_key_id: string; subscription_id: string; secret: string }>(
+    const rows = await db.execute<RowOf<ApiKeyWebhook, 'apiKeyId' | 'subscriptionId'> & { secret: string }>(
       `select api_key_id, subscription_id, secret from api_management_webhook where secret not like 'k1.%'`,
     );
     for (const row of rows) {

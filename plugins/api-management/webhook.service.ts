@@ -14,6 +14,7 @@ import {
   type ListEnvelope,
   type Logger,
   type Outbound,
+  type RowOf,
 } from 'rpc-service/plugin';
 import * as v from 'valibot';
 import type { ApiManagementConfig } from './config.ts';
@@ -166,7 +167,7 @@ export class WebhookService {
         await this.#deps.db.execute('delete from api_management_endpoint_lease where api_key_id = ? and holder = ?', [apiKeyId, holder]);
       }
       // A delivery added while the lease was held found it taken: it is this sender's to send, if it is next.
-      const [head] = await this.#deps.db.execute<{ next_attempt_at: Date | string }>(
+      const [head] = await this.#deps.db.execute<RowOf<WebhookDelivery, 'nextAttemptAt'>>(
         `select next_attempt_at from api_management_delivery where subscription_id = ? and api_key_id = ? and state = 'pending' order by seq limit 1`,
         [subscriptionId, apiKeyId],
       );
@@ -183,7 +184,7 @@ export class WebhookService {
    * go to a sender again; finished deliveries past the retention go.
    */
   async sweep(): Promise<{ woken: number; pruned: number }> {
-    const heads = await this.#deps.db.execute<{ subscription_id: string; api_key_id: string }>(
+    const heads = await this.#deps.db.execute<RowOf<WebhookDelivery, 'subscriptionId' | 'apiKeyId'>>(
       `select subscription_id, api_key_id from (
          select distinct on (api_key_id) subscription_id, api_key_id, next_attempt_at from api_management_delivery
          where state = 'pending' order by api_key_id, seq

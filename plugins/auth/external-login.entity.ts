@@ -1,4 +1,4 @@
-import { defineEntity } from 'rpc-service/plugin';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /** A login started for another program (a desktop app) that polls for its result. */
 export const ExternalLogin = defineEntity({
@@ -17,3 +17,4 @@ export const ExternalLogin = defineEntity({
     createdAt: p.datetime(),
   }),
 });
+export type ExternalLogin = InferEntity<typeof ExternalLogin>;

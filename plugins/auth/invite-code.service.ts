@@ -12,6 +12,7 @@ import {
   type InferRecord,
   type ListEnvelope,
   type Role,
+  type RowOf,
 } from 'rpc-service/plugin';
 import { InviteCode } from './invite-code.entity.ts';
 
@@ -47,7 +48,7 @@ export class InviteCodeService {
 
   /** Takes one use of a code inside the signup's transaction; two signups cannot share its last use. */
   async redeem(tx: EntityManager, code: string): Promise<{ subscriptionId: string; role: Role }> {
-    const [invite] = await tx.execute<{ subscription_id: string; role: Role }[]>(
+    const [invite] = await tx.execute<RowOf<InviteCode, 'subscriptionId' | 'role'>[]>(
       `update auth_invite_code set uses = uses + 1 where code_hash = ? and ${USABLE} returning subscription_id, role`,
       [sha256Hex(code)],
     );

@@ -1,4 +1,4 @@
-import { defineEntity } from 'rpc-service/plugin';
+import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /** A login in progress at an OpenID provider: state (hashed), PKCE verifier (sealed), nonce. */
 export const OAuthState = defineEntity({
@@ -13,3 +13,4 @@ export const OAuthState = defineEntity({
     expiresAt: p.datetime(),
   }),
 });
+export type OAuthState = InferEntity<typeof OAuthState>;

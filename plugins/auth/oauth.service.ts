@@ -13,12 +13,15 @@ import {
   type Database,
   type EntityManager,
   type Logger,
+  type RowOf,
   type SecretBox,
 } from 'rpc-service/plugin';
 import { OAUTH_PRESETS, oauthSettingsPrefix, type AuthConfig, type OAuthProviderConfig } from './config.ts';
+import type { ExternalLogin } from './external-login.entity.ts';
 import type { JoinQuestion, JoinService, ProviderSignIn } from './join.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { OAuthLink } from './oauth-link.entity.ts';
+import type { OAuthState } from './oauth-state.entity.ts';
 import type { SessionService } from './session.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
 import { Subscription } from './subscription.entity.ts';
@@ -162,7 +165,7 @@ export class OAuthService {
     const provider = this.provider(providerName);
     const state = callbackUrl.searchParams.get('state');
     if (!state) throw badRequest('The provider answered without a state');
-    const [pending] = await this.#deps.db.execute<{ provider: string; code_verifier: string; nonce: string; external_login_id: string | null }>(
+    const [pending] = await this.#deps.db.execute<RowOf<OAuthState, 'provider' | 'codeVerifier' | 'nonce' | 'externalLoginId'>>(
       `delete from auth_oauth_state where state_hash = ? and expires_at > now() returning provider, code_verifier, nonce, external_login_id`,
       [sha256Hex(state)],
     );
@@ -349,7 +352,7 @@ export class OAuthService {
   /** The login's state; a completed result is handed out once, then reads as expired. */
   async pollExternalOAuthLoginSession(id: string, pollToken: string): Promise<ExternalLoginStatus> {
     const rows = isUuid(id)
-      ? await this.#deps.db.execute<{ poll_token_hash: string; completed_at: Date | null; consumed_at: Date | null; expires_at: Date; user_id: string | null }>(
+      ? await this.#deps.db.execute<RowOf<ExternalLogin, 'pollTokenHash' | 'completedAt' | 'consumedAt' | 'expiresAt' | 'userId'>>(
           'select poll_token_hash, completed_at, consumed_at, expires_at, user_id from auth_external_login where id = ?',
           [id],
         )

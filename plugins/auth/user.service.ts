@@ -12,6 +12,7 @@ import {
   type Database,
   type EntityManager,
   type Role,
+  type RowOf,
   type UploadService,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
@@ -169,10 +170,10 @@ export class UserService {
 
   /** What a credential of this user stands for now; null when the subscription has no such user. */
   async credentialHolder(subscriptionId: string, userId: string): Promise<CredentialHolder | null> {
-    const [row] = await this.#deps.db.execute<{ role: Role; is_active: boolean }>(
-      'select role, is_active from auth_user where subscription_id = ? and id = ?',
-      [subscriptionId, userId],
-    );
+    const [row] = await this.#deps.db.execute<RowOf<User, 'role' | 'isActive'>>('select role, is_active from auth_user where subscription_id = ? and id = ?', [
+      subscriptionId,
+      userId,
+    ]);
     return row ? { role: row.role, isActive: row.is_active } : null;
   }
 
@@ -314,7 +315,7 @@ export class UserService {
    * before the tenant is known; addresses are unique across the service.
    */
   async withEmail(email: string): Promise<{ subscriptionId: string; id: string } | undefined> {
-    const [row] = await this.#deps.db.execute<{ subscription_id: string; id: string }>('select subscription_id, id from auth_user where lower(email) = ?', [
+    const [row] = await this.#deps.db.execute<RowOf<User, 'subscriptionId' | 'id'>>('select subscription_id, id from auth_user where lower(email) = ?', [
       email,
     ]);
     return row && { subscriptionId: row.subscription_id, id: row.id };

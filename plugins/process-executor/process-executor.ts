@@ -15,6 +15,7 @@ import {
   type EventBus,
   type InferRecord,
   type Logger,
+  type RowOf,
 } from 'rpc-service/plugin';
 import type { ProcessConfig } from './config.ts';
 import { killSession, parentDeathWrapper, startTicks, thisHost } from './host.ts';
@@ -198,7 +199,7 @@ export class ProcessExecutor {
     let ended = 0;
     let killed = 0;
     for (;;) {
-      const rows = await em.execute<{ id: string; host: string | null; pid: number | null; pid_started_at: string | null }[]>(
+      const rows = await em.execute<RowOf<ProcessInstance, 'id' | 'host' | 'pid' | 'pidStartedAt'>[]>(
         `update process_executor_instance set status = 'failed', error = ?, ended_at = now(), lease_until = null
          where (subscription_id, id) in (
            select subscription_id, id from process_executor_instance where status = 'running' and (lease_until is null or lease_until < now())

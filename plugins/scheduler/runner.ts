@@ -16,6 +16,7 @@ import {
   type OperationCaller,
   type PluginServices,
   type Principal,
+  type RowOf,
 } from 'rpc-service/plugin';
 import type { ActionConfig } from './actions.ts';
 import type { SchedulerConfig } from './config.ts';
@@ -183,7 +184,7 @@ export class SchedulerRunner {
        returning id`,
       [max, this.#config.SCHEDULER_RUN_LEASE_MS / 1000],
     );
-    const stale = await em.execute<{ id: string; subscription_id: string; task_id: string }[]>(
+    const stale = await em.execute<RowOf<TaskRun, 'id' | 'subscriptionId' | 'taskId'>[]>(
       `update scheduler_run set attempts = attempts + 1, fired_at = now()
        where id in (select id from scheduler_run where status = 'running' and attempts < ? and fired_at < now() - make_interval(secs => ?) order by fired_at limit 100 for update skip locked)
        returning id, subscription_id, task_id`,

@@ -26,7 +26,7 @@ export const getData = defineOperation({
   params: v.object({
     filter: v.optional(
       v.strictObject(
-        { zone: v.optional(v.string('filter.zone must be a string')), key: v.optional(v.string()), description: v.optional(v.string()) },
+        Object.fromEntries(SECRET_FIELDS.map((field) => [field, v.optional(v.string(`filter.${field} must be a string`))])),
         `unknown field; filterable fields: ${SECRET_FIELDS.join(', ')}`,
       ),
       {},
