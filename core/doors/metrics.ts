@@ -1,58 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { digestsEqual, sha256 } from '../credentials/crypto.ts';
-
-/** Prometheus metrics of one app instance (its own registry, so several instances can share a process). */
-export class Metrics {
-  readonly registry = new Registry();
-  readonly rpcCalls: Counter<'method' | 'code'>;
-  readonly rpcDuration: Histogram<'method'>;
-  /** outcome `accepted`, or `refused` with the reason: `unauthenticated`, `user_limit`, `address_limit`, `total_limit`. */
-  readonly webSockets: Counter<'outcome' | 'reason'>;
-  readonly webSocketsOpen: Gauge;
-  // Label-bound children, made once per method and outcome: the per-call cost is then a plain add.
-  readonly #callChildren = new Map<string, { inc(): void }>();
-  readonly #durationChildren = new Map<string, { observe(value: number): void }>();
-
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
-    this.rpcCalls = new Counter({
-      name: 'rpc_calls_total',
-      help: 'RPC calls by method and outcome code (OK on success)',
-      labelNames: ['method', 'code'],
-      registers: [this.registry],
-    });
-    this.rpcDuration = new Histogram({
-      name: 'rpc_call_duration_seconds',
-      help: 'Time from request to response of RPC calls',
-      labelNames: ['method'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [this.registry],
-    });
-    this.webSockets = new Counter({
-      name: 'websocket_connections_total',
-      help: 'WebSocket connection attempts by outcome, and refusals by reason',
-      labelNames: ['outcome', 'reason'],
-      registers: [this.registry],
-    });
-    this.webSocketsOpen = new Gauge({
-      name: 'websocket_connections_open',
-      help: 'WebSockets open on this node',
-      registers: [this.registry],
-    });
-  }
-
-  /** Counts one RPC call and its duration. */
-  recordCall(method: string, code: string, seconds: number): void {
-    const key = `${method} ${code}`;
-    let calls = this.#callChildren.get(key);
-    if (!calls) this.#callChildren.set(key, (calls = this.rpcCalls.labels(method, code)));
-    calls.inc();
-    let duration = this.#durationChildren.get(method);
-    if (!duration) this.#durationChildren.set(method, (duration = this.rpcDuration.labels(method)));
-    duration.observe(seconds);
-  }
-}
 
 /** Whether an Authorization header is `Bearer <token>`; compared as digests, so the time taken says nothing of how much of it matched. */
 export function bearerMatches(authorization: string | undefined, token: string): boolean {

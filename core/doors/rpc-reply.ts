@@ -6,7 +6,7 @@ import { RpcError } from '../base/errors.ts';
 import type { OpenRpcDocument } from '../rpc/openrpc.ts';
 import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { Registry } from '../rpc/registry.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../base/metrics.ts';
 import { answerDuringBody } from './read-body.ts';
 import type { TransportOptions } from './request-info.ts';
 

@@ -16,7 +16,7 @@ import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { Registry } from '../rpc/registry.ts';
 import type { UploadService } from '../uploads/upload-service.ts';
 import { createMcpEndpoint } from './mcp.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../base/metrics.ts';
 import { requestIdOf, untrustedProxyCheck } from './request-info.ts';
 import { mountRoutes } from './routes.ts';
 import { createRpcEndpoint } from './rpc-endpoint.ts';

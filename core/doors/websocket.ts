@@ -6,7 +6,7 @@ import { presentedCredentials, type Authenticator, type PresentedCredentials } f
 import type { RequestPipeline } from '../rpc/pipeline.ts';
 import { concerns, CREDENTIALS_CHANGED, type CredentialsChanged } from '../credentials/revocation.ts';
 import { clientIpOf } from './request-info.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../base/metrics.ts';
 import type { Logger } from '../base/logger.ts';
 import type { Principal } from '../base/context.ts';
 import { errorBody } from '../rpc/dispatch.ts';
