@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
 import { addUser } from '../../../test/support/users.ts';
@@ -25,7 +26,6 @@ describe('DocumentRpc', () => {
   let owner: Awaited<ReturnType<TestApp['signup']>>;
   let colleague: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
   const instance = () => `handbook-${randomUUID().slice(0, 8)}`;
   const chunksOf = (pageId: string) =>
     t.app.deps.db.execute<{ id: string; text: string; embedding: string | null; metadata: Record<string, unknown> }>(
@@ -43,7 +43,7 @@ describe('DocumentRpc', () => {
 
   it('creates a page as version 1 with every field of the record, and reads it by id, by title and in its instance', async () => {
     const documentInstanceId = instance();
-    const page = await t.ok('DocumentRpc.create', { title: 'Getting started', documentInstanceId, content: GUIDE }, as(owner));
+    const page = await t.as(owner).DocumentRpc.create({ title: 'Getting started', documentInstanceId, content: GUIDE });
     assert.deepEqual(Object.keys(page).sort(), [
       '_id',
       'content',
@@ -69,24 +69,23 @@ describe('DocumentRpc', () => {
     assert.equal(page.content, GUIDE);
     assert.ok(!Number.isNaN(Date.parse(page.createdAt)));
 
-    assert.deepEqual(await t.ok('DocumentRpc.getById', { docId: page._id }, as(colleague)), page);
-    assert.deepEqual(await t.ok('DocumentRpc.getByTitle', { documentInstanceId, title: 'GETTING STARTED' }, as(colleague)), page);
-    const all = await t.ok('DocumentRpc.getAllDocuments', { documentInstanceId }, as(owner));
+    assert.deepEqual(await t.as(colleague).DocumentRpc.getById({ docId: page._id }), page);
+    assert.deepEqual(await t.as(colleague).DocumentRpc.getByTitle({ documentInstanceId, title: 'GETTING STARTED' }), page);
+    const all = await t.as(owner).DocumentRpc.getAllDocuments({ documentInstanceId });
     assert.deepEqual(all, { data: [page], totalCount: 1 });
-    assert.deepEqual(await t.ok('DocumentRpc.getAllDocuments', { documentInstanceId: instance() }, as(owner)), { data: [], totalCount: 0 });
+    assert.deepEqual(await t.as(owner).DocumentRpc.getAllDocuments({ documentInstanceId: instance() }), { data: [], totalCount: 0 });
 
-    const empty = await t.ok('DocumentRpc.create', { title: 'Blank', documentInstanceId }, as(owner));
+    const empty = await t.as(owner).DocumentRpc.create({ title: 'Blank', documentInstanceId });
     assert.equal(empty.content, '');
-    const missing = await t.call('DocumentRpc.getByTitle', { documentInstanceId, title: 'Nothing like it' }, as(owner));
-    assert.equal(missing.body.data.code, 'NOT_FOUND');
+    await refused(t.as(owner).DocumentRpc.getByTitle({ documentInstanceId, title: 'Nothing like it' }), 'NOT_FOUND');
   });
 
   it('finds the passage that answers a question as soon as create has answered, shaped as plugins/documents/README.md says', async () => {
     const documentInstanceId = instance();
-    const guide = await t.ok('DocumentRpc.create', { title: 'Orbit handbook', documentInstanceId, content: GUIDE }, as(owner));
-    await t.ok('DocumentRpc.create', { title: 'Office', documentInstanceId, content: 'The office kitchen has coffee, tea and fruit on Fridays.' }, as(owner));
+    const guide = await t.as(owner).DocumentRpc.create({ title: 'Orbit handbook', documentInstanceId, content: GUIDE });
+    await t.as(owner).DocumentRpc.create({ title: 'Office', documentInstanceId, content: 'The office kitchen has coffee, tea and fruit on Fridays.' });
 
-    const hits = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'how are invoices sent' }, as(colleague));
+    const hits = await t.as(colleague).DocumentRpc.search({ documentInstanceId, queryText: 'how are invoices sent' });
     assert.ok(hits.length >= 1 && hits.length <= 5);
     const [best] = hits;
     assert.deepEqual(Object.keys(best).sort(), ['id', 'payload', 'score']);
@@ -97,11 +96,11 @@ describe('DocumentRpc', () => {
     assert.ok(best.score > 0 && best.score <= 1);
     for (let index = 1; index < hits.length; index++) assert.ok(hits[index - 1].score >= hits[index].score);
 
-    const linux = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'start the service on linux with systemctl', topK: 1 }, as(owner));
+    const linux = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'start the service on linux with systemctl', topK: 1 });
     assert.equal(linux.length, 1);
     assert.match(linux[0].payload.content, /systemctl start orbit/);
     // Another instance's pages are not searched.
-    assert.deepEqual(await t.ok('DocumentRpc.search', { documentInstanceId: instance(), queryText: 'invoices' }, as(owner)), []);
+    assert.deepEqual(await t.as(owner).DocumentRpc.search({ documentInstanceId: instance(), queryText: 'invoices' }), []);
   });
 
   it('returns topK 5 by default and filters on the page fields; archived pages are left out', async () => {
@@ -109,40 +108,30 @@ describe('DocumentRpc', () => {
     const pages = [];
     for (let index = 0; index < 7; index++) {
       pages.push(
-        await t.ok(
-          'DocumentRpc.create',
-          {
-            title: `Release ${index}`,
-            documentInstanceId,
-            content: `Release ${index} of the rocket engine fixes ignition timing.`,
-            tags: index % 2 ? ['odd'] : ['even'],
-          },
-          as(owner),
-        ),
+        await t.as(owner).DocumentRpc.create({
+          title: `Release ${index}`,
+          documentInstanceId,
+          content: `Release ${index} of the rocket engine fixes ignition timing.`,
+          tags: index % 2 ? ['odd'] : ['even'],
+        }),
       );
     }
-    assert.equal((await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'rocket engine ignition' }, as(owner))).length, 5);
-    const odd = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'rocket engine ignition', topK: 10, filter: { tags: 'odd' } }, as(owner));
-    assert.deepEqual(odd.map((hit: any) => hit.payload.metadata.title).sort(), ['Release 1', 'Release 3', 'Release 5']);
-    const titled = await t.ok(
-      'DocumentRpc.search',
-      { documentInstanceId, queryText: 'rocket', filter: { title: { $in: ['Release 2', 'Release 4'] } } },
-      as(owner),
-    );
-    assert.deepEqual(titled.map((hit: any) => hit.payload.metadata.title).sort(), ['Release 2', 'Release 4']);
+    assert.equal((await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'rocket engine ignition' })).length, 5);
+    const odd = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'rocket engine ignition', topK: 10, filter: { tags: 'odd' } });
+    assert.deepEqual(odd.map((hit) => hit.payload.metadata.title).sort(), ['Release 1', 'Release 3', 'Release 5']);
+    const titled = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'rocket', filter: { title: { $in: ['Release 2', 'Release 4'] } } });
+    assert.deepEqual(titled.map((hit) => hit.payload.metadata.title).sort(), ['Release 2', 'Release 4']);
 
-    await t.ok('DocumentRpc.update', { _id: pages[1]._id, isArchived: true }, as(owner));
-    const afterArchive = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'rocket engine', topK: 10, filter: { tags: 'odd' } }, as(owner));
-    assert.deepEqual(afterArchive.map((hit: any) => hit.payload.metadata.title).sort(), ['Release 3', 'Release 5']);
+    await t.as(owner).DocumentRpc.update({ _id: pages[1]._id, isArchived: true });
+    const afterArchive = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'rocket engine', topK: 10, filter: { tags: 'odd' } });
+    assert.deepEqual(afterArchive.map((hit) => hit.payload.metadata.title).sort(), ['Release 3', 'Release 5']);
 
-    const bad = await t.call('DocumentRpc.search', { documentInstanceId, queryText: 'rocket', filter: { tags: { $bogus: 1 } } }, as(owner));
-    assert.equal(bad.status, 400);
-    assert.equal(bad.body.data.code, 'VALIDATION_ERROR');
+    await refused(t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'rocket', filter: { tags: { $bogus: 1 } } }), 'VALIDATION_ERROR');
   });
 
   it('embeds new pages in the background through the job service', async () => {
     const documentInstanceId = instance();
-    const page = await t.ok('DocumentRpc.create', { title: 'Background', documentInstanceId, content: GUIDE }, as(owner));
+    const page = await t.as(owner).DocumentRpc.create({ title: 'Background', documentInstanceId, content: GUIDE });
     const chunks = await eventually(async () => {
       const rows = await chunksOf(page._id);
       return rows.length > 0 && rows.every((row) => row.embedding !== null) ? rows : undefined;
@@ -153,19 +142,19 @@ describe('DocumentRpc', () => {
 
   it('keeps every version on update, re-embedding only the chunks that changed', async () => {
     const documentInstanceId = instance();
-    const page = await t.ok('DocumentRpc.create', { title: 'Handbook', documentInstanceId, content: GUIDE }, as(owner));
-    await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'invoices' }, as(owner));
+    const page = await t.as(owner).DocumentRpc.create({ title: 'Handbook', documentInstanceId, content: GUIDE });
+    await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'invoices' });
     const before = await chunksOf(page._id);
     assert.ok(before.every((chunk) => chunk.embedding !== null));
 
     const changed = GUIDE.replace('Refunds take ten working days.', 'Refunds take three working days.');
-    const updated = await t.ok('DocumentRpc.update', { _id: page._id, content: changed }, as(colleague));
+    const updated = await t.as(colleague).DocumentRpc.update({ _id: page._id, content: changed });
     assert.equal(updated.version, 2);
     assert.equal(updated.lastModifiedBy, colleague.user._id);
     assert.equal(updated.createdBy, owner.user._id);
     assert.equal(updated.content, changed);
 
-    const hits = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'how long do refunds take', topK: 1 }, as(owner));
+    const hits = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'how long do refunds take', topK: 1 });
     assert.match(hits[0].payload.content, /three working days/);
     const after = await chunksOf(page._id);
     const kept = after.filter((chunk) => before.some((old) => old.id === chunk.id && old.embedding === chunk.embedding));
@@ -175,13 +164,13 @@ describe('DocumentRpc', () => {
     assert.equal(kept.length, after.length - 1, 'every other chunk kept its embedding');
 
     // Unchanged: no new version. Changed again: version 3, and all three kept, newest first.
-    assert.equal((await t.ok('DocumentRpc.update', { _id: page._id, content: changed }, as(owner))).version, 2);
-    const renamed = await t.ok('DocumentRpc.update', { _id: page._id, title: 'Orbit handbook', tags: ['guide'] }, as(owner));
+    assert.equal((await t.as(owner).DocumentRpc.update({ _id: page._id, content: changed })).version, 2);
+    const renamed = await t.as(owner).DocumentRpc.update({ _id: page._id, title: 'Orbit handbook', tags: ['guide'] });
     assert.equal(renamed.version, 3);
     assert.deepEqual(renamed.tags, ['guide']);
-    const versions = await t.ok('DocumentRpc.getVersions', { docId: page._id }, as(owner));
+    const versions = await t.as(owner).DocumentRpc.getVersions({ docId: page._id });
     assert.deepEqual(
-      versions.map((version: any) => [version.version, version.title, version.modifiedBy]),
+      versions.map((version) => [version.version, version.title, version.modifiedBy]),
       [
         [3, 'Orbit handbook', owner.user._id],
         [2, 'Handbook', colleague.user._id],
@@ -191,85 +180,78 @@ describe('DocumentRpc', () => {
     assert.equal(versions[2].content, GUIDE);
     assert.equal(versions[1].content, changed);
     // The title is part of every chunk's heading: a rename re-embeds them all, and hits carry the new title.
-    const renamedHit = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'refunds', topK: 1 }, as(owner));
+    const renamedHit = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'refunds', topK: 1 });
     assert.equal(renamedHit[0].payload.metadata.title, 'Orbit handbook');
   });
 
   it('keeps titles unique in an instance, and refuses parents outside it or below the page', async () => {
     const documentInstanceId = instance();
-    const root = await t.ok('DocumentRpc.create', { title: 'Root', documentInstanceId }, as(owner));
-    const child = await t.ok('DocumentRpc.create', { title: 'Child', documentInstanceId, parentId: root._id }, as(owner));
+    const root = await t.as(owner).DocumentRpc.create({ title: 'Root', documentInstanceId });
+    const child = await t.as(owner).DocumentRpc.create({ title: 'Child', documentInstanceId, parentId: root._id });
     assert.equal(child.parentId, root._id);
 
-    const duplicate = await t.call('DocumentRpc.create', { title: 'root', documentInstanceId }, as(owner));
-    assert.equal(duplicate.status, 409);
-    assert.equal(duplicate.body.data.code, 'CONFLICT');
-    assert.equal((await t.call('DocumentRpc.update', { _id: child._id, title: 'ROOT' }, as(owner))).body.data.code, 'CONFLICT');
+    await refused(t.as(owner).DocumentRpc.create({ title: 'root', documentInstanceId }), 'CONFLICT');
+    await refused(t.as(owner).DocumentRpc.update({ _id: child._id, title: 'ROOT' }), 'CONFLICT');
     // The same title in another instance is another page.
-    await t.ok('DocumentRpc.create', { title: 'Root', documentInstanceId: instance() }, as(owner));
+    await t.as(owner).DocumentRpc.create({ title: 'Root', documentInstanceId: instance() });
 
-    const elsewhere = await t.ok('DocumentRpc.create', { title: 'Elsewhere', documentInstanceId: instance() }, as(owner));
-    const foreignParent = await t.call('DocumentRpc.create', { title: 'Orphan', documentInstanceId, parentId: elsewhere._id }, as(owner));
-    assert.equal(foreignParent.body.data.code, 'VALIDATION_ERROR');
-    assert.match(JSON.stringify(foreignParent.body), /parentId/);
-    const cycle = await t.call('DocumentRpc.update', { _id: root._id, parentId: child._id }, as(owner));
-    assert.equal(cycle.body.data.code, 'VALIDATION_ERROR');
-    const self = await t.call('DocumentRpc.update', { _id: root._id, parentId: root._id }, as(owner));
-    assert.equal(self.body.data.code, 'VALIDATION_ERROR');
-    assert.equal((await t.ok('DocumentRpc.getById', { docId: root._id }, as(owner))).version, 1, 'refused changes change nothing');
+    const elsewhere = await t.as(owner).DocumentRpc.create({ title: 'Elsewhere', documentInstanceId: instance() });
+    const foreignParent = await refused(t.as(owner).DocumentRpc.create({ title: 'Orphan', documentInstanceId, parentId: elsewhere._id }), 'VALIDATION_ERROR');
+    assert.match(JSON.stringify([foreignParent.message, foreignParent.issues]), /parentId/);
+    await refused(t.as(owner).DocumentRpc.update({ _id: root._id, parentId: child._id }), 'VALIDATION_ERROR');
+    await refused(t.as(owner).DocumentRpc.update({ _id: root._id, parentId: root._id }), 'VALIDATION_ERROR');
+    assert.equal((await t.as(owner).DocumentRpc.getById({ docId: root._id })).version, 1, 'refused changes change nothing');
 
-    const moved = await t.ok('DocumentRpc.update', { _id: child._id, parentId: null }, as(owner));
+    const moved = await t.as(owner).DocumentRpc.update({ _id: child._id, parentId: null });
     assert.equal(moved.parentId, null);
     assert.equal(moved.version, 2);
   });
 
   it('deletes a page with every page under it and takes them out of search', async () => {
     const documentInstanceId = instance();
-    const top = await t.ok('DocumentRpc.create', { title: 'Top', documentInstanceId, content: 'Satellites orbit the planet.' }, as(owner));
-    const middle = await t.ok(
-      'DocumentRpc.create',
-      { title: 'Middle', documentInstanceId, parentId: top._id, content: 'Telescopes watch the satellites.' },
-      as(owner),
-    );
-    await t.ok('DocumentRpc.create', { title: 'Bottom', documentInstanceId, parentId: middle._id, content: 'Satellite dishes point at the sky.' }, as(owner));
-    const sibling = await t.ok('DocumentRpc.create', { title: 'Sibling', documentInstanceId, content: 'Satellites need fuel.' }, as(owner));
-    assert.equal((await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'satellites', topK: 10 }, as(owner))).length, 4);
+    const top = await t.as(owner).DocumentRpc.create({ title: 'Top', documentInstanceId, content: 'Satellites orbit the planet.' });
+    const middle = await t
+      .as(owner)
+      .DocumentRpc.create({ title: 'Middle', documentInstanceId, parentId: top._id, content: 'Telescopes watch the satellites.' });
+    await t.as(owner).DocumentRpc.create({ title: 'Bottom', documentInstanceId, parentId: middle._id, content: 'Satellite dishes point at the sky.' });
+    const sibling = await t.as(owner).DocumentRpc.create({ title: 'Sibling', documentInstanceId, content: 'Satellites need fuel.' });
+    assert.equal((await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'satellites', topK: 10 })).length, 4);
 
-    assert.deepEqual(await t.ok('DocumentRpc.delete', { _id: top._id }, as(owner)), { success: true, deletedCount: 3 });
-    const left = await t.ok('DocumentRpc.getAllDocuments', { documentInstanceId }, as(owner));
+    assert.deepEqual(await t.as(owner).DocumentRpc.delete({ _id: top._id }), { success: true, deletedCount: 3 });
+    const left = await t.as(owner).DocumentRpc.getAllDocuments({ documentInstanceId });
     assert.deepEqual(
-      left.data.map((page: any) => page._id),
+      left.data.map((page) => page._id),
       [sibling._id],
     );
-    const hits = await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'satellites', topK: 10 }, as(owner));
+    const hits = await t.as(owner).DocumentRpc.search({ documentInstanceId, queryText: 'satellites', topK: 10 });
     assert.deepEqual(
-      hits.map((hit: any) => hit.payload.metadata.recordId),
+      hits.map((hit) => hit.payload.metadata.recordId),
       [sibling._id],
     );
     assert.equal((await chunksOf(middle._id)).length, 0);
-    assert.equal((await t.call('DocumentRpc.getById', { docId: middle._id }, as(owner))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('DocumentRpc.getVersions', { docId: top._id }, as(owner))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('DocumentRpc.delete', { _id: top._id }, as(owner))).body.data.code, 'NOT_FOUND');
+    await refused(t.as(owner).DocumentRpc.getById({ docId: middle._id }), 'NOT_FOUND');
+    await refused(t.as(owner).DocumentRpc.getVersions({ docId: top._id }), 'NOT_FOUND');
+    await refused(t.as(owner).DocumentRpc.delete({ _id: top._id }), 'NOT_FOUND');
   });
 
   it("never shows or changes another subscription's pages", async () => {
     const documentInstanceId = instance();
-    const page = await t.ok('DocumentRpc.create', { title: 'Secret plans', documentInstanceId, content: 'The launch is on Tuesday.' }, as(owner));
-    assert.equal((await t.call('DocumentRpc.getById', { docId: page._id }, as(stranger))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('DocumentRpc.getByTitle', { documentInstanceId, title: 'Secret plans' }, as(stranger))).body.data.code, 'NOT_FOUND');
-    assert.deepEqual(await t.ok('DocumentRpc.getAllDocuments', { documentInstanceId }, as(stranger)), { data: [], totalCount: 0 });
-    assert.deepEqual(await t.ok('DocumentRpc.search', { documentInstanceId, queryText: 'when is the launch' }, as(stranger)), []);
-    assert.equal((await t.call('DocumentRpc.update', { _id: page._id, content: 'hacked' }, as(stranger))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('DocumentRpc.delete', { _id: page._id }, as(stranger))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('DocumentRpc.getVersions', { docId: page._id }, as(stranger))).body.data.code, 'NOT_FOUND');
-    const parentElsewhere = await t.call('DocumentRpc.create', { title: 'Child', documentInstanceId, parentId: page._id }, as(stranger));
-    assert.equal(parentElsewhere.body.data.code, 'VALIDATION_ERROR');
+    const page = await t.as(owner).DocumentRpc.create({ title: 'Secret plans', documentInstanceId, content: 'The launch is on Tuesday.' });
+    await refused(t.as(stranger).DocumentRpc.getById({ docId: page._id }), 'NOT_FOUND');
+    await refused(t.as(stranger).DocumentRpc.getByTitle({ documentInstanceId, title: 'Secret plans' }), 'NOT_FOUND');
+    assert.deepEqual(await t.as(stranger).DocumentRpc.getAllDocuments({ documentInstanceId }), { data: [], totalCount: 0 });
+    assert.deepEqual(await t.as(stranger).DocumentRpc.search({ documentInstanceId, queryText: 'when is the launch' }), []);
+    await refused(t.as(stranger).DocumentRpc.update({ _id: page._id, content: 'hacked' }), 'NOT_FOUND');
+    await refused(t.as(stranger).DocumentRpc.delete({ _id: page._id }), 'NOT_FOUND');
+    await refused(t.as(stranger).DocumentRpc.getVersions({ docId: page._id }), 'NOT_FOUND');
+    await refused(t.as(stranger).DocumentRpc.create({ title: 'Child', documentInstanceId, parentId: page._id }), 'VALIDATION_ERROR');
     // The same instance id in the stranger's subscription is their own, and the title is free there.
-    await t.ok('DocumentRpc.create', { title: 'Secret plans', documentInstanceId, content: 'Ours.' }, as(stranger));
-    assert.equal((await t.ok('DocumentRpc.getById', { docId: page._id }, as(owner))).content, 'The launch is on Tuesday.');
+    await t.as(stranger).DocumentRpc.create({ title: 'Secret plans', documentInstanceId, content: 'Ours.' });
+    assert.equal((await t.as(owner).DocumentRpc.getById({ docId: page._id })).content, 'The launch is on Tuesday.');
   });
 
   it('refuses bad input with VALIDATION_ERROR naming the field', async () => {
+    // Params the types would refuse, called by name.
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['DocumentRpc.create', { documentInstanceId: 'x', title: '   ' }, /title/],
       ['DocumentRpc.create', { title: 'No instance' }, /documentInstanceId/],
@@ -281,11 +263,9 @@ describe('DocumentRpc', () => {
       ['DocumentRpc.search', { documentInstanceId: 'x', queryText: '' }, /queryText/],
     ];
     for (const [method, params, field] of cases) {
-      const response = await t.call(method, params, as(owner));
-      assert.equal(response.status, 400, `${method} ${JSON.stringify(params)}`);
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-      assert.match(JSON.stringify(response.body), field);
+      const error = await refused(t.as(owner).call(method, params), 'VALIDATION_ERROR', `${method} ${JSON.stringify(params)}`);
+      assert.match(JSON.stringify([error.message, error.issues]), field);
     }
-    assert.equal((await t.call('DocumentRpc.getAllDocuments', { documentInstanceId: 'x' })).status, 401);
+    await refused(t.as(null).DocumentRpc.getAllDocuments({ documentInstanceId: 'x' }), 'UNAUTHENTICATED');
   });
 });

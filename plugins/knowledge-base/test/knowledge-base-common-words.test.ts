@@ -50,8 +50,7 @@ describe('KnowledgeBaseAdminRpc.search on a large source', () => {
       'select lexeme, chunks from knowledge_base_common_word where subscription_id = ? and source = ? order by lexeme',
       [account.subscriptionId, 'knowledge-base'],
     );
-  const search = (account: typeof big, queryText: string) =>
-    t.ok('KnowledgeBaseAdminRpc.search', { queryText, topK: 5 }, { token: account.token }) as Promise<{ text: string; textRank: number | null }[]>;
+  const search = (account: typeof big, queryText: string) => t.as(account).KnowledgeBaseAdminRpc.search({ queryText, topK: 5 });
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'] });

@@ -15,10 +15,9 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
       const { received } = peer;
       const first = await start();
       const admin = await first.signup();
-      const as = { token: admin.token };
-      const { document } = await first.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Orbit handbook', content: HANDBOOK }, as);
+      const { document } = await first.as(admin).KnowledgeBaseAdminRpc.ingestText({ name: 'Orbit handbook', content: HANDBOOK });
       await eventually(
-        async () => ((await first.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as)).status === 'ready' ? true : undefined),
+        async () => ((await first.as(admin).KnowledgeBaseAdminRpc.getDocument({ docId: document._id })).status === 'ready' ? true : undefined),
         20_000,
       );
       const before = await vectorsNow(first);
@@ -28,17 +27,17 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
       peer.delayMs = 2000;
       const second = await start({ newModel: true });
       try {
-        const session = { token: (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token };
-        const during = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
+        const session = await second.as(null).AuthRpc.login({ identifier: admin.user.username, password: admin.password });
+        const during = await second.as(session).KnowledgeBaseAdminRpc.getStats();
         assert.equal(during.embedding.model, 'local-lexical-384');
-        assert.deepEqual([during.embedding.switch.nextModel, during.embedding.switch.total], [PEER_EMBEDDING_MODEL, before.length]);
+        assert.deepEqual([during.embedding.switch!.nextModel, during.embedding.switch!.total], [PEER_EMBEDDING_MODEL, before.length]);
         // Searches go on, answered from the old model's vectors (the question embedded locally, not by the slow new model).
-        const [hit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
+        const [hit] = await second.as(session).KnowledgeBaseAdminRpc.search({ queryText: 'how long do refunds take', topK: 1 });
         assert.match(hit.text, /ten working days/);
         assert.ok(!received.flat().includes('how long do refunds take'), 'no question went to the new model yet');
 
         const switched = await eventually(async () => {
-          const stats = await second.ok('KnowledgeBaseAdminRpc.getStats', {}, session);
+          const stats = await second.as(session).KnowledgeBaseAdminRpc.getStats();
           return stats.embedding.switch === null ? stats : undefined;
         }, 30_000);
         assert.equal(switched.embedding.model, PEER_EMBEDDING_MODEL);
@@ -56,13 +55,13 @@ describe('KnowledgeBaseAdminRpc: switching the embedding model', () => {
           assert.deepEqual(JSON.parse(row.b!), [...JSON.parse(before[index]!.a!)].reverse());
         }
         const answered = received.length;
-        const [afterHit] = await second.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take', topK: 1 }, session);
+        const [afterHit] = await second.as(session).KnowledgeBaseAdminRpc.search({ queryText: 'how long do refunds take', topK: 1 });
         assert.match(afterHit.text, /ten working days/);
         assert.deepEqual(received.at(-1), ['how long do refunds take'], 'questions now go to the new model');
         assert.ok(received.length > answered);
 
         // Reindexing embeds every chunk again with the current model.
-        await second.ok('KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }, session);
+        await second.as(session).KnowledgeBaseAdminRpc.reindexDocument({ docId: document._id });
         await eventually(() => (received.slice(answered + 1).flat().length >= before.length ? true : undefined));
       } finally {
         await second.close();

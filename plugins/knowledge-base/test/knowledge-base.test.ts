@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
+import type { KnowledgeBaseAdminRpcIngestTextParams, KnowledgeBaseAdminRpcListDocumentsParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Credential } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';
 import { putUpload } from '../../../test/support/uploads.ts';
@@ -23,14 +25,13 @@ describe('KnowledgeBaseAdminRpc', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
-  const ready = (session: { token: string }, docId: string) =>
+  const ready = (session: Credential, docId: string) =>
     eventually(async () => {
-      const document = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId }, as(session));
+      const document = await t.as(session).KnowledgeBaseAdminRpc.getDocument({ docId });
       return ['ready', 'failed'].includes(document.status) ? document : undefined;
     });
-  const ingest = async (session: { token: string }, params: Record<string, unknown>) => {
-    const { document } = await t.ok('KnowledgeBaseAdminRpc.ingestText', params, as(session));
+  const ingest = async (session: Credential, params: KnowledgeBaseAdminRpcIngestTextParams) => {
+    const { document } = await t.as(session).KnowledgeBaseAdminRpc.ingestText(params);
     return ready(session, document._id);
   };
   const chunkRows = (docId: string) =>
@@ -69,11 +70,13 @@ describe('KnowledgeBaseAdminRpc', () => {
   });
 
   it('ingests Markdown in the background and finds the passage that answers a question, with its section as context', async () => {
-    const { document, jobId } = await t.ok(
-      'KnowledgeBaseAdminRpc.ingestText',
-      { name: 'Orbit handbook', content: HANDBOOK, description: 'How Orbit works', collection: 'manuals', tags: ['orbit', 'policy'] },
-      as(admin),
-    );
+    const { document, jobId } = await t.as(admin).KnowledgeBaseAdminRpc.ingestText({
+      name: 'Orbit handbook',
+      content: HANDBOOK,
+      description: 'How Orbit works',
+      collection: 'manuals',
+      tags: ['orbit', 'policy'],
+    });
     assert.equal(document.status, 'pending');
     assert.match(jobId, /^[0-9a-f-]{36}$/);
     assert.deepEqual(
@@ -93,7 +96,7 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.ok(done.chunkCount >= 4);
     assert.equal(done.content, HANDBOOK);
 
-    const hits = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how long do refunds take' }, as(member));
+    const hits = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'how long do refunds take' });
     assert.ok(hits.length >= 1 && hits.length <= 5);
     const [best] = hits;
     assert.equal(best.documentId, document._id);
@@ -103,11 +106,11 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.match(best.context, /ten working days/);
     assert.equal(best.collection, 'manuals');
     assert.deepEqual(best.metadata.tags, ['orbit', 'policy']);
-    assert.ok(best.semanticRank >= 1 && best.textRank >= 1, 'found by meaning and by words');
+    assert.ok(best.semanticRank! >= 1 && best.textRank! >= 1, 'found by meaning and by words');
     assert.ok(best.score > 0);
     for (let index = 1; index < hits.length; index++) assert.ok(hits[index - 1].score >= hits[index].score);
 
-    const semantic = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'support desk hours', mode: 'semantic', topK: 1 }, as(member));
+    const semantic = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'support desk hours', mode: 'semantic', topK: 1 });
     assert.equal(semantic.length, 1);
     assert.match(semantic[0].text, /nine to five/);
     assert.equal(semantic[0].textRank, null);
@@ -118,29 +121,30 @@ describe('KnowledgeBaseAdminRpc', () => {
     const document = await ingest(admin, { name: 'Garden', content: HTML, format: 'html', collection: 'garden' });
     assert.equal(document.status, 'ready');
     assert.equal(document.docType, 'html');
-    assert.match(document.content, /^# Garden care/m);
-    assert.match(document.content, /^## Pruning/m);
-    assert.match(document.content, /^-\s+Prune roses in early spring\./m);
-    assert.doesNotMatch(document.content, /tracking|color: red/);
-    const [hit] = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'when should roses be pruned', collection: 'garden', topK: 1 }, as(member));
+    assert.match(document.content!, /^# Garden care/m);
+    assert.match(document.content!, /^## Pruning/m);
+    assert.match(document.content!, /^-\s+Prune roses in early spring\./m);
+    assert.doesNotMatch(document.content!, /tracking|color: red/);
+    const [hit] = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'when should roses be pruned', collection: 'garden', topK: 1 });
     assert.match(hit.text, /Prune roses/);
     assert.equal(hit.heading, 'Garden › Garden care › Pruning');
   });
 
   it('ingests uploaded files, a PDF made here among them, and fails a broken one with the reason', async () => {
-    const { uploadKey, uploadUrl, types, maxBytes } = await t.ok('KnowledgeBaseAdminRpc.getUploadKey', {}, as(admin));
+    const { uploadKey, uploadUrl, types, maxBytes } = await t.as(admin).KnowledgeBaseAdminRpc.getUploadKey();
     assert.ok(uploadUrl.endsWith(`/api/uploads/${uploadKey}`));
     assert.ok(types.includes('application/pdf') && types.includes('text/markdown') && types.includes('text/html'));
     assert.ok(maxBytes >= 1024 * 1024 && maxBytes <= 20 * 1024 * 1024, 'KB_MAX_FILE_BYTES, capped by UPLOAD_MAX_BYTES');
     const pdf = await pdfOf(['The fleet has twelve delivery vans.', 'Vans are serviced every six months at the depot.']);
-    assert.equal((await putUpload(t, uploadKey, pdf, 'application/pdf', { ...as(admin), fileName: 'fleet.pdf' })).status, 200);
+    assert.equal((await putUpload(t, uploadKey, pdf, 'application/pdf', { token: admin.token, fileName: 'fleet.pdf' })).status, 200);
     assert.equal(
-      (await putUpload(t, uploadKey, Buffer.from('Plain notes: the depot opens at seven.'), 'text/plain', { ...as(admin), fileName: 'notes.txt' })).status,
+      (await putUpload(t, uploadKey, Buffer.from('Plain notes: the depot opens at seven.'), 'text/plain', { token: admin.token, fileName: 'notes.txt' }))
+        .status,
       200,
     );
-    const { documents } = await t.ok('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, collection: 'fleet', tags: ['vans'] }, as(admin));
+    const { documents } = await t.as(admin).KnowledgeBaseAdminRpc.ingestFiles({ uploadKey, collection: 'fleet', tags: ['vans'] });
     assert.deepEqual(
-      documents.map((document: any) => [document.name, document.docType, document.sourceType]),
+      documents.map((document) => [document.name, document.docType, document.sourceType]),
       [
         ['fleet.pdf', 'pdf', 'file'],
         ['notes.txt', 'text', 'file'],
@@ -149,52 +153,51 @@ describe('KnowledgeBaseAdminRpc', () => {
     const pdfDocument = await ready(admin, documents[0]._id);
     assert.equal(pdfDocument.status, 'ready');
     assert.equal(pdfDocument.sizeBytes, pdf.length);
-    assert.match(pdfDocument.content, /## Page 2\n\nVans are serviced every six months/);
-    const [hit] = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'how often are vans serviced', collection: 'fleet', topK: 1 }, as(member));
+    assert.match(pdfDocument.content!, /## Page 2\n\nVans are serviced every six months/);
+    const [hit] = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'how often are vans serviced', collection: 'fleet', topK: 1 });
     assert.equal(hit.documentId, documents[0]._id);
     assert.equal(hit.heading, 'fleet.pdf › Page 2');
     assert.equal((await ready(admin, documents[1]._id)).status, 'ready');
     // The key was used up.
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey }, as(admin))).status, 400);
+    await refused(t.as(admin).KnowledgeBaseAdminRpc.ingestFiles({ uploadKey }), 'BAD_REQUEST');
 
-    const broken = await t.ok('KnowledgeBaseAdminRpc.getUploadKey', {}, as(admin));
-    await putUpload(t, broken.uploadKey, Buffer.from('%PDF-1.7\nthis is not really a pdf at all'), 'application/pdf', { ...as(admin), fileName: 'broken.pdf' });
-    const failed = await t.ok('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey: broken.uploadKey }, as(admin));
+    const broken = await t.as(admin).KnowledgeBaseAdminRpc.getUploadKey();
+    await putUpload(t, broken.uploadKey, Buffer.from('%PDF-1.7\nthis is not really a pdf at all'), 'application/pdf', {
+      token: admin.token,
+      fileName: 'broken.pdf',
+    });
+    const failed = await t.as(admin).KnowledgeBaseAdminRpc.ingestFiles({ uploadKey: broken.uploadKey });
     const outcome = await ready(admin, failed.documents[0]._id);
     assert.equal(outcome.status, 'failed');
-    assert.match(outcome.error, /broken\.pdf is not a readable PDF/);
+    assert.match(outcome.error!, /broken\.pdf is not a readable PDF/);
     assert.equal(outcome.chunkCount, 0);
   });
 
   it('fetches and ingests a web page or file by URL through the outbound guard, and fails what cannot be fetched with the reason', async () => {
     const url = `${web.url}/ferry.html`;
-    const { document, jobId } = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url, tags: ['travel'] }, as(admin));
+    const { document, jobId } = await t.as(admin).KnowledgeBaseAdminRpc.ingestUrl({ url, tags: ['travel'] });
     assert.deepEqual([document.name, document.sourceType, document.status, document.sizeBytes], [url, 'url', 'pending', 0]);
     assert.match(jobId, /^[0-9a-f-]{36}$/);
     const page = await ready(admin, document._id);
     assert.equal(page.status, 'ready');
     assert.equal(page.docType, 'html');
     assert.equal(page.sizeBytes, Buffer.byteLength(`<html><head><title>Ferry</title></head><body><h1>Timetable</h1><p>${ferryTimes}</p></body></html>`));
-    assert.match(page.content, /^# Timetable/m);
+    assert.match(page.content!, /^# Timetable/m);
     const fetched = web.requests.find((request) => request.path === '/ferry.html')!;
     assert.match(fetched.headers.accept!, /text\/html/);
-    const [hit] = await t.ok(
-      'KnowledgeBaseAdminRpc.search',
-      { queryText: 'when does the ferry leave the harbour', topK: 1, filter: { tags: 'travel' } },
-      as(member),
-    );
+    const [hit] = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'when does the ferry leave the harbour', topK: 1, filter: { tags: 'travel' } });
     assert.deepEqual([hit.documentId, hit.metadata.docType, hit.metadata.sourceType], [document._id, 'html', 'url']);
 
     // The page changed: ingesting it again as a new version fetches it again.
     ferryTimes = 'From May the ferry leaves the harbour at eight.';
-    await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url, documentId: document._id }, as(admin));
+    await t.as(admin).KnowledgeBaseAdminRpc.ingestUrl({ url, documentId: document._id });
     await eventually(
-      async () => ((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin))).content.includes('From May') ? true : undefined),
+      async () => ((await t.as(admin).KnowledgeBaseAdminRpc.getDocument({ docId: document._id })).content!.includes('From May') ? true : undefined),
       20_000,
     );
-    const versions = await t.ok('KnowledgeBaseAdminRpc.getDocumentVersions', { docId: document._id }, as(admin));
+    const versions = await t.as(admin).KnowledgeBaseAdminRpc.getDocumentVersions({ docId: document._id });
     assert.deepEqual(
-      versions.map((version: any) => [version.version, version.sourceUrl, version.docType, version.current]),
+      versions.map((version) => [version.version, version.sourceUrl, version.docType, version.current]),
       [
         [2, url, 'html', true],
         [1, url, 'html', false],
@@ -202,10 +205,10 @@ describe('KnowledgeBaseAdminRpc', () => {
     );
 
     // The parser follows the content type, whatever the URL says.
-    const pdf = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: `${web.url}/fleet`, name: 'Fleet' }, as(admin));
+    const pdf = await t.as(admin).KnowledgeBaseAdminRpc.ingestUrl({ url: `${web.url}/fleet`, name: 'Fleet' });
     const pdfDocument = await ready(admin, pdf.document._id);
     assert.deepEqual([pdfDocument.status, pdfDocument.docType], ['ready', 'pdf']);
-    assert.match(pdfDocument.content, /## Page 2\n\nThe harbour keeps four pilot boats\./);
+    assert.match(pdfDocument.content!, /## Page 2\n\nThe harbour keeps four pilot boats\./);
 
     const failures: [string, RegExp][] = [
       [`${web.url}/missing.html`, /answered 404/],
@@ -214,47 +217,44 @@ describe('KnowledgeBaseAdminRpc', () => {
       [`http://localhost:${web.port}/ferry.html`, /may not be fetched: localhost is not a public address$/],
     ];
     for (const [failing, reason] of failures) {
-      const started = await t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: failing }, as(admin));
+      const started = await t.as(admin).KnowledgeBaseAdminRpc.ingestUrl({ url: failing });
       const outcome = await ready(admin, started.document._id);
       assert.equal(outcome.status, 'failed', failing);
-      assert.match(outcome.error, reason);
-      assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: started.jobId }, as(admin))).state, 'failed');
+      assert.match(outcome.error!, reason);
+      assert.equal((await t.as(admin).KnowledgeBaseAdminRpc.getJob({ jobId: started.jobId })).state, 'failed');
     }
-    for (const [refused, message] of [
+    for (const [bad, message] of [
       ['http://10.1.2.3/page.html', /10\.1\.2\.3 is not a public address/],
       ['ftp://example.com/page.html', /use http or https/],
       ['not a url', /absolute URL/],
     ] as const) {
-      const response = await t.call('KnowledgeBaseAdminRpc.ingestUrl', { url: refused }, as(admin));
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR', refused);
-      assert.equal(response.body.data.issues[0].path, 'url');
-      assert.match(response.body.data.issues[0].message, message);
+      const error = await refused(t.as(admin).KnowledgeBaseAdminRpc.ingestUrl({ url: bad }), 'VALIDATION_ERROR', bad);
+      assert.equal(error.issues![0]!.path, 'url');
+      assert.match(error.issues![0]!.message, message);
     }
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.ingestUrl', { url }, as(member))).body.data.code, 'FORBIDDEN');
+    await refused(t.as(member).KnowledgeBaseAdminRpc.ingestUrl({ url }), 'FORBIDDEN');
   });
 
   it('keeps versions on re-ingest: search answers from the new text only', async () => {
     const first = await ingest(admin, { name: 'Parking', content: 'Visitors park in the north lot.' });
-    const { document } = await t.ok(
-      'KnowledgeBaseAdminRpc.ingestText',
-      { documentId: first._id, name: 'Parking', content: 'Visitors park in the underground garage.' },
-      as(admin),
-    );
+    const { document } = await t
+      .as(admin)
+      .KnowledgeBaseAdminRpc.ingestText({ documentId: first._id, name: 'Parking', content: 'Visitors park in the underground garage.' });
     assert.equal(document.version, 2);
     assert.equal(document.status, 'pending');
     const second = await ready(admin, first._id);
     assert.equal(second.content, 'Visitors park in the underground garage.');
-    const versions = await t.ok('KnowledgeBaseAdminRpc.getDocumentVersions', { docId: first._id }, as(member));
+    const versions = await t.as(member).KnowledgeBaseAdminRpc.getDocumentVersions({ docId: first._id });
     assert.deepEqual(
-      versions.map((version: any) => [version.version, version.current, version.docType]),
+      versions.map((version) => [version.version, version.current, version.docType]),
       [
         [2, true, 'markdown'],
         [1, false, 'markdown'],
       ],
     );
-    const hits = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'where do visitors park', filter: { name: 'Parking' } }, as(member));
+    const hits = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'where do visitors park', filter: { name: 'Parking' } });
     assert.deepEqual(
-      hits.map((hit: any) => hit.text),
+      hits.map((hit) => hit.text),
       ['Visitors park in the underground garage.'],
     );
   });
@@ -262,80 +262,73 @@ describe('KnowledgeBaseAdminRpc', () => {
   it('updates metadata without embedding again, and soft-deletes: out of search at once, chunks removed by the job', async () => {
     const document = await ingest(admin, { name: 'Kitchen', content: 'The kitchen dishwasher runs every evening at eight.', tags: ['office'] });
     const before = await chunkRows(document._id);
-    const updated = await t.ok(
-      'KnowledgeBaseAdminRpc.updateDocument',
-      { docId: document._id, updates: { name: 'Office kitchen', tags: ['office', 'facilities'], collection: 'facilities' } },
-      as(admin),
-    );
+    const updated = await t.as(admin).KnowledgeBaseAdminRpc.updateDocument({
+      docId: document._id,
+      updates: { name: 'Office kitchen', tags: ['office', 'facilities'], collection: 'facilities' },
+    });
     assert.deepEqual([updated.name, updated.tags, updated.collection, updated.version], ['Office kitchen', ['office', 'facilities'], 'facilities', 1]);
     assert.deepEqual(await chunkRows(document._id), before, 'same chunks, same embeddings');
-    const filtered = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'dishwasher', filter: { tags: 'facilities' } }, as(member));
+    const filtered = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'dishwasher', filter: { tags: 'facilities' } });
     assert.deepEqual(
-      filtered.map((hit: any) => [hit.name, hit.collection]),
+      filtered.map((hit) => [hit.name, hit.collection]),
       [['Office kitchen', 'facilities']],
     );
 
-    const deleted = await t.ok('KnowledgeBaseAdminRpc.deleteDocument', { docId: document._id }, as(admin));
+    const deleted = await t.as(admin).KnowledgeBaseAdminRpc.deleteDocument({ docId: document._id });
     assert.equal(deleted.status, 'deleted');
     assert.ok(deleted.deletedAt);
-    const afterDelete = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'dishwasher', topK: 100 }, as(member));
+    const afterDelete = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'dishwasher', topK: 100 });
     assert.ok(
-      afterDelete.every((hit: any) => hit.documentId !== document._id),
+      afterDelete.every((hit) => hit.documentId !== document._id),
       'no hit of the deleted document',
     );
     assert.ok(
       (await chunkRows(document._id)).every((chunk) => chunk.withdrawn),
       'withdrawn until the job removes them',
     );
-    const listed = await t.ok('KnowledgeBaseAdminRpc.listDocuments', { search: 'dishwasher' }, as(member));
+    const listed = await t.as(member).KnowledgeBaseAdminRpc.listDocuments({ search: 'dishwasher' });
     assert.equal(listed.totalCount, 0);
-    const inBin = await t.ok('KnowledgeBaseAdminRpc.listDocuments', { status: 'deleted' }, as(member));
-    assert.ok(inBin.data.some((item: any) => item._id === document._id));
+    const inBin = await t.as(member).KnowledgeBaseAdminRpc.listDocuments({ status: 'deleted' });
+    assert.ok(inBin.data.some((item) => item._id === document._id));
     await eventually(async () => ((await chunkRows(document._id)).length === 0 ? true : undefined));
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(admin))).body.data.code, 'NOT_FOUND');
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.deleteDocument', { docId: document._id }, as(admin))).body.data.code, 'NOT_FOUND');
+    await refused(t.as(admin).KnowledgeBaseAdminRpc.getChunks({ docId: document._id }), 'NOT_FOUND');
+    await refused(t.as(admin).KnowledgeBaseAdminRpc.deleteDocument({ docId: document._id }), 'NOT_FOUND');
   });
 
   it('lists, edits and deletes chunks; an edited chunk is embedded again at once', async () => {
     const document = await ingest(admin, { name: 'Chunks', content: HANDBOOK });
-    const chunks = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(member));
+    const chunks = await t.as(member).KnowledgeBaseAdminRpc.getChunks({ docId: document._id });
     assert.equal(chunks.length, document.chunkCount);
     assert.deepEqual(Object.keys(chunks[0]).sort(), ['chunkId', 'embedded', 'heading', 'ordinal', 'sectionId', 'text']);
     assert.deepEqual(
-      chunks.map((chunk: any) => chunk.ordinal),
+      chunks.map((chunk) => chunk.ordinal),
       chunks.map((_: unknown, index: number) => index),
     );
-    assert.ok(chunks.every((chunk: any) => chunk.embedded));
+    assert.ok(chunks.every((chunk) => chunk.embedded));
 
-    const refunds = chunks.find((chunk: any) => /Refunds/.test(chunk.text));
-    const edited = await t.ok(
-      'KnowledgeBaseAdminRpc.updateChunk',
-      { docId: document._id, chunkId: refunds.chunkId, text: 'Refunds arrive by bank transfer within three days.' },
-      as(admin),
-    );
+    const refunds = chunks.find((chunk) => /Refunds/.test(chunk.text))!;
+    const edited = await t
+      .as(admin)
+      .KnowledgeBaseAdminRpc.updateChunk({ docId: document._id, chunkId: refunds.chunkId, text: 'Refunds arrive by bank transfer within three days.' });
     assert.equal(edited.text, 'Refunds arrive by bank transfer within three days.');
     assert.equal(edited.embedded, true);
-    const [hit] = await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'refunds bank transfer', filter: { name: 'Chunks' }, topK: 1 }, as(member));
+    const [hit] = await t.as(member).KnowledgeBaseAdminRpc.search({ queryText: 'refunds bank transfer', filter: { name: 'Chunks' }, topK: 1 });
     assert.equal(hit.chunkId, refunds.chunkId);
     assert.match(hit.text, /bank transfer/);
 
-    const empty = await t.call('KnowledgeBaseAdminRpc.updateChunk', { docId: document._id, chunkId: refunds.chunkId, text: '' }, as(admin));
-    assert.equal(empty.body.data.code, 'VALIDATION_ERROR');
-    assert.match(JSON.stringify(empty.body.data.issues), /text/);
+    const empty = await refused(t.as(admin).KnowledgeBaseAdminRpc.updateChunk({ docId: document._id, chunkId: refunds.chunkId, text: '' }), 'VALIDATION_ERROR');
+    assert.match(JSON.stringify(empty.issues), /text/);
 
-    assert.deepEqual(await t.ok('KnowledgeBaseAdminRpc.deleteChunk', { docId: document._id, chunkId: refunds.chunkId }, as(admin)), {
+    assert.deepEqual(await t.as(admin).KnowledgeBaseAdminRpc.deleteChunk({ docId: document._id, chunkId: refunds.chunkId }), {
       success: true,
       chunkCount: document.chunkCount - 1,
     });
-    const left = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(member));
+    const left = await t.as(member).KnowledgeBaseAdminRpc.getChunks({ docId: document._id });
     assert.equal(left.length, chunks.length - 1);
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.deleteChunk', { docId: document._id, chunkId: refunds.chunkId }, as(admin))).body.data.code, 'NOT_FOUND');
-    assert.equal(
-      (await t.call('KnowledgeBaseAdminRpc.updateChunk', { docId: document._id, chunkId: refunds.chunkId, text: 'x' }, as(admin))).body.data.code,
-      'NOT_FOUND',
-    );
+    await refused(t.as(admin).KnowledgeBaseAdminRpc.deleteChunk({ docId: document._id, chunkId: refunds.chunkId }), 'NOT_FOUND');
+    await refused(t.as(admin).KnowledgeBaseAdminRpc.updateChunk({ docId: document._id, chunkId: refunds.chunkId, text: 'x' }), 'NOT_FOUND');
 
-    const reindexed = await t.ok('KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }, as(admin));
+    const reindexed = await t.as(admin).KnowledgeBaseAdminRpc.reindexDocument({ docId: document._id });
     assert.deepEqual(reindexed, { success: true, chunkCount: document.chunkCount - 1 });
   });
 
@@ -359,8 +352,8 @@ describe('KnowledgeBaseAdminRpc', () => {
       tags: ['earth', 'ice'],
       userId: null,
     });
-    const list = (params: Record<string, unknown>) => t.ok('KnowledgeBaseAdminRpc.listDocuments', params, as(subscriber));
-    const names = async (params: Record<string, unknown>) => (await list(params)).data.map((document: any) => document.name);
+    const list = (params: KnowledgeBaseAdminRpcListDocumentsParams) => t.as(subscriber).KnowledgeBaseAdminRpc.listDocuments(params);
+    const names = async (params: KnowledgeBaseAdminRpcListDocumentsParams) => (await list(params)).data.map((document) => document.name);
 
     const all = await list({});
     assert.deepEqual([all.totalCount, all.page, all.limit], [3, 1, 20]);
@@ -382,7 +375,7 @@ describe('KnowledgeBaseAdminRpc', () => {
     assert.deepEqual(await names({ startTime: started, endTime: new Date(Date.now() + 60_000).toISOString() }), ['Gamma', 'beta', 'Alpha']);
     assert.deepEqual(await names({ endTime: started }), []);
     const page2 = await list({ limit: 2, page: 2 });
-    assert.deepEqual([page2.totalCount, page2.data.map((document: any) => document._id)], [3, [alpha._id]]);
+    assert.deepEqual([page2.totalCount, page2.data.map((document) => document._id)], [3, [alpha._id]]);
     assert.ok(beta && gamma);
 
     for (const [params, field] of [
@@ -394,9 +387,8 @@ describe('KnowledgeBaseAdminRpc', () => {
       [{ startTime: 'yesterday' }, 'startTime'],
       [{ tags: 'ice' }, 'tags'],
     ] as const) {
-      const response = await t.call('KnowledgeBaseAdminRpc.listDocuments', params, as(subscriber));
-      assert.equal(response.status, 400, JSON.stringify(params));
-      assert.equal(response.body.data.issues[0].path, field);
+      const error = await refused(t.as(subscriber).call('KnowledgeBaseAdminRpc.listDocuments', params), 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(error.issues![0]!.path, field);
     }
   });
 
@@ -405,23 +397,23 @@ describe('KnowledgeBaseAdminRpc', () => {
     const done = await ingest(subscriber, { name: 'Done', content: 'Finished text.', collection: 'c1', tags: ['t1', 't2'] });
     // Both slots of the ingestion queue (its concurrency, 2) busy fetching a slow page, for another subscription: the next ingestion waits.
     const busy = await t.signup();
-    const slow = await Promise.all([1, 2].map((n) => t.ok('KnowledgeBaseAdminRpc.ingestUrl', { url: `${web.url}/slow/${n}` }, as(busy))));
+    const slow = await Promise.all([1, 2].map((n) => t.as(busy).KnowledgeBaseAdminRpc.ingestUrl({ url: `${web.url}/slow/${n}` })));
     await eventually(async () => {
-      const states = await Promise.all(slow.map(({ jobId }) => t.ok('KnowledgeBaseAdminRpc.getJob', { jobId }, as(busy))));
+      const states = await Promise.all(slow.map(({ jobId }) => t.as(busy).KnowledgeBaseAdminRpc.getJob({ jobId })));
       return states.every((job) => job.state === 'running') || undefined;
     });
-    const queued = await t.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'Queued', content: 'Waiting text.' }, as(subscriber));
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: queued.jobId }, as(subscriber))).state, 'queued');
-    const cancelled = await t.ok('KnowledgeBaseAdminRpc.cancelJob', { jobId: queued.jobId }, as(subscriber));
+    const queued = await t.as(subscriber).KnowledgeBaseAdminRpc.ingestText({ name: 'Queued', content: 'Waiting text.' });
+    assert.equal((await t.as(subscriber).KnowledgeBaseAdminRpc.getJob({ jobId: queued.jobId })).state, 'queued');
+    const cancelled = await t.as(subscriber).KnowledgeBaseAdminRpc.cancelJob({ jobId: queued.jobId });
     assert.equal(cancelled.state, 'cancelled');
-    const afterCancel = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: queued.document._id }, as(subscriber));
+    const afterCancel = await t.as(subscriber).KnowledgeBaseAdminRpc.getDocument({ docId: queued.document._id });
     assert.deepEqual([afterCancel.status, afterCancel.error], ['failed', 'Ingestion cancelled']);
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.cancelJob', { jobId: queued.jobId }, as(subscriber))).body.data.code, 'CONFLICT');
+    await refused(t.as(subscriber).KnowledgeBaseAdminRpc.cancelJob({ jobId: queued.jobId }), 'CONFLICT');
 
-    const jobs = await t.ok('KnowledgeBaseAdminRpc.listJobs', {}, as(subscriber));
+    const jobs = await t.as(subscriber).KnowledgeBaseAdminRpc.listJobs();
     assert.equal(jobs.totalCount, 2);
     assert.deepEqual(
-      jobs.data.map((job: any) => [job.documentId, job.state]),
+      jobs.data.map((job) => [job.documentId, job.state]),
       [
         [queued.document._id, 'cancelled'],
         [done._id, 'done'],
@@ -438,27 +430,27 @@ describe('KnowledgeBaseAdminRpc', () => {
       'state',
       'version',
     ]);
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.listJobs', { state: 'done' }, as(subscriber))).data[0].documentId, done._id);
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: queued.jobId }, as(subscriber))).state, 'cancelled');
+    assert.equal((await t.as(subscriber).KnowledgeBaseAdminRpc.listJobs({ state: 'done' })).data[0].documentId, done._id);
+    assert.equal((await t.as(subscriber).KnowledgeBaseAdminRpc.getJob({ jobId: queued.jobId })).state, 'cancelled');
 
-    const retried = await t.ok('KnowledgeBaseAdminRpc.retryJob', { jobId: queued.jobId }, as(subscriber));
+    const retried = await t.as(subscriber).KnowledgeBaseAdminRpc.retryJob({ jobId: queued.jobId });
     assert.notEqual(retried.jobId, queued.jobId);
     assert.equal(retried.state, 'queued');
     assert.equal((await ready(subscriber, queued.document._id)).status, 'ready');
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getJob', { jobId: retried.jobId }, as(subscriber))).state, 'done');
-    assert.equal((await t.call('KnowledgeBaseAdminRpc.retryJob', { jobId: retried.jobId }, as(subscriber))).body.data.code, 'CONFLICT');
+    assert.equal((await t.as(subscriber).KnowledgeBaseAdminRpc.getJob({ jobId: retried.jobId })).state, 'done');
+    await refused(t.as(subscriber).KnowledgeBaseAdminRpc.retryJob({ jobId: retried.jobId }), 'CONFLICT');
 
-    const quota = await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(subscriber));
+    const quota = await t.as(subscriber).KnowledgeBaseAdminRpc.getQuota();
     assert.deepEqual(quota.documents, { used: 2, limit: 10_000 });
     assert.deepEqual(quota.storageBytes, { used: Buffer.byteLength('Finished text.') + Buffer.byteLength('Waiting text.'), limit: 1024 ** 3 });
 
-    const stats = await t.ok('KnowledgeBaseAdminRpc.getStats', {}, as(subscriber));
+    const stats = await t.as(subscriber).KnowledgeBaseAdminRpc.getStats();
     assert.deepEqual(stats.documents, { total: 2, byStatus: { pending: 0, processing: 0, ready: 2, failed: 0, deleted: 0 } });
     assert.deepEqual(stats.chunks, { total: 2, embedded: 2, pending: 0 });
     assert.deepEqual(stats.ingestions, { queued: 0, running: 0, done: 2, failed: 0, cancelled: 1 });
     assert.deepEqual(stats.embedding, { model: 'local-lexical-384', switch: null });
 
-    const options = await t.ok('KnowledgeBaseAdminRpc.getOptions', {}, as(subscriber));
+    const options = await t.as(subscriber).KnowledgeBaseAdminRpc.getOptions();
     assert.deepEqual(options.docTypes, ['text', 'markdown', 'html', 'pdf']);
     assert.deepEqual(options.collections, ['c1']);
     assert.deepEqual(options.tags, ['t1', 't2']);
@@ -469,27 +461,23 @@ describe('KnowledgeBaseAdminRpc', () => {
     const small = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { KB_MAX_DOCUMENTS: '1', KB_MAX_STORAGE_BYTES: '2000' } });
     try {
       const owner = await small.signup();
-      await small.ok('KnowledgeBaseAdminRpc.ingestText', { name: 'One', content: 'x'.repeat(100) }, as(owner));
-      const second = await small.call('KnowledgeBaseAdminRpc.ingestText', { name: 'Two', content: 'y' }, as(owner));
-      assert.equal(second.status, 403);
-      assert.equal(second.body.data.code, 'QUOTA_EXCEEDED');
-      const [first] = (await small.ok('KnowledgeBaseAdminRpc.listDocuments', {}, as(owner))).data;
-      const tooBig = await small.call('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'One', content: 'z'.repeat(2001) }, as(owner));
-      assert.equal(tooBig.body.data.code, 'QUOTA_EXCEEDED');
-      const after = await small.ok('KnowledgeBaseAdminRpc.listDocuments', {}, as(owner));
+      await small.as(owner).KnowledgeBaseAdminRpc.ingestText({ name: 'One', content: 'x'.repeat(100) });
+      await refused(small.as(owner).KnowledgeBaseAdminRpc.ingestText({ name: 'Two', content: 'y' }), 'QUOTA_EXCEEDED');
+      const [first] = (await small.as(owner).KnowledgeBaseAdminRpc.listDocuments()).data;
+      await refused(small.as(owner).KnowledgeBaseAdminRpc.ingestText({ documentId: first._id, name: 'One', content: 'z'.repeat(2001) }), 'QUOTA_EXCEEDED');
+      const after = await small.as(owner).KnowledgeBaseAdminRpc.listDocuments();
       assert.deepEqual([after.totalCount, after.data[0].version], [1, 1]);
       // A new version replaces the old one's bytes.
-      await small.ok('KnowledgeBaseAdminRpc.ingestText', { documentId: first._id, name: 'One', content: 'z'.repeat(1500) }, as(owner));
+      await small.as(owner).KnowledgeBaseAdminRpc.ingestText({ documentId: first._id, name: 'One', content: 'z'.repeat(1500) });
 
-      const { uploadKey } = await small.ok('KnowledgeBaseAdminRpc.getUploadKey', {}, as(owner));
+      const { uploadKey } = await small.as(owner).KnowledgeBaseAdminRpc.getUploadKey();
       assert.equal(
-        (await putUpload(small, uploadKey, Buffer.from('Parking is underground.\n'), 'text/plain', { ...as(owner), fileName: 'parking.txt' })).status,
+        (await putUpload(small, uploadKey, Buffer.from('Parking is underground.\n'), 'text/plain', { token: owner.token, fileName: 'parking.txt' })).status,
         200,
       );
-      assert.equal((await small.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey }, as(owner))).body.data.code, 'QUOTA_EXCEEDED');
-      const unknown = await small.call('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, documentId: '00000000-0000-4000-8000-000000000000' }, as(owner));
-      assert.equal(unknown.body.data.code, 'NOT_FOUND');
-      const { documents } = await small.ok('KnowledgeBaseAdminRpc.ingestFiles', { uploadKey, documentId: first._id }, as(owner));
+      await refused(small.as(owner).KnowledgeBaseAdminRpc.ingestFiles({ uploadKey }), 'QUOTA_EXCEEDED');
+      await refused(small.as(owner).KnowledgeBaseAdminRpc.ingestFiles({ uploadKey, documentId: '00000000-0000-4000-8000-000000000000' }), 'NOT_FOUND');
+      const { documents } = await small.as(owner).KnowledgeBaseAdminRpc.ingestFiles({ uploadKey, documentId: first._id });
       assert.deepEqual([documents[0]._id, documents[0].version, documents[0].sizeBytes], [first._id, 3, 24], 'the key was still usable');
     } finally {
       await small.close();
@@ -498,56 +486,53 @@ describe('KnowledgeBaseAdminRpc', () => {
 
   it('lets users read and search, and only admins and staff change the knowledge base', async () => {
     const document = await ingest(admin, { name: 'Rules', content: 'Badges must be worn at all times.' });
-    for (const [method, params] of [
-      ['KnowledgeBaseAdminRpc.ingestText', { name: 'x', content: 'y' }],
-      ['KnowledgeBaseAdminRpc.getUploadKey', {}],
-      ['KnowledgeBaseAdminRpc.updateDocument', { docId: document._id, updates: { name: 'z' } }],
-      ['KnowledgeBaseAdminRpc.deleteDocument', { docId: document._id }],
-      ['KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }],
+    const members = t.as(member).KnowledgeBaseAdminRpc;
+    for (const [method, call] of [
+      ['ingestText', () => members.ingestText({ name: 'x', content: 'y' })],
+      ['getUploadKey', () => members.getUploadKey()],
+      ['updateDocument', () => members.updateDocument({ docId: document._id, updates: { name: 'z' } })],
+      ['deleteDocument', () => members.deleteDocument({ docId: document._id })],
+      ['reindexDocument', () => members.reindexDocument({ docId: document._id })],
     ] as const) {
-      const response = await t.call(method, params, as(member));
-      assert.equal(response.status, 403, method);
-      assert.equal(response.body.data.code, 'FORBIDDEN');
+      await refused(call(), 'FORBIDDEN', method);
     }
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(member))).name, 'Rules');
+    assert.equal((await t.as(member).KnowledgeBaseAdminRpc.getDocument({ docId: document._id })).name, 'Rules');
 
     // A document may belong to another user of the subscription, never to someone outside it.
-    const { document: owned } = await t.ok(
-      'KnowledgeBaseAdminRpc.ingestText',
-      { name: 'Badge log', content: 'Badge 7 was lost.', userId: member.user._id },
-      as(admin),
-    );
+    const { document: owned } = await t
+      .as(admin)
+      .KnowledgeBaseAdminRpc.ingestText({ name: 'Badge log', content: 'Badge 7 was lost.', userId: member.user._id });
     assert.equal(owned.userId, member.user._id);
-    const before = (await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(admin))).documents.used;
+    const before = (await t.as(admin).KnowledgeBaseAdminRpc.getQuota()).documents.used;
     for (const userId of [stranger.user._id, '00000000-0000-4000-8000-000000000000']) {
-      const refused = await t.call('KnowledgeBaseAdminRpc.ingestText', { name: 'x', content: 'y', userId }, as(admin));
-      assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].path], ['VALIDATION_ERROR', 'userId']);
+      const error = await refused(t.as(admin).KnowledgeBaseAdminRpc.ingestText({ name: 'x', content: 'y', userId }), 'VALIDATION_ERROR');
+      assert.deepEqual([error.code, error.issues![0]!.path], ['VALIDATION_ERROR', 'userId']);
     }
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.getQuota', {}, as(admin))).documents.used, before);
+    assert.equal((await t.as(admin).KnowledgeBaseAdminRpc.getQuota()).documents.used, before);
   });
 
   it("never shows or changes another subscription's documents, chunks, versions or search hits", async () => {
     const document = await ingest(admin, { name: 'Confidential', content: 'The merger closes in March.' });
-    const [chunk] = await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(admin));
-    const calls: [string, Record<string, unknown>][] = [
-      ['KnowledgeBaseAdminRpc.getDocument', { docId: document._id }],
-      ['KnowledgeBaseAdminRpc.getDocumentVersions', { docId: document._id }],
-      ['KnowledgeBaseAdminRpc.getChunks', { docId: document._id }],
-      ['KnowledgeBaseAdminRpc.updateDocument', { docId: document._id, updates: { name: 'Stolen' } }],
-      ['KnowledgeBaseAdminRpc.updateChunk', { docId: document._id, chunkId: chunk.chunkId, text: 'changed' }],
-      ['KnowledgeBaseAdminRpc.deleteChunk', { docId: document._id, chunkId: chunk.chunkId }],
-      ['KnowledgeBaseAdminRpc.reindexDocument', { docId: document._id }],
-      ['KnowledgeBaseAdminRpc.deleteDocument', { docId: document._id }],
-      ['KnowledgeBaseAdminRpc.ingestText', { documentId: document._id, name: 'x', content: 'y' }],
+    const [chunk] = await t.as(admin).KnowledgeBaseAdminRpc.getChunks({ docId: document._id });
+    const theirs = t.as(stranger).KnowledgeBaseAdminRpc;
+    const calls: [string, () => Promise<unknown>][] = [
+      ['getDocument', () => theirs.getDocument({ docId: document._id })],
+      ['getDocumentVersions', () => theirs.getDocumentVersions({ docId: document._id })],
+      ['getChunks', () => theirs.getChunks({ docId: document._id })],
+      ['updateDocument', () => theirs.updateDocument({ docId: document._id, updates: { name: 'Stolen' } })],
+      ['updateChunk', () => theirs.updateChunk({ docId: document._id, chunkId: chunk!.chunkId, text: 'changed' })],
+      ['deleteChunk', () => theirs.deleteChunk({ docId: document._id, chunkId: chunk!.chunkId })],
+      ['reindexDocument', () => theirs.reindexDocument({ docId: document._id })],
+      ['deleteDocument', () => theirs.deleteDocument({ docId: document._id })],
+      ['ingestText', () => theirs.ingestText({ documentId: document._id, name: 'x', content: 'y' })],
     ];
-    for (const [method, params] of calls) {
-      const response = await t.call(method, params, as(stranger));
-      assert.equal(response.body.data.code, 'NOT_FOUND', method);
+    for (const [method, call] of calls) {
+      await refused(call(), 'NOT_FOUND', method);
     }
-    assert.deepEqual(await t.ok('KnowledgeBaseAdminRpc.search', { queryText: 'when does the merger close' }, as(stranger)), []);
-    assert.equal((await t.ok('KnowledgeBaseAdminRpc.listDocuments', { search: 'merger' }, as(stranger))).totalCount, 0);
-    const mine = await t.ok('KnowledgeBaseAdminRpc.getDocument', { docId: document._id }, as(admin));
+    assert.deepEqual(await t.as(stranger).KnowledgeBaseAdminRpc.search({ queryText: 'when does the merger close' }), []);
+    assert.equal((await t.as(stranger).KnowledgeBaseAdminRpc.listDocuments({ search: 'merger' })).totalCount, 0);
+    const mine = await t.as(admin).KnowledgeBaseAdminRpc.getDocument({ docId: document._id });
     assert.deepEqual([mine.name, mine.status, mine.chunkCount], ['Confidential', 'ready', document.chunkCount]);
-    assert.match((await t.ok('KnowledgeBaseAdminRpc.getChunks', { docId: document._id }, as(admin)))[0].text, /merger closes in March/);
+    assert.match((await t.as(admin).KnowledgeBaseAdminRpc.getChunks({ docId: document._id }))[0].text, /merger closes in March/);
   });
 });

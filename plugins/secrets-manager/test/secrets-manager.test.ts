@@ -1,20 +1,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BusEvent } from 'rpc-service/plugin';
+import type { SecretsManagerRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Refusal, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 const VALUE = 'ghp_scopedSECRETmarker0123456789';
 const RECORD_FIELDS = ['_id', 'agentName', 'createdAt', 'description', 'key', 'label', 'projectId', 'scope', 'updatedAt'];
 
+/** A refusal as a client reads it: its code, message and issues. */
+const shown = (error: Refusal) => JSON.stringify({ ...error, message: error.message });
+
 describe('SecretsManagerRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   const events: BusEvent[] = [];
-  const as = (token: string) => ({ token });
-  const create = (params: Record<string, unknown>, token = member.token) => t.ok('SecretsManagerRpc.create', params, as(token));
-  const valueOf = async (_id: string) => (await t.ok('SecretsManagerRpc.getSecretValue', { _id }, as(admin.token))).value;
+  const create = (params: SecretsManagerRpcCreateParams, who: Who = member) => t.as(who).SecretsManagerRpc.create(params);
+  const valueOf = async (_id: string) => (await t.as(admin).SecretsManagerRpc.getSecretValue({ _id })).value;
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'secrets-manager', 'secrets'] });
@@ -25,7 +29,7 @@ describe('SecretsManagerRpc', () => {
   after(() => t.close());
 
   it('offers the three scopes', async () => {
-    assert.deepEqual(await t.ok('SecretsManagerRpc.getScopeOptions', {}, as(member.token)), [
+    assert.deepEqual(await t.as(member).SecretsManagerRpc.getScopeOptions(), [
       { value: 'subscription', label: 'Subscription' },
       { value: 'project', label: 'Project' },
       { value: 'agent', label: 'Agent' },
@@ -59,84 +63,76 @@ describe('SecretsManagerRpc', () => {
       [{ scope: 'subscription', key: 'K', value: '' }, 'value'],
       [{ scope: 'team', key: 'K', value: 'v' }, 'scope'],
     ] as const) {
-      const response = await t.call('SecretsManagerRpc.create', params, as(member.token));
-      assert.equal(response.status, 400, JSON.stringify(params));
-      assert.equal(response.body.data.issues[0].path, path, JSON.stringify(response.body.data));
+      const error = await refused(t.as(member).call('SecretsManagerRpc.create', params), 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(error.issues![0]!.path, path, shown(error));
     }
-    const { totalCount } = await t.ok('SecretsManagerRpc.getData', { pageSize: 200 }, as(member.token));
+    const { totalCount } = await t.as(member).SecretsManagerRpc.getData({ pageSize: 200 });
     assert.equal(totalCount, 3);
   });
 
   it('creates as an upsert: the same place and key keeps its id and takes the new value', async () => {
-    const before = await t.ok('SecretsManagerRpc.getData', { scope: 'project', projectId: 'crm' }, as(member.token));
+    const before = await t.as(member).SecretsManagerRpc.getData({ scope: 'project', projectId: 'crm' });
     const again = await create({ scope: 'project', projectId: 'crm', key: 'OPENAI_API_KEY', value: 'rotated project value' });
     assert.equal(again._id, before.data[0]._id);
     assert.equal(await valueOf(again._id), 'rotated project value');
-    assert.equal((await t.ok('SecretsManagerRpc.getData', {}, as(member.token))).totalCount, 3);
+    assert.equal((await t.as(member).SecretsManagerRpc.getData()).totalCount, 3);
   });
 
   it('updates metadata only without a value, and rotates (or moves) with one', async () => {
     const secret = await create({ scope: 'agent', agentName: 'sales-bot', key: 'CRM_TOKEN', value: 'first token', label: 'CRM' });
-    const relabelled = await t.ok('SecretsManagerRpc.update', { _id: secret._id, label: 'CRM (sales)', value: null }, as(member.token));
+    const relabelled = await t.as(member).SecretsManagerRpc.update({ _id: secret._id, label: 'CRM (sales)', value: null });
     assert.equal(relabelled.label, 'CRM (sales)');
     assert.equal(relabelled.description, null);
     assert.equal(await valueOf(secret._id), 'first token');
-    await t.ok('SecretsManagerRpc.update', { _id: secret._id, description: 'read-only token' }, as(member.token));
+    await t.as(member).SecretsManagerRpc.update({ _id: secret._id, description: 'read-only token' });
     assert.equal(await valueOf(secret._id), 'first token');
 
-    const rotated = await t.ok('SecretsManagerRpc.update', { _id: secret._id, value: 'second token' }, as(member.token));
+    const rotated = await t.as(member).SecretsManagerRpc.update({ _id: secret._id, value: 'second token' });
     assert.equal(rotated.label, 'CRM (sales)');
     assert.equal(rotated.description, 'read-only token');
     assert.equal(await valueOf(secret._id), 'second token');
 
-    const moved = await t.ok(
-      'SecretsManagerRpc.update',
-      { _id: secret._id, scope: 'project', projectId: 'sales', agentName: null, key: 'CRM_TOKEN', value: 'third token' },
-      as(member.token),
-    );
+    const moved = await t
+      .as(member)
+      .SecretsManagerRpc.update({ _id: secret._id, scope: 'project', projectId: 'sales', agentName: null, key: 'CRM_TOKEN', value: 'third token' });
     assert.deepEqual([moved._id, moved.scope, moved.projectId, moved.agentName], [secret._id, 'project', 'sales', null]);
     assert.equal(await valueOf(secret._id), 'third token');
 
-    const empty = await t.call('SecretsManagerRpc.update', { _id: secret._id, value: '' }, as(member.token));
-    assert.equal(empty.status, 400);
-    assert.equal(empty.body.data.issues[0].path, 'value');
-    const noValue = await t.call('SecretsManagerRpc.update', { _id: secret._id, key: 'OTHER' }, as(member.token));
-    assert.equal(noValue.status, 400);
-    assert.equal(noValue.body.data.issues[0].path, 'value');
-    const taken = await t.call(
-      'SecretsManagerRpc.update',
-      { _id: secret._id, scope: 'subscription', projectId: null, key: 'OPENAI_API_KEY', value: 'x' },
-      as(member.token),
+    const empty = await refused(t.as(member).SecretsManagerRpc.update({ _id: secret._id, value: '' }), 'VALIDATION_ERROR');
+    assert.equal(empty.issues![0]!.path, 'value');
+    const noValue = await refused(t.as(member).SecretsManagerRpc.update({ _id: secret._id, key: 'OTHER' }), 'VALIDATION_ERROR');
+    assert.equal(noValue.issues![0]!.path, 'value');
+    await refused(
+      t.as(member).SecretsManagerRpc.update({ _id: secret._id, scope: 'subscription', projectId: null, key: 'OPENAI_API_KEY', value: 'x' }),
+      'CONFLICT',
     );
-    assert.equal(taken.status, 409);
     assert.equal(await valueOf(secret._id), 'third token');
-    assert.equal((await t.call('SecretsManagerRpc.update', { _id: '00000000-0000-4000-8000-000000000000', label: 'x' }, as(member.token))).status, 404);
+    await refused(t.as(member).SecretsManagerRpc.update({ _id: '00000000-0000-4000-8000-000000000000', label: 'x' }), 'NOT_FOUND');
   });
 
   it('lists with defaults page 1 and pageSize 50, filtered by scope, project and agent', async () => {
     for (let index = 0; index < 50; index++)
       await create({ scope: 'project', projectId: 'bulk', key: `K${String(index).padStart(2, '0')}`, value: `v${index}` });
-    const first = await t.ok('SecretsManagerRpc.getData', {}, as(member.token));
+    const first = await t.as(member).SecretsManagerRpc.getData();
     assert.equal(first.data.length, 50);
     assert.equal(first.totalCount, 54);
     for (const record of first.data) assert.deepEqual(Object.keys(record).sort(), RECORD_FIELDS);
-    const second = await t.ok('SecretsManagerRpc.getData', { page: 2 }, as(member.token));
+    const second = await t.as(member).SecretsManagerRpc.getData({ page: 2 });
     assert.equal(second.data.length, 4);
-    assert.equal((await t.ok('SecretsManagerRpc.getData', { projectId: 'bulk', pageSize: 10 }, as(member.token))).totalCount, 50);
-    assert.equal((await t.ok('SecretsManagerRpc.getData', { scope: 'agent' }, as(member.token))).totalCount, 1);
-    assert.equal((await t.ok('SecretsManagerRpc.getData', { agentName: 'support-bot' }, as(member.token))).totalCount, 1);
-    assert.equal((await t.ok('SecretsManagerRpc.getData', { scope: 'subscription', projectId: null, agentName: null }, as(member.token))).totalCount, 1);
+    assert.equal((await t.as(member).SecretsManagerRpc.getData({ projectId: 'bulk', pageSize: 10 })).totalCount, 50);
+    assert.equal((await t.as(member).SecretsManagerRpc.getData({ scope: 'agent' })).totalCount, 1);
+    assert.equal((await t.as(member).SecretsManagerRpc.getData({ agentName: 'support-bot' })).totalCount, 1);
+    assert.equal((await t.as(member).SecretsManagerRpc.getData({ scope: 'subscription', projectId: null, agentName: null })).totalCount, 1);
     for (const params of [{ page: 0 }, { pageSize: 0 }, { pageSize: 2.5 }, { scope: 'team' }]) {
-      assert.equal((await t.call('SecretsManagerRpc.getData', params, as(member.token))).status, 400, JSON.stringify(params));
+      await refused(t.as(member).call('SecretsManagerRpc.getData', params), 'VALIDATION_ERROR', JSON.stringify(params));
     }
   });
 
   it('reads values for admins only, each read audited with its credential', async () => {
-    const [secret] = (await t.ok('SecretsManagerRpc.getData', { scope: 'subscription' }, as(member.token))).data;
-    const refused = await t.call('SecretsManagerRpc.getSecretValue', { _id: secret._id }, as(member.token));
-    assert.equal(refused.status, 403);
-    const log = await t.ok('SecretsRpc.getAuditLog', { filter: { targetId: secret._id } }, as(admin.token));
-    assert.deepEqual(log.data.map((entry: { action: string }) => entry.action).reverse(), ['create', 'read']);
+    const [secret] = (await t.as(member).SecretsManagerRpc.getData({ scope: 'subscription' })).data;
+    await refused(t.as(member).SecretsManagerRpc.getSecretValue({ _id: secret._id }), 'FORBIDDEN');
+    const log = await t.as(admin).SecretsRpc.getAuditLog({ filter: { targetId: secret._id } });
+    assert.deepEqual(log.data.map((entry) => entry.action).reverse(), ['create', 'read']);
     assert.equal(log.data[0].group, 'SecretsManagerRpc');
     assert.equal(log.data[0].target, 'subscription/OPENAI_API_KEY');
     assert.equal(log.data[0].userId, admin.user._id);
@@ -146,34 +142,34 @@ describe('SecretsManagerRpc', () => {
 
   it('deletes a secret and its value', async () => {
     const secret = await create({ scope: 'subscription', key: 'TO_DELETE', value: 'bye' });
-    assert.deepEqual(await t.ok('SecretsManagerRpc.delete', { _id: secret._id }, as(member.token)), { success: true });
-    assert.equal((await t.call('SecretsManagerRpc.getSecretValue', { _id: secret._id }, as(admin.token))).status, 404);
-    assert.equal((await t.call('SecretsManagerRpc.delete', { _id: secret._id }, as(member.token))).status, 404);
-    const log = await t.ok('SecretsRpc.getAuditLog', { filter: { targetId: secret._id, action: 'delete' } }, as(admin.token));
+    assert.deepEqual(await t.as(member).SecretsManagerRpc.delete({ _id: secret._id }), { success: true });
+    await refused(t.as(admin).SecretsManagerRpc.getSecretValue({ _id: secret._id }), 'NOT_FOUND');
+    await refused(t.as(member).SecretsManagerRpc.delete({ _id: secret._id }), 'NOT_FOUND');
+    const log = await t.as(admin).SecretsRpc.getAuditLog({ filter: { targetId: secret._id, action: 'delete' } });
     assert.equal(log.totalCount, 1);
   });
 
   it("keeps tenants apart, and a value copied into another tenant's row does not decrypt", async () => {
     const other = await t.signup();
-    const [secret] = (await t.ok('SecretsManagerRpc.getData', { scope: 'subscription' }, as(member.token))).data;
-    assert.equal((await t.ok('SecretsManagerRpc.getData', {}, as(other.token))).totalCount, 0);
-    for (const [method, params] of [
-      ['SecretsManagerRpc.getSecretValue', { _id: secret._id }],
-      ['SecretsManagerRpc.update', { _id: secret._id, value: 'hijack' }],
-      ['SecretsManagerRpc.update', { _id: secret._id, label: 'hijack' }],
-      ['SecretsManagerRpc.delete', { _id: secret._id }],
+    const [secret] = (await t.as(member).SecretsManagerRpc.getData({ scope: 'subscription' })).data;
+    assert.equal((await t.as(other).SecretsManagerRpc.getData()).totalCount, 0);
+    const others = t.as(other).SecretsManagerRpc;
+    for (const [method, call] of [
+      ['getSecretValue', () => others.getSecretValue({ _id: secret._id })],
+      ['update', () => others.update({ _id: secret._id, value: 'hijack' })],
+      ['update', () => others.update({ _id: secret._id, label: 'hijack' })],
+      ['delete', () => others.delete({ _id: secret._id })],
     ] as const) {
-      assert.equal((await t.call(method, params, as(other.token))).status, 404, method);
+      await refused(call(), 'NOT_FOUND', method);
     }
-    const theirs = await create({ scope: 'subscription', key: 'OPENAI_API_KEY', value: 'their own' }, other.token);
+    const theirs = await create({ scope: 'subscription', key: 'OPENAI_API_KEY', value: 'their own' }, other);
     assert.notEqual(theirs._id, secret._id);
     await t.app.deps.db.execute('update secrets_manager_secret set value = (select value from secrets_manager_secret where id = ?) where id = ?', [
       secret._id,
       theirs._id,
     ]);
-    const moved = await t.call('SecretsManagerRpc.getSecretValue', { _id: theirs._id }, as(other.token));
-    assert.equal(moved.body.success, false);
-    assert.ok(!JSON.stringify(moved.body).includes(VALUE));
+    const moved = await refused(t.as(other).SecretsManagerRpc.getSecretValue({ _id: theirs._id }), 'INTERNAL');
+    assert.ok(!shown(moved).includes(VALUE));
     assert.equal(await valueOf(secret._id), VALUE);
   });
 
