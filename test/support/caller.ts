@@ -83,3 +83,6 @@ export async function refused(call: Promise<unknown>, code: ErrorCode, what?: st
   assert.equal(error.code, code, `${about}${error.message}`);
   return error;
 }
+
+/** A refusal as a client reads it (its code, message, issues), as one text: an Error's message is not enumerable, so JSON.stringify alone would leave it out. */
+export const shown = (error: Refusal): string => JSON.stringify({ ...error, message: error.message });

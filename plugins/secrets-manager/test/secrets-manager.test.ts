@@ -2,15 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BusEvent } from 'rpc-service/plugin';
 import type { SecretsManagerRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
-import { refused, type Refusal, type Who } from '../../../test/support/caller.ts';
+import { refused, shown, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 const VALUE = 'ghp_scopedSECRETmarker0123456789';
 const RECORD_FIELDS = ['_id', 'agentName', 'createdAt', 'description', 'key', 'label', 'projectId', 'scope', 'updatedAt'];
-
-/** A refusal as a client reads it: its code, message and issues. */
-const shown = (error: Refusal) => JSON.stringify({ ...error, message: error.message });
 
 describe('SecretsManagerRpc', () => {
   let t: TestApp;

@@ -2,14 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BusEvent } from 'rpc-service/plugin';
 import type { SecretsRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
-import { refused, type Refusal } from '../../../test/support/caller.ts';
+import { refused, shown } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 const VALUE = 'sk_live_51Hx9zQpRd3tVALUEmarker';
-
-/** A refusal as a client reads it: its code, message and issues. */
-const shown = (error: Refusal) => JSON.stringify({ ...error, message: error.message });
 
 describe('SecretsRpc', () => {
   let t: TestApp;
