@@ -231,7 +231,7 @@ interface PlatformRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
-  body: any;
+  body: unknown;
 }
 
 type Assignment = { type: 'user'; userId: string; contactId: string | null } | { type: 'agent'; agentConfigId: string; agentContactId: string | null };

@@ -261,14 +261,12 @@ describe('UserProfileRpc.verifyUserChannel', () => {
     const account = await t.signup();
     const { otpRequestId, code } = await outboxCode('email', account.user.email);
     const wrong = await refused(
-      t
-        .as(account)
-        .UserProfileRpc.verifyUserChannel({
-          otpRequestId,
-          code: code === '000000' ? '111111' : '000000',
-          identifier: account.user.email,
-          channelType: 'email',
-        }),
+      t.as(account).UserProfileRpc.verifyUserChannel({
+        otpRequestId,
+        code: code === '000000' ? '111111' : '000000',
+        identifier: account.user.email,
+        channelType: 'email',
+      }),
       'VALIDATION_ERROR',
     );
     assert.equal(wrong.issues?.[0]?.path, 'code');
