@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { ApiKeyRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Refusal } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 
@@ -20,8 +22,8 @@ describe('ApiKeyRpc: scopes and limits', () => {
     await t.close();
   });
 
-  const keyWith = async (limits: Record<string, unknown>) =>
-    (await t.ok('ApiKeyRpc.create', { description: 'limited', ...limits }, { token: owner.token })).fullKey as string;
+  const keyWith = async (limits: Omit<ApiKeyRpcCreateParams, 'description'>) =>
+    (await t.as(owner).ApiKeyRpc.create({ description: 'limited', ...limits })).fullKey;
   const jsonRpc = async (key: string, method: string, params: unknown = {}) =>
     (
       await fetch(`${t.url}/api/rpc`, {
@@ -39,6 +41,7 @@ describe('ApiKeyRpc: scopes and limits', () => {
 
   it('keeps a key scoped to a group to that group on the spec envelope, JSON-RPC, MCP and the listings', async () => {
     const key = await keyWith({ scopes: ['NoteRpc'] });
+    // The spec envelope over HTTP is one of the doors this test checks.
     assert.equal((await t.ok('NoteRpc.add', { text: 'in scope' }, { apiKey: key })).text, 'in scope');
     const outside = await t.call('ApiKeyRpc.getData', {}, { apiKey: key });
     assert.equal(outside.status, 403);
@@ -52,9 +55,9 @@ describe('ApiKeyRpc: scopes and limits', () => {
     const noteTools = t.app.registry.all().filter((operation) => operation.group === 'NoteRpc').length;
     assert.equal(tools.length, noteTools);
     assert.ok(tools.every((tool) => tool.name.startsWith('NoteRpc_')));
-    const refused = await client.callTool({ name: 'ApiKeyRpc_getData', arguments: {} });
-    assert.equal(refused.isError, true);
-    assert.equal(JSON.parse((refused.content as { text: string }[])[0]!.text).code, 'FORBIDDEN');
+    const outsideTool = await client.callTool({ name: 'ApiKeyRpc_getData', arguments: {} });
+    assert.equal(outsideTool.isError, true);
+    assert.equal(JSON.parse((outsideTool.content as { text: string }[])[0]!.text).code, 'FORBIDDEN');
 
     // The listings show the caller what they may call, and their limits.
     const listing = await (await fetch(`${t.url}/api/rpc`, { headers: { 'x-api-key': key } })).json();
@@ -67,15 +70,14 @@ describe('ApiKeyRpc: scopes and limits', () => {
 
   it('allows single operations, and takes a change of scopes at once', async () => {
     const key = await keyWith({ scopes: ['NoteRpc.list'] });
-    assert.equal((await t.call('NoteRpc.list', {}, { apiKey: key })).status, 200);
-    assert.equal((await t.call('NoteRpc.add', { text: 'no' }, { apiKey: key })).status, 403);
-    const [record] = (await t.ok('ApiKeyRpc.getData', {}, { token: owner.token })).data.filter((entry: { scopes: string[] | null }) =>
-      entry.scopes?.includes('NoteRpc.list'),
-    );
-    assert.deepEqual(record.scopes, ['NoteRpc.list']);
-    const widened = await t.ok('ApiKeyRpc.update', { _id: record._id, scopes: null }, { token: owner.token });
+    const viaKey = t.as({ apiKey: key });
+    await viaKey.call('NoteRpc.list');
+    await refused(viaKey.call('NoteRpc.add', { text: 'no' }), 'FORBIDDEN');
+    const [record] = (await t.as(owner).ApiKeyRpc.getData()).data.filter((entry) => entry.scopes?.includes('NoteRpc.list'));
+    assert.deepEqual(record!.scopes, ['NoteRpc.list']);
+    const widened = await t.as(owner).ApiKeyRpc.update({ _id: record!._id, scopes: null });
     assert.equal(widened.scopes, null);
-    assert.equal((await t.call('NoteRpc.add', { text: 'now allowed' }, { apiKey: key })).status, 200);
+    await viaKey.call('NoteRpc.add', { text: 'now allowed' });
   });
 
   // What each door admits for a scoped, read-only or rate-limited key is test/core/doors.test.ts's; MCP's listing is here.
@@ -104,39 +106,38 @@ describe('ApiKeyRpc: scopes and limits', () => {
   });
 
   it('never lets a key grant or lift beyond itself: no wider scopes, no lost read-only flag, no higher or absent rate', async () => {
-    const scoped = await t.ok('ApiKeyRpc.create', { description: 'scoped', scopes: ['ApiKeyRpc', 'NoteRpc.list'] }, { token: owner.token });
-    const refused = async (method: string, params: Record<string, unknown>, key: string, pattern: RegExp) => {
-      const answer = await t.call(method, params, { apiKey: key });
-      assert.equal(answer.status, 403, `${method} ${JSON.stringify(params)}: ${JSON.stringify(answer.body)}`);
-      assert.match(answer.body.data.error, pattern);
-    };
-    await refused('ApiKeyRpc.create', { description: 'all' }, scoped.fullKey, /beyond its own scopes .*every group/);
-    await refused('ApiKeyRpc.create', { description: 'notes', scopes: ['NoteRpc'] }, scoped.fullKey, /NoteRpc is wider/);
-    await refused('ApiKeyRpc.update', { _id: scoped._id, scopes: null }, scoped.fullKey, /beyond its own scopes/);
-    const narrower = await t.ok('ApiKeyRpc.create', { description: 'narrower', scopes: ['ApiKeyRpc.getData', 'NoteRpc.list'] }, { apiKey: scoped.fullKey });
+    const scoped = await t.as(owner).ApiKeyRpc.create({ description: 'scoped', scopes: ['ApiKeyRpc', 'NoteRpc.list'] });
+    const forbidden = async (call: Promise<unknown>, pattern: RegExp) => assert.match((await refused(call, 'FORBIDDEN', String(pattern))).message, pattern);
+    const viaScoped = t.as({ apiKey: scoped.fullKey }).ApiKeyRpc;
+    await forbidden(viaScoped.create({ description: 'all' }), /beyond its own scopes .*every group/);
+    await forbidden(viaScoped.create({ description: 'notes', scopes: ['NoteRpc'] }), /NoteRpc is wider/);
+    await forbidden(viaScoped.update({ _id: scoped._id, scopes: null }), /beyond its own scopes/);
+    const narrower = await viaScoped.create({ description: 'narrower', scopes: ['ApiKeyRpc.getData', 'NoteRpc.list'] });
     assert.deepEqual(narrower.scopes, ['ApiKeyRpc.getData', 'NoteRpc.list']);
 
-    const reader = await t.ok('ApiKeyRpc.create', { description: 'reader', readOnly: true, scopes: ['ApiKeyRpc'] }, { token: owner.token });
+    const reader = await t.as(owner).ApiKeyRpc.create({ description: 'reader', readOnly: true, scopes: ['ApiKeyRpc'] });
     // A read-only key cannot call ApiKeyRpc.create at all; the rule holds for an update that a session lets through to it too.
-    await refused('ApiKeyRpc.create', { description: 'writer', readOnly: true }, reader.fullKey, /read-only, and ApiKeyRpc\.create changes data/);
+    await forbidden(
+      t.as({ apiKey: reader.fullKey }).ApiKeyRpc.create({ description: 'writer', readOnly: true }),
+      /read-only, and ApiKeyRpc\.create changes data/,
+    );
 
-    const limited = await t.ok('ApiKeyRpc.create', { description: 'limited', rateLimitPerMinute: 50 }, { token: owner.token });
-    await refused('ApiKeyRpc.update', { _id: limited._id, rateLimitPerMinute: null }, limited.fullKey, /at most that/);
-    await refused('ApiKeyRpc.create', { description: 'unlimited' }, limited.fullKey, /limited to 50 calls a minute/);
-    await refused('ApiKeyRpc.create', { description: 'faster', rateLimitPerMinute: 51 }, limited.fullKey, /at most that/);
+    const limited = await t.as(owner).ApiKeyRpc.create({ description: 'limited', rateLimitPerMinute: 50 });
+    const viaLimited = t.as({ apiKey: limited.fullKey }).ApiKeyRpc;
+    await forbidden(viaLimited.update({ _id: limited._id, rateLimitPerMinute: null }), /at most that/);
+    await forbidden(viaLimited.create({ description: 'unlimited' }), /limited to 50 calls a minute/);
+    await forbidden(viaLimited.create({ description: 'faster', rateLimitPerMinute: 51 }), /at most that/);
     // Nothing changed by a refusal.
-    const stored = (await t.ok('ApiKeyRpc.getData', {}, { token: owner.token })).data.find((key: { _id: string }) => key._id === limited._id);
-    assert.equal(stored.rateLimitPerMinute, 50);
-    assert.equal((await t.ok('ApiKeyRpc.create', { description: 'slower', rateLimitPerMinute: 10 }, { apiKey: limited.fullKey })).rateLimitPerMinute, 10);
+    const stored = (await t.as(owner).ApiKeyRpc.getData()).data.find((key) => key._id === limited._id);
+    assert.equal(stored?.rateLimitPerMinute, 50);
+    assert.equal((await viaLimited.create({ description: 'slower', rateLimitPerMinute: 10 })).rateLimitPerMinute, 10);
     // A read-only flag kept, and scopes within the caller's, pass the same way; a session is bounded by its role alone.
-    assert.equal((await t.ok('ApiKeyRpc.update', { _id: limited._id, rateLimitPerMinute: null }, { token: owner.token })).rateLimitPerMinute, null);
+    assert.equal((await t.as(owner).ApiKeyRpc.update({ _id: limited._id, rateLimitPerMinute: null })).rateLimitPerMinute, null);
   });
 
   it('refuses scopes that name no group or operation, and limits out of range', async () => {
     for (const bad of [{ scopes: ['notes'] }, { scopes: [] }, { scopes: ['NoteRpc.Add'] }, { rateLimitPerMinute: 0 }, { rateLimitPerMinute: 1.5 }]) {
-      const response = await t.call('ApiKeyRpc.create', { description: 'bad', ...bad }, { token: owner.token });
-      assert.equal(response.status, 400, JSON.stringify(bad));
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR');
+      await refused(t.as(owner).call('ApiKeyRpc.create', { description: 'bad', ...bad }), 'VALIDATION_ERROR', JSON.stringify(bad));
     }
   });
 
@@ -145,12 +146,12 @@ describe('ApiKeyRpc: scopes and limits', () => {
     const nodes = [await startTestApp({ databaseUrl: shared.url }), await startTestApp({ databaseUrl: shared.url })];
     try {
       const user = await nodes[0]!.signup();
-      const key = (await nodes[0]!.ok('ApiKeyRpc.create', { description: 'burst', rateLimitPerMinute: 8 }, { token: user.token })).fullKey;
+      const key = (await nodes[0]!.as(user).ApiKeyRpc.create({ description: 'burst', rateLimitPerMinute: 8 })).fullKey;
       // A burst of 20 calls spread over both nodes at once: exactly the limit gets through.
-      const statuses = await Promise.all(Array.from({ length: 20 }, (_, index) => nodes[index % 2]!.call('NoteRpc.list', {}, { apiKey: key })));
-      const allowed = statuses.filter((response) => response.status === 200).length;
+      const answers = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => nodes[index % 2]!.as({ apiKey: key }).call('NoteRpc.list')));
+      const allowed = answers.filter((answer) => answer.status === 'fulfilled').length;
       assert.equal(allowed, 8);
-      assert.ok(statuses.every((response) => response.status === 200 || response.status === 429));
+      assert.ok(answers.every((answer) => answer.status === 'fulfilled' || (answer.reason as Refusal).code === 'RATE_LIMITED'));
     } finally {
       for (const node of nodes) await node.close();
       await shared.drop();

@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
+
+/** What NoteRpc.whoAmI (the example plugin's) answers: the calling context. */
+interface WhoAmI {
+  subscriptionId: string;
+  userId: string;
+  role: string;
+  apiKeyId: string | null;
+  projectId: string | null;
+  extra: unknown;
+}
 
 describe('ApiKeyRpc', () => {
   let t: TestApp;
@@ -13,7 +24,9 @@ describe('ApiKeyRpc', () => {
   after(() => t.close());
 
   const create = (description = 'ci pipeline', initialContext?: string | null) =>
-    t.ok('ApiKeyRpc.create', { description, ...(initialContext !== undefined ? { initialContext } : {}) }, { token: owner.token });
+    t.as(owner).ApiKeyRpc.create({ description, ...(initialContext !== undefined ? { initialContext } : {}) });
+  /** The calling context of an API key, as the example plugin reads it. */
+  const whoAmI = (apiKey: string) => t.as({ apiKey }).call<WhoAmI>('NoteRpc.whoAmI');
 
   it('creates a key whose full value is shown once and authenticates as its owner', async () => {
     const key = await create('deploy bot', '{"projectId":"p-42","serviceCode":"crm"}');
@@ -29,7 +42,7 @@ describe('ApiKeyRpc', () => {
     assert.equal(key.webhookUrl, null);
     assert.ok(!Number.isNaN(Date.parse(key.createdAt)));
 
-    const me = await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
+    const me = await whoAmI(key.fullKey);
     assert.equal(me.userId, owner.user._id);
     assert.equal(me.subscriptionId, owner.subscriptionId);
     assert.equal(me.apiKeyId, key._id);
@@ -40,13 +53,13 @@ describe('ApiKeyRpc', () => {
 
   it('never lets initialContext override who the caller is', async () => {
     const key = await create('sneaky', JSON.stringify({ subscriptionId: 'other', userId: 'other', role: 'admin' }));
-    const me = await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
+    const me = await whoAmI(key.fullKey);
     assert.equal(me.subscriptionId, owner.subscriptionId);
     assert.equal(me.userId, owner.user._id);
   });
 
   it('lists keys without key material', async () => {
-    const list = await t.ok('ApiKeyRpc.getData', {}, { token: owner.token });
+    const list = await t.as(owner).ApiKeyRpc.getData();
     assert.equal(list.totalCount, list.data.length);
     assert.ok(list.totalCount >= 2);
     for (const record of list.data) {
@@ -76,7 +89,7 @@ describe('ApiKeyRpc', () => {
   });
 
   it('validates description and initialContext, naming the field, and creates nothing', async () => {
-    const before = (await t.ok('ApiKeyRpc.getData', {}, { token: owner.token })).totalCount;
+    const before = (await t.as(owner).ApiKeyRpc.getData()).totalCount;
     for (const [params, field] of [
       [{ description: '' }, 'description'],
       [{}, 'description'],
@@ -85,104 +98,92 @@ describe('ApiKeyRpc', () => {
       [{ description: 'x', initialContext: '"text"' }, 'initialContext'],
       [{ description: 'x', initialContext: 42 }, 'initialContext'],
     ] as const) {
-      const response = await t.call('ApiKeyRpc.create', params, { token: owner.token });
-      assert.equal(response.status, 400, JSON.stringify(params));
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR');
+      const error = await refused(t.as(owner).call('ApiKeyRpc.create', params), 'VALIDATION_ERROR', JSON.stringify(params));
       assert.ok(
-        response.body.data.issues.some((issue: any) => issue.path === field),
-        JSON.stringify(response.body),
+        error.issues?.some((issue) => issue.path === field),
+        JSON.stringify(error),
       );
-      assert.match(response.body.data.error, new RegExp(field));
+      assert.match(error.message, new RegExp(field));
     }
-    assert.equal((await t.ok('ApiKeyRpc.getData', {}, { token: owner.token })).totalCount, before);
+    assert.equal((await t.as(owner).ApiKeyRpc.getData()).totalCount, before);
   });
 
   it('updates description and context; null or empty text clears the context', async () => {
     const key = await create('before', '{"projectId":"a"}');
-    const updated = await t.ok('ApiKeyRpc.update', { _id: key._id, description: 'after', initialContext: '{"projectId":"b"}' }, { token: owner.token });
+    const updated = await t.as(owner).ApiKeyRpc.update({ _id: key._id, description: 'after', initialContext: '{"projectId":"b"}' });
     assert.equal(updated.description, 'after');
     assert.deepEqual(updated.initialContext, { projectId: 'b' });
     assert.equal('fullKey' in updated, false);
-    assert.equal((await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey })).projectId, 'b');
-    assert.equal((await t.ok('ApiKeyRpc.update', { _id: key._id, initialContext: '' }, { token: owner.token })).initialContext, null);
-    await t.ok('ApiKeyRpc.update', { _id: key._id, initialContext: '{"x":1}' }, { token: owner.token });
-    assert.equal((await t.ok('ApiKeyRpc.update', { _id: key._id, initialContext: null }, { token: owner.token })).initialContext, null);
-    const bad = await t.call('ApiKeyRpc.update', { _id: key._id, initialContext: '{' }, { token: owner.token });
-    assert.equal(bad.body.data.code, 'VALIDATION_ERROR');
-    const list = await t.ok('ApiKeyRpc.getData', {}, { token: owner.token });
-    assert.equal(list.data.find((record: any) => record._id === key._id).initialContext, null);
+    assert.equal((await whoAmI(key.fullKey)).projectId, 'b');
+    assert.equal((await t.as(owner).ApiKeyRpc.update({ _id: key._id, initialContext: '' })).initialContext, null);
+    await t.as(owner).ApiKeyRpc.update({ _id: key._id, initialContext: '{"x":1}' });
+    assert.equal((await t.as(owner).ApiKeyRpc.update({ _id: key._id, initialContext: null })).initialContext, null);
+    await refused(t.as(owner).ApiKeyRpc.update({ _id: key._id, initialContext: '{' }), 'VALIDATION_ERROR');
+    const list = await t.as(owner).ApiKeyRpc.getData();
+    assert.equal(list.data.find((record) => record._id === key._id)?.initialContext, null);
   });
 
   it('refuses a disabled key at once and accepts it again when re-enabled', async () => {
     const key = await create();
-    await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey }); // now cached
-    await t.ok('ApiKeyRpc.update', { _id: key._id, isEnabled: false }, { token: owner.token });
-    const refused = await t.call('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
-    assert.equal(refused.status, 401);
-    assert.equal(refused.body.data.code, 'UNAUTHENTICATED');
-    assert.match(refused.body.data.error, /disabled/);
-    await t.ok('ApiKeyRpc.update', { _id: key._id, isEnabled: true }, { token: owner.token });
-    await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
+    await whoAmI(key.fullKey); // now cached
+    await t.as(owner).ApiKeyRpc.update({ _id: key._id, isEnabled: false });
+    const error = await refused(whoAmI(key.fullKey), 'UNAUTHENTICATED');
+    assert.match(error.message, /disabled/);
+    await t.as(owner).ApiKeyRpc.update({ _id: key._id, isEnabled: true });
+    await whoAmI(key.fullKey);
   });
 
   it('refuses a deleted key at once', async () => {
     const key = await create();
-    await t.ok('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
-    assert.deepEqual(await t.ok('ApiKeyRpc.delete', { _id: key._id }, { apiKey: key.fullKey }), { success: true });
-    const refused = await t.call('NoteRpc.whoAmI', {}, { apiKey: key.fullKey });
-    assert.equal(refused.status, 401);
-    const again = await t.call('ApiKeyRpc.delete', { _id: key._id }, { token: owner.token });
-    assert.equal(again.status, 404);
-    assert.equal(again.body.data.code, 'NOT_FOUND');
+    await whoAmI(key.fullKey);
+    assert.deepEqual(await t.as({ apiKey: key.fullKey }).ApiKeyRpc.delete({ _id: key._id }), { success: true });
+    await refused(whoAmI(key.fullKey), 'UNAUTHENTICATED');
+    await refused(t.as(owner).ApiKeyRpc.delete({ _id: key._id }), 'NOT_FOUND');
   });
 
   it('refuses missing, malformed and forged keys', async () => {
     const key = await create();
     const forged = `${key.prefix}_${'A'.repeat(43)}`;
     for (const apiKey of ['nonsense', `${key.prefix}_short`, forged, `ak0000000000000_${'B'.repeat(43)}`]) {
-      const response = await t.call('ApiKeyRpc.getData', {}, { apiKey });
-      assert.equal(response.status, 401, apiKey);
-      assert.equal(response.body.data.code, 'UNAUTHENTICATED');
+      await refused(t.as({ apiKey }).ApiKeyRpc.getData(), 'UNAUTHENTICATED', apiKey);
     }
     // A forged secret with a known prefix fails even while the real key is cached.
-    await t.ok('ApiKeyRpc.getData', {}, { apiKey: key.fullKey });
-    assert.equal((await t.call('ApiKeyRpc.getData', {}, { apiKey: forged })).status, 401);
+    await t.as({ apiKey: key.fullKey }).ApiKeyRpc.getData();
+    await refused(t.as({ apiKey: forged }).ApiKeyRpc.getData(), 'UNAUTHENTICATED');
   });
 
   it('keeps keys of one subscription invisible to another', async () => {
     const mine = await create('mine');
     const other = await t.signup();
-    const theirs = await t.ok('ApiKeyRpc.create', { description: 'theirs' }, { token: other.token });
+    const theirs = await t.as(other).ApiKeyRpc.create({ description: 'theirs' });
 
-    const otherList = await t.ok('ApiKeyRpc.getData', {}, { token: other.token });
+    const otherList = await t.as(other).ApiKeyRpc.getData();
     assert.deepEqual(
-      otherList.data.map((record: any) => record._id),
+      otherList.data.map((record) => record._id),
       [theirs._id],
     );
 
-    for (const [method, params] of [
-      ['ApiKeyRpc.update', { _id: mine._id, description: 'hijacked' }],
-      ['ApiKeyRpc.update', { _id: mine._id, isEnabled: false }],
-      ['ApiKeyRpc.delete', { _id: mine._id }],
+    const asOther = t.as(other).ApiKeyRpc;
+    for (const [method, call] of [
+      ['update', () => asOther.update({ _id: mine._id, description: 'hijacked' })],
+      ['update', () => asOther.update({ _id: mine._id, isEnabled: false })],
+      ['delete', () => asOther.delete({ _id: mine._id })],
     ] as const) {
-      const response = await t.call(method, params, { token: other.token });
-      assert.equal(response.status, 404, method);
-      assert.equal(response.body.data.code, 'NOT_FOUND');
-      assert.equal(response.body.data.error, `API key ${mine._id} not found`);
+      const error = await refused(call(), 'NOT_FOUND', method);
+      assert.equal(error.message, `API key ${mine._id} not found`);
     }
-    const missing = await t.call('ApiKeyRpc.delete', { _id: '00000000-0000-4000-8000-000000000000' }, { token: other.token });
-    assert.equal(missing.body.data.error, 'API key 00000000-0000-4000-8000-000000000000 not found');
+    const missing = await refused(asOther.delete({ _id: '00000000-0000-4000-8000-000000000000' }), 'NOT_FOUND');
+    assert.equal(missing.message, 'API key 00000000-0000-4000-8000-000000000000 not found');
 
-    const still = (await t.ok('ApiKeyRpc.getData', {}, { token: owner.token })).data.find((r: any) => r._id === mine._id);
-    assert.equal(still.description, 'mine');
-    assert.equal(still.isEnabled, true);
-    await t.ok('NoteRpc.whoAmI', {}, { apiKey: mine.fullKey });
+    const still = (await t.as(owner).ApiKeyRpc.getData()).data.find((r) => r._id === mine._id);
+    assert.equal(still?.description, 'mine');
+    assert.equal(still?.isEnabled, true);
+    await whoAmI(mine.fullKey);
   });
 
   it('rejects an _id that is not a UUID as a validation error', async () => {
-    const response = await t.call('ApiKeyRpc.delete', { _id: 'abc' }, { token: owner.token });
-    assert.equal(response.status, 400);
-    assert.deepEqual(response.body.data.issues, [{ path: '_id', message: '_id must be a UUID' }]);
+    const error = await refused(t.as(owner).ApiKeyRpc.delete({ _id: 'abc' }), 'VALIDATION_ERROR');
+    assert.deepEqual(error.issues, [{ path: '_id', message: '_id must be a UUID' }]);
   });
 
   it('stores only the hash and the sealed copy of a key', async () => {

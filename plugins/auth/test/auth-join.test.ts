@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { refused, type Credential } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type RpcResponse, type TestApp } from '../../../test/support/harness.ts';
 import { acmeProviderEnv, startOpenIdProvider, TestBrowser } from '../../../test/support/oidc.ts';
 import { startHttpReceiver } from '../../../test/support/peers.ts';
@@ -44,40 +45,37 @@ describe('joining an account an administrator made for your address', () => {
     const admin = await t.signup();
     const name = uniqueName('person');
     const email = `${name}@example.com`;
-    const user = await t.ok<any>(
-      'AdminUserRpc.create',
-      { email, username: name, password: 'chosen by the admin', role: 'user', isVerified: true },
-      { token: admin.token },
-    );
-    const asPerson = await t.ok<any>('AuthRpc.login', { identifier: email, password: 'chosen by the admin' });
-    const key = await t.ok<any>('ApiKeyRpc.create', { description: 'kept by the admin' }, { token: asPerson.token });
-    const hook = await t.ok<any>('ApiManagementRpc.registerWebhook', { webhookUrl: `${receiver.url}/${name}` }, { apiKey: key.fullKey });
+    const user = await t.as(admin).AdminUserRpc.create({ email, username: name, password: 'chosen by the admin', role: 'user', isVerified: true });
+    const asPerson = await t.as(null).AuthRpc.login({ identifier: email, password: 'chosen by the admin' });
+    const key = await t.as(asPerson).ApiKeyRpc.create({ description: 'kept by the admin' });
+    const byKey = t.as({ apiKey: key.fullKey });
+    const hook = await byKey.ApiManagementRpc.registerWebhook({ webhookUrl: `${receiver.url}/${name}` });
     assert.equal(hook.status, 'verified');
     // The key works, and its webhook is one the subscription's events go to.
-    assert.equal((await t.ok<any>('AuthRpc.getSession', {}, { apiKey: key.fullKey })).user._id, user._id);
-    assert.equal((await t.call('MemoryRpc.listMemories', { scope: 'user' }, { apiKey: key.fullKey })).status, 200);
-    assert.ok((await webhookKeys(admin.token)).includes(key._id));
+    assert.equal((await byKey.AuthRpc.getSession()).user._id, user._id);
+    await byKey.MemoryRpc.listMemories({ scope: 'user' });
+    assert.ok((await webhookKeys(admin)).includes(key._id));
     return { admin, name, email, user, asPerson, key };
   };
-  const webhookKeys = async (token: string) => (await t.ok<any[]>('ApiManagementRpc.listApiKeysForWebhook', {}, { token })).map((entry) => entry.value);
+  const webhookKeys = async (admin: Credential) => (await t.as(admin).ApiManagementRpc.listApiKeysForWebhook()).map((entry) => entry.value);
 
   /** What the admin kept no longer works: the password, the session it gave, the API key and its webhook. */
   const adminLockedOut = async ({ admin, email, asPerson, key }: Awaited<ReturnType<typeof planted>>) => {
-    assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 401, 'the password the admin chose');
-    assert.equal((await t.call('AuthRpc.getSession', {}, { token: asPerson.token })).status, 401, 'the session it gave');
-    const byKey = await t.call('AuthRpc.getSession', {}, { apiKey: key.fullKey });
-    assert.equal(byKey.status, 401, `the API key the admin made as the account: ${JSON.stringify(byKey.body)}`);
-    assert.equal((await t.call('MemoryRpc.listMemories', { scope: 'user' }, { apiKey: key.fullKey })).status, 401, 'nor reads the memories');
-    assert.ok(!(await webhookKeys(admin.token)).includes(key._id), 'its webhook is sent nothing more');
+    await refused(t.as(null).AuthRpc.login({ identifier: email, password: 'chosen by the admin' }), 'UNAUTHENTICATED', 'the password the admin chose');
+    await refused(t.as(asPerson).AuthRpc.getSession(), 'UNAUTHENTICATED', 'the session it gave');
+    const byKey = t.as({ apiKey: key.fullKey });
+    await refused(byKey.AuthRpc.getSession(), 'UNAUTHENTICATED', 'the API key the admin made as the account');
+    await refused(byKey.MemoryRpc.listMemories({ scope: 'user' }), 'UNAUTHENTICATED', 'nor reads the memories');
+    assert.ok(!(await webhookKeys(admin)).includes(key._id), 'its webhook is sent nothing more');
   };
 
   /** A code for `address`, read from the outbox (no mail server here). */
   const requestCode = async (address: string) => {
-    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
+    const { otpRequestId } = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: address });
     const [row] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where recipient = ? order by created_at desc limit 1', [address]);
     return { otpRequestId, code: /\b(\d{6})\b/.exec(row!.body)![1]! };
   };
-  /** The cookies a response sets, as a Cookie header would send them back. */
+  /** The cookies a response sets, as a Cookie header would send them back (a code login that asks first answers with the question's cookie, over HTTP). */
   const cookiesOf = (response: RpcResponse | Response) =>
     response.headers
       .getSetCookie()
@@ -95,11 +93,11 @@ describe('joining an account an administrator made for your address', () => {
       assert.equal((await browser.post(`${t.url}/auth/join?decision=join`, {})).status, 302);
     }
     const token = browser.cookie(host(), 'session')!;
-    return { id: (await t.ok<any>('AuthRpc.getSession', {}, { token })).user._id as string, token };
+    return { id: (await t.as({ token }).AuthRpc.getSession()).user._id, token };
   };
   /** A code for `phone` by SMS, read from the outbox. */
   const smsCode = async (phone: string) => {
-    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'sms', identifier: phone });
+    const { otpRequestId } = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'sms', identifier: phone });
     const [row] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where channel = ? order by created_at desc limit 1', ['sms']);
     return { otpRequestId, code: /\b(\d{6})\b/.exec(row!.body)![1]! };
   };
@@ -115,35 +113,34 @@ describe('joining an account an administrator made for your address', () => {
     const email = `${name}@example.com`;
     const adminSub = uniqueName('admin-sub');
     const adminAddress = `${adminSub}@example.com`;
-    const user = await t.ok<any>(
-      'AdminUserRpc.create',
-      { email: adminAddress, username: name, password: 'chosen by the admin', role: 'user', isVerified: true },
-      { token: admin.token },
-    );
+    const user = await t
+      .as(admin)
+      .AdminUserRpc.create({ email: adminAddress, username: name, password: 'chosen by the admin', role: 'user', isVerified: true });
     idp.accounts.set(adminSub, { email: adminAddress });
     const linked = await providerSignIn(adminSub);
     assert.equal(linked.id, user._id, 'the admin links their provider account');
-    await t.ok('AdminUserRpc.update', { _id: user._id, email }, { token: admin.token });
+    await t.as(admin).AdminUserRpc.update({ _id: user._id, email });
     const asPerson = await providerSignIn(adminSub);
     assert.equal(asPerson.id, user._id, 'the link holds after the address changed');
     const phone = `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
-    await t.ok('UserProfileRpc.verifyUserChannel', { ...(await smsCode(phone)), identifier: phone, channelType: 'phone' }, { token: asPerson.token });
-    assert.equal((await t.ok<any>('AuthRpc.login', await smsCode(phone))).user._id, user._id, 'the phone signs in');
+    await t.as(asPerson).UserProfileRpc.verifyUserChannel({ ...(await smsCode(phone)), identifier: phone, channelType: 'phone' });
+    assert.equal((await t.as(null).AuthRpc.login(await smsCode(phone))).user._id, user._id, 'the phone signs in');
 
-    const taskConfig = { name: 'Send out', schedule: '0 9 * * *', actionType: 'event', actionConfig: { eventName: 'memories.out', eventData: {} } };
-    const taskId = await t.ok<string>('SchedulerRpc.create', { taskConfig }, { token: asPerson.token });
+    const taskConfig = { name: 'Send out', schedule: '0 9 * * *', actionType: 'event' as const, actionConfig: { eventName: 'memories.out', eventData: {} } };
+    const taskId = await t.as(asPerson).SchedulerRpc.create({ taskConfig });
     return { user, email, adminSub, phone, taskId };
   };
 
   /** None of the ways back leads in: the link, the phone and the task are gone or stopped; `token` is the person's session. */
   const waysBackClosed = async ({ user, adminSub, phone, taskId }: Awaited<ReturnType<typeof waysBack>>, token: string) => {
     assert.notEqual((await providerSignIn(adminSub)).id, user._id, "the admin's provider account no longer signs in as the account");
-    assert.equal((await t.call('AuthRpc.login', await smsCode(phone))).status, 401, "the admin's phone no longer signs in");
-    const profile = await t.ok<any>('UserProfileRpc.getUserProfile', {}, { token });
+    await refused(t.as(null).AuthRpc.login(await smsCode(phone)), 'UNAUTHENTICATED', "the admin's phone no longer signs in");
+    const person = t.as({ token });
+    const profile = await person.UserProfileRpc.getUserProfile();
     assert.deepEqual([profile.phoneNumber, profile.isPhoneVerified], [null, false]);
-    const task = await t.ok<any>('SchedulerRpc.findById', { taskId }, { token });
+    const task = await person.SchedulerRpc.findById({ taskId });
     assert.deepEqual([task.enabled, task.nextRun], [false, null], 'the task saved as the account waits for the person');
-    assert.equal(await t.ok('SchedulerRpc.enable', { taskId }, { token }), true, 'the person may enable it again');
+    assert.equal(await person.SchedulerRpc.enable({ taskId }), true, 'the person may enable it again');
   };
 
   it('joining through a provider removes every other provider link, the phone, and stops the tasks acting as the account', async () => {
@@ -158,6 +155,7 @@ describe('joining an account an administrator made for your address', () => {
 
   it('joining with a code removes every provider link, the phone, and stops the tasks acting as the account', async () => {
     const planting = await waysBack();
+    // Over HTTP: the question comes with a cookie the answer sends back.
     const again = await t.call('AuthRpc.login', await requestCode(planting.email));
     assert.equal(again.body.data.code, 'CONFIRM_JOIN');
     const joined = await answer('join', cookiesOf(again));
@@ -176,11 +174,11 @@ describe('joining an account an administrator made for your address', () => {
     assert.match(await question.text(), /API keys/);
     const joined = await browser.post(`${t.url}/auth/join?decision=join`, {});
     assert.equal(joined.status, 302);
-    const person = await t.ok<any>('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
-    assert.equal(person.user._id, planting.user._id);
+    const person = t.as({ token: browser.cookie(host(), 'session')! });
+    assert.equal((await person.AuthRpc.getSession()).user._id, planting.user._id);
 
     await adminLockedOut(planting);
-    assert.deepEqual((await t.ok<any>('ApiKeyRpc.getData', {}, { token: browser.cookie(host(), 'session') })).data, []);
+    assert.deepEqual((await person.ApiKeyRpc.getData()).data, []);
   });
 
   it('a code login into an account an admin made asks before joining; joining ends every credential the admin kept', async () => {
@@ -188,6 +186,7 @@ describe('joining an account an administrator made for your address', () => {
     const { admin, name, email, user } = planting;
 
     // The code proves the address, but the account's password is the admin's: nothing happens before the person answers.
+    // Over HTTP: the question comes with a cookie the answer sends back.
     const first = await t.call('AuthRpc.login', await requestCode(email));
     assert.equal(first.status, 409, JSON.stringify(first.body));
     assert.equal(first.body.data.code, 'CONFIRM_JOIN');
@@ -198,7 +197,7 @@ describe('joining an account an administrator made for your address', () => {
     const page = await asked.text();
     assert.ok(page.includes(admin.user.username) && page.includes(name), 'the question names the tenant and the account');
     assert.match(page, /<form method="post" action="\/auth\/join\?decision=join">/);
-    assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 200, 'the password stays until then');
+    await t.as(null).AuthRpc.login({ identifier: email, password: 'chosen by the admin' }); // the password stays until then
 
     // Another browser (or site) cannot answer; the person declines: nothing changes, and the address was not marked proven.
     assert.equal((await answer('join')).status, 400);
@@ -206,29 +205,29 @@ describe('joining an account an administrator made for your address', () => {
     assert.equal(declined.status, 200);
     assert.match(await declined.text(), /Nothing was linked/);
     assert.equal((await answer('join', cookiesOf(first))).status, 400, 'an answered question is gone');
-    assert.equal((await t.call('AuthRpc.getSession', {}, { apiKey: planting.key.fullKey })).status, 200);
+    await t.as({ apiKey: planting.key.fullKey }).AuthRpc.getSession();
     const again = await t.call('AuthRpc.login', await requestCode(email));
     assert.equal(again.body.data.code, 'CONFIRM_JOIN', 'declining proves nothing: the next code asks again');
 
     const joined = await answer('join', cookiesOf(again));
     assert.equal(joined.status, 302);
-    const token = /(?:^|; )session=([^;]+)/.exec(cookiesOf(joined))?.[1];
-    const person = await t.ok<any>('AuthRpc.getSession', {}, { token });
+    const token = /(?:^|; )session=([^;]+)/.exec(cookiesOf(joined))![1]!;
+    const person = await t.as({ token }).AuthRpc.getSession();
     assert.equal(person.user._id, user._id);
     assert.equal(person.subscriptionId, admin.subscriptionId);
     await adminLockedOut(planting);
 
     // Joined: the address is proven the person's, so the next code signs in at once.
-    const next = await t.ok<any>('AuthRpc.login', await requestCode(email));
+    const next = await t.as(null).AuthRpc.login(await requestCode(email));
     assert.equal(next.user._id, user._id);
   });
 
   it('a code login into an account whose owner proved the address signs in at once, and keeps its password', async () => {
     const name = uniqueName('owner');
     const email = `${name}@example.com`;
-    await t.ok('AuthRpc.signup', { email, username: name, password: 'the owner password', verifications: { email: await requestCode(email) } });
-    const session = await t.ok<any>('AuthRpc.login', await requestCode(email));
+    await t.as(null).AuthRpc.signup({ email, username: name, password: 'the owner password', verifications: { email: await requestCode(email) } });
+    const session = await t.as(null).AuthRpc.login(await requestCode(email));
     assert.equal(session.user.username, name);
-    assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'the owner password' })).status, 200);
+    await t.as(null).AuthRpc.login({ identifier: email, password: 'the owner password' });
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { AuthRpcSignupResult } from '../../../clients/typescript/src/operations.ts';
 import { startTestApp, uniqueName, type RpcResponse, type TestApp } from '../../../test/support/harness.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -17,6 +18,7 @@ let nextAddress = 0;
 const newAddress = () => `198.51.100.${++nextAddress}`;
 const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
 
+// Over HTTP: each client's address is the one X-Forwarded-For names (TRUST_PROXY is on), and a refusal's Retry-After is a header.
 describe('login and signup limits: one client cannot lock out another', () => {
   let t: TestApp;
   before(async () => {
@@ -31,8 +33,8 @@ describe('login and signup limits: one client cannot lock out another', () => {
 
   const signupFrom = async (ip = newAddress(), extra: Record<string, string> = {}) => {
     const name = uniqueName('user');
-    const data = await t.ok('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: PASSWORD, ...extra }, from(ip));
-    return { name, token: data.token as string, subscriptionId: data.subscriptionId as string };
+    const data = await t.ok<AuthRpcSignupResult>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: PASSWORD, ...extra }, from(ip));
+    return { name, token: data.token, subscriptionId: data.subscriptionId };
   };
   const login = (identifier: string, password: string, ip: string) => t.call('AuthRpc.login', { identifier, password }, from(ip));
 
@@ -113,7 +115,7 @@ describe('login and signup limits: one client cannot lock out another', () => {
     assertLimited(refused, 3600, 'fourth signup');
     assert.equal((await login(name, PASSWORD, newAddress())).status, 401, 'no account was made');
 
-    const invite = await t.ok('AdminUserRpc.createInviteCode', { role: 'staff', maxUses: 1 }, { token: first.token, ...from(address) });
+    const invite = await t.as(first).AdminUserRpc.createInviteCode({ role: 'staff', maxUses: 1 });
     const joined = await signupFrom(address, { inviteCode: invite.code });
     assert.equal(joined.subscriptionId, first.subscriptionId);
     await t.ok('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: PASSWORD }, from(newAddress()));
@@ -137,8 +139,9 @@ describe('a proxy in front while TRUST_PROXY is off', () => {
   it('a flood of failed logins from the one address every client has does not lock out a user who never logged in', async () => {
     const admin = await t.signup();
     const name = uniqueName('newcomer');
-    await t.ok('AdminUserRpc.create', { email: `${name}@example.com`, username: name, password: PASSWORD, role: 'user' }, { token: admin.token });
+    await t.as(admin).AdminUserRpc.create({ email: `${name}@example.com`, username: name, password: PASSWORD, role: 'user' });
     const flooded = await t.signup();
+    // Over HTTP: every client comes from the proxy's one address.
     for (let attempt = 1; attempt <= 6; attempt++) {
       const target = attempt % 2 ? uniqueName('nobody') : flooded.user.username;
       assert.equal((await t.call('AuthRpc.login', { identifier: target, password: `wrong ${attempt}` })).status, 401, `attempt ${attempt}`);
@@ -150,6 +153,7 @@ describe('a proxy in front while TRUST_PROXY is off', () => {
   const warnings = () => t.logs.filter((line) => line.includes('TRUST_PROXY')).map((line) => JSON.parse(line));
 
   it('is named in one warning, at the first request that carries X-Forwarded-For', async () => {
+    // Over HTTP: the warning is about a request's header.
     await t.ok('AuthRpc.getClientConfig');
     assert.deepEqual(warnings(), [], 'no warning without the header');
     for (const ip of ['203.0.113.7', '203.0.113.8']) await t.ok('AuthRpc.getClientConfig', {}, from(ip));

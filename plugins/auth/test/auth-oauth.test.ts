@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { AuthRpcCreateExternalOAuthLoginSessionResult } from '../../../clients/typescript/src/operations.ts';
+import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
 import { acmeProviderEnv, startOpenIdProvider, TestBrowser } from '../../../test/support/oidc.ts';
 
@@ -23,22 +25,30 @@ describe('OAuth login with an OpenID provider', () => {
   });
 
   const host = () => new URL(t.url).host;
+  /** The session a browser holds (its cookie), to call as it. */
+  const sessionOf = (browser: TestBrowser) => t.as({ token: browser.cookie(host(), 'session')! });
+  /** What polling an external-browser login answers. */
+  const poll = (started: AuthRpcCreateExternalOAuthLoginSessionResult) =>
+    t.as(null).AuthRpc.pollExternalOAuthLoginSession({ sessionId: started.sessionId, pollToken: started.pollToken });
+  /** The poll of an external-browser login that must have completed. */
+  const completedLogin = async (started: AuthRpcCreateExternalOAuthLoginSessionResult) => {
+    const answer = await poll(started);
+    if (answer.status !== 'completed') assert.fail(`the login completed: ${JSON.stringify(answer)}`);
+    return answer;
+  };
 
   it('lists the provider and its login path', async () => {
-    assert.deepEqual((await t.ok('AuthRpc.getClientConfig')).oauthProviders, ['acme']);
-    assert.deepEqual(await t.ok('AuthRpc.getOAuthLoginUrl', { provider: 'acme' }), { url: '/auth/acme' });
-    const unknown = await t.call('AuthRpc.getOAuthLoginUrl', { provider: 'nope' });
-    assert.equal(unknown.status, 404);
+    assert.deepEqual((await t.as(null).AuthRpc.getClientConfig()).oauthProviders, ['acme']);
+    assert.deepEqual(await t.as(null).AuthRpc.getOAuthLoginUrl({ provider: 'acme' }), { url: '/auth/acme' });
+    await refused(t.as(null).AuthRpc.getOAuthLoginUrl({ provider: 'nope' }), 'NOT_FOUND');
   });
 
   it('answers FEATURE_UNAVAILABLE with the settings to set for a preset that is not configured, NOT_FOUND for an unknown name', async () => {
     for (const preset of ['google', 'gitlab', 'apple']) {
       const settings = ['OAUTH_PROVIDERS', `OAUTH_${preset.toUpperCase()}_CLIENT_ID`, `OAUTH_${preset.toUpperCase()}_CLIENT_SECRET`];
-      for (const method of ['AuthRpc.getOAuthLoginUrl', 'AuthRpc.createExternalOAuthLoginSession']) {
-        const refused = await t.call(method, { provider: preset });
-        assert.equal(refused.status, 503, `${method} ${preset}`);
-        assert.equal(refused.body.data.code, 'FEATURE_UNAVAILABLE');
-        for (const name of settings) assert.ok(refused.body.data.error.includes(name), `${method} ${preset}: ${refused.body.data.error} names ${name}`);
+      for (const method of ['getOAuthLoginUrl', 'createExternalOAuthLoginSession'] as const) {
+        const error = await refused(t.as(null).AuthRpc[method]({ provider: preset }), 'FEATURE_UNAVAILABLE', `${method} ${preset}`);
+        for (const name of settings) assert.ok(error.message.includes(name), `${method} ${preset}: ${error.message} names ${name}`);
       }
       // The browser routes answer the same way, on a page.
       for (const route of [`/auth/${preset}`, `/auth/${preset}/callback?code=abc&state=xyz`]) {
@@ -48,13 +58,11 @@ describe('OAuth login with an OpenID provider', () => {
       }
     }
     // Case does not matter, as for configured providers.
-    assert.equal((await t.call('AuthRpc.getOAuthLoginUrl', { provider: 'Google' })).body.data.code, 'FEATURE_UNAVAILABLE');
+    await refused(t.as(null).AuthRpc.getOAuthLoginUrl({ provider: 'Google' }), 'FEATURE_UNAVAILABLE');
 
     for (const unknown of ['nope', 'constructor']) {
-      const refused = await t.call('AuthRpc.getOAuthLoginUrl', { provider: unknown });
-      assert.equal(refused.status, 404);
-      assert.equal(refused.body.data.code, 'NOT_FOUND');
-      assert.equal((await t.call('AuthRpc.createExternalOAuthLoginSession', { provider: unknown })).body.data.code, 'NOT_FOUND');
+      await refused(t.as(null).AuthRpc.getOAuthLoginUrl({ provider: unknown }), 'NOT_FOUND', unknown);
+      await refused(t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: unknown }), 'NOT_FOUND', unknown);
       assert.equal((await fetch(`${t.url}/auth/${unknown}`, { redirect: 'manual' })).status, 404);
     }
   });
@@ -76,7 +84,7 @@ describe('OAuth login with an OpenID provider', () => {
     assert.equal(done.status, 302, await done.clone().text());
     const token = browser.cookie(host(), 'session');
     assert.ok(token, 'the callback set the session cookie');
-    const session = await t.ok('AuthRpc.getSession', {}, { token });
+    const session = await t.as({ token }).AuthRpc.getSession();
     assert.equal(session.user.email, `${sub}@example.com`);
     assert.equal(session.user.isVerified, true);
     assert.equal(session.user.role, 'admin');
@@ -86,7 +94,7 @@ describe('OAuth login with an OpenID provider', () => {
     // The same person again: the same account, found by the provider profile.
     const again = new TestBrowser();
     await again.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
-    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: again.cookie(host(), 'session') })).user._id, session.user._id);
+    assert.equal((await sessionOf(again).AuthRpc.getSession()).user._id, session.user._id);
   });
 
   it('gives a new user a free username, never a reserved one', async () => {
@@ -94,7 +102,7 @@ describe('OAuth login with an OpenID provider', () => {
     idp.accounts.set(sub, { email: `admin@${sub.toLowerCase()}.example.com` });
     const browser = new TestBrowser();
     await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
-    const session = await t.ok('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+    const session = await sessionOf(browser).AuthRpc.getSession();
     assert.match(session.user.username, /^admin-[A-Za-z0-9]{4}$/);
   });
 
@@ -103,7 +111,7 @@ describe('OAuth login with an OpenID provider', () => {
     idp.accounts.set(sub, { email });
     const browser = new TestBrowser();
     await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
-    return t.ok<any>('AuthRpc.getSession', {}, { token: browser.cookie(host(), 'session') });
+    return sessionOf(browser).AuthRpc.getSession();
   };
   /** Signs in at the provider as `sub` in a new browser that lands on the app's question whether to join an existing account. */
   const askedAs = async (sub: string, email: string, start = `${t.url}/auth/acme`) => {
@@ -125,10 +133,10 @@ describe('OAuth login with an OpenID provider', () => {
   const provenSignup = async () => {
     const name = uniqueName('proven');
     const email = `${name}@example.com`;
-    const { otpRequestId } = await t.ok<any>('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: email });
+    const { otpRequestId } = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: email });
     const code = await outboxCode(email);
-    const data = await t.ok<any>('AuthRpc.signup', { email, username: name, password: 'owner password', verifications: { email: { otpRequestId, code } } });
-    return { email, token: data.token as string, user: data.user, subscriptionId: data.subscriptionId as string };
+    const data = await t.as(null).AuthRpc.signup({ email, username: name, password: 'owner password', verifications: { email: { otpRequestId, code } } });
+    return { email, token: data.token, user: data.user, subscriptionId: data.subscriptionId };
   };
 
   it('links a first sign-in at once to an account whose owner proved the address with a code, keeping their password', async () => {
@@ -137,8 +145,8 @@ describe('OAuth login with an OpenID provider', () => {
     const session = await signInAs(sub, owner.email.toUpperCase());
     assert.equal(session.user._id, owner.user._id);
     assert.deepEqual(session.user.oauthProfiles, [{ provider: 'acme', id: sub }]);
-    assert.equal((await t.call('AuthRpc.login', { identifier: owner.email, password: 'owner password' })).status, 200, 'the password stays');
-    assert.equal((await t.call('AuthRpc.getSession', {}, { token: owner.token })).status, 200, 'so do the sessions');
+    await t.as(null).AuthRpc.login({ identifier: owner.email, password: 'owner password' }); // the password stays
+    await t.as(owner).AuthRpc.getSession(); // so do the sessions
   });
 
   it('links a first sign-in at once to an account its owner made by signing in with a provider before', async () => {
@@ -158,16 +166,13 @@ describe('OAuth login with an OpenID provider', () => {
       const admin = await t.signup();
       const sub = uniqueName('person');
       const email = `${sub}@example.com`;
-      const planted = await t.ok<any>(
-        'AdminUserRpc.create',
-        { email, username: sub, password: 'chosen by the admin', role: 'user', isVerified },
-        { token: admin.token },
-      );
-      const adminAsPerson = await t.ok<any>('AuthRpc.login', { identifier: email, password: 'chosen by the admin' });
+      const byAdmin = t.as(admin).AdminUserRpc;
+      const planted = await byAdmin.create({ email, username: sub, password: 'chosen by the admin', role: 'user', isVerified });
+      const adminAsPerson = await t.as(null).AuthRpc.login({ identifier: email, password: 'chosen by the admin' });
 
       const first = await askedAs(sub, email);
       assert.ok(first.text.includes(admin.user.username), 'the question names the tenant');
-      const unlinked = await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token });
+      const unlinked = await byAdmin.findById({ id: planted._id });
       assert.deepEqual(unlinked.oauthProfiles, [], 'nothing is linked before the person answers');
 
       // A confirmation from a browser that was not asked does nothing, nor does one sent from another site (no cookie).
@@ -177,20 +182,19 @@ describe('OAuth login with an OpenID provider', () => {
       assert.match(await declined.text(), /Nothing was linked/);
       assert.equal(first.browser.cookie(host(), 'session') ?? '', '');
       assert.equal((await first.browser.post(`${t.url}/auth/join?decision=join`, {})).status, 400, 'an answered question is gone');
-      assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token })).oauthProfiles, []);
+      assert.deepEqual((await byAdmin.findById({ id: planted._id })).oauthProfiles, []);
 
       const second = await askedAs(sub, email);
       const joined = await second.browser.post(`${t.url}/auth/join?decision=join`, {});
       assert.equal(joined.status, 302);
-      const token = second.browser.cookie(host(), 'session');
-      const session = await t.ok<any>('AuthRpc.getSession', {}, { token });
+      const session = await sessionOf(second.browser).AuthRpc.getSession();
       assert.equal(session.user._id, planted._id);
       assert.equal(session.subscriptionId, admin.subscriptionId);
 
       // The password the admin chose, and the session it gave, end with the link.
-      assert.equal((await t.call('AuthRpc.login', { identifier: email, password: 'chosen by the admin' })).status, 401);
-      assert.equal((await t.call('AuthRpc.getSession', {}, { token: adminAsPerson.token })).status, 401);
-      const linked = await t.ok<any>('AdminUserRpc.findById', { id: planted._id }, { token: admin.token });
+      await refused(t.as(null).AuthRpc.login({ identifier: email, password: 'chosen by the admin' }), 'UNAUTHENTICATED');
+      await refused(t.as(adminAsPerson).AuthRpc.getSession(), 'UNAUTHENTICATED');
+      const linked = await byAdmin.findById({ id: planted._id });
       assert.deepEqual(linked.oauthProfiles, [{ provider: 'acme', id: sub, email, linked: true }]);
       assert.equal(linked.isVerified, true);
 
@@ -203,34 +207,29 @@ describe('OAuth login with an OpenID provider', () => {
     const owner = await provenSignup();
     const sub = uniqueName('victim');
     const email = `${sub}@example.com`;
-    await t.ok('AdminUserRpc.update', { _id: owner.user._id, email }, { token: owner.token });
-    const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    await t.as(owner).AdminUserRpc.update({ _id: owner.user._id, email });
+    const started = await t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: 'acme' });
     const { browser } = await askedAs(sub, email, started.loginUrl);
-    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
-      status: 'pending',
-    });
+    assert.deepEqual(await poll(started), { status: 'pending' });
     const declined = await browser.post(`${t.url}/auth/join?decision=cancel`, {});
     assert.equal(declined.status, 200);
-    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
-      status: 'expired',
-    });
+    assert.deepEqual(await poll(started), { status: 'expired' });
 
-    const restarted = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const restarted = await t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: 'acme' });
     const asked = await askedAs(sub, email, restarted.loginUrl);
     const joined = await asked.browser.post(`${t.url}/auth/join?decision=join`, {});
     assert.equal(joined.status, 200);
     assert.match(await joined.text(), /You can close this window/);
-    const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: restarted.sessionId, pollToken: restarted.pollToken });
-    assert.equal(completed.status, 'completed');
+    const completed = await completedLogin(restarted);
     assert.equal(completed.user._id, owner.user._id);
   });
 
-  const refusedOn = (response: { status: number; body: any }, path: string) => {
-    assert.equal(response.status, 400, JSON.stringify(response.body));
-    assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-    const issue = response.body.data.issues.find((found: { path: string }) => found.path === path);
-    assert.ok(issue, `an issue on ${path}: ${JSON.stringify(response.body.data.issues)}`);
-    return issue.message as string;
+  /** The message of the issue on `path` of a call refused as invalid. */
+  const refusedOn = async (call: Promise<unknown>, path: string) => {
+    const error = await refused(call, 'VALIDATION_ERROR');
+    const issue = error.issues?.find((found) => found.path === path);
+    assert.ok(issue, `an issue on ${path}: ${JSON.stringify(error.issues)}`);
+    return issue.message;
   };
 
   it('a provider account an admin declares on a user of their own is data: it signs nobody in, and its owner still signs into their own account', async () => {
@@ -239,24 +238,18 @@ describe('OAuth login with an OpenID provider', () => {
     const x = await t.signup();
     const claim = [{ provider: 'acme', id: sub }];
     const decoy = uniqueName('decoy');
-    const created = await t.ok<any>(
-      'AdminUserRpc.create',
-      { email: `${decoy}@example.com`, username: decoy, password: 'decoy password', role: 'user', oauthProfiles: claim },
-      { token: x.token },
-    );
+    const byX = t.as(x).AdminUserRpc;
+    const created = await byX.create({ email: `${decoy}@example.com`, username: decoy, password: 'decoy password', role: 'user', oauthProfiles: claim });
     assert.deepEqual(created.oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
-    const updated = await t.ok<any>('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: claim }, { token: x.token });
+    const updated = await byX.update({ _id: x.user._id, oauthProfiles: claim });
     assert.deepEqual(updated.oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
 
     // Claiming it as a link is refused, with the same answer for a provider account nobody has: tenant X learns nothing of others.
-    const onUpdate = refusedOn(
-      await t.call('AdminUserRpc.update', { _id: x.user._id, firstName: 'Mallory', oauthProfiles: [{ ...claim[0], linked: true }] }, { token: x.token }),
-      'oauthProfiles.0',
-    );
+    const onUpdate = await refusedOn(byX.update({ _id: x.user._id, firstName: 'Mallory', oauthProfiles: [{ ...claim[0]!, linked: true }] }), 'oauthProfiles.0');
     assert.match(onUpdate, /only by signing in/);
     const nobody = [{ provider: 'acme', id: uniqueName('nobody'), linked: true }];
-    assert.equal(refusedOn(await t.call('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: nobody }, { token: x.token }), 'oauthProfiles.0'), onUpdate);
-    assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).firstName, null, 'nothing was changed');
+    assert.equal(await refusedOn(byX.update({ _id: x.user._id, oauthProfiles: nobody }), 'oauthProfiles.0'), onUpdate);
+    assert.equal((await byX.findById({ id: x.user._id })).firstName, null, 'nothing was changed');
 
     const again = await signInAs(sub);
     assert.equal(again.user._id, person.user._id);
@@ -277,18 +270,16 @@ describe('OAuth login with an OpenID provider', () => {
   it('a provider account an admin declared before its owner ever signed in signs its owner into an account of their own (external-browser flow)', async () => {
     const sub = uniqueName('newcomer');
     const x = await t.signup();
-    await t.ok('AdminUserRpc.update', { _id: x.user._id, oauthProfiles: [{ provider: 'acme', id: sub }] }, { token: x.token });
+    await t.as(x).AdminUserRpc.update({ _id: x.user._id, oauthProfiles: [{ provider: 'acme', id: sub }] });
     idp.accounts.set(sub, { email: `${sub}@example.com` });
-    const started = await t.ok<any>('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const started = await t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: 'acme' });
     await new TestBrowser().signInAt(started.loginUrl, sub, idp.issuer);
-    const completed = await t.ok<any>('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
-    const owner = await t.ok<any>('AuthRpc.getSession', {}, { token: completed.token });
+    const completed = await completedLogin(started);
+    const owner = await t.as(completed).AuthRpc.getSession();
     assert.notEqual(owner.user._id, x.user._id);
     assert.notEqual(owner.subscriptionId, x.subscriptionId);
     assert.equal(owner.user.email, `${sub}@example.com`);
-    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: x.user._id }, { token: x.token })).oauthProfiles, [
-      { provider: 'acme', id: sub, linked: false },
-    ]);
+    assert.deepEqual((await t.as(x).AdminUserRpc.findById({ id: x.user._id })).oauthProfiles, [{ provider: 'acme', id: sub, linked: false }]);
   });
 
   it('an admin sees the links of their own users and can remove them; only signing in with the provider links again', async () => {
@@ -296,50 +287,45 @@ describe('OAuth login with an OpenID provider', () => {
     const [first, second] = [uniqueName('first'), uniqueName('second')];
     await signInAs(first, account.email);
     await signInAs(second, account.email);
-    const linked = await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token });
+    const byAccount = t.as(account).AdminUserRpc;
+    const linked = await byAccount.findById({ id: account.user._id });
     assert.deepEqual(linked.oauthProfiles, [
       { provider: 'acme', id: first, email: account.email, linked: true },
       { provider: 'acme', id: second, email: account.email, linked: true },
     ]);
     // A record read can be sent back as it is.
-    assert.deepEqual(
-      (await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: linked.oauthProfiles }, { token: account.token })).oauthProfiles,
-      linked.oauthProfiles,
-    );
+    assert.deepEqual((await byAccount.update({ _id: account.user._id, oauthProfiles: linked.oauthProfiles })).oauthProfiles, linked.oauthProfiles);
 
     // Keeping a link that is not this user's is refused, and changes nothing.
     const stranger = [
       { provider: 'acme', id: first },
       { provider: 'acme', id: uniqueName('stranger'), linked: true },
     ];
-    refusedOn(await t.call('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: stranger }, { token: account.token }), 'oauthProfiles.1');
-    assert.equal((await t.ok<any>('AdminUserRpc.findById', { id: account.user._id }, { token: account.token })).oauthProfiles.length, 2);
+    await refusedOn(byAccount.update({ _id: account.user._id, oauthProfiles: stranger }), 'oauthProfiles.1');
+    assert.equal((await byAccount.findById({ id: account.user._id })).oauthProfiles.length, 2);
 
-    const kept = await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [{ provider: 'acme', id: first }] }, { token: account.token });
+    const kept = await byAccount.update({ _id: account.user._id, oauthProfiles: [{ provider: 'acme', id: first }] });
     assert.deepEqual(kept.oauthProfiles, [{ provider: 'acme', id: first, email: account.email, linked: true }]);
-    const self = await t.ok<any>('AuthRpc.getSession', {}, { token: account.token });
+    const self = await t.as(account).AuthRpc.getSession();
     assert.deepEqual(self.user.oauthProfiles, [{ provider: 'acme', id: first }]);
 
     // The removed provider account is no longer this user's: it signs in elsewhere unless its verified address is this user's.
     const moved = await signInAs(second, `${second}@example.com`);
     assert.notEqual(moved.user._id, account.user._id);
     assert.deepEqual(moved.user.oauthProfiles, [{ provider: 'acme', id: second }]);
-    assert.deepEqual((await t.ok<any>('AdminUserRpc.update', { _id: account.user._id, oauthProfiles: [] }, { token: account.token })).oauthProfiles, []);
+    assert.deepEqual((await byAccount.update({ _id: account.user._id, oauthProfiles: [] })).oauthProfiles, []);
   });
 
   it('a deleted user takes their links along: the provider account then signs its owner up anew', async () => {
     const admin = await t.signup();
     const name = uniqueName('leaver');
-    const member = await t.ok<any>(
-      'AdminUserRpc.create',
-      { email: `${name}@example.com`, username: name, password: 'member password', role: 'user' },
-      { token: admin.token },
-    );
+    const byAdmin = t.as(admin).AdminUserRpc;
+    const member = await byAdmin.create({ email: `${name}@example.com`, username: name, password: 'member password', role: 'user' });
     const sub = uniqueName('leaver');
     const { browser } = await askedAs(sub, member.email);
     assert.equal((await browser.post(`${t.url}/auth/join?decision=join`, {})).status, 302);
-    assert.deepEqual((await t.ok<any>('AdminUserRpc.findById', { id: member._id }, { token: admin.token })).oauthProfiles.length, 1);
-    await t.ok('AdminUserRpc.delete', { _id: member._id }, { token: admin.token });
+    assert.deepEqual((await byAdmin.findById({ id: member._id })).oauthProfiles.length, 1);
+    await byAdmin.delete({ _id: member._id });
     const anew = await signInAs(sub, member.email);
     assert.notEqual(anew.user._id, member._id);
     assert.notEqual(anew.subscriptionId, admin.subscriptionId);
@@ -382,13 +368,11 @@ describe('OAuth login with an OpenID provider', () => {
   });
 
   it('completes an external-browser login that the application collects once by polling', async () => {
-    const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const started = await t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: 'acme' });
     assert.equal(started.loginUrl, `${t.url}/auth/acme?external=${started.sessionId}`);
     assert.ok(Date.parse(started.expiresAt) > Date.now());
-    const pending = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
-    assert.deepEqual(pending, { status: 'pending' });
-    const wrongToken = await t.call('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: 'guess' });
-    assert.equal(wrongToken.status, 404);
+    assert.deepEqual(await poll(started), { status: 'pending' });
+    await refused(poll({ ...started, pollToken: 'guess' }), 'NOT_FOUND');
 
     const sub = uniqueName('desktop');
     idp.accounts.set(sub, { email: `${sub}@example.com` });
@@ -398,12 +382,10 @@ describe('OAuth login with an OpenID provider', () => {
     assert.match(await page.text(), /You can close this window/);
     assert.equal(browser.cookie(host(), 'session'), undefined, 'the browser gets no session of its own');
 
-    const completed = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
-    assert.equal(completed.status, 'completed');
+    const completed = await completedLogin(started);
     assert.equal(completed.user.email, `${sub}@example.com`);
-    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: completed.token })).user._id, completed.user._id);
-    const second = await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken });
-    assert.deepEqual(second, { status: 'expired' });
+    assert.equal((await t.as(completed).AuthRpc.getSession()).user._id, completed.user._id);
+    assert.deepEqual(await poll(started), { status: 'expired' });
 
     // The link cannot start a second login once used.
     const reuse = await new TestBrowser().get(started.loginUrl);
@@ -411,11 +393,9 @@ describe('OAuth login with an OpenID provider', () => {
   });
 
   it('an expired external session reads as expired and its link no longer works', async () => {
-    const started = await t.ok('AuthRpc.createExternalOAuthLoginSession', { provider: 'acme' });
+    const started = await t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: 'acme' });
     await t.app.deps.db.execute(`update auth_external_login set expires_at = now() - interval '1 second' where id = ?`, [started.sessionId]);
-    assert.deepEqual(await t.ok('AuthRpc.pollExternalOAuthLoginSession', { sessionId: started.sessionId, pollToken: started.pollToken }), {
-      status: 'expired',
-    });
+    assert.deepEqual(await poll(started), { status: 'expired' });
     const link = await new TestBrowser().get(started.loginUrl);
     assert.equal(link.status, 400);
     const mangled = await new TestBrowser().get(`${t.url}/auth/acme?external=not-a-session`);

@@ -7,11 +7,23 @@ import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { defineOperation, definePlugin } from 'rpc-service/plugin';
 import type { AfterLogin, AfterSignup } from '../lifecycle.ts';
+import type { AuthRpcRequestVerificationCodeResult } from '../../../clients/typescript/src/operations.ts';
+import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
 import { codeIn, eventually, startHttpReceiver, startSmtpServer, startTextProvider } from '../../../test/support/peers.ts';
 
 const mailText = (raw: string) => raw.replace(/=\r?\n/g, '');
+
+/** A span as the OTLP/HTTP JSON export carries it. */
+interface ExportedSpan {
+  spanId: string;
+  kind: number;
+  attributes: { key: string; value: Record<string, unknown> }[];
+}
+interface TraceExport {
+  resourceSpans: { scopeSpans: { spans: ExportedSpan[] }[] }[];
+}
 
 describe('one-time codes by e-mail, and signup with e-mail verification', () => {
   let t: TestApp;
@@ -51,7 +63,7 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
   /** Asks for a code and reads it from the mail the SMTP server received. */
   const mailCode = async (address: string) => {
     const before = smtp.mails.length;
-    const requested = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
+    const requested = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: address });
     const mail = await eventually(() => smtp.mails.slice(before).find((item) => item.to.includes(address.toLowerCase())));
     return { requested, code: codeIn(mailText(mail.raw)), mail };
   };
@@ -67,23 +79,24 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
     assert.ok(!JSON.stringify(requested).includes(code));
     assert.match(mail.raw, /From: Service <service@example.com>/);
 
-    const without = await t.call('AuthRpc.signup', { email: address, username: name, password: 'long password' });
-    assert.equal(without.status, 400);
+    const without = await refused(t.as(null).AuthRpc.signup({ email: address, username: name, password: 'long password' }), 'VALIDATION_ERROR');
     assert.deepEqual(
-      without.body.data.issues.map((issue: any) => issue.path),
+      without.issues?.map((issue) => issue.path),
       ['verifications.email'],
     );
 
-    const wrong = await t.call('AuthRpc.signup', {
-      email: address,
-      username: name,
-      password: 'long password',
-      verifications: { email: { otpRequestId: requested.otpRequestId, code: code === '000000' ? '111111' : '000000' } },
-    });
-    assert.equal(wrong.status, 400);
-    assert.equal(wrong.body.data.issues[0].path, 'verifications.email.code');
+    const wrong = await refused(
+      t.as(null).AuthRpc.signup({
+        email: address,
+        username: name,
+        password: 'long password',
+        verifications: { email: { otpRequestId: requested.otpRequestId, code: code === '000000' ? '111111' : '000000' } },
+      }),
+      'VALIDATION_ERROR',
+    );
+    assert.equal(wrong.issues?.[0]?.path, 'verifications.email.code');
 
-    const created = await t.ok('AuthRpc.signup', {
+    const created = await t.as(null).AuthRpc.signup({
       email: address,
       username: name,
       password: 'long password',
@@ -94,49 +107,52 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
     assert.equal(signups.at(-1)?.user._id, created.user._id);
     assert.equal(signups.at(-1)?.joinedExisting, false);
 
-    const again = await t.call('AuthRpc.signup', {
-      email: `${uniqueName()}@example.com`,
-      username: uniqueName(),
-      verifications: { email: { otpRequestId: requested.otpRequestId, code } },
-    });
-    assert.equal(again.status, 400);
-    assert.match(again.body.data.error, /already used/);
+    const again = await refused(
+      t.as(null).AuthRpc.signup({
+        email: `${uniqueName()}@example.com`,
+        username: uniqueName(),
+        verifications: { email: { otpRequestId: requested.otpRequestId, code } },
+      }),
+      'BAD_REQUEST',
+    );
+    assert.match(again.message, /already used/);
   });
 
   it('refuses a code that was sent to another address', async () => {
     const { requested, code } = await mailCode(`${uniqueName('other')}@example.com`);
     const name = uniqueName();
-    const response = await t.call('AuthRpc.signup', {
-      email: `${name}@example.com`,
-      username: name,
-      verifications: { email: { otpRequestId: requested.otpRequestId, code } },
-    });
-    assert.equal(response.status, 400);
-    assert.equal(response.body.data.issues[0].path, 'verifications.email.otpRequestId');
+    const error = await refused(
+      t.as(null).AuthRpc.signup({
+        email: `${name}@example.com`,
+        username: name,
+        verifications: { email: { otpRequestId: requested.otpRequestId, code } },
+      }),
+      'VALIDATION_ERROR',
+    );
+    assert.equal(error.issues?.[0]?.path, 'verifications.email.otpRequestId');
   });
 
   it('verifyCode checks without consuming, finalize consumes', async () => {
     const { requested, code } = await mailCode(`${uniqueName('verify')}@example.com`);
     const { otpRequestId } = requested;
-    const wrong = await t.call('AuthRpc.verifyCode', { otpRequestId, code: code === '123456' ? '654321' : '123456' });
-    assert.deepEqual(wrong.body.data.issues, [{ path: 'code', message: 'Wrong code; 4 attempt(s) left' }]);
-    assert.deepEqual(await t.ok('AuthRpc.verifyCode', { otpRequestId, code }), { verified: true, otpRequestId, finalized: false });
-    assert.deepEqual(await t.ok('AuthRpc.verifyCode', { otpRequestId, code, finalize: true }), { verified: true, otpRequestId, finalized: true });
-    const used = await t.call('AuthRpc.verifyCode', { otpRequestId, code });
-    assert.equal(used.status, 400);
-    const unknown = await t.call('AuthRpc.verifyCode', { otpRequestId: '00000000-0000-4000-8000-000000000000', code });
-    assert.equal(unknown.status, 404);
-    const empty = await t.call('AuthRpc.verifyCode', { otpRequestId: '', code: '1' });
-    assert.equal(empty.body.data.issues[0].path, 'otpRequestId');
+    const anonymous = t.as(null).AuthRpc;
+    const wrong = await refused(anonymous.verifyCode({ otpRequestId, code: code === '123456' ? '654321' : '123456' }), 'VALIDATION_ERROR');
+    assert.deepEqual(wrong.issues, [{ path: 'code', message: 'Wrong code; 4 attempt(s) left' }]);
+    assert.deepEqual(await anonymous.verifyCode({ otpRequestId, code }), { verified: true, otpRequestId, finalized: false });
+    assert.deepEqual(await anonymous.verifyCode({ otpRequestId, code, finalize: true }), { verified: true, otpRequestId, finalized: true });
+    await refused(anonymous.verifyCode({ otpRequestId, code }), 'BAD_REQUEST');
+    await refused(anonymous.verifyCode({ otpRequestId: '00000000-0000-4000-8000-000000000000', code }), 'NOT_FOUND');
+    const empty = await refused(anonymous.verifyCode({ otpRequestId: '', code: '1' }), 'VALIDATION_ERROR');
+    assert.equal(empty.issues?.[0]?.path, 'otpRequestId');
   });
 
   it('the sixth attempt is RATE_LIMITED even with the right code, with Retry-After', async () => {
     const { requested, code } = await mailCode(`${uniqueName('brute')}@example.com`);
     const wrongCode = code === '999999' ? '000000' : '999999';
     for (let attempt = 1; attempt <= 5; attempt++) {
-      const response = await t.call('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code: wrongCode });
-      assert.equal(response.status, 400, `attempt ${attempt}`);
+      await refused(t.as(null).AuthRpc.verifyCode({ otpRequestId: requested.otpRequestId, code: wrongCode }), 'VALIDATION_ERROR', `attempt ${attempt}`);
     }
+    // Over HTTP: the status and the Retry-After header are what a client sees.
     const right = await t.call('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code });
     assert.equal(right.status, 429);
     assert.equal(right.body.data.code, 'RATE_LIMITED');
@@ -147,7 +163,8 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
 
   it('limits code requests per address with 429 and Retry-After', async () => {
     const address = `${uniqueName('flood')}@example.com`;
-    for (let index = 0; index < 3; index++) await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
+    for (let index = 0; index < 3; index++) await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: address });
+    // Over HTTP: the status and the Retry-After header are what a client sees.
     const limited = await t.call('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address.toUpperCase() });
     assert.equal(limited.status, 429);
     assert.equal(limited.body.data.code, 'RATE_LIMITED');
@@ -155,37 +172,35 @@ describe('one-time codes by e-mail, and signup with e-mail verification', () => 
   });
 
   it('validates the identifier for its channel', async () => {
-    const email = await t.call('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: 'not-an-address' });
-    assert.equal(email.body.data.issues[0].path, 'identifier');
-    const phone = await t.call('AuthRpc.requestVerificationCode', { channelType: 'sms', identifier: '12345' });
-    assert.equal(phone.body.data.issues[0].path, 'identifier');
-    const channel = await t.call('AuthRpc.requestVerificationCode', { channelType: 'pigeon', identifier: 'x' });
-    assert.equal(channel.body.data.issues[0].path, 'channelType');
+    const anonymous = t.as(null);
+    const email = await refused(anonymous.AuthRpc.requestVerificationCode({ channelType: 'email', identifier: 'not-an-address' }), 'VALIDATION_ERROR');
+    assert.equal(email.issues?.[0]?.path, 'identifier');
+    const phone = await refused(anonymous.AuthRpc.requestVerificationCode({ channelType: 'sms', identifier: '12345' }), 'VALIDATION_ERROR');
+    assert.equal(phone.issues?.[0]?.path, 'identifier');
+    const channel = await refused(anonymous.call('AuthRpc.requestVerificationCode', { channelType: 'pigeon', identifier: 'x' }), 'VALIDATION_ERROR');
+    assert.equal(channel.issues?.[0]?.path, 'channelType');
   });
 
   it('logs an existing user in with a mailed code, and runs the after-login hooks', async () => {
     const name = uniqueName('codelogin');
     const address = `${name}@example.com`;
     const first = await mailCode(address);
-    await t.ok('AuthRpc.signup', {
+    await t.as(null).AuthRpc.signup({
       email: address,
       username: name,
       verifications: { email: { otpRequestId: first.requested.otpRequestId, code: first.code } },
     });
     const { requested, code } = await mailCode(address);
-    const session = await t.ok('AuthRpc.login', { otpRequestId: requested.otpRequestId, code });
+    const session = await t.as(null).AuthRpc.login({ otpRequestId: requested.otpRequestId, code });
     assert.equal(session.user.username, name);
-    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: session.token })).user.email, address);
+    assert.equal((await t.as(session).AuthRpc.getSession()).user.email, address);
     assert.deepEqual(logins.at(-1), { user: session.user, method: 'code' });
-    const reused = await t.call('AuthRpc.login', { otpRequestId: requested.otpRequestId, code });
-    assert.equal(reused.status, 400);
+    await refused(t.as(null).AuthRpc.login({ otpRequestId: requested.otpRequestId, code }), 'BAD_REQUEST');
 
     const stranger = await mailCode(`${uniqueName('nobody')}@example.com`);
-    const refused = await t.call('AuthRpc.login', { otpRequestId: stranger.requested.otpRequestId, code: stranger.code });
-    assert.equal(refused.status, 401);
-    const mixed = await t.call('AuthRpc.login', { identifier: name, code: '123456' });
-    assert.equal(mixed.status, 400);
-    assert.match(mixed.body.data.error, /identifier and password, or otpRequestId and code/);
+    await refused(t.as(null).AuthRpc.login({ otpRequestId: stranger.requested.otpRequestId, code: stranger.code }), 'UNAUTHENTICATED');
+    const mixed = await refused(t.as(null).AuthRpc.login({ identifier: name, code: '123456' }), 'VALIDATION_ERROR');
+    assert.match(mixed.message, /identifier and password, or otpRequestId and code/);
   });
 });
 
@@ -212,7 +227,7 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
   });
 
   it('sends the code over the provider API and signs up with a verified phone', async () => {
-    const requested = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'sms', identifier: '+1 (555) 123-4567' });
+    const requested = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'sms', identifier: '+1 (555) 123-4567' });
     assert.equal(requested.destination, '***567');
     const text = provider.texts.at(-1)!;
     assert.equal(text.path, '/2010-04-01/Accounts/AC123/Messages.json');
@@ -220,7 +235,7 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
     assert.equal(text.form.get('To'), '+15551234567');
     assert.equal(text.form.get('From'), '+15550000000');
     const name = uniqueName('phone');
-    const created = await t.ok('AuthRpc.signup', {
+    const created = await t.as(null).AuthRpc.signup({
       email: `${name}@example.com`,
       username: name,
       verifications: { phone: { otpRequestId: requested.otpRequestId, code: codeIn(text.form.get('Body')!) } },
@@ -231,14 +246,14 @@ describe('one-time codes by SMS and WhatsApp through a Twilio-style provider', (
   });
 
   it('prefixes WhatsApp numbers as the provider expects', async () => {
-    await t.ok('AuthRpc.requestVerificationCode', { channelType: 'whatsapp', identifier: '+447700900123' });
+    await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'whatsapp', identifier: '+447700900123' });
     const text = provider.texts.at(-1)!;
     assert.equal(text.form.get('To'), 'whatsapp:+447700900123');
     assert.equal(text.form.get('From'), 'whatsapp:+15550000001');
   });
 
   it('tells clients which verifications signup needs', async () => {
-    const config = await t.ok('AuthRpc.getClientConfig');
+    const config = await t.as(null).AuthRpc.getClientConfig();
     assert.deepEqual(config.requiredVerifications, { email: false, phone: true });
   });
 });
@@ -268,6 +283,7 @@ describe('the SMS request with tracing on', () => {
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
     const traceparent = `00-${traceId}-${callerSpanId}-01`;
+    // Over HTTP: the caller's trace comes in its traceparent header.
     await t.ok('AuthRpc.requestVerificationCode', { channelType: 'sms', identifier: '+15551234567' }, { headers: { traceparent } });
     const sent = provider.requests.at(-1)!;
     assert.equal(sent.path, '/2010-04-01/Accounts/AC123/Messages.json');
@@ -275,11 +291,11 @@ describe('the SMS request with tracing on', () => {
     assert.ok(spanId && spanId !== callerSpanId, `the provider is sent the request's own span: ${sent.headers.traceparent}`);
     const spans = () =>
       collector.requests.flatMap((request) =>
-        (JSON.parse(request.body).resourceSpans as any[]).flatMap((resource) => resource.scopeSpans.flatMap((scope: any) => scope.spans)),
+        (JSON.parse(request.body) as TraceExport).resourceSpans.flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans)),
       );
     const span = await eventually(() => spans().find((each) => each.spanId === spanId));
     assert.equal(span.kind, 3, 'a client span');
-    const attributes = Object.fromEntries(span.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
+    const attributes = Object.fromEntries(span.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
     assert.equal(attributes['server.port'], provider.port);
     assert.equal(attributes['http.response.status_code'], 201);
     assert.ok(!JSON.stringify(spans()).includes('AC123'), 'no span holds the path, which names the account');
@@ -307,58 +323,60 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
     founder = await t.signup();
     assert.equal(founder.user.role, 'admin');
     const name = uniqueName('joiner');
-    const refused = await t.call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'long password' });
-    assert.equal(refused.status, 400);
-    assert.equal(refused.body.data.issues[0].path, 'inviteCode');
+    const anonymous = t.as(null).AuthRpc;
+    const uninvited = await refused(anonymous.signup({ email: `${name}@example.com`, username: name, password: 'long password' }), 'VALIDATION_ERROR');
+    assert.equal(uninvited.issues?.[0]?.path, 'inviteCode');
 
-    const invite = await t.ok('AdminUserRpc.createInviteCode', { role: 'staff', maxUses: 1 }, { token: founder.token });
+    const invite = await t.as(founder).AdminUserRpc.createInviteCode({ role: 'staff', maxUses: 1 });
+    // Over HTTP: an answer without data is the envelope's success and message.
     const pre = await t.call('AuthRpc.preSignupValidate', { email: `${name}@example.com`, username: name, inviteCode: invite.code });
     assert.deepEqual(pre.body, { success: true, message: 'The signup details are valid' });
-    const joined = await t.ok('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'long password', inviteCode: invite.code });
+    const joined = await anonymous.signup({ email: `${name}@example.com`, username: name, password: 'long password', inviteCode: invite.code });
     assert.equal(joined.subscriptionId, founder.subscriptionId);
     assert.equal(joined.user.role, 'staff');
-    const members = await t.ok('AdminUserRpc.getData', {}, { token: founder.token });
-    assert.ok(members.docs.some((doc: any) => doc._id === joined.user._id));
-    const listed = await t.ok('AdminUserRpc.listInviteCodes', {}, { token: founder.token });
+    const members = await t.as(founder).AdminUserRpc.getData();
+    assert.ok(members.docs.some((doc) => doc._id === joined.user._id));
+    const listed = await t.as(founder).AdminUserRpc.listInviteCodes();
     assert.deepEqual([listed.data[0].uses, listed.data[0].status], [1, 'exhausted']);
 
     const late = uniqueName('late');
-    const usedUp = await t.call('AuthRpc.signup', { email: `${late}@example.com`, username: late, inviteCode: invite.code });
-    assert.equal(usedUp.status, 400);
-    assert.equal(usedUp.body.data.issues[0].path, 'inviteCode');
-    const bogus = await t.call('AuthRpc.preSignupValidate', { email: `${late}@example.com`, username: late, inviteCode: 'inv_nope' });
-    assert.equal(bogus.body.data.issues[0].path, 'inviteCode');
+    const usedUp = await refused(anonymous.signup({ email: `${late}@example.com`, username: late, inviteCode: invite.code }), 'VALIDATION_ERROR');
+    assert.equal(usedUp.issues?.[0]?.path, 'inviteCode');
+    const bogus = await refused(anonymous.preSignupValidate({ email: `${late}@example.com`, username: late, inviteCode: 'inv_nope' }), 'VALIDATION_ERROR');
+    assert.equal(bogus.issues?.[0]?.path, 'inviteCode');
   });
 
   it('applies the blocked domains, blocked patterns and reserved usernames, creating nothing', async () => {
-    const invite = await t.ok('AdminUserRpc.createInviteCode', { maxUses: 10 }, { token: founder.token });
+    const invite = await t.as(founder).AdminUserRpc.createInviteCode({ maxUses: 10 });
     for (const [params, path] of [
       [{ email: 'someone@spam.test', username: uniqueName() }, 'email'],
       [{ email: 'someone@mail.spam.test', username: uniqueName() }, 'email'],
       [{ email: 'bot42@example.com', username: uniqueName() }, 'email'],
       [{ email: `${uniqueName()}@example.com`, username: 'Admin' }, 'username'],
     ] as const) {
-      for (const method of ['AuthRpc.preSignupValidate', 'AuthRpc.signup']) {
-        const response = await t.call(method, { ...params, inviteCode: invite.code });
-        assert.equal(response.status, 400, `${method} ${JSON.stringify(params)}`);
-        assert.equal(response.body.data.issues[0].path, path);
+      for (const method of ['preSignupValidate', 'signup'] as const) {
+        const error = await refused(
+          t.as(null).AuthRpc[method]({ ...params, inviteCode: invite.code }),
+          'VALIDATION_ERROR',
+          `${method} ${JSON.stringify(params)}`,
+        );
+        assert.equal(error.issues?.[0]?.path, path);
       }
     }
-    const taken = await t.call('AuthRpc.preSignupValidate', { email: founder.user.email, username: uniqueName(), inviteCode: invite.code });
-    assert.equal(taken.status, 409);
-    const listed = await t.ok('AdminUserRpc.listInviteCodes', {}, { token: founder.token });
-    assert.equal(listed.data.find((record: any) => record._id === invite._id).uses, 0);
+    await refused(t.as(null).AuthRpc.preSignupValidate({ email: founder.user.email, username: uniqueName(), inviteCode: invite.code }), 'CONFLICT');
+    const listed = await t.as(founder).AdminUserRpc.listInviteCodes();
+    assert.equal(listed.data.find((record) => record._id === invite._id)?.uses, 0);
   });
 
   it('writes codes to the outbox when no channel is configured, never to the log', async () => {
     const address = `${uniqueName('outbox')}@example.com`;
-    const requested = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address });
+    const requested = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: address });
     const [row] = await t.app.deps.db.execute<{ recipient: string; body: string }>('select recipient, body from auth_outbox where recipient = ?', [address]);
     assert.ok(row, 'the message is in the outbox');
     const code = codeIn(row.body);
     assert.ok(!t.logs.some((line) => line.includes(code)), 'the code is not in the log');
     assert.ok(t.logs.some((line) => line.includes('written to the outbox')));
-    assert.deepEqual(await t.ok('AuthRpc.verifyCode', { otpRequestId: requested.otpRequestId, code }), {
+    assert.deepEqual(await t.as(null).AuthRpc.verifyCode({ otpRequestId: requested.otpRequestId, code }), {
       verified: true,
       otpRequestId: requested.otpRequestId,
       finalized: false,
@@ -391,16 +409,17 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
   });
 
   it('limits wrong codes per client address across requests with 429 and Retry-After', async () => {
-    const codes = [];
+    const codes: AuthRpcRequestVerificationCodeResult[] = [];
     for (let index = 0; index < 2; index++) {
-      codes.push(await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: `${uniqueName('guess')}@example.com` }));
+      codes.push(await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: `${uniqueName('guess')}@example.com` }));
     }
     // Three wrong guesses on each of two requests: six failures from this address.
     for (const { otpRequestId } of codes) {
       for (let attempt = 0; attempt < 3; attempt++) {
-        assert.equal((await t.call('AuthRpc.verifyCode', { otpRequestId, code: '000000' })).status, 400);
+        await refused(t.as(null).AuthRpc.verifyCode({ otpRequestId, code: '000000' }), 'VALIDATION_ERROR');
       }
     }
+    // Over HTTP: the status and the Retry-After header are what a client sees.
     const limited = await t.call('AuthRpc.verifyCode', { otpRequestId: codes[0]!.otpRequestId, code: '000000' });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) > 0);
@@ -408,17 +427,30 @@ describe('invite-only signup, signup rules, and the embedded outbox', () => {
 
   it('limits wrong codes per address across requests and client addresses', async () => {
     const address = `${uniqueName('target')}@example.com`;
+    // Over HTTP: each client's address is the one X-Forwarded-For names (TRUST_PROXY is on).
     const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
     for (const ip of ['10.9.0.1', '10.9.0.2']) {
-      const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address }, from(ip));
+      const { otpRequestId } = await t.ok<AuthRpcRequestVerificationCodeResult>(
+        'AuthRpc.requestVerificationCode',
+        { channelType: 'email', identifier: address },
+        from(ip),
+      );
       for (let attempt = 0; attempt < 3; attempt++) {
         assert.equal((await t.call('AuthRpc.verifyCode', { otpRequestId, code: '000000' }, from(ip))).status, 400);
       }
     }
-    const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: address }, from('10.9.0.3'));
+    const { otpRequestId } = await t.ok<AuthRpcRequestVerificationCodeResult>(
+      'AuthRpc.requestVerificationCode',
+      { channelType: 'email', identifier: address },
+      from('10.9.0.3'),
+    );
     const limited = await t.call('AuthRpc.verifyCode', { otpRequestId, code: '000000' }, from('10.9.0.3'));
     assert.equal(limited.status, 429);
-    const elsewhere = await t.ok('AuthRpc.requestVerificationCode', { channelType: 'email', identifier: `${uniqueName()}@example.com` }, from('10.9.0.3'));
+    const elsewhere = await t.ok<AuthRpcRequestVerificationCodeResult>(
+      'AuthRpc.requestVerificationCode',
+      { channelType: 'email', identifier: `${uniqueName()}@example.com` },
+      from('10.9.0.3'),
+    );
     assert.equal((await t.call('AuthRpc.verifyCode', { otpRequestId: elsewhere.otpRequestId, code: '000000' }, from('10.9.0.3'))).status, 400);
   });
 });

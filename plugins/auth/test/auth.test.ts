@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
+import type { AuthRpcGetSessionResult, AuthRpcLogoutResult, AuthRpcSignupResult } from '../../../clients/typescript/src/operations.ts';
+import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
 
 describe('AuthRpc: signup, login, sessions', () => {
@@ -13,7 +15,8 @@ describe('AuthRpc: signup, login, sessions', () => {
 
   it('signup creates a subscription with its first user as admin and starts a session', async () => {
     const name = uniqueName('Ann');
-    const response = await t.call('AuthRpc.signup', {
+    // Over HTTP: the session cookie is part of what is checked.
+    const response = await t.call<AuthRpcSignupResult>('AuthRpc.signup', {
       email: `  ${name.toUpperCase()}@Example.COM `,
       username: name,
       password: 'correct horse',
@@ -35,7 +38,7 @@ describe('AuthRpc: signup, login, sessions', () => {
     assert.match(cookie, new RegExp(`^session=${token};`));
     assert.match(cookie, /HttpOnly/);
     assert.match(cookie, /SameSite=Lax/);
-    const session = await t.ok('AuthRpc.getSession', {}, { token });
+    const session = await t.as({ token }).AuthRpc.getSession();
     assert.equal(session.user._id, user._id);
     assert.equal(session.subscriptionId, subscriptionId);
     assert.equal(session.apiKeyId, null);
@@ -50,12 +53,10 @@ describe('AuthRpc: signup, login, sessions', () => {
       [{ email: 'a@example.com', username: 'has space' }, 'username'],
       [{ email: 'a@example.com', username: 'valid_name', password: 'short' }, 'password'],
     ] as const) {
-      const response = await t.call('AuthRpc.signup', params);
-      assert.equal(response.status, 400, JSON.stringify(params));
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR');
+      const error = await refused(t.as(null).call('AuthRpc.signup', params), 'VALIDATION_ERROR', JSON.stringify(params));
       assert.ok(
-        response.body.data.issues.some((issue: any) => issue.path === field),
-        JSON.stringify(response.body.data),
+        error.issues?.some((issue) => issue.path === field),
+        JSON.stringify(error),
       );
     }
     const [count] = await t.app.deps.db.execute<{ n: number }>(`select count(*)::int as n from auth_user where email = 'a@example.com'`);
@@ -64,61 +65,54 @@ describe('AuthRpc: signup, login, sessions', () => {
 
   it('signup refuses a taken e-mail or username, whatever the case', async () => {
     const first = await t.signup();
-    const byEmail = await t.call('AuthRpc.signup', { email: first.user.email.toUpperCase(), username: uniqueName() });
-    assert.equal(byEmail.status, 409);
-    assert.match(byEmail.body.data.error, /e-mail/);
-    const byName = await t.call('AuthRpc.signup', { email: `${uniqueName()}@example.com`, username: first.user.username.toUpperCase() });
-    assert.equal(byName.status, 409);
-    assert.match(byName.body.data.error, /username/);
+    const byEmail = await refused(t.as(null).AuthRpc.signup({ email: first.user.email.toUpperCase(), username: uniqueName() }), 'CONFLICT');
+    assert.match(byEmail.message, /e-mail/);
+    const byName = await refused(t.as(null).AuthRpc.signup({ email: `${uniqueName()}@example.com`, username: first.user.username.toUpperCase() }), 'CONFLICT');
+    assert.match(byName.message, /username/);
   });
 
   it('logs in by e-mail or username, case-insensitively, and refuses a wrong password', async () => {
     const account = await t.signup();
     for (const identifier of [account.user.email, account.user.username, account.user.email.toUpperCase()]) {
-      const session = await t.ok('AuthRpc.login', { identifier, password: account.password });
+      const session = await t.as(null).AuthRpc.login({ identifier, password: account.password });
       assert.equal(session.user._id, account.user._id);
       assert.ok(session.token.length >= 43);
       assert.notEqual(session.token, account.token);
     }
-    const wrong = await t.call('AuthRpc.login', { identifier: account.user.username, password: 'not the password' });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.body.data.error, 'Invalid identifier or password');
-    const unknown = await t.call('AuthRpc.login', { identifier: 'nobody-here', password: 'not the password' });
-    assert.equal(unknown.body.data.error, 'Invalid identifier or password');
+    const wrong = await refused(t.as(null).AuthRpc.login({ identifier: account.user.username, password: 'not the password' }), 'UNAUTHENTICATED');
+    assert.equal(wrong.message, 'Invalid identifier or password');
+    const unknown = await refused(t.as(null).AuthRpc.login({ identifier: 'nobody-here', password: 'not the password' }), 'UNAUTHENTICATED');
+    assert.equal(unknown.message, 'Invalid identifier or password');
   });
 
   it('a user who signed up without a password cannot log in with one', async () => {
     const name = uniqueName();
-    await t.ok('AuthRpc.signup', { email: `${name}@example.com`, username: name });
-    const response = await t.call('AuthRpc.login', { identifier: name, password: 'anything at all' });
-    assert.equal(response.status, 401);
+    await t.as(null).AuthRpc.signup({ email: `${name}@example.com`, username: name });
+    await refused(t.as(null).AuthRpc.login({ identifier: name, password: 'anything at all' }), 'UNAUTHENTICATED');
   });
 
   it('accepts the session as a Bearer token and as the session cookie', async () => {
     const account = await t.signup();
-    const viaCookie = await t.call('AuthRpc.getSession', {}, { headers: { cookie: `theme=dark; session=${account.token}` } });
+    const viaCookie = await t.call<AuthRpcGetSessionResult>('AuthRpc.getSession', {}, { headers: { cookie: `theme=dark; session=${account.token}` } });
     assert.equal(viaCookie.status, 200);
     assert.equal(viaCookie.body.data.user._id, account.user._id);
   });
 
   it('logout revokes the session at once and clears the cookie', async () => {
     const account = await t.signup();
-    await t.ok('AuthRpc.getSession', {}, { token: account.token });
-    const response = await t.call('AuthRpc.logout', {}, { token: account.token });
+    await t.as(account).AuthRpc.getSession();
+    // Over HTTP: the cleared cookie is part of what is checked.
+    const response = await t.call<AuthRpcLogoutResult>('AuthRpc.logout', {}, { token: account.token });
     assert.deepEqual(response.body, { success: true, data: { success: true } });
     assert.match(response.headers.get('set-cookie')!, /^session=; .*Max-Age=0/);
-    const after = await t.call('AuthRpc.getSession', {}, { token: account.token });
-    assert.equal(after.status, 401);
-    assert.equal(after.body.data.code, 'UNAUTHENTICATED');
+    await refused(t.as(account).AuthRpc.getSession(), 'UNAUTHENTICATED');
   });
 
   it('logout with an API key is refused', async () => {
     const account = await t.signup();
-    const key = await t.ok('ApiKeyRpc.create', { description: 'k' }, { token: account.token });
-    const response = await t.call('AuthRpc.logout', {}, { apiKey: key.fullKey });
-    assert.equal(response.status, 400);
-    assert.equal(response.body.data.code, 'BAD_REQUEST');
-    const session = await t.ok('AuthRpc.getSession', {}, { apiKey: key.fullKey });
+    const key = await t.as(account).ApiKeyRpc.create({ description: 'k' });
+    await refused(t.as({ apiKey: key.fullKey }).AuthRpc.logout(), 'BAD_REQUEST');
+    const session = await t.as({ apiKey: key.fullKey }).AuthRpc.getSession();
     assert.equal(session.apiKeyId, key._id);
     assert.equal(session.expiresAt, null);
   });
@@ -132,7 +126,7 @@ describe('AuthRpc: signup, login, sessions', () => {
   });
 
   it('getClientConfig is public and tells the signup settings', async () => {
-    const config = await t.ok('AuthRpc.getClientConfig');
+    const config = await t.as(null).AuthRpc.getClientConfig();
     assert.deepEqual(config, {
       signupMode: 'open',
       requiredVerifications: { email: false, phone: false },
@@ -153,11 +147,10 @@ describe('session expiry', () => {
 
   it('a session expires after the TTL without use', async () => {
     const account = await t.signup();
-    await t.ok('AuthRpc.getSession', {}, { token: account.token });
+    await t.as(account).AuthRpc.getSession();
     await sleep(TTL_SECONDS * 1000 + 300);
-    const response = await t.call('AuthRpc.getSession', {}, { token: account.token });
-    assert.equal(response.status, 401);
-    assert.match(response.body.data.error, /expired/);
+    const error = await refused(t.as(account).AuthRpc.getSession(), 'UNAUTHENTICATED');
+    assert.match(error.message, /expired/);
   });
 
   it('a WebSocket opened with the session closes once the session expires', async () => {
@@ -165,7 +158,7 @@ describe('session expiry', () => {
     const ws = new WebSocket(`${t.url.replace('http', 'ws')}/ws`, { headers: { authorization: `Bearer ${account.token}` } });
     try {
       const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-      const ready = await new Promise<any>((resolve, reject) => {
+      const ready = await new Promise<{ type: string }>((resolve, reject) => {
         ws.once('message', (data) => resolve(JSON.parse(data.toString())));
         ws.once('error', reject);
       });
@@ -179,13 +172,13 @@ describe('session expiry', () => {
 
   it('use slides the expiry forward', async () => {
     const account = await t.signup();
-    const first = await t.ok('AuthRpc.getSession', {}, { token: account.token });
+    const first = await t.as(account).AuthRpc.getSession();
     for (let step = 0; step <= TTL_SECONDS; step++) {
       await sleep(1000);
-      await t.ok('AuthRpc.getSession', {}, { token: account.token });
+      await t.as(account).AuthRpc.getSession();
     }
     // Over TTL_SECONDS after login: alive only because it was used.
-    const last = await t.ok('AuthRpc.getSession', {}, { token: account.token });
-    assert.ok(Date.parse(last.expiresAt) > Date.parse(first.expiresAt));
+    const last = await t.as(account).AuthRpc.getSession();
+    assert.ok(Date.parse(last.expiresAt!) > Date.parse(first.expiresAt!));
   });
 });

@@ -6,7 +6,9 @@ import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import WebSocket from 'ws';
 import { pushSenderSettings } from '../config.ts';
-import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
+import type { PushNotificationRpcSubscribeParams, PushSenderRpcSendBroadcastParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Credential } from '../../../test/support/caller.ts';
+import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
 import { addUser } from '../../../test/support/users.ts';
 
@@ -132,19 +134,18 @@ describe('PushSenderRpc', () => {
   let t: TestApp;
   let push: Awaited<ReturnType<typeof startPushService>>;
   let vapidPublicKey: string;
-  type Session = { token: string; user: { _id: string } };
-  let admin: Session & { subscriptionId: string };
-  let staff: Session;
-  let member1: Session;
-  let member2: Session;
-  let member3: Session;
-  let inactive: Session;
-  let stranger: Session & { subscriptionId: string };
+  type Member = Awaited<ReturnType<typeof addUser>>;
+  let admin: Session;
+  let staff: Member;
+  let member1: Member;
+  let member2: Member;
+  let member3: Member;
+  let inactive: Member;
+  let stranger: Session;
   const devices = new Map<string, Device>();
-  const as = (session: { token: string }) => ({ token: session.token });
 
   /** Makes a device's keys, and subscribes it for the session's user. */
-  async function subscribe(session: Session, name: string, channels?: string[]): Promise<void> {
+  async function subscribe(session: Credential, name: string, channels?: PushNotificationRpcSubscribeParams['channels']): Promise<void> {
     const ecdh = createECDH('prime256v1');
     const device: Device = { name, endpoint: `${push.origin}/push/${name}`, ecdh, publicKey: ecdh.generateKeys(), authSecret: randomBytes(16) };
     devices.set(name, device);
@@ -152,7 +153,7 @@ describe('PushSenderRpc', () => {
       endpoint: device.endpoint,
       keys: { p256dh: device.publicKey.toString('base64url'), auth: device.authSecret.toString('base64url') },
     };
-    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject, ...(channels ? { channels } : {}) }, as(session));
+    await t.as(session).PushNotificationRpc.subscribe({ subscriptionObject, ...(channels ? { channels } : {}) });
   }
 
   // The job service's own table tells which broadcast jobs exist; the job's state and output come through its API.
@@ -162,9 +163,9 @@ describe('PushSenderRpc', () => {
     );
 
   /** Sends a broadcast and waits for its job to finish: the answer's message, the job's report, and the requests the push service got. */
-  async function broadcast(session: Session, params: Record<string, unknown>) {
+  async function broadcast(session: Credential, params: PushSenderRpcSendBroadcastParams) {
     const [requestsBefore, jobsBefore] = [push.requests.length, await broadcastJobIds()];
-    const { message } = await t.ok<{ message: string }>('PushSenderRpc.sendBroadcast', params, as(session));
+    const { message } = await t.as(session).PushSenderRpc.sendBroadcast(params);
     const queued = (await broadcastJobIds()).filter((id) => !jobsBefore.includes(id));
     assert.equal(queued.length, 1, 'one job per broadcast');
     const { jobs } = t.app.depsOf('push-sender');
@@ -189,12 +190,8 @@ describe('PushSenderRpc', () => {
     }
   }
 
-  const notificationsOf = async (session: Session) =>
-    (await t.ok('NotificationRpc.getData', { filter: { source: 'push-sender' }, pageSize: 100 }, as(session))).data as {
-      title: string;
-      message: string;
-      data: unknown;
-    }[];
+  const notificationsOf = async (session: Credential) =>
+    (await t.as(session).NotificationRpc.getData({ filter: { source: 'push-sender' }, pageSize: 100 })).data;
   const deviceNames = async () =>
     (await t.app.deps.db.execute<{ endpoint: string }>('select endpoint from push_subscription order by endpoint')).map((row) =>
       row.endpoint.replace(/^.*\/push\//, ''),
@@ -214,7 +211,7 @@ describe('PushSenderRpc', () => {
     member3 = await addUser(t, admin.subscriptionId, 'user');
     inactive = await addUser(t, admin.subscriptionId, 'user');
     stranger = await t.signup();
-    vapidPublicKey = (await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(admin))).publicKey;
+    vapidPublicKey = (await t.as(admin).PushNotificationRpc.getVapidPublicKey()).publicKey;
 
     await subscribe(admin, 'admin-phone');
     await subscribe(staff, 'staff-phone');
@@ -232,7 +229,7 @@ describe('PushSenderRpc', () => {
 
   it('pushes to every device of the users listed, signed with VAPID and encrypted for each device, and notifies them in the app', async () => {
     const socket = new WebSocket(`${t.url.replace('http', 'ws')}/ws?token=${member2.token}`);
-    const events: { type: string; event?: string; payload?: any }[] = [];
+    const events: { type: string; event?: string; payload?: Record<string, unknown> }[] = [];
     socket.on('message', (data) => events.push(JSON.parse(data.toString())));
     try {
       await eventually(() => (events.some((event) => event.type === 'ready') ? true : undefined));
@@ -267,7 +264,7 @@ describe('PushSenderRpc', () => {
       await broadcastService.deliver(ctx, { targetType: 'users', targetIds: [member1.user._id, member2.user._id], payload }, rerun);
       for (const member of [member1, member2]) assert.equal((await notificationsOf(member)).length, 1);
       const pushed = await eventually(() => events.find((event) => event.event === 'notification.created'));
-      assert.deepEqual([pushed.payload.title, pushed.payload.source, pushed.payload.userId], [payload.title, 'push-sender', member2.user._id]);
+      assert.deepEqual([pushed.payload?.title, pushed.payload?.source, pushed.payload?.userId], [payload.title, 'push-sender', member2.user._id]);
     } finally {
       socket.close();
     }
@@ -290,7 +287,7 @@ describe('PushSenderRpc', () => {
 
     // A channel nobody listens on reaches nobody, and nothing is queued.
     const jobsBefore = (await broadcastJobIds()).length;
-    const nobody = await t.ok('PushSenderRpc.sendBroadcast', { targetType: 'channels', targetIds: ['sports'], payload }, as(admin));
+    const nobody = await t.as(admin).PushSenderRpc.sendBroadcast({ targetType: 'channels', targetIds: ['sports'], payload });
     assert.equal(nobody.message, 'Broadcast initiated: 0 users reached on 0 devices, 0 users notified in the app');
     assert.equal((await broadcastJobIds()).length, jobsBefore);
   });
@@ -351,9 +348,10 @@ describe('PushSenderRpc', () => {
     const requestsBefore = push.requests.length;
     const notificationsBefore = (await notificationsOf(member1)).length;
     const payload = { title: 'Hi', body: 'There' };
-    const refused = async (session: Session, params: Record<string, unknown>) => (await t.call('PushSenderRpc.sendBroadcast', params, as(session))).body.data;
+    /** A broadcast as the staff member, with params the types may refuse on purpose. */
+    const send = (params: unknown) => t.as(staff).call('PushSenderRpc.sendBroadcast', params);
 
-    assert.equal((await refused(member1, { targetType: 'all', payload })).code, 'FORBIDDEN');
+    await refused(t.as(member1).PushSenderRpc.sendBroadcast({ targetType: 'all', payload }), 'FORBIDDEN');
     const oversized = { title: 'T', body: 'é'.repeat(1985) + 'a' };
     assert.equal(Buffer.byteLength(JSON.stringify(oversized)), 3994);
     for (const [params, path, mentions] of [
@@ -374,13 +372,14 @@ describe('PushSenderRpc', () => {
       [{ targetType: 'all', payload: { ...payload, url: '/\\evil.example' } }, 'payload.url', 'http(s) URL'],
       [{ targetType: 'all', payload: oversized }, 'payload', '3994 bytes'],
     ] as const) {
-      const error = await refused(staff, params);
-      assert.equal(error.code, 'VALIDATION_ERROR', JSON.stringify(params).slice(0, 200));
-      assert.equal(error.issues[0].path, path, JSON.stringify(params).slice(0, 200));
-      assert.ok(error.error.includes(mentions), `${error.error} mentions ${mentions}`);
+      const error = await refused(send(params), 'VALIDATION_ERROR', JSON.stringify(params).slice(0, 200));
+      assert.equal(error.issues?.[0]?.path, path, JSON.stringify(params).slice(0, 200));
+      assert.ok(error.message.includes(mentions), `${error.message} mentions ${mentions}`);
     }
     assert.ok(
-      !(await refused(staff, { targetType: 'users', targetIds: [member1.user._id, stranger.user._id], payload })).error.includes(member1.user._id),
+      !(await refused(send({ targetType: 'users', targetIds: [member1.user._id, stranger.user._id], payload }), 'VALIDATION_ERROR')).message.includes(
+        member1.user._id,
+      ),
       'only the ids refused are named',
     );
 
@@ -426,10 +425,11 @@ describe('PushSenderRpc', () => {
     const unconfigured = await startTestApp({ withNotes: false, plugins: ['auth', 'push', 'push-sender'] });
     try {
       const owner = await unconfigured.signup();
-      const response = await unconfigured.call('PushSenderRpc.sendBroadcast', { targetType: 'all', payload: { title: 'Hi', body: 'There' } }, as(owner));
-      assert.equal(response.status, 503);
-      assert.equal(response.body.data.code, 'FEATURE_UNAVAILABLE');
-      assert.match(response.body.data.error, /PUSH_VAPID_SUBJECT/);
+      const error = await refused(
+        unconfigured.as(owner).PushSenderRpc.sendBroadcast({ targetType: 'all', payload: { title: 'Hi', body: 'There' } }),
+        'FEATURE_UNAVAILABLE',
+      );
+      assert.match(error.message, /PUSH_VAPID_SUBJECT/);
     } finally {
       await unconfigured.close();
     }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SERVICE_KEYRING_ID } from '../push.service.ts';
+import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
@@ -14,7 +15,6 @@ describe('PushNotificationRpc', () => {
   let t: TestApp;
   let owner: Awaited<ReturnType<TestApp['signup']>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
   const rows = () =>
     t.app.deps.db.execute<{ user_id: string; endpoint: string; channels: string[] }>(
       'select user_id, endpoint, channels from push_subscription order by endpoint',
@@ -28,9 +28,9 @@ describe('PushNotificationRpc', () => {
   after(() => t.close());
 
   it('answers one VAPID public key, made once, its private key sealed at rest', async () => {
-    const { publicKey } = await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(owner));
+    const { publicKey } = await t.as(owner).PushNotificationRpc.getVapidPublicKey();
     assert.match(publicKey, /^[A-Za-z0-9_-]{87}$/, 'an uncompressed P-256 point, base64url');
-    assert.equal((await t.ok('PushNotificationRpc.getVapidPublicKey', {}, as(stranger))).publicKey, publicKey);
+    assert.equal((await t.as(stranger).PushNotificationRpc.getVapidPublicKey()).publicKey, publicKey);
     const [stored] = await t.app.deps.db.execute<{ public_key: string; private_key_sealed: string }>(
       'select public_key, private_key_sealed from push_vapid_keys',
     );
@@ -40,8 +40,8 @@ describe('PushNotificationRpc', () => {
   });
 
   it('subscribes on the default channel, moves a known endpoint, and unsubscribes by endpoint only for its user', async () => {
-    assert.deepEqual(await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('a') }, as(owner)), { success: true });
-    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('b'), channels: ['news', 'alerts', 'news'] }, as(owner));
+    assert.deepEqual(await t.as(owner).PushNotificationRpc.subscribe({ subscriptionObject: browser('a') }), { success: true });
+    await t.as(owner).PushNotificationRpc.subscribe({ subscriptionObject: browser('b'), channels: ['news', 'alerts', 'news'] });
     assert.deepEqual(
       (await rows()).map((row) => [row.endpoint, row.channels]),
       [
@@ -50,7 +50,7 @@ describe('PushNotificationRpc', () => {
       ],
     );
     // The same browser subscribing again changes its channels, not the number of subscriptions.
-    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('a'), channels: ['alerts'] }, as(owner));
+    await t.as(owner).PushNotificationRpc.subscribe({ subscriptionObject: browser('a'), channels: ['alerts'] });
     assert.deepEqual(
       (await rows()).map((row) => row.channels),
       [['alerts'], ['news', 'alerts']],
@@ -58,10 +58,7 @@ describe('PushNotificationRpc', () => {
     // Knowing the endpoint without the browser's auth secret takes nothing over.
     const impostor = { ...browser('a'), keys: { ...browser('a').keys, auth: 'AAAAAAAAAAAAAAAAAAAAAA' } };
     const colleague = await addUser(t, owner.subscriptionId, 'user');
-    assert.equal(
-      (await t.call('PushNotificationRpc.subscribe', { subscriptionObject: impostor, channels: ['spam'] }, as(colleague))).body.data.code,
-      'CONFLICT',
-    );
+    await refused(t.as(colleague).PushNotificationRpc.subscribe({ subscriptionObject: impostor, channels: ['spam'] }), 'CONFLICT');
     assert.deepEqual(
       (await rows()).map((row) => [row.user_id, row.channels]),
       [
@@ -71,9 +68,9 @@ describe('PushNotificationRpc', () => {
     );
 
     // Another user's unsubscribe of this endpoint changes nothing.
-    assert.deepEqual(await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: browser('a') }, as(stranger)), { success: true });
+    assert.deepEqual(await t.as(stranger).PushNotificationRpc.unsubscribe({ subscriptionObject: browser('a') }), { success: true });
     assert.equal((await rows()).length, 2);
-    await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: { endpoint: browser('a').endpoint, keys: { p256dh: 'x', auth: 'y' } } }, as(owner));
+    await t.as(owner).PushNotificationRpc.unsubscribe({ subscriptionObject: { endpoint: browser('a').endpoint, keys: { p256dh: 'x', auth: 'y' } } });
     assert.deepEqual(
       (await rows()).map((row) => row.endpoint),
       ['https://push.example.com/send/b'],
@@ -83,10 +80,10 @@ describe('PushNotificationRpc', () => {
   it('keeps endpoints per subscription: one another tenant subscribed is neither refused nor shown, and each sends to its own', async () => {
     const { pushService } = t.app.depsOf('push');
     const shared = browser('shared');
-    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: shared, channels: ['news'] }, as(owner));
+    await t.as(owner).PushNotificationRpc.subscribe({ subscriptionObject: shared, channels: ['news'] });
     // The same endpoint in another subscription, with other keys: its own subscription, not a CONFLICT telling that it exists.
     const elsewhere = { ...shared, keys: { ...shared.keys, auth: 'AAAAAAAAAAAAAAAAAAAAAA' } };
-    assert.deepEqual(await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: elsewhere, channels: ['spam'] }, as(stranger)), { success: true });
+    assert.deepEqual(await t.as(stranger).PushNotificationRpc.subscribe({ subscriptionObject: elsewhere, channels: ['spam'] }), { success: true });
     const devices = async (session: typeof owner) =>
       ((await pushService.devices(session.subscriptionId, [session.user._id])) as { endpoint: string; auth: string }[])
         .filter((device) => device.endpoint === shared.endpoint)
@@ -100,8 +97,8 @@ describe('PushNotificationRpc', () => {
     );
     // Within the owner's subscription the endpoint with another secret is still refused, and each tenant unsubscribes only its own.
     const colleague = await addUser(t, owner.subscriptionId, 'user');
-    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: elsewhere }, as(colleague))).body.data.code, 'CONFLICT');
-    await t.ok('PushNotificationRpc.unsubscribe', { subscriptionObject: shared }, as(stranger));
+    await refused(t.as(colleague).PushNotificationRpc.subscribe({ subscriptionObject: elsewhere }), 'CONFLICT');
+    await t.as(stranger).PushNotificationRpc.unsubscribe({ subscriptionObject: shared });
     assert.deepEqual(await devices(stranger), []);
     assert.deepEqual(await devices(owner), [shared.keys.auth]);
   });
@@ -117,20 +114,25 @@ describe('PushNotificationRpc', () => {
       [{ ...browser('c'), keys: { ...browser('c').keys, p256dh: browser('c').keys.p256dh.slice(0, 40) } }, 'subscriptionObject.keys.p256dh'],
       [{ ...browser('c'), keys: { ...browser('c').keys, auth: 'tBHItJI5svbpez7K' } }, 'subscriptionObject.keys.auth'],
     ] as const) {
-      const response = await t.call('PushNotificationRpc.subscribe', { subscriptionObject }, as(owner));
-      assert.deepEqual([response.body.data.code, response.body.data.issues[0].path], ['VALIDATION_ERROR', path], JSON.stringify(subscriptionObject));
+      const error = await refused(
+        t.as(owner).call('PushNotificationRpc.subscribe', { subscriptionObject }),
+        'VALIDATION_ERROR',
+        JSON.stringify(subscriptionObject),
+      );
+      assert.equal(error.issues?.[0]?.path, path, JSON.stringify(subscriptionObject));
     }
     assert.equal(
-      (await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c'), channels: [] }, as(owner))).body.data.issues[0].path,
+      (await refused(t.as(owner).call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c'), channels: [] }), 'VALIDATION_ERROR')).issues?.[0]
+        ?.path,
       'channels',
     );
-    assert.equal((await t.call('PushNotificationRpc.subscribe', { subscriptionObject: browser('c') })).status, 401);
+    await refused(t.as(null).PushNotificationRpc.subscribe({ subscriptionObject: browser('c') }), 'UNAUTHENTICATED');
     assert.ok(!(await rows()).some((row) => row.endpoint.endsWith('/c')));
   });
 
   it('forgets the browsers of a removed user', async () => {
     const member = await addUser(t, owner.subscriptionId, 'user');
-    await t.ok('PushNotificationRpc.subscribe', { subscriptionObject: browser('member') }, as(member));
+    await t.as(member).PushNotificationRpc.subscribe({ subscriptionObject: browser('member') });
     assert.ok((await rows()).some((row) => row.user_id === member.user._id));
     const { userService } = t.app.depsOf('auth');
     const em = t.app.deps.db.forkEm(owner.subscriptionId);

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { parsePool, telephonySettings } from '../config.ts';
-import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
+import { refused, type Credential, type Refusal } from '../../../test/support/caller.ts';
+import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 const PLUGINS = ['auth', 'admin-user', 'telephony'];
@@ -19,41 +20,27 @@ const OPERATIONS = [
   'getExtensionsForAgent',
 ] as const;
 
-type Session = { token: string; user: { _id: string } };
-const as = (session: { token: string }) => ({ token: session.token });
+type Member = Awaited<ReturnType<typeof addUser>>;
 
-/** A client of TelephonyManagerRpc for one app. */
+/** TelephonyManagerRpc of one app: an operation named in a table (its params as the table gives them), and the three reads. */
 function telephony(t: TestApp) {
-  const call = (method: (typeof OPERATIONS)[number], params: Record<string, unknown>, session: { token: string }) =>
-    t.call(`TelephonyManagerRpc.${method}`, params, as(session));
-  const ok = async (method: (typeof OPERATIONS)[number], params: Record<string, unknown>, session: { token: string }) => {
-    const response = await call(method, params, session);
-    assert.equal(response.status, 200, `${method}: ${JSON.stringify(response.body)}`);
-    return response.body.data;
-  };
-  /** The code and message of a refused call. */
-  const refused = async (method: (typeof OPERATIONS)[number], params: Record<string, unknown>, session: { token: string }) => {
-    const response = await call(method, params, session);
-    assert.equal(response.body.success, false, `${method} ${JSON.stringify(params)} was refused`);
-    return { status: response.status, ...(response.body.data as { code: string; error: string; issues?: { path: string }[] }) };
-  };
+  const call = (method: (typeof OPERATIONS)[number], params: Record<string, unknown>, who: Credential) =>
+    t.as(who).call(`TelephonyManagerRpc.${method}`, params);
   return {
     call,
-    ok,
-    refused,
-    available: (session: Session) => ok('getAvailableExtensions', {}, session) as Promise<string[]>,
-    ofUser: (session: Session, appUserId: string) => ok('getExtensionsForUser', { appUserId }, session) as Promise<string[]>,
-    ofAgent: (session: Session, agentContactId: string) => ok('getExtensionsForAgent', { agentContactId }, session) as Promise<string[]>,
+    available: (who: Credential) => t.as(who).TelephonyManagerRpc.getAvailableExtensions(),
+    ofUser: (who: Credential, appUserId: string) => t.as(who).TelephonyManagerRpc.getExtensionsForUser({ appUserId }),
+    ofAgent: (who: Credential, agentContactId: string) => t.as(who).TelephonyManagerRpc.getExtensionsForAgent({ agentContactId }),
   };
 }
 
 describe('TelephonyManagerRpc with the local provider', () => {
   let t: TestApp;
   let api: ReturnType<typeof telephony>;
-  let admin: Session & { subscriptionId: string };
-  let member: Session;
-  let colleague: Session;
-  let stranger: Session & { subscriptionId: string };
+  let admin: Session;
+  let member: Member;
+  let colleague: Member;
+  let stranger: Session;
   const POOL = ['100', '101', '102', '103', '104', '0200'];
 
   before(async () => {
@@ -68,49 +55,46 @@ describe('TelephonyManagerRpc with the local provider', () => {
 
   it('assigns an extension to a user, lists it, keeps it out of the available ones and gives it back when disassociated', async () => {
     assert.deepEqual(await api.available(member), POOL, 'the configured pool, duplicates dropped');
-    assert.deepEqual(await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '102' }, admin), {
+    assert.deepEqual(await api.call('assignUserExtension', { appUserId: member.user._id, extension: '102' }, admin), {
       success: true,
       extension: '102',
       appUserId: member.user._id,
     });
-    await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '0200' }, admin);
+    await api.call('assignUserExtension', { appUserId: member.user._id, extension: '0200' }, admin);
     assert.deepEqual(await api.ofUser(member, member.user._id), ['102', '0200'], 'numeric order');
     assert.deepEqual(await api.ofUser(colleague, member.user._id), ['102', '0200'], 'any user of the subscription reads them');
     assert.deepEqual(await api.ofUser(member, colleague.user._id), []);
     assert.deepEqual(await api.available(member), ['100', '101', '103', '104']);
 
-    const agentHeld = await api.refused('disassociateAgentExtension', { extension: '102' }, admin);
-    assert.deepEqual([agentHeld.status, agentHeld.code], [404, 'NOT_FOUND'], 'no agent holds it');
+    await refused(api.call('disassociateAgentExtension', { extension: '102' }, admin), 'NOT_FOUND', 'no agent holds it');
     assert.deepEqual(await api.ofUser(member, member.user._id), ['102', '0200'], 'still the user’s');
 
-    assert.deepEqual(await api.ok('disassociateUserExtension', { extension: '102' }, admin), { success: true, extension: '102' });
+    assert.deepEqual(await api.call('disassociateUserExtension', { extension: '102' }, admin), { success: true, extension: '102' });
     assert.deepEqual(await api.ofUser(member, member.user._id), ['0200']);
     assert.deepEqual(await api.available(member), ['100', '101', '102', '103', '104']);
-    const again = await api.refused('disassociateUserExtension', { extension: '102' }, admin);
-    assert.deepEqual([again.code, again.error], ['NOT_FOUND', 'Extension 102 is not assigned to a user']);
-    await api.ok('disassociateUserExtension', { extension: '0200' }, admin);
+    const again = await refused(api.call('disassociateUserExtension', { extension: '102' }, admin), 'NOT_FOUND');
+    assert.equal(again.message, 'Extension 102 is not assigned to a user');
+    await api.call('disassociateUserExtension', { extension: '0200' }, admin);
   });
 
   it('refuses a second assignment of an extension with CONFLICT naming its holder, whoever asks for it', async () => {
-    await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '103' }, admin);
-    const toUser = await api.refused('assignUserExtension', { appUserId: colleague.user._id, extension: '103' }, admin);
-    assert.deepEqual([toUser.status, toUser.code, toUser.error], [409, 'CONFLICT', `Extension 103 is already assigned to user ${member.user._id}`]);
-    const toSame = await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '103' }, admin);
-    assert.equal(toSame.code, 'CONFLICT');
-    const toAgent = await api.refused('assignAgentExtension', { extension: '103', agentConfigId: 'agent-7' }, admin);
-    assert.equal(toAgent.code, 'CONFLICT');
+    await api.call('assignUserExtension', { appUserId: member.user._id, extension: '103' }, admin);
+    const toUser = await refused(api.call('assignUserExtension', { appUserId: colleague.user._id, extension: '103' }, admin), 'CONFLICT');
+    assert.equal(toUser.message, `Extension 103 is already assigned to user ${member.user._id}`);
+    await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '103' }, admin), 'CONFLICT');
+    await refused(api.call('assignAgentExtension', { extension: '103', agentConfigId: 'agent-7' }, admin), 'CONFLICT');
     assert.deepEqual(await api.ofUser(member, colleague.user._id), []);
     assert.deepEqual(await api.ofAgent(member, 'agent-7'), []);
-    await api.ok('disassociateUserExtension', { extension: '103' }, admin);
+    await api.call('disassociateUserExtension', { extension: '103' }, admin);
   });
 
   it('gives an extension assigned by several admins at once to exactly one of them', async () => {
     const admins = [admin, await addUser(t, admin.subscriptionId, 'admin'), await addUser(t, admin.subscriptionId, 'admin')];
-    const responses = await Promise.all([
+    const answers = await Promise.allSettled([
       ...admins.map((session) => api.call('assignUserExtension', { appUserId: member.user._id, extension: '104' }, session)),
       ...admins.map((session, n) => api.call('assignAgentExtension', { extension: '104', agentConfigId: `racer-${n}` }, session)),
     ]);
-    const outcomes = responses.map((response) => (response.body.success ? 'assigned' : response.body.data.code)).sort();
+    const outcomes = answers.map((answer) => (answer.status === 'fulfilled' ? 'assigned' : (answer.reason as Refusal).code)).sort();
     assert.deepEqual(outcomes, ['CONFLICT', 'CONFLICT', 'CONFLICT', 'CONFLICT', 'CONFLICT', 'assigned']);
     const holders = [
       ...(await api.ofUser(member, member.user._id)),
@@ -120,28 +104,28 @@ describe('TelephonyManagerRpc with the local provider', () => {
     ];
     assert.deepEqual(holders, ['104'], 'one holder, the one that was answered success');
     assert.ok(!(await api.available(member)).includes('104'));
-    const winner = responses.findIndex((response) => response.body.success);
-    await api.ok(winner < 3 ? 'disassociateUserExtension' : 'disassociateAgentExtension', { extension: '104' }, admin);
+    const winner = answers.findIndex((answer) => answer.status === 'fulfilled');
+    await api.call(winner < 3 ? 'disassociateUserExtension' : 'disassociateAgentExtension', { extension: '104' }, admin);
   });
 
   it('assigns extensions to agents, found by their contact id or their platform id', async () => {
-    assert.deepEqual(await api.ok('assignAgentExtension', { extension: '100', agentConfigId: 'agent-1' }, admin), {
+    assert.deepEqual(await api.call('assignAgentExtension', { extension: '100', agentConfigId: 'agent-1' }, admin), {
       success: true,
       extension: '100',
       agentConfigId: 'agent-1',
       agentContactId: null,
     });
-    await api.ok('assignAgentExtension', { extension: '101', agentConfigId: 'agent-2', agentContactId: 'contact-2' }, admin);
+    await api.call('assignAgentExtension', { extension: '101', agentConfigId: 'agent-2', agentContactId: 'contact-2' }, admin);
     assert.deepEqual(await api.ofAgent(member, 'agent-1'), ['100']);
     assert.deepEqual(await api.ofAgent(member, 'contact-2'), ['101']);
     assert.deepEqual(await api.ofAgent(member, 'agent-2'), ['101'], 'either id finds it');
     assert.deepEqual(await api.ofAgent(member, 'nobody'), []);
     assert.deepEqual(await api.available(member), ['102', '103', '104', '0200']);
 
-    const userHeld = await api.refused('disassociateUserExtension', { extension: '100' }, admin);
-    assert.deepEqual([userHeld.code, userHeld.error], ['NOT_FOUND', 'Extension 100 is not assigned to a user']);
-    assert.deepEqual(await api.ok('disassociateAgentExtension', { extension: '100' }, admin), { success: true, extension: '100' });
-    await api.ok('disassociateAgentExtension', { extension: '101' }, admin);
+    const userHeld = await refused(api.call('disassociateUserExtension', { extension: '100' }, admin), 'NOT_FOUND');
+    assert.equal(userHeld.message, 'Extension 100 is not assigned to a user');
+    assert.deepEqual(await api.call('disassociateAgentExtension', { extension: '100' }, admin), { success: true, extension: '100' });
+    await api.call('disassociateAgentExtension', { extension: '101' }, admin);
     assert.deepEqual(await api.ofAgent(member, 'contact-2'), []);
   });
 
@@ -163,20 +147,16 @@ describe('TelephonyManagerRpc with the local provider', () => {
       ['getExtensionsForUser', { appUserId: '' }, 'appUserId'],
       ['getExtensionsForAgent', { agentContactId: '' }, 'agentContactId'],
     ] as const) {
-      const error = await api.refused(method, params, admin);
-      assert.deepEqual(
-        [error.status, error.code, error.issues?.[0]?.path],
-        [400, 'VALIDATION_ERROR', path],
-        `${method} ${JSON.stringify(params).slice(0, 80)}`,
-      );
+      const label = `${method} ${JSON.stringify(params).slice(0, 80)}`;
+      assert.equal((await refused(api.call(method, params, admin), 'VALIDATION_ERROR', label)).issues?.[0]?.path, path, label);
     }
-    const outside = await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '999' }, admin);
-    assert.match(outside.error, /extension 999 is not in the numbering plan \(TELEPHONY_EXTENSIONS\)/);
+    const outside = await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '999' }, admin), 'VALIDATION_ERROR');
+    assert.match(outside.message, /extension 999 is not in the numbering plan \(TELEPHONY_EXTENSIONS\)/);
 
     for (const appUserId of [randomUUID(), stranger.user._id]) {
-      const assign = await api.refused('assignUserExtension', { appUserId, extension: '100' }, admin);
-      assert.deepEqual([assign.status, assign.code, assign.error], [404, 'NOT_FOUND', `User ${appUserId} not found`]);
-      assert.equal((await api.refused('getExtensionsForUser', { appUserId }, member)).code, 'NOT_FOUND');
+      const assign = await refused(api.call('assignUserExtension', { appUserId, extension: '100' }, admin), 'NOT_FOUND');
+      assert.equal(assign.message, `User ${appUserId} not found`);
+      await refused(api.call('getExtensionsForUser', { appUserId }, member), 'NOT_FOUND');
     }
     assert.deepEqual(await api.available(member), before);
   });
@@ -190,48 +170,47 @@ describe('TelephonyManagerRpc with the local provider', () => {
         ['disassociateUserExtension', { extension: '100' }],
         ['disassociateAgentExtension', { extension: '100' }],
       ] as const) {
-        const error = await api.refused(method, params, session);
-        assert.deepEqual([error.status, error.code], [403, 'FORBIDDEN'], method);
+        await refused(api.call(method, params, session), 'FORBIDDEN', method);
       }
       assert.deepEqual(await api.available(session), ['100', '101', '102', '103', '104', '0200']);
     }
   });
 
   it('keeps each subscription to its own numbering plan: another one neither sees, changes nor takes its assignments', async () => {
-    await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '100' }, admin);
-    await api.ok('assignAgentExtension', { extension: '101', agentConfigId: 'agent-x', agentContactId: 'contact-x' }, admin);
+    await api.call('assignUserExtension', { appUserId: member.user._id, extension: '100' }, admin);
+    await api.call('assignAgentExtension', { extension: '101', agentConfigId: 'agent-x', agentContactId: 'contact-x' }, admin);
 
     assert.deepEqual(await api.available(stranger), POOL, 'the whole pool, its own');
     assert.deepEqual(await api.ofAgent(stranger, 'contact-x'), []);
     assert.deepEqual(await api.ofAgent(stranger, 'agent-x'), []);
-    assert.equal((await api.refused('getExtensionsForUser', { appUserId: member.user._id }, stranger)).code, 'NOT_FOUND');
-    assert.equal((await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '102' }, stranger)).code, 'NOT_FOUND');
-    assert.equal((await api.refused('disassociateUserExtension', { extension: '100' }, stranger)).code, 'NOT_FOUND');
-    assert.equal((await api.refused('disassociateAgentExtension', { extension: '101' }, stranger)).code, 'NOT_FOUND');
+    await refused(api.call('getExtensionsForUser', { appUserId: member.user._id }, stranger), 'NOT_FOUND');
+    await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '102' }, stranger), 'NOT_FOUND');
+    await refused(api.call('disassociateUserExtension', { extension: '100' }, stranger), 'NOT_FOUND');
+    await refused(api.call('disassociateAgentExtension', { extension: '101' }, stranger), 'NOT_FOUND');
 
     // The same extensions, assigned in the other subscription: its own plan.
-    await api.ok('assignUserExtension', { appUserId: stranger.user._id, extension: '100' }, stranger);
-    await api.ok('assignAgentExtension', { extension: '101', agentConfigId: 'agent-x', agentContactId: 'contact-x' }, stranger);
+    await api.call('assignUserExtension', { appUserId: stranger.user._id, extension: '100' }, stranger);
+    await api.call('assignAgentExtension', { extension: '101', agentConfigId: 'agent-x', agentContactId: 'contact-x' }, stranger);
     assert.deepEqual(await api.ofUser(stranger, stranger.user._id), ['100']);
 
     assert.deepEqual(await api.ofUser(member, member.user._id), ['100'], 'the first subscription’s assignments are as they were');
     assert.deepEqual(await api.ofAgent(member, 'contact-x'), ['101']);
-    await api.ok('disassociateUserExtension', { extension: '100' }, stranger);
+    await api.call('disassociateUserExtension', { extension: '100' }, stranger);
     assert.deepEqual(await api.ofUser(member, member.user._id), ['100']);
-    await api.ok('disassociateUserExtension', { extension: '100' }, admin);
-    await api.ok('disassociateAgentExtension', { extension: '101' }, admin);
-    await api.ok('disassociateAgentExtension', { extension: '101' }, stranger);
+    await api.call('disassociateUserExtension', { extension: '100' }, admin);
+    await api.call('disassociateAgentExtension', { extension: '101' }, admin);
+    await api.call('disassociateAgentExtension', { extension: '101' }, stranger);
   });
 
   it('gives a removed user’s extensions back to the pool', async () => {
     const leaving = await addUser(t, admin.subscriptionId, 'user');
-    await api.ok('assignUserExtension', { appUserId: leaving.user._id, extension: '103' }, admin);
-    await api.ok('assignUserExtension', { appUserId: leaving.user._id, extension: '104' }, admin);
-    await t.ok('AdminUserRpc.delete', { _id: leaving.user._id }, as(admin));
+    await api.call('assignUserExtension', { appUserId: leaving.user._id, extension: '103' }, admin);
+    await api.call('assignUserExtension', { appUserId: leaving.user._id, extension: '104' }, admin);
+    await t.as(admin).AdminUserRpc.delete({ _id: leaving.user._id });
     assert.deepEqual(await api.available(member), POOL);
-    assert.equal((await api.refused('getExtensionsForUser', { appUserId: leaving.user._id }, member)).code, 'NOT_FOUND');
-    await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '103' }, admin);
-    await api.ok('disassociateUserExtension', { extension: '103' }, admin);
+    await refused(api.call('getExtensionsForUser', { appUserId: leaving.user._id }, member), 'NOT_FOUND');
+    await api.call('assignUserExtension', { appUserId: member.user._id, extension: '103' }, admin);
+    await api.call('disassociateUserExtension', { extension: '103' }, admin);
   });
 });
 
@@ -252,7 +231,7 @@ interface PlatformRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
-  body: any;
+  body: unknown;
 }
 
 type Assignment = { type: 'user'; userId: string; contactId: string | null } | { type: 'agent'; agentConfigId: string; agentContactId: string | null };
@@ -336,9 +315,9 @@ describe('TelephonyManagerRpc with the http provider', () => {
   let t: TestApp;
   let api: ReturnType<typeof telephony>;
   let platform: Awaited<ReturnType<typeof startPlatform>>;
-  let admin: Session & { subscriptionId: string };
-  let member: Session;
-  let stranger: Session & { subscriptionId: string };
+  let admin: Session;
+  let member: Member;
+  let stranger: Session;
 
   before(async () => {
     platform = await startPlatform();
@@ -358,22 +337,22 @@ describe('TelephonyManagerRpc with the http provider', () => {
   });
 
   it('assigns, lists and disassociates through the platform, with the credential and the tenant on every request', async () => {
-    await t.ok('AdminUserRpc.update', { _id: member.user._id, partnerContactId: 'pbx-contact-9' }, as(admin));
+    await t.as(admin).AdminUserRpc.update({ _id: member.user._id, partnerContactId: 'pbx-contact-9' });
     const first = platform.requests.length;
     assert.deepEqual(await api.available(member), ['500', '501', '502', '503']);
-    assert.deepEqual(await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '501' }, admin), {
+    assert.deepEqual(await api.call('assignUserExtension', { appUserId: member.user._id, extension: '501' }, admin), {
       success: true,
       extension: '501',
       appUserId: member.user._id,
     });
-    await api.ok('assignAgentExtension', { extension: '502', agentConfigId: 'agent/1', agentContactId: 'contact-1' }, admin);
+    await api.call('assignAgentExtension', { extension: '502', agentConfigId: 'agent/1', agentContactId: 'contact-1' }, admin);
     assert.deepEqual(await api.ofUser(member, member.user._id), ['501']);
     assert.deepEqual(await api.ofAgent(member, 'contact-1'), ['502']);
     assert.deepEqual(await api.ofAgent(member, 'agent/1'), ['502']);
     assert.deepEqual(await api.ofAgent(member, '..'), [], 'an id is a query value, never a path segment');
     assert.deepEqual(await api.available(member), ['500', '503']);
-    assert.deepEqual(await api.ok('disassociateUserExtension', { extension: '501' }, admin), { success: true, extension: '501' });
-    await api.ok('disassociateAgentExtension', { extension: '502' }, admin);
+    assert.deepEqual(await api.call('disassociateUserExtension', { extension: '501' }, admin), { success: true, extension: '501' });
+    await api.call('disassociateAgentExtension', { extension: '502' }, admin);
     assert.deepEqual(await api.available(member), ['500', '501', '502', '503']);
 
     const sent = platform.requests.slice(first);
@@ -402,53 +381,45 @@ describe('TelephonyManagerRpc with the http provider', () => {
   });
 
   it('names each subscription as its own tenant, and checks users against the caller’s subscription', async () => {
-    await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '500' }, admin);
+    await api.call('assignUserExtension', { appUserId: member.user._id, extension: '500' }, admin);
     assert.deepEqual(await api.available(stranger), ['500', '501', '502', '503'], 'the platform keeps tenants apart');
     assert.equal(platform.requests.at(-1)!.headers['x-tenant-id'], stranger.subscriptionId);
     const sentBefore = platform.requests.length;
-    assert.equal((await api.refused('getExtensionsForUser', { appUserId: member.user._id }, stranger)).code, 'NOT_FOUND');
-    assert.equal((await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '501' }, stranger)).code, 'NOT_FOUND');
+    await refused(api.call('getExtensionsForUser', { appUserId: member.user._id }, stranger), 'NOT_FOUND');
+    await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '501' }, stranger), 'NOT_FOUND');
     assert.equal(platform.requests.length, sentBefore, 'another subscription’s user never reaches the platform');
-    assert.equal((await api.refused('disassociateUserExtension', { extension: '500' }, stranger)).code, 'NOT_FOUND');
+    await refused(api.call('disassociateUserExtension', { extension: '500' }, stranger), 'NOT_FOUND');
     assert.deepEqual(await api.ofUser(member, member.user._id), ['500']);
-    assert.equal((await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '500' }, member)).code, 'FORBIDDEN');
-    await api.ok('disassociateUserExtension', { extension: '500' }, admin);
+    await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '500' }, member), 'FORBIDDEN');
+    await api.call('disassociateUserExtension', { extension: '500' }, admin);
   });
 
   it('maps the platform’s refusals: 404 NOT_FOUND, 409 CONFLICT, 422 VALIDATION_ERROR with its message when short', async () => {
-    await api.ok('assignUserExtension', { appUserId: member.user._id, extension: '503' }, admin);
-    const taken = await api.refused('assignAgentExtension', { extension: '503', agentConfigId: 'agent-2' }, admin);
-    assert.deepEqual([taken.status, taken.code, taken.error], [409, 'CONFLICT', 'Extension 503 is taken']);
-    const unknown = await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '777' }, admin);
-    assert.deepEqual([unknown.status, unknown.code, unknown.error], [404, 'NOT_FOUND', 'Extension 777 does not exist']);
-    const notHeld = await api.refused('disassociateAgentExtension', { extension: '503' }, admin);
-    assert.deepEqual([notHeld.code, notHeld.error], ['NOT_FOUND', 'Extension 503 has no agent assignment']);
-    await api.ok('disassociateUserExtension', { extension: '503' }, admin);
+    await api.call('assignUserExtension', { appUserId: member.user._id, extension: '503' }, admin);
+    const taken = await refused(api.call('assignAgentExtension', { extension: '503', agentConfigId: 'agent-2' }, admin), 'CONFLICT');
+    assert.equal(taken.message, 'Extension 503 is taken');
+    const unknown = await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '777' }, admin), 'NOT_FOUND');
+    assert.equal(unknown.message, 'Extension 777 does not exist');
+    const notHeld = await refused(api.call('disassociateAgentExtension', { extension: '503' }, admin), 'NOT_FOUND');
+    assert.equal(notHeld.message, 'Extension 503 has no agent assignment');
+    await api.call('disassociateUserExtension', { extension: '503' }, admin);
 
     platform.state.answer = (res) => platform.json(res, 422, { error: 'agent-3 has no line licence' });
-    const refused = await api.refused('assignAgentExtension', { extension: '500', agentConfigId: 'agent-3' }, admin);
-    assert.deepEqual(
-      [refused.status, refused.code, refused.error],
-      [400, 'VALIDATION_ERROR', 'Invalid params: the telephony platform refused it: agent-3 has no line licence'],
-    );
+    const licence = await refused(api.call('assignAgentExtension', { extension: '500', agentConfigId: 'agent-3' }, admin), 'VALIDATION_ERROR');
+    assert.equal(licence.message, 'Invalid params: the telephony platform refused it: agent-3 has no line licence');
     platform.state.answer = (res) => platform.json(res, 400, { error: `${'x'.repeat(500)}` });
-    const long = await api.refused('assignAgentExtension', { extension: '500', agentConfigId: 'agent-3' }, admin);
-    assert.deepEqual(
-      [long.code, long.error],
-      ['VALIDATION_ERROR', 'Invalid params: the telephony platform refused it: HTTP 400'],
-      'a long message is not passed on',
-    );
+    const long = await refused(api.call('assignAgentExtension', { extension: '500', agentConfigId: 'agent-3' }, admin), 'VALIDATION_ERROR');
+    assert.equal(long.message, 'Invalid params: the telephony platform refused it: HTTP 400', 'a long message is not passed on');
     platform.state.answer = (res) => platform.json(res, 404, 'not an object');
-    const plain = await api.refused('getExtensionsForAgent', { agentContactId: 'ghost' }, member);
-    assert.deepEqual([plain.code, plain.error], ['NOT_FOUND', 'Agent ghost is not known to the telephony platform'], 'the service’s own message without one');
+    const plain = await refused(api.call('getExtensionsForAgent', { agentContactId: 'ghost' }, member), 'NOT_FOUND', 'the service’s own message without one');
+    assert.equal(plain.message, 'Agent ghost is not known to the telephony platform', 'the service’s own message without one');
     platform.state.answer = null;
   });
 
   it('answers UPSTREAM_ERROR for a refused credential, a failing platform, unreadable answers and no answer, never a 500', async () => {
     platform.state.key = 'the platform rotated it';
-    const credential = await api.refused('getAvailableExtensions', {}, member);
-    assert.deepEqual([credential.status, credential.code], [502, 'UPSTREAM_ERROR']);
-    assert.match(credential.error, /refused the service's credential \(HTTP 401\); the operator checks TELEPHONY_API_KEY/);
+    const credential = await refused(api.call('getAvailableExtensions', {}, member), 'UPSTREAM_ERROR');
+    assert.match(credential.message, /refused the service's credential \(HTTP 401\); the operator checks TELEPHONY_API_KEY/);
     platform.state.key = API_KEY;
 
     const cases: [string, (res: ServerResponse) => void, RegExp][] = [
@@ -467,12 +438,11 @@ describe('TelephonyManagerRpc with the http provider', () => {
     ];
     for (const [label, answer, message] of cases) {
       platform.state.answer = answer;
-      const error = await api.refused('getAvailableExtensions', {}, member);
-      assert.deepEqual([error.status, error.code], [502, 'UPSTREAM_ERROR'], label);
-      assert.match(error.error, message, label);
+      const error = await refused(api.call('getAvailableExtensions', {}, member), 'UPSTREAM_ERROR', label);
+      assert.match(error.message, message, label);
     }
     platform.state.answer = (res) => platform.json(res, 500);
-    assert.equal((await api.refused('assignUserExtension', { appUserId: member.user._id, extension: '500' }, admin)).code, 'UPSTREAM_ERROR');
+    await refused(api.call('assignUserExtension', { appUserId: member.user._id, extension: '500' }, admin), 'UPSTREAM_ERROR');
     platform.state.answer = null;
 
     const everything = JSON.stringify(t.logs);
@@ -487,15 +457,15 @@ describe('TelephonyManagerRpc with the http provider', () => {
     // An app of its own with the smallest timeout, so the app above keeps a budget a loaded machine's answers fit in.
     platform.state.answer = () => undefined;
     await withApp({ ...httpEnv(platform.url), TELEPHONY_TIMEOUT_MS: '100' }, async (silent) => {
-      const error = await telephony(silent).refused('getAvailableExtensions', {}, await silent.signup());
-      assert.deepEqual([error.status, error.code, error.error], [502, 'UPSTREAM_ERROR', 'The telephony platform did not answer within 100 ms']);
+      const error = await refused(telephony(silent).call('getAvailableExtensions', {}, await silent.signup()), 'UPSTREAM_ERROR');
+      assert.equal(error.message, 'The telephony platform did not answer within 100 ms');
     }).finally(() => (platform.state.answer = null));
   });
 
   it('answers UPSTREAM_ERROR when the platform cannot be reached', async () => {
     await platform.close();
-    const error = await api.refused('getExtensionsForAgent', { agentContactId: 'contact-1' }, member);
-    assert.deepEqual([error.status, error.code, error.error], [502, 'UPSTREAM_ERROR', 'The telephony platform could not be reached']);
+    const error = await refused(api.call('getExtensionsForAgent', { agentContactId: 'contact-1' }, member), 'UPSTREAM_ERROR');
+    assert.equal(error.message, 'The telephony platform could not be reached');
   });
 });
 
@@ -514,17 +484,15 @@ describe('TelephonyManagerRpc without a provider', () => {
         getExtensionsForAgent: { agentContactId: 'contact-1' },
       };
       for (const method of OPERATIONS) {
-        const error = await api.refused(method, params[method], admin);
-        assert.deepEqual([error.status, error.code], [503, 'FEATURE_UNAVAILABLE'], method);
-        assert.match(error.error, /TELEPHONY_PROVIDER/, method);
+        const error = await refused(api.call(method, params[method], admin), 'FEATURE_UNAVAILABLE', method);
+        assert.match(error.message, /TELEPHONY_PROVIDER/, method);
       }
     }));
 
   it('answers FEATURE_UNAVAILABLE when the outbound guard refuses the platform’s address', () =>
     withApp({ ...httpEnv('http://127.0.0.1:9/api'), OUTBOUND_ALLOW_PRIVATE: 'false' }, async (t) => {
-      const error = await telephony(t).refused('getAvailableExtensions', {}, await t.signup());
-      assert.deepEqual([error.status, error.code], [503, 'FEATURE_UNAVAILABLE']);
-      assert.match(error.error, /OUTBOUND_ALLOWED_HOSTS/);
+      const error = await refused(telephony(t).call('getAvailableExtensions', {}, await t.signup()), 'FEATURE_UNAVAILABLE');
+      assert.match(error.message, /OUTBOUND_ALLOWED_HOSTS/);
     }));
 });
 

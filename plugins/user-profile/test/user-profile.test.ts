@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
+import { refused } from '../../../test/support/caller.ts';
+import { startTestApp, uniqueName, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { getFile, postUpload, putUpload, tinyPng } from '../../../test/support/uploads.ts';
 import { addUser } from '../../../test/support/users.ts';
-
-type Account = Awaited<ReturnType<TestApp['signup']>>;
 
 const SELF_VIEW_FIELDS = [
   '_id',
@@ -39,90 +38,80 @@ describe('UserProfileRpc: profile and password', () => {
 
   it('getUserProfile answers the self view of the calling user, without the password', async () => {
     const ann = await t.signup();
-    const profile = await t.ok('UserProfileRpc.getUserProfile', {}, { token: ann.token });
+    const profile = await t.as(ann).UserProfileRpc.getUserProfile();
     assert.deepEqual(Object.keys(profile).sort(), SELF_VIEW_FIELDS);
     assert.equal(profile._id, ann.user._id);
     assert.equal(profile.subscriptionId, ann.subscriptionId);
     assert.equal(profile.profilePicture, null);
-    const key = await t.ok('ApiKeyRpc.create', { description: 'k' }, { token: ann.token });
-    assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { apiKey: key.fullKey }))._id, ann.user._id);
-    const anonymous = await t.call('UserProfileRpc.getUserProfile');
-    assert.equal(anonymous.status, 401);
+    const key = await t.as(ann).ApiKeyRpc.create({ description: 'k' });
+    assert.equal((await t.as({ apiKey: key.fullKey }).UserProfileRpc.getUserProfile())._id, ann.user._id);
+    await refused(t.as(null).UserProfileRpc.getUserProfile(), 'UNAUTHENTICATED');
   });
 
   it('updateUserProfile trims, sets and clears fields and leaves the others alone', async () => {
     const ann = await t.signup();
-    const set = await t.ok(
-      'UserProfileRpc.updateUserProfile',
-      { firstName: '  Ann ', lastName: 'Lee', jobTitle: 'Engineer', department: 'R&D' },
-      { token: ann.token },
-    );
+    const set = await t.as(ann).UserProfileRpc.updateUserProfile({ firstName: '  Ann ', lastName: 'Lee', jobTitle: 'Engineer', department: 'R&D' });
     assert.deepEqual([set.firstName, set.lastName, set.jobTitle, set.department], ['Ann', 'Lee', 'Engineer', 'R&D']);
-    const cleared = await t.ok('UserProfileRpc.updateUserProfile', { jobTitle: null, department: '   ' }, { token: ann.token });
+    const cleared = await t.as(ann).UserProfileRpc.updateUserProfile({ jobTitle: null, department: '   ' });
     assert.deepEqual([cleared.firstName, cleared.lastName, cleared.jobTitle, cleared.department], ['Ann', 'Lee', null, null]);
     assert.ok(Date.parse(cleared.updatedAt) >= Date.parse(set.updatedAt));
-    const read = await t.ok('UserProfileRpc.getUserProfile', {}, { token: ann.token });
+    const read = await t.as(ann).UserProfileRpc.getUserProfile();
     assert.deepEqual(read, cleared);
   });
 
   it('updateUserProfile names each bad field and changes nothing', async () => {
     const ann = await t.signup();
-    await t.ok('UserProfileRpc.updateUserProfile', { firstName: 'Ann' }, { token: ann.token });
-    const response = await t.call('UserProfileRpc.updateUserProfile', { firstName: 'Bea', lastName: 'x'.repeat(101), department: 42 }, { token: ann.token });
-    assert.equal(response.status, 400);
-    assert.equal(response.body.data.code, 'VALIDATION_ERROR');
-    assert.deepEqual(response.body.data.issues.map((issue: any) => issue.path).sort(), ['department', 'lastName']);
-    assert.match(response.body.data.error, /lastName must be at most 100 characters/);
-    assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { token: ann.token })).firstName, 'Ann');
+    await t.as(ann).UserProfileRpc.updateUserProfile({ firstName: 'Ann' });
+    const error = await refused(
+      t.as(ann).call('UserProfileRpc.updateUserProfile', { firstName: 'Bea', lastName: 'x'.repeat(101), department: 42 }),
+      'VALIDATION_ERROR',
+    );
+    assert.deepEqual(error.issues?.map((issue) => issue.path).sort(), ['department', 'lastName']);
+    assert.match(error.message, /lastName must be at most 100 characters/);
+    assert.equal((await t.as(ann).UserProfileRpc.getUserProfile()).firstName, 'Ann');
   });
 
   it('changePassword refuses a wrong current password and a short new one', async () => {
     const ann = await t.signup();
-    const wrong = await t.call(
-      'UserProfileRpc.changePassword',
-      { currentPassword: 'not my password', newPassword: 'a brand new password' },
-      { token: ann.token },
+    const wrong = await refused(
+      t.as(ann).UserProfileRpc.changePassword({ currentPassword: 'not my password', newPassword: 'a brand new password' }),
+      'VALIDATION_ERROR',
     );
-    assert.equal(wrong.status, 400);
-    assert.equal(wrong.body.data.code, 'VALIDATION_ERROR');
-    assert.deepEqual(wrong.body.data.issues, [{ path: 'currentPassword', message: 'Current password is incorrect' }]);
-    const short = await t.call('UserProfileRpc.changePassword', { currentPassword: ann.password, newPassword: 'short' }, { token: ann.token });
-    assert.equal(short.status, 400);
+    assert.deepEqual(wrong.issues, [{ path: 'currentPassword', message: 'Current password is incorrect' }]);
+    const short = await refused(t.as(ann).UserProfileRpc.changePassword({ currentPassword: ann.password, newPassword: 'short' }), 'VALIDATION_ERROR');
     assert.deepEqual(
-      short.body.data.issues.map((issue: any) => issue.path),
+      short.issues?.map((issue) => issue.path),
       ['newPassword'],
     );
     // Neither changed anything: the old password still logs in.
-    await t.ok('AuthRpc.login', { identifier: ann.user.username, password: ann.password });
+    await t.as(null).AuthRpc.login({ identifier: ann.user.username, password: ann.password });
     assert.ok(!t.logs.some((line) => line.includes('not my password') || line.includes(ann.password)), 'no password in the logs');
   });
 
   it('changePassword swaps the password and ends every other session at once, but not the calling one', async () => {
     const ann = await t.signup();
-    const elsewhere = await t.ok('AuthRpc.login', { identifier: ann.user.username, password: ann.password });
-    await t.ok('AuthRpc.getSession', {}, { token: elsewhere.token }); // cached now: revocation must still apply at once
-    const key = await t.ok('ApiKeyRpc.create', { description: 'script' }, { token: ann.token });
+    const elsewhere = await t.as(null).AuthRpc.login({ identifier: ann.user.username, password: ann.password });
+    await t.as(elsewhere).AuthRpc.getSession(); // cached now: revocation must still apply at once
+    const key = await t.as(ann).ApiKeyRpc.create({ description: 'script' });
 
-    const changed = await t.call('UserProfileRpc.changePassword', { currentPassword: ann.password, newPassword: 'a brand new password' }, { token: ann.token });
-    assert.deepEqual(changed.body, { success: true, data: true });
+    assert.equal(await t.as(ann).UserProfileRpc.changePassword({ currentPassword: ann.password, newPassword: 'a brand new password' }), true);
 
-    const revoked = await t.call('AuthRpc.getSession', {}, { token: elsewhere.token });
-    assert.equal(revoked.status, 401);
-    assert.equal((await t.ok('AuthRpc.getSession', {}, { token: ann.token })).user._id, ann.user._id);
-    assert.equal((await t.ok('AuthRpc.getSession', {}, { apiKey: key.fullKey })).user._id, ann.user._id, 'API keys are not sessions');
+    await refused(t.as(elsewhere).AuthRpc.getSession(), 'UNAUTHENTICATED');
+    assert.equal((await t.as(ann).AuthRpc.getSession()).user._id, ann.user._id);
+    assert.equal((await t.as({ apiKey: key.fullKey }).AuthRpc.getSession()).user._id, ann.user._id, 'API keys are not sessions');
 
-    const old = await t.call('AuthRpc.login', { identifier: ann.user.username, password: ann.password });
-    assert.equal(old.status, 401);
-    await t.ok('AuthRpc.login', { identifier: ann.user.username, password: 'a brand new password' });
+    await refused(t.as(null).AuthRpc.login({ identifier: ann.user.username, password: ann.password }), 'UNAUTHENTICATED');
+    await t.as(null).AuthRpc.login({ identifier: ann.user.username, password: 'a brand new password' });
   });
 
   it('a user without a password cannot use changePassword', async () => {
     const name = uniqueName();
-    const { token } = await t.ok('AuthRpc.signup', { email: `${name}@example.com`, username: name });
-    const response = await t.call('UserProfileRpc.changePassword', { currentPassword: 'anything', newPassword: 'a brand new password' }, { token });
-    assert.equal(response.status, 400);
-    assert.equal(response.body.data.code, 'BAD_REQUEST');
-    assert.match(response.body.data.error, /no password/);
+    const { token } = await t.as(null).AuthRpc.signup({ email: `${name}@example.com`, username: name });
+    const error = await refused(
+      t.as({ token }).UserProfileRpc.changePassword({ currentPassword: 'anything', newPassword: 'a brand new password' }),
+      'BAD_REQUEST',
+    );
+    assert.match(error.message, /no password/);
   });
 });
 
@@ -136,30 +125,28 @@ describe('UserProfileRpc.changePassword rate limit', () => {
   it('counts failed attempts per user; past the limit even the right password is refused', async () => {
     const ann = await t.signup();
     const bob = await t.signup();
-    const attempt = (account: Account, currentPassword: string) =>
-      t.call('UserProfileRpc.changePassword', { currentPassword, newPassword: 'a brand new password' }, { token: account.token });
-    assert.equal((await attempt(ann, 'wrong one')).status, 400);
-    assert.equal((await attempt(ann, 'wrong two')).status, 400);
-    const limited = await attempt(ann, ann.password);
-    assert.equal(limited.status, 429);
-    assert.equal(limited.body.data.code, 'RATE_LIMITED');
-    assert.ok(Number(limited.headers.get('retry-after')) > 0);
-    await t.ok('AuthRpc.login', { identifier: ann.user.username, password: ann.password }); // unchanged
+    const attempt = (account: Session, currentPassword: string) =>
+      t.as(account).UserProfileRpc.changePassword({ currentPassword, newPassword: 'a brand new password' });
+    await refused(attempt(ann, 'wrong one'), 'VALIDATION_ERROR');
+    await refused(attempt(ann, 'wrong two'), 'VALIDATION_ERROR');
+    const limited = await refused(attempt(ann, ann.password), 'RATE_LIMITED');
+    assert.ok(Number(limited.retryAfter) > 0, `retry after ${limited.retryAfter}`);
+    await t.as(null).AuthRpc.login({ identifier: ann.user.username, password: ann.password }); // unchanged
     // Another user's count is their own.
-    assert.equal((await attempt(bob, bob.password)).status, 200);
+    assert.equal(await attempt(bob, bob.password), true);
   });
 });
 
 describe('UserProfileRpc: profile picture', () => {
   let t: TestApp;
-  let ann: Account;
+  let ann: Session;
   before(async () => {
     t = await startTestApp();
     ann = await t.signup();
   });
   after(() => t.close());
 
-  const newKey = async (account: { token: string } = ann) => t.ok('UserProfileRpc.getUploadKeyForProfilePicture', {}, { token: account.token });
+  const newKey = async (account: Session = ann) => t.as(account).UserProfileRpc.getUploadKeyForProfilePicture();
 
   it('upload with PUT, set it, and read it back byte for byte; a second one replaces and deletes the first', async () => {
     const first = tinyPng(2, [10, 200, 10, 255]);
@@ -175,41 +162,39 @@ describe('UserProfileRpc: profile picture', () => {
     assert.equal(put.status, 200);
     const [uploaded] = (await put.json()).data.files;
 
-    const profile = await t.ok('UserProfileRpc.updateProfilePicture', { uploadKey: issued.uploadKey }, { token: ann.token });
+    const profile = await t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey: issued.uploadKey });
     assert.equal(profile.profilePicture, `/api/files/${uploaded.fileId}`);
-    assert.deepEqual(await t.ok('UserProfileRpc.getUserProfile', {}, { token: ann.token }), profile);
-    const served = await getFile(t, profile.profilePicture, { token: ann.token });
+    assert.deepEqual(await t.as(ann).UserProfileRpc.getUserProfile(), profile);
+    const served = await getFile(t, profile.profilePicture!, { token: ann.token });
     assert.equal(served.status, 200);
     assert.equal(served.headers.get('content-type'), 'image/png');
     assert.ok(served.bytes.equals(first));
     // Any user of the subscription sees it.
     const colleague = await addUser(t, ann.subscriptionId, 'user');
-    assert.ok((await getFile(t, profile.profilePicture, { token: colleague.token })).bytes.equals(first));
+    assert.ok((await getFile(t, profile.profilePicture!, { token: colleague.token })).bytes.equals(first));
 
     const second = tinyPng(5, [10, 10, 200, 255]);
     const next = await newKey();
     const posted = await postUpload(t, next.uploadKey, [{ bytes: second, type: 'image/png', name: 'me-too.png' }], { token: ann.token });
     assert.equal(posted.status, 200, JSON.stringify(posted.body));
-    const replaced = await t.ok('UserProfileRpc.updateProfilePicture', { uploadKey: next.uploadKey }, { token: ann.token });
+    const replaced = await t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey: next.uploadKey });
     assert.equal(replaced.profilePicture, `/api/files/${posted.body.data.files[0].fileId}`);
-    assert.ok((await getFile(t, replaced.profilePicture, { token: ann.token })).bytes.equals(second));
-    assert.equal((await getFile(t, profile.profilePicture, { token: ann.token })).status, 404);
+    assert.ok((await getFile(t, replaced.profilePicture!, { token: ann.token })).bytes.equals(second));
+    assert.equal((await getFile(t, profile.profilePicture!, { token: ann.token })).status, 404);
     assert.equal(existsSync(path.join(t.dataDir, 'files', ann.subscriptionId, uploaded.fileId)), false);
   });
 
   it('finalizing without an upload fails and changes nothing; the key then still works once', async () => {
-    const before = await t.ok('UserProfileRpc.getUserProfile', {}, { token: ann.token });
+    const before = await t.as(ann).UserProfileRpc.getUserProfile();
     const { uploadKey } = await newKey();
-    const early = await t.call('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: ann.token });
-    assert.equal(early.status, 400);
-    assert.match(early.body.data.error, /No picture has been uploaded/);
-    assert.deepEqual(await t.ok('UserProfileRpc.getUserProfile', {}, { token: ann.token }), before);
+    const early = await refused(t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey }), 'BAD_REQUEST');
+    assert.match(early.message, /No picture has been uploaded/);
+    assert.deepEqual(await t.as(ann).UserProfileRpc.getUserProfile(), before);
 
     assert.equal((await putUpload(t, uploadKey, tinyPng(), 'image/png', { token: ann.token })).status, 200);
-    await t.ok('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: ann.token });
-    const reused = await t.call('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: ann.token });
-    assert.equal(reused.status, 400);
-    assert.match(reused.body.data.error, /already been used/);
+    await t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey });
+    const reused = await refused(t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey }), 'BAD_REQUEST');
+    assert.match(reused.message, /already been used/);
   });
 
   it('refuses what is not an accepted picture, and a second file for the same key', async () => {
@@ -230,9 +215,8 @@ describe('UserProfileRpc: profile picture', () => {
     const { uploadKey } = await newKey();
     assert.equal((await putUpload(t, uploadKey, tinyPng(), 'image/png', { token: ann.token })).status, 200);
     await t.app.deps.db.execute(`update core_upload_key set expires_at = now() - interval '1 second' where user_id = ? and used_at is null`, [ann.user._id]);
-    const late = await t.call('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: ann.token });
-    assert.equal(late.status, 400);
-    assert.match(late.body.data.error, /expired/);
+    const late = await refused(t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey }), 'BAD_REQUEST');
+    assert.match(late.message, /expired/);
   });
 
   it("another user's key, in this subscription or another, is not found, and their picture stays", async () => {
@@ -242,20 +226,17 @@ describe('UserProfileRpc: profile picture', () => {
     const colleague = await addUser(t, ann.subscriptionId, 'admin');
     const stranger = await t.signup();
     for (const intruder of [colleague, stranger]) {
-      const response = await t.call('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: intruder.token });
-      assert.equal(response.status, 404);
-      assert.equal(response.body.data.code, 'NOT_FOUND');
-      assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { token: intruder.token })).profilePicture, null);
+      await refused(t.as(intruder).UserProfileRpc.updateProfilePicture({ uploadKey }), 'NOT_FOUND');
+      assert.equal((await t.as(intruder).UserProfileRpc.getUserProfile()).profilePicture, null);
     }
-    const mine = await t.ok('UserProfileRpc.updateProfilePicture', { uploadKey }, { token: ann.token });
-    assert.equal((await getFile(t, mine.profilePicture, { token: stranger.token })).status, 404);
-    assert.ok((await getFile(t, mine.profilePicture, { token: colleague.token })).bytes.equals(picture));
+    const mine = await t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey });
+    assert.equal((await getFile(t, mine.profilePicture!, { token: stranger.token })).status, 404);
+    assert.ok((await getFile(t, mine.profilePicture!, { token: colleague.token })).bytes.equals(picture));
   });
 
   it('needs a credential', async () => {
     for (const method of ['getUploadKeyForProfilePicture', 'updateProfilePicture', 'changePassword', 'updateUserProfile']) {
-      const response = await t.call(`UserProfileRpc.${method}`, {});
-      assert.equal(response.status, 401, method);
+      await refused(t.as(null).call(`UserProfileRpc.${method}`, {}), 'UNAUTHENTICATED', method);
     }
     const { uploadKey } = await newKey();
     assert.equal((await putUpload(t, uploadKey, tinyPng(), 'image/png')).status, 401);
@@ -271,7 +252,7 @@ describe('UserProfileRpc.verifyUserChannel', () => {
 
   /** Requests a code and reads it from the outbox, as an operator of the embedded default would. */
   const outboxCode = async (channelType: 'email' | 'sms', identifier: string) => {
-    const { otpRequestId } = await t.ok('AuthRpc.requestVerificationCode', { channelType, identifier });
+    const { otpRequestId } = await t.as(null).AuthRpc.requestVerificationCode({ channelType, identifier });
     const rows = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox order by created_at desc limit 1');
     return { otpRequestId, code: /code is (\d{6})/.exec(rows[0]!.body)![1]! };
   };
@@ -279,51 +260,51 @@ describe('UserProfileRpc.verifyUserChannel', () => {
   it('verifies the account e-mail address with a code sent to it', async () => {
     const account = await t.signup();
     const { otpRequestId, code } = await outboxCode('email', account.user.email);
-    const wrong = await t.call(
-      'UserProfileRpc.verifyUserChannel',
-      { otpRequestId, code: code === '000000' ? '111111' : '000000', identifier: account.user.email, channelType: 'email' },
-      { token: account.token },
+    const wrong = await refused(
+      t.as(account).UserProfileRpc.verifyUserChannel({
+        otpRequestId,
+        code: code === '000000' ? '111111' : '000000',
+        identifier: account.user.email,
+        channelType: 'email',
+      }),
+      'VALIDATION_ERROR',
     );
-    assert.equal(wrong.body.data.issues[0].path, 'code');
-    const done = await t.ok(
-      'UserProfileRpc.verifyUserChannel',
-      { otpRequestId, code, identifier: account.user.email.toUpperCase(), channelType: 'email' },
-      { token: account.token },
-    );
+    assert.equal(wrong.issues?.[0]?.path, 'code');
+    const done = await t
+      .as(account)
+      .UserProfileRpc.verifyUserChannel({ otpRequestId, code, identifier: account.user.email.toUpperCase(), channelType: 'email' });
     assert.deepEqual(done, { success: true, message: 'E-mail address verified' });
-    assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { token: account.token })).isVerified, true);
+    assert.equal((await t.as(account).UserProfileRpc.getUserProfile()).isVerified, true);
   });
 
   it('refuses an address that is not the account e-mail, and a code sent elsewhere', async () => {
     const account = await t.signup();
     const other = `${uniqueName('elsewhere')}@example.com`;
     const foreign = await outboxCode('email', other);
-    const notMine = await t.call('UserProfileRpc.verifyUserChannel', { ...foreign, identifier: other, channelType: 'email' }, { token: account.token });
-    assert.equal(notMine.body.data.issues[0].path, 'identifier');
-    const mismatch = await t.call(
-      'UserProfileRpc.verifyUserChannel',
-      { ...foreign, identifier: account.user.email, channelType: 'email' },
-      { token: account.token },
+    const notMine = await refused(t.as(account).UserProfileRpc.verifyUserChannel({ ...foreign, identifier: other, channelType: 'email' }), 'VALIDATION_ERROR');
+    assert.equal(notMine.issues?.[0]?.path, 'identifier');
+    const mismatch = await refused(
+      t.as(account).UserProfileRpc.verifyUserChannel({ ...foreign, identifier: account.user.email, channelType: 'email' }),
+      'VALIDATION_ERROR',
     );
-    assert.equal(mismatch.body.data.issues[0].path, 'otpRequestId');
-    assert.equal((await t.ok('UserProfileRpc.getUserProfile', {}, { token: account.token })).isVerified, false);
+    assert.equal(mismatch.issues?.[0]?.path, 'otpRequestId');
+    assert.equal((await t.as(account).UserProfileRpc.getUserProfile()).isVerified, false);
   });
 
   it('verifies a phone number, which becomes the account number', async () => {
     const account = await t.signup();
     const sms = await outboxCode('sms', '+1 555 765 4321');
-    const otherNumber = await t.call(
-      'UserProfileRpc.verifyUserChannel',
-      { ...sms, identifier: '+15550000000', channelType: 'phone' },
-      { token: account.token },
+    const otherNumber = await refused(
+      t.as(account).UserProfileRpc.verifyUserChannel({ ...sms, identifier: '+15550000000', channelType: 'phone' }),
+      'VALIDATION_ERROR',
     );
-    assert.equal(otherNumber.body.data.issues[0].path, 'otpRequestId');
+    assert.equal(otherNumber.issues?.[0]?.path, 'otpRequestId');
     // The refused attempt left the code unused.
-    assert.deepEqual(
-      await t.ok('UserProfileRpc.verifyUserChannel', { ...sms, identifier: '+1 555-765-4321', channelType: 'phone' }, { token: account.token }),
-      { success: true, message: 'Phone number verified' },
-    );
-    const profile = await t.ok('UserProfileRpc.getUserProfile', {}, { token: account.token });
+    assert.deepEqual(await t.as(account).UserProfileRpc.verifyUserChannel({ ...sms, identifier: '+1 555-765-4321', channelType: 'phone' }), {
+      success: true,
+      message: 'Phone number verified',
+    });
+    const profile = await t.as(account).UserProfileRpc.getUserProfile();
     assert.deepEqual([profile.phoneNumber, profile.isPhoneVerified], ['+15557654321', true]);
   });
 });
