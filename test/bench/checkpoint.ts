@@ -7,6 +7,7 @@ import { createApp, type App } from '../../core/app/app.ts';
 import { loadConfig } from '../../core/base/config.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { createScratchDatabase } from '../support/database.ts';
+import type { AuthRpcSignupResult } from '../../clients/typescript/src/operations.ts';
 
 /**
  * `npm run bench` (sixth part), checkpoints: a file scope of BENCH_SCOPE_FILES
@@ -41,8 +42,8 @@ async function main(): Promise<void> {
     const name = `bench${randomUUID().slice(0, 8)}`;
     const { user, subscriptionId } = await app
       .createCaller(null)
-      .call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
-    const caller = app.createCaller({ subscriptionId, userId: user._id as string, role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
+      .call<AuthRpcSignupResult>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+    const caller = app.createCaller({ subscriptionId, userId: user._id, role: 'admin', apiKeyId: null, sessionId: null, initialContext: null });
     const scope = 'bench';
     for (let index = 0; index < FILES; index++) {
       await caller.call('CheckpointRpc.writeFile', { scope, path: `folder-${index % 10}/file-${index}.md`, content: content(index, 0) });

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { createScratchDatabase } from '../support/database.ts';
 import { START_ARGS } from '../support/process.ts';
+import type { Envelope, ResultOf } from '../support/wire.ts';
 
 /**
  * `npm run bench` (second part): the service on the embedded database as
@@ -112,22 +113,22 @@ interface LoadRun {
 async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: number; runs: LoadRun[] }> {
   const { child, port } = await start([ENTRY], env);
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: LOAD_CLIENTS });
-  const call = async (method: string, params: object, headers: Record<string, string>) => {
+  const call = async <M extends string>(method: M, params: object, headers: Record<string, string>): Promise<ResultOf<M>> => {
     const { body } = await pool.request({
       path: '/api/rpc',
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ method, params }),
     });
-    const reply = (await body.json()) as { success: boolean; data: any };
+    const reply = (await body.json()) as Envelope;
     if (!reply.success) throw new Error(`${method}: ${reply.data.code} ${reply.data.error}`);
-    return reply.data;
+    return reply.data as ResultOf<M>;
   };
   try {
     const name = `load${Date.now()}`;
     const { token } = await call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'bench password' }, {});
     const { fullKey } = await call('ApiKeyRpc.create', { description: 'load' }, { authorization: `Bearer ${token}` });
-    const auth = { 'x-api-key': fullKey as string };
+    const auth = { 'x-api-key': fullKey };
     await call('SecretsRpc.create', { zone: 'load', key: 'TOKEN', value: 'bench secret value' }, auth);
     const words = ['invoice', 'meeting', 'customer', 'release', 'budget', 'travel', 'contract', 'support', 'roadmap', 'hiring'];
     const word = (n: number) => words[n % words.length]!;

@@ -9,6 +9,7 @@ import { createApp } from '../../core/app/app.ts';
 import { loadConfig } from '../../core/base/config.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
+import type { Envelope, ResultOf } from '../support/wire.ts';
 import { readWrk, type WrkResult } from './wrk.ts';
 
 /**
@@ -99,15 +100,15 @@ function stopProcess(child: ChildProcess): Promise<void> {
   });
 }
 
-async function call(url: string, method: string, params: unknown, headers: Record<string, string> = {}): Promise<any> {
+async function call<M extends string>(url: string, method: M, params: unknown, headers: Record<string, string> = {}): Promise<ResultOf<M>> {
   const response = await fetch(`${url}/api/rpc`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ method, params }),
   });
-  const body = (await response.json()) as { success: boolean; data?: unknown; error?: unknown };
-  if (!body.success) throw new Error(`${method} failed: ${JSON.stringify(body.error)}`);
-  return body.data;
+  const body = (await response.json()) as Envelope;
+  if (!body.success) throw new Error(`${method} failed: ${JSON.stringify(body.data)}`);
+  return body.data as ResultOf<M>;
 }
 
 /** A tenant with an admin, an API key, a secret and a board of tasks: the requests of the mix, as [API key, body]. */

@@ -11,6 +11,7 @@ import { createApp } from '../../core/app/app.ts';
 import { loadConfig } from '../../core/base/config.ts';
 import { LIST_KEYS, toApiKeyRecord } from '../../plugins/api-key/api-key.service.ts';
 import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
+import { dataOf, type Envelope, type ResultOf } from '../support/wire.ts';
 
 /**
  * One benchmark target per process: `rpc` (the service), `node` (bare
@@ -107,13 +108,13 @@ async function service(databaseUrl: string | undefined) {
   });
   const app = await createApp({ config, inMemoryDatabase: !databaseUrl });
   const url = await app.listen(0, '127.0.0.1');
-  const call = async (method: string, params: unknown, headers: Record<string, string> = {}) => {
+  const call = async <M extends string>(method: M, params: unknown, headers: Record<string, string> = {}): Promise<ResultOf<M>> => {
     const response = await fetch(`${url}/api/rpc`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ method, params }),
     });
-    return ((await response.json()) as { data: any }).data;
+    return dataOf((await response.json()) as Envelope) as ResultOf<M>;
   };
   const name = `bench${Date.now()}`;
   const { token, user, subscriptionId } = await call('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'bench password' });
@@ -123,7 +124,7 @@ async function service(databaseUrl: string | undefined) {
   }
   // What (g) reads: a secret's value, decrypted and audited on every call.
   await call('SecretsRpc.create', { zone: 'bench', key: 'TOKEN', value: 'bench secret value' }, { authorization: `Bearer ${token}` });
-  return { app, url: `${url}/api/rpc`, apiKey: keys[0].fullKey as string, subscriptionId: subscriptionId as string, userId: user._id as string };
+  return { app, url: `${url}/api/rpc`, apiKey: keys[0]!.fullKey, subscriptionId, userId: user._id };
 }
 
 // Exit normally on SIGTERM, so `node --cpu-prof` can write its profile.

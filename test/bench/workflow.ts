@@ -11,6 +11,12 @@ import { WorkerPool } from '../../core/pool/worker-pool.ts';
 import interpret, { type RunTask } from '../../plugins/workflow/interpreter.worker.ts';
 import { createScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
+import type {
+  AuthRpcSignupResult,
+  WorkflowRpcExecuteWorkflowResult,
+  WorkflowRpcGetInstanceResult,
+  WorkflowRpcListInstancesResult,
+} from '../../clients/typescript/src/operations.ts';
 
 /**
  * `npm run bench` (fifth part), workflows and the scheduler:
@@ -130,8 +136,8 @@ async function signup(app: App) {
   const name = `bench${randomUUID().slice(0, 8)}`;
   const { user, subscriptionId } = await app
     .createCaller(null)
-    .call<any>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
-  return { subscriptionId, userId: user._id as string, role: 'admin' as const, apiKeyId: null, sessionId: null, initialContext: null };
+    .call<AuthRpcSignupResult>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+  return { subscriptionId, userId: user._id, role: 'admin' as const, apiKeyId: null, sessionId: null, initialContext: null };
 }
 
 async function endToEnd(): Promise<void> {
@@ -142,8 +148,11 @@ async function endToEnd(): Promise<void> {
     await caller.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Bench', workflowArgs: { step: 3 } });
     const started = performance.now();
     for (let index = 0; index < END_TO_END; index++) {
-      const answer = await caller.call<any>('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Bench', workflowArgs: { step: 3 } });
-      if (answer.result?.status !== 'completed') throw new Error('the bench workflow did not complete');
+      const answer = await caller.call<WorkflowRpcExecuteWorkflowResult>('WorkflowRpc.executeWorkflow', {
+        workflowIdentifier: 'Bench',
+        workflowArgs: { step: 3 },
+      });
+      if (!('result' in answer) || answer.result.status !== 'completed') throw new Error('the bench workflow did not complete');
     }
     const rate = END_TO_END / ((performance.now() - started) / 1000);
     console.log(
@@ -198,10 +207,13 @@ async function fairness(): Promise<void> {
     const times: number[] = [];
     for (let index = 0; index < VICTIM_RUNS; index++) {
       const started = performance.now();
-      let answer = await victim.call<any>('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Trivial' });
+      // The answer, or the run it waits on once that ended.
+      let answer: { result?: { status: string }; instanceId?: string } = await victim.call<WorkflowRpcExecuteWorkflowResult>('WorkflowRpc.executeWorkflow', {
+        workflowIdentifier: 'Trivial',
+      });
       while (!answer.result) {
         await new Promise((resolve) => setTimeout(resolve, 50));
-        const run = await victim.call<any>('WorkflowRpc.getInstance', { instanceId: answer.instanceId });
+        const run = await victim.call<WorkflowRpcGetInstanceResult>('WorkflowRpc.getInstance', { instanceId: answer.instanceId });
         if (run.status !== 'running') answer = { result: run };
       }
       if (answer.result.status !== 'completed') throw new Error(`the victim's run did not complete: ${JSON.stringify(answer)}`);
@@ -211,7 +223,7 @@ async function fairness(): Promise<void> {
     attacking = false;
     await Promise.all(loops);
     // The attacker's runs whose requests gave up go on to their end (each stopped after 6 s) before the app closes.
-    while ((await attacker.call<any>('WorkflowRpc.listInstances', { status: 'running' })).totalCount > 0)
+    while ((await attacker.call<WorkflowRpcListInstancesResult>('WorkflowRpc.listInstances', { status: 'running' })).totalCount > 0)
       await new Promise((resolve) => setTimeout(resolve, 500));
     const p95 = percentile(times, 95);
     console.log(`\nfairness: a trivial run of one tenant while a user of another loops ${ATTACKERS} runaway regular expressions at once, ${VICTIM_RUNS} runs`);

@@ -10,6 +10,7 @@ import { definePlugin, SESSION_COOKIE, type Deps } from '../../core/plugin/sdk.t
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { tinyPng } from '../support/uploads.ts';
+import type { WsMessage } from '../support/wire.ts';
 
 /**
  * Every door holds an API key's limits (docs/decisions/0057-every-door-admits-by-the-same-step.md).
@@ -250,10 +251,10 @@ describe('every door holds an API key’s limits', () => {
   async function open(credential: string | Record<string, string>) {
     const headers = typeof credential === 'string' ? { 'x-api-key': credential } : credential;
     const ws = new WebSocket(`${t.url.replace('http', 'ws')}/ws`, { headers });
-    const messages: any[] = [];
+    const messages: WsMessage[] = [];
     let pong: (() => void) | undefined;
     ws.on('message', (data) => {
-      const message = JSON.parse(data.toString());
+      const message = JSON.parse(data.toString()) as WsMessage;
       if (message.type === 'pong') pong?.();
       messages.push(message);
     });

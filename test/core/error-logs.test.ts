@@ -4,7 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { defineEntity, defineJob, definePlugin, type JobView, type Jobs } from 'rpc-service/plugin';
 import { defineOperation } from '../../core/rpc/operation.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { startTestApp, type TestApp } from '../support/harness.ts';
+import { logLines } from '../support/wire.ts';
 
 /** A record holding a sealed value, as the secrets plugins keep them; `name` is required and left out, so flushing it fails. */
 const LeakProbeSecret = defineEntity({
@@ -18,7 +20,7 @@ const LeakProbeSecret = defineEntity({
 });
 
 /** Flushes a record without its required name: MikroORM refuses it with a ValidationError that holds the record (and quotes it in its message). */
-async function persistWithout(em: { create: (...args: any[]) => unknown; flush: () => Promise<void> }, encryptedValue: string): Promise<never> {
+async function persistWithout(em: EntityManager, encryptedValue: string): Promise<never> {
   em.create(LeakProbeSecret, { id: randomUUID(), encryptedValue } as never);
   await em.flush();
   throw new Error('the flush was expected to fail');
@@ -91,7 +93,7 @@ describe('an unexpected error holding a record', () => {
     assert.equal(text.includes(sealed.slice(3, 27)), false, `the log holds the sealed value:\n${text}`);
     assert.doesNotMatch(text, /"entity"|encryptedValue/);
 
-    const entries = lines.map((line) => JSON.parse(line) as { msg: string; errorId?: string; job?: string; err?: Record<string, any> });
+    const entries = logLines(lines);
     const failure = entries.find((entry) => entry.msg === 'operation failed' && entry.errorId === failed.body.data.errorId);
     assert.equal(failure?.err?.type, 'ValidationError');
     assert.match(failure!.err!.message, /^Value for LeakProbeSecret\.name is required/);

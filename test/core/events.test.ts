@@ -7,6 +7,7 @@ import { BUS_RESYNC } from '../../core/events/bus.ts';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from '../support/database.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
+import type { WsMessage } from '../support/wire.ts';
 
 type Signup = Awaited<ReturnType<TestApp['signup']>>;
 
@@ -48,18 +49,18 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 /** A client socket whose messages are queued from the start, so none is lost between awaits. */
 class TestSocket {
   readonly ws: WebSocket;
-  readonly #queue: any[] = [];
-  readonly #waiters: ((message: any) => void)[] = [];
+  readonly #queue: WsMessage[] = [];
+  readonly #waiters: ((message: WsMessage) => void)[] = [];
   readonly #closed: Promise<CloseInfo>;
-  ready: { type: string; userId: string; subscriptionId: string } | undefined;
+  ready: Extract<WsMessage, { type: 'ready' }> | undefined;
 
   constructor(ws: WebSocket) {
     this.ws = ws;
     ws.on('error', () => undefined); // failures surface as timeouts or close codes
     ws.on('message', (data) => {
-      const message = JSON.parse(data.toString());
+      const message = JSON.parse(data.toString()) as WsMessage;
       // The notes plugin's background count follows each note at its own pace; these tests follow the requests' events.
-      if (message.event === 'notes.tallied') return;
+      if (message.type === 'event' && message.event === 'notes.tallied') return;
       const waiter = this.#waiters.shift();
       if (waiter) waiter(message);
       else this.#queue.push(message);
@@ -73,10 +74,10 @@ class TestSocket {
   }
 
   /** The next message from the server, parsed; rejects after timeoutMs. */
-  next(timeoutMs = WAIT_MS): Promise<any> {
-    if (this.#queue.length > 0) return Promise.resolve(this.#queue.shift());
-    let waiter!: (message: any) => void;
-    const arrived = new Promise<any>((resolve) => {
+  next(timeoutMs = WAIT_MS): Promise<WsMessage> {
+    if (this.#queue.length > 0) return Promise.resolve(this.#queue.shift()!);
+    let waiter!: (message: WsMessage) => void;
+    const arrived = new Promise<WsMessage>((resolve) => {
       waiter = resolve;
       this.#waiters.push(waiter);
     });
@@ -88,7 +89,7 @@ class TestSocket {
   }
 
   /** Messages received and not yet taken with next(). */
-  get pending(): readonly any[] {
+  get pending(): readonly WsMessage[] {
     return this.#queue;
   }
 
@@ -128,7 +129,7 @@ async function connect(t: TestApp, options: ConnectOptions = {}): Promise<TestSo
     'the WebSocket to open',
   );
   const ready = await socket.next();
-  assert.equal(ready.type, 'ready', JSON.stringify(ready));
+  assert.ok(ready.type === 'ready', JSON.stringify(ready));
   socket.ready = ready;
   return socket;
 }
@@ -157,8 +158,8 @@ function closeAllSockets(): void {
   openSockets.clear();
 }
 
-function assertEventMessage(message: any, name: string, payload: unknown): void {
-  assert.equal(message.type, 'event', JSON.stringify(message));
+function assertEventMessage(message: WsMessage, name: string, payload: unknown): void {
+  assert.ok(message.type === 'event', JSON.stringify(message));
   assert.equal(message.event, name);
   assert.deepEqual(message.payload, payload);
   assert.deepEqual(Object.keys(message).sort(), ['at', 'event', 'payload', 'type']);
@@ -419,8 +420,9 @@ describe('WebSocket /ws', () => {
         assert.ok(socket.isOpen);
         await t.ok('NoteRpc.add', { text: 'still listening' }, { apiKey: key.fullKey });
         const message = await socket.next();
+        assert.ok(message.type === 'event', JSON.stringify(message));
         assert.equal(message.event, 'note.added');
-        assert.equal(message.payload.text, 'still listening');
+        assert.equal((message.payload as { text: string }).text, 'still listening');
       } finally {
         socket.ws.close();
       }
@@ -488,12 +490,13 @@ describe('event fan-out between two instances on one PostgreSQL', { skip: TEST_D
       // While B is not listening, A deletes the key: B must not keep trusting its cached copy.
       await a.as(owner).ApiKeyRpc.delete({ _id: key._id });
       const deadline = Date.now() + WAIT_MS;
-      let delivered: any;
+      let delivered: WsMessage | undefined;
       while (!delivered && Date.now() < deadline) {
         await a.ok('NoteRpc.add', { text: 'after the blip' }, { token: owner.token });
         delivered = await onB.next(700).catch(() => undefined);
       }
       assert.ok(delivered, 'B heard events again after reconnecting');
+      assert.ok(delivered.type === 'event', JSON.stringify(delivered));
       assert.equal(delivered.event, 'note.added');
       assert.equal(resynced, 1, 'B announced that it may have missed events');
       assert.equal((await b.call('NoteRpc.whoAmI', {}, { apiKey: key.fullKey })).status, 401);

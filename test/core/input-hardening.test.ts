@@ -6,6 +6,7 @@ import type { Database } from 'rpc-service/plugin';
 import { definePlugin } from '../../core/plugin/define.ts';
 import { defineOperation } from '../../core/rpc/operation.ts';
 import { startTestApp, uniqueName, type RpcResponse, type TestApp } from '../support/harness.ts';
+import { logLines } from '../support/wire.ts';
 
 /**
  * Input that must never reach the database (NUL characters, malformed
@@ -199,7 +200,7 @@ describe('input hardening', () => {
     assert.equal(text.includes(secret.slice(7, 31)), false, 'the log holds part of the secret');
 
     // Still useful: the code, the statement's shape and the database's reason are there.
-    const entries = lines.map((line) => JSON.parse(line) as { msg: string; errorId?: string; err?: Record<string, any> });
+    const entries = logLines(lines);
     for (const [index, cast] of [
       [0, 'jsonb'],
       [1, 'integer'],

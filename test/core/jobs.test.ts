@@ -197,7 +197,7 @@ describe('durable jobs', () => {
 
   test("a plugin's job runs in the context of whoever enqueued it", async () => {
     // The notes plugin enqueues `tally` from NoteRpc.add; each subscription's count holds its own notes only.
-    const tallies: { subscriptionId: string; payload: any }[] = [];
+    const tallies: { subscriptionId: string; payload: unknown }[] = [];
     app.app.deps.bus.subscribe('notes.tallied', (event) => void tallies.push({ subscriptionId: event.subscriptionId!, payload: event.payload }));
     const ann = await app.signup();
     const bob = await app.signup();
@@ -230,8 +230,8 @@ test('the nightly sweep deletes notes older than NOTES_RETENTION_DAYS', async ()
 /** Adds a note made `daysOld` days ago and a new one, runs the notes plugin's sweep job, and lists what is left. */
 async function sweepWithOneOldNote(app: TestApp, daysOld: number) {
   const user = await app.signup();
-  const old = await app.ok('NoteRpc.add', { text: 'old news' }, { token: user.token });
-  const fresh = await app.ok('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
+  const old = await app.ok<{ _id: string }>('NoteRpc.add', { text: 'old news' }, { token: user.token });
+  const fresh = await app.ok<{ _id: string }>('NoteRpc.add', { text: 'fresh news' }, { token: user.token });
   await app.app.deps.db.execute(`update notes set created_at = now() - make_interval(days => ?) where id = ?`, [daysOld, old._id]);
   const notes: Jobs = app.app.depsOf('notes').jobs;
   const id = (await notes.enqueue('sweep', {}))!;
@@ -239,8 +239,8 @@ async function sweepWithOneOldNote(app: TestApp, daysOld: number) {
     const job = await notes.get('sweep', id);
     return job?.state === 'done' ? job : null;
   });
-  const listed = await app.ok('NoteRpc.list', {}, { token: user.token });
-  return { output: view.output, old: old._id as string, fresh: fresh._id as string, kept: listed.data.map((note: any) => note._id as string) };
+  const listed = await app.ok<{ data: { _id: string }[] }>('NoteRpc.list', {}, { token: user.token });
+  return { output: view.output, old: old._id, fresh: fresh._id, kept: listed.data.map((note) => note._id) };
 }
 
 test('shutdown lets a running job finish; a waiting job survives a restart', async () => {

@@ -5,6 +5,14 @@ import { BATCH_ANSWER_FACTOR } from '../../core/doors/rpc-reply.ts';
 import { probePlugin } from '../fixtures/probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
+import { errorOf, jsonRpcAnswer, jsonRpcAnswers, resultOf, type WireError } from '../support/wire.ts';
+import type { AuthRpcLoginResult } from '../../clients/typescript/src/operations.ts';
+
+/** A note of the notes plugin as an answer holds it (the plugin is a test's, unknown to the generated client). */
+interface Note {
+  _id: string;
+  text: string;
+}
 
 /** JSON-RPC 2.0 at POST /api/rpc, beside the spec's envelope (whose own tests are rpc-envelope.test.ts, unchanged). */
 describe('JSON-RPC 2.0 at /api/rpc', () => {
@@ -25,8 +33,13 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await response.text();
-    return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
+    const json: unknown = text ? JSON.parse(text) : undefined;
+    return { status: response.status, headers: response.headers, text, json };
   }
+  type Answered = Awaited<ReturnType<typeof rpc>>;
+  /** The answer of a single call; the answers of a batch. */
+  const answerOf = (response: Answered) => jsonRpcAnswer(response.json);
+  const answersOf = (response: Answered) => jsonRpcAnswers(response.json);
   const call = (method: string, params: unknown, id: string | number | null = 1) => ({ jsonrpc: '2.0', method, params, id });
 
   it('answers a call with its id and the operation data as result, ids of either kind echoed', async () => {
@@ -37,8 +50,8 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     assert.deepEqual((await rpc(call('ProbeRpc.nested', params, 'abc'))).json, { jsonrpc: '2.0', id: 'abc', result: params });
     assert.deepEqual((await rpc(call('ProbeRpc.nested', params, null))).json, { jsonrpc: '2.0', id: null, result: params });
     // Operations answering beside data in the spec's envelope answer those fields.
-    assert.deepEqual((await rpc(call('ProbeRpc.withMessage', {}))).json.result, { message: 'done' });
-    assert.deepEqual((await rpc(call('ProbeRpc.bare', {}))).json.result, {});
+    assert.deepEqual(answerOf(await rpc(call('ProbeRpc.withMessage', {}))).result, { message: 'done' });
+    assert.deepEqual(answerOf(await rpc(call('ProbeRpc.bare', {}))).result, {});
     // No params is {}.
     assert.deepEqual((await rpc({ jsonrpc: '2.0', method: 'ProbeRpc.bare', id: 2 })).json, { jsonrpc: '2.0', id: 2, result: {} });
   });
@@ -68,29 +81,31 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
       { authorization: `Bearer ${member.token}` },
     );
     assert.equal(response.status, 200);
-    const answers = response.json as any[];
+    const answers = answersOf(response);
     assert.deepEqual(
       answers.map((answer) => answer.id),
       [1, 2, 3, 4, 5],
     );
-    assert.equal(answers[0].error.code, -32003);
-    assert.equal(answers[0].error.data.code, 'FORBIDDEN');
-    assert.equal(answers[1].result.text, 'in a batch');
-    assert.equal(answers[2].error.code, -32601);
-    assert.equal(answers[2].error.data.code, 'METHOD_NOT_FOUND');
-    assert.equal(answers[3].error.code, -32602);
+    assert.equal(errorOf(answers[0]).code, -32003);
+    assert.equal(errorOf(answers[0]).data.code, 'FORBIDDEN');
+    assert.equal(resultOf<Note>(answers[1]).text, 'in a batch');
+    assert.equal(errorOf(answers[2]).code, -32601);
+    assert.equal(errorOf(answers[2]).data.code, 'METHOD_NOT_FOUND');
+    assert.equal(errorOf(answers[3]).code, -32602);
     assert.deepEqual(
-      answers[3].error.data.issues.map((issue: { path: string }) => issue.path),
+      errorOf(answers[3]).data.issues?.map((issue) => issue.path),
       ['text'],
     );
     // The calls ran one after another: the list sees the notification before it.
     assert.deepEqual(
-      answers[4].result.data.map((note: { text: string }) => note.text).filter((text: string) => text.includes('batch')),
+      resultOf<{ data: Note[] }>(answers[4])
+        .data.map((note) => note.text)
+        .filter((text) => text.includes('batch')),
       ['in a batch', 'a notification in a batch'],
     );
     // Each call has its own request id, under the request's.
     const requestId = response.headers.get('x-request-id')!;
-    assert.equal(answers[0].error.data.requestId, `${requestId}.1`);
+    assert.equal(errorOf(answers[0]).data.requestId, `${requestId}.1`);
     assert.ok(t.logs.some((line) => line.includes(`"requestId":"${requestId}.4"`) && line.includes('"code":"METHOD_NOT_FOUND"')));
   });
 
@@ -115,15 +130,16 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     for (const [body, id] of cases) {
       const response = await rpc(body);
       assert.equal(response.status, 200, JSON.stringify(body));
-      assert.equal(response.json.id, id, JSON.stringify(body));
-      assert.equal(response.json.error.code, -32600, JSON.stringify(body));
-      assert.equal(response.json.error.data.code, 'BAD_REQUEST');
-      assert.equal(typeof response.json.error.message, 'string');
+      const answer = answerOf(response);
+      assert.equal(answer.id, id, JSON.stringify(body));
+      assert.equal(errorOf(answer).code, -32600, JSON.stringify(body));
+      assert.equal(errorOf(answer).data.code, 'BAD_REQUEST');
+      assert.equal(typeof errorOf(answer).message, 'string');
     }
     // In a batch, items that are no request at all are answered one by one.
     const batch = await rpc([1, call('ProbeRpc.bare', {}, 9), 'text']);
     assert.deepEqual(
-      (batch.json as any[]).map((answer) => [answer.id, answer.error?.code ?? 'ok']),
+      answersOf(batch).map((answer) => [answer.id, answer.error?.code ?? 'ok']),
       [
         [null, -32600],
         [9, 'ok'],
@@ -136,39 +152,41 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     const before = (await t.ok('NoteRpc.list', {}, { token: admin.token })).totalCount;
     const response = await rpc(Array.from({ length: JSON_RPC_BATCH_LIMIT + 1 }, (_, index) => call('NoteRpc.add', { text: `n${index}` }, index)));
     assert.equal(response.status, 200);
-    assert.equal(response.json.id, null);
-    assert.equal(response.json.error.code, -32600);
-    assert.match(response.json.error.message, new RegExp(`at most ${JSON_RPC_BATCH_LIMIT}`));
+    assert.equal(answerOf(response).id, null);
+    assert.equal(errorOf(answerOf(response)).code, -32600);
+    assert.match(errorOf(answerOf(response)).message, new RegExp(`at most ${JSON_RPC_BATCH_LIMIT}`));
     assert.equal((await t.ok('NoteRpc.list', {}, { token: admin.token })).totalCount, before);
     const full = await rpc(Array.from({ length: JSON_RPC_BATCH_LIMIT }, (_, index) => call('ProbeRpc.bare', {}, index)));
-    assert.equal((full.json as any[]).length, JSON_RPC_BATCH_LIMIT);
+    assert.equal(answersOf(full).length, JSON_RPC_BATCH_LIMIT);
   });
 
   it('answers a body that is not JSON, meant as JSON-RPC, with 400 and the parse error', async () => {
     const response = await rpc('{"jsonrpc": "2.0", "method": ');
     assert.equal(response.status, 400);
-    assert.equal(response.json.jsonrpc, '2.0');
-    assert.equal(response.json.id, null);
-    assert.equal(response.json.error.code, -32700);
+    const answer = answerOf(response);
+    assert.equal(answer.jsonrpc, '2.0');
+    assert.equal(answer.id, null);
+    assert.equal(errorOf(answer).code, -32700);
   });
 
   it('answers unknown methods with -32601 and bad params with -32602 carrying our issues', async () => {
     const unknown = await rpc(call('NopeRpc.nothing', {}));
-    assert.deepEqual(unknown.json.error.code, -32601);
-    assert.equal(unknown.json.error.data.code, 'METHOD_NOT_FOUND');
+    assert.deepEqual(errorOf(answerOf(unknown)).code, -32601);
+    assert.equal(errorOf(answerOf(unknown)).data.code, 'METHOD_NOT_FOUND');
     const bad = await rpc(call('ProbeRpc.nested', { person: { name: '', age: 'old' }, tags: [1], mode: 'c' }));
-    assert.equal(bad.json.error.code, -32602);
-    assert.equal(bad.json.error.data.code, 'VALIDATION_ERROR');
-    assert.deepEqual(bad.json.error.data.issues.map((issue: { path: string }) => issue.path).sort(), ['mode', 'person.age', 'person.name', 'tags.0']);
+    const badError = errorOf(answerOf(bad));
+    assert.equal(badError.code, -32602);
+    assert.equal(badError.data.code, 'VALIDATION_ERROR');
+    assert.deepEqual(badError.data.issues?.map((issue) => issue.path).sort(), ['mode', 'person.age', 'person.name', 'tags.0']);
     const positional = await rpc(call('ProbeRpc.bare', [1, 2]));
-    assert.equal(positional.json.error.code, -32602);
-    assert.match(positional.json.error.message, /by name/);
+    assert.equal(errorOf(answerOf(positional)).code, -32602);
+    assert.match(errorOf(answerOf(positional)).message, /by name/);
   });
 
   it('refuses unknown params with -32602 naming them, as the spec envelope does', async () => {
     const response = await rpc(call('ProbeRpc.nested', { person: { name: 'Ann', age: 3, nick: 'A' }, tags: [], mode: 'a', colour: 'red' }, 5));
-    assert.equal(response.json.error.code, -32602);
-    assert.deepEqual(response.json.error.data.issues, [
+    assert.equal(errorOf(answerOf(response)).code, -32602);
+    assert.deepEqual(errorOf(answerOf(response)).data.issues, [
       { path: 'person.nick', message: 'Received unknown parameter: nick' },
       { path: 'colour', message: 'Received unknown parameter: colour' },
     ]);
@@ -177,28 +195,28 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
   it('authenticates as the spec envelope does: no credential, a bad key, a role too low', async () => {
     const none = await rpc(call('NoteRpc.list', {}), {});
     assert.equal(none.status, 200);
-    assert.equal(none.json.error.code, -32001);
-    assert.equal(none.json.error.data.code, 'UNAUTHENTICATED');
+    assert.equal(errorOf(answerOf(none)).code, -32001);
+    assert.equal(errorOf(answerOf(none)).data.code, 'UNAUTHENTICATED');
     const badKey = await rpc(call('NoteRpc.list', {}), { 'x-api-key': 'ak0000000000000_not-a-key' });
-    assert.equal(badKey.json.error.data.code, 'UNAUTHENTICATED');
+    assert.equal(errorOf(answerOf(badKey)).data.code, 'UNAUTHENTICATED');
     const key = await t.ok('ApiKeyRpc.create', { description: 'json-rpc' }, { token: admin.token });
-    assert.ok(Array.isArray((await rpc(call('NoteRpc.list', {}), { 'x-api-key': key.fullKey })).json.result.data));
+    assert.ok(Array.isArray(resultOf<{ data: unknown }>(answerOf(await rpc(call('NoteRpc.list', {}), { 'x-api-key': key.fullKey }))).data));
     const member = await addUser(t, admin.subscriptionId, 'user');
     const low = await rpc(call('ProbeRpc.adminOnly', {}), { authorization: `Bearer ${member.token}` });
-    assert.equal(low.json.error.code, -32003);
+    assert.equal(errorOf(answerOf(low)).code, -32003);
   });
 
   it('maps the other codes by their HTTP status, keeping ours in data: internal errors with an error id, rate limits with retryAfter', async () => {
     const internal = await rpc(call('ProbeRpc.boom', {}));
-    assert.equal(internal.json.error.code, -32603);
-    assert.match(internal.json.error.data.errorId, /^[0-9a-f-]{36}$/);
+    assert.equal(errorOf(answerOf(internal)).code, -32603);
+    assert.match(errorOf(answerOf(internal)).data.errorId ?? '', /^[0-9a-f-]{36}$/);
     assert.ok(!internal.text.includes('hunter2'));
-    assert.equal((await rpc(call('ProbeRpc.unavailable', {}))).json.error.code, -32503);
+    assert.equal(errorOf(answerOf(await rpc(call('ProbeRpc.unavailable', {})))).code, -32503);
     // A result that cannot be sent is still a JSON-RPC answer.
     const unsendable = await rpc(call('ProbeRpc.unsendable', {}));
     assert.equal(unsendable.status, 200);
-    assert.equal(unsendable.json.error.code, -32603);
-    assert.match(unsendable.json.error.data.errorId, /^[0-9a-f-]{36}$/);
+    assert.equal(errorOf(answerOf(unsendable)).code, -32603);
+    assert.match(errorOf(answerOf(unsendable)).data.errorId ?? '', /^[0-9a-f-]{36}$/);
 
     // Limits count each call of a batch: four logins with a wrong password, the last refused as the spec envelope would.
     const victim = await t.signup();
@@ -207,34 +225,35 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
       [1, 2, 3, 4].map((id) => call('AuthRpc.login', wrong, id)),
       {},
     );
-    const codes = (response.json as any[]).map((answer) => answer.error.data.code);
+    const codes = answersOf(response).map((answer) => errorOf(answer).data.code);
     assert.deepEqual(codes, ['UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'RATE_LIMITED']);
-    const limited = (response.json as any[])[3].error;
+    const limited = errorOf(answersOf(response)[3]);
     assert.equal(limited.code, -32029);
-    assert.ok(limited.data.retryAfter > 0);
+    assert.ok((limited.data.retryAfter ?? 0) > 0);
     assert.equal(Number(response.headers.get('retry-after')), limited.data.retryAfter);
   });
 
   it('sets the session cookie of a login made over JSON-RPC', async () => {
     const user = await t.signup();
     const response = await rpc(call('AuthRpc.login', { identifier: user.user.username, password: user.password }), {});
-    assert.equal(typeof response.json.result.token, 'string');
+    assert.equal(typeof resultOf<AuthRpcLoginResult>(answerOf(response)).token, 'string');
     assert.match(response.headers.get('set-cookie') ?? '', /^session=/);
   });
 
   it('answers rpc.discover once per request: a batch of them answers one document and refuses the others without describing again', async () => {
     const single = await rpc(call('rpc.discover', {}), {});
-    assert.equal(single.json.result.openrpc, '1.3.2');
+    assert.equal(resultOf<{ openrpc: string }>(answerOf(single)).openrpc, '1.3.2');
     const batch = await rpc(
       Array.from({ length: JSON_RPC_BATCH_LIMIT }, (_, index) => call('rpc.discover', {}, index)),
       {},
     );
-    const answers = batch.json as any[];
+    const answers = answersOf(batch);
     assert.equal(answers.length, JSON_RPC_BATCH_LIMIT);
-    assert.deepEqual(answers[0].result, single.json.result);
+    assert.deepEqual(answers[0]!.result, answerOf(single).result);
     for (const answer of answers.slice(1)) {
-      assert.deepEqual([answer.error.code, answer.error.data.code], [-32600, 'BAD_REQUEST']);
-      assert.match(answer.error.message, /rpc\.discover is answered once per request/);
+      const error = errorOf(answer);
+      assert.deepEqual([error.code, error.data.code], [-32600, 'BAD_REQUEST']);
+      assert.match(error.message, /rpc\.discover is answered once per request/);
     }
     assert.ok(batch.text.length < 2 * single.text.length, `a batch of discovers answers ${batch.text.length} bytes`);
   });
@@ -242,19 +261,20 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
   it('meters rpc.discover: by the rate of the key that asks, and per address without a credential', async () => {
     const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'discovers', rateLimitPerMinute: 2 }, { token: admin.token });
     const codes = [];
-    for (let round = 0; round < 3; round++) codes.push((await rpc(call('rpc.discover', {}), { 'x-api-key': fullKey })).json.error?.data.code ?? 'ok');
+    for (let round = 0; round < 3; round++) codes.push(answerOf(await rpc(call('rpc.discover', {}), { 'x-api-key': fullKey })).error?.data.code ?? 'ok');
     assert.deepEqual(codes, ['ok', 'ok', 'RATE_LIMITED']);
 
     // The address's count is shared with the other tests' anonymous discovers: the limit is reached at the latest after that many more.
-    let limited: any;
+    let limited: Answered | undefined;
     for (let round = 0; round <= DISCOVER_PER_MINUTE && !limited; round++) {
       const answer = await rpc(call('rpc.discover', {}), {});
-      if (answer.json.error) limited = answer;
+      if (answerOf(answer).error) limited = answer;
     }
     assert.ok(limited, `anonymous discovers are limited to ${DISCOVER_PER_MINUTE} a minute per address`);
-    assert.equal(limited.json.error.code, -32029);
-    assert.ok(limited.json.error.data.retryAfter > 0);
-    assert.equal(Number(limited.headers.get('retry-after')), limited.json.error.data.retryAfter);
+    const error = errorOf(answerOf(limited));
+    assert.equal(error.code, -32029);
+    assert.ok((error.data.retryAfter ?? 0) > 0);
+    assert.equal(Number(limited.headers.get('retry-after')), error.data.retryAfter);
   });
 
   it('meters GET /openrpc.json and GET /api/rpc as rpc.discover: by the rate of the key that asks, and per address without a credential', async () => {
@@ -273,9 +293,9 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     }
     assert.ok(limited, `anonymous documents are limited to ${DISCOVER_PER_MINUTE} a minute per address`);
     assert.equal(limited.status, 429);
-    assert.equal((await limited.json()).data.code, 'RATE_LIMITED');
+    assert.equal(((await limited.json()) as { data: WireError }).data.code, 'RATE_LIMITED');
     assert.ok(Number(limited.headers.get('retry-after')) > 0);
-    assert.equal((await rpc(call('rpc.discover', {}), {})).json.error.data.code, 'RATE_LIMITED', 'rpc.discover shares the count');
+    assert.equal(errorOf(answerOf(await rpc(call('rpc.discover', {}), {}))).data.code, 'RATE_LIMITED', 'rpc.discover shares the count');
   });
 
   it('keeps the spec envelope for bodies without a jsonrpc member, arrays of them included', async () => {
@@ -283,7 +303,7 @@ describe('JSON-RPC 2.0 at /api/rpc', () => {
     assert.deepEqual(spec.json, { success: true });
     const array = await rpc([{ method: 'ProbeRpc.bare' }]);
     assert.equal(array.status, 400);
-    assert.equal(array.json.data.code, 'BAD_REQUEST');
+    assert.equal((array.json as { data: WireError }).data.code, 'BAD_REQUEST');
   });
 });
 
@@ -315,19 +335,20 @@ describe('JSON-RPC 2.0 batches at /api/rpc: the size of an answer', () => {
     const text = await response.text();
     assert.equal(response.status, 200);
     assert.ok(Buffer.byteLength(text) < cap + BODY_LIMIT, `the answer holds ${Buffer.byteLength(text)} bytes, the cap is ${cap}`);
-    const answers = JSON.parse(text) as any[];
+    const answers = jsonRpcAnswers(JSON.parse(text));
     assert.deepEqual(
       answers.map((answer) => answer.id),
       batch.map((item) => item.id),
     );
-    assert.equal(answers[0].result.text, 'before the cap');
+    assert.equal(resultOf<Note>(answers[0]).text, 'before the cap');
     const refused = answers.findIndex((answer) => answer.error);
     assert.ok(refused > 1, 'the lists that fit are answered');
-    assert.deepEqual([answers[refused].error.code, answers[refused].error.data.code], [-32013, 'PAYLOAD_TOO_LARGE']);
-    assert.match(answers[refused].error.message, new RegExp(`^The answers of this batch would exceed ${cap} bytes: this call ran, but its answer is left out`));
+    const cut = errorOf(answers[refused]);
+    assert.deepEqual([cut.code, cut.data.code], [-32013, 'PAYLOAD_TOO_LARGE']);
+    assert.match(cut.message, new RegExp(`^The answers of this batch would exceed ${cap} bytes: this call ran, but its answer is left out`));
     for (const answer of answers.slice(refused + 1)) {
-      assert.equal(answer.error.data.code, 'PAYLOAD_TOO_LARGE');
-      assert.match(answer.error.message, /not run/);
+      assert.equal(errorOf(answer).data.code, 'PAYLOAD_TOO_LARGE');
+      assert.match(errorOf(answer).message, /not run/);
     }
     const notes = await t.ok('NoteRpc.list', {}, { token: admin.token });
     assert.deepEqual(

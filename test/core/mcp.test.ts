@@ -6,6 +6,13 @@ import { JSON_RPC_BATCH_LIMIT } from '../../core/doors/json-rpc.ts';
 import { toolName } from '../../core/doors/mcp.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { addUser } from '../support/users.ts';
+import { errorOf, jsonRpcAnswer, jsonRpcAnswers, resultOf, type WireError } from '../support/wire.ts';
+import type { ApiKeyRpcGetDataResult } from '../../clients/typescript/src/operations.ts';
+
+/** The result of tools/list, as far as these tests read it. */
+interface ToolList {
+  tools: { name: string }[];
+}
 
 /** The MCP server at /mcp, spoken to by the official SDK's client over Streamable HTTP. */
 describe('MCP at /mcp', () => {
@@ -67,7 +74,7 @@ describe('MCP at /mcp', () => {
     );
     assert.equal(notes[0]!.userId, admin.user._id, 'the note is the key owner’s');
     const keys = await client.callTool({ name: 'ApiKeyRpc_getData', arguments: {} });
-    assert.equal(JSON.parse((keys.content as { text: string }[])[0]!.text).totalCount, 1);
+    assert.equal((JSON.parse((keys.content as { text: string }[])[0]!.text) as ApiKeyRpcGetDataResult).totalCount, 1);
   });
 
   it('answers a refused call as a tool error carrying our code, and bad arguments with the issues', async () => {
@@ -77,20 +84,20 @@ describe('MCP at /mcp', () => {
     assert.deepEqual(tools.map((tool) => tool.name).sort(), operationsFor(['user']), 'a member sees no staff or admin tools');
     const refused = await client.callTool({ name: 'AdminUserRpc_getData', arguments: {} });
     assert.equal(refused.isError, true);
-    assert.equal(JSON.parse((refused.content as { text: string }[])[0]!.text).code, 'FORBIDDEN');
+    assert.equal((JSON.parse((refused.content as { text: string }[])[0]!.text) as WireError).code, 'FORBIDDEN');
     const bad = await client.callTool({ name: 'NoteRpc_add', arguments: { text: '' } });
     assert.equal(bad.isError, true);
-    const body = JSON.parse((bad.content as { text: string }[])[0]!.text);
+    const body = JSON.parse((bad.content as { text: string }[])[0]!.text) as WireError;
     assert.equal(body.code, 'VALIDATION_ERROR');
     assert.deepEqual(
-      body.issues.map((issue: { path: string }) => issue.path),
+      body.issues?.map((issue) => issue.path),
       ['text'],
     );
     await assert.rejects(client.callTool({ name: 'NopeRpc_nothing', arguments: {} }), /Unknown tool/);
     // An argument the tool does not declare is refused, naming it, and nothing is written.
     const typo = await client.callTool({ name: 'NoteRpc_add', arguments: { text: 'with a typo', colour: 'red' } });
     assert.equal(typo.isError, true);
-    const typoError = JSON.parse((typo.content as { text: string }[])[0]!.text);
+    const typoError = JSON.parse((typo.content as { text: string }[])[0]!.text) as WireError;
     assert.deepEqual([typoError.code, typoError.issues], ['VALIDATION_ERROR', [{ path: 'colour', message: 'Received unknown parameter: colour' }]]);
     const notes = await t.ok('NoteRpc.list', {}, { token: admin.token });
     assert.ok(!notes.data.some((note: { text: string }) => note.text === 'with a typo'));
@@ -104,39 +111,43 @@ describe('MCP at /mcp', () => {
       body: JSON.stringify(body),
     });
     const text = await response.text();
-    return { status: response.status, text, json: text ? JSON.parse(text) : undefined };
+    const json: unknown = text ? JSON.parse(text) : undefined;
+    return { status: response.status, text, json };
   }
+  /** The answer of a single call, and the answers of a batch: the MCP door's errors carry data of their own. */
+  const answerOf = (response: { json: unknown }) => jsonRpcAnswer<unknown>(response.json);
+  const answersOf = (response: { json: unknown }) => jsonRpcAnswers<unknown>(response.json);
   const listTools = (id: number) => ({ jsonrpc: '2.0', method: 'tools/list', params: {}, id });
 
   it('lists the tools once per request: a batch of tools/list answers one list and refuses the others', async () => {
     const single = await post(listTools(1), { 'x-api-key': apiKey });
-    assert.ok(single.json.result.tools.length > 10);
+    assert.ok(resultOf<ToolList>(answerOf(single)).tools.length > 10);
     const batch = await post(
       Array.from({ length: JSON_RPC_BATCH_LIMIT }, (_, index) => listTools(index)),
       { 'x-api-key': apiKey },
     );
-    const answers = batch.json as any[];
+    const answers = answersOf(batch);
     assert.equal(answers.length, JSON_RPC_BATCH_LIMIT);
     const listed = answers.filter((answer) => answer.result);
     assert.equal(listed.length, 1);
-    assert.deepEqual(listed[0].result, single.json.result);
-    for (const answer of answers.filter((answer) => answer.error)) assert.match(answer.error.message, /tools\/list is answered once per request/);
+    assert.deepEqual(listed[0]!.result, answerOf(single).result);
+    for (const answer of answers.filter((answer) => answer.error)) assert.match(errorOf(answer).message, /tools\/list is answered once per request/);
     assert.ok(batch.text.length < 2 * single.text.length, `a batch of tools/list answers ${batch.text.length} bytes`);
 
     const tooMany = await post(
       Array.from({ length: JSON_RPC_BATCH_LIMIT + 1 }, (_, index) => listTools(index)),
       { 'x-api-key': apiKey },
     );
-    assert.equal(tooMany.json.error.code, -32600);
-    assert.match(tooMany.json.error.message, new RegExp(`at most ${JSON_RPC_BATCH_LIMIT}`));
+    assert.equal(errorOf(answerOf(tooMany)).code, -32600);
+    assert.match(errorOf(answerOf(tooMany)).message, new RegExp(`at most ${JSON_RPC_BATCH_LIMIT}`));
   });
 
   it("meters tools/list by the key's rate, as its tool calls", async () => {
     const { fullKey } = await t.ok('ApiKeyRpc.create', { description: 'lists tools', rateLimitPerMinute: 2 }, { token: admin.token });
     const outcomes = [];
-    for (let round = 0; round < 3; round++) outcomes.push((await post(listTools(round), { 'x-api-key': fullKey })).json);
-    assert.ok(outcomes[0].result && outcomes[1].result);
-    assert.match(outcomes[2].error.message, /Rate limit of 2 calls a minute reached/);
+    for (let round = 0; round < 3; round++) outcomes.push(answerOf(await post(listTools(round), { 'x-api-key': fullKey })));
+    assert.ok(outcomes[0]!.result && outcomes[1]!.result);
+    assert.match(errorOf(outcomes[2]).message, /Rate limit of 2 calls a minute reached/);
   });
 
   it('refuses a client without a valid credential', async () => {

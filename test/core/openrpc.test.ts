@@ -7,6 +7,10 @@ import { startTestApp, type TestApp } from '../support/harness.ts';
 // Required rather than imported: its type declarations pull in a package's TypeScript source that this project's strict tsconfig would check.
 const { validateOpenRPCDocument } = createRequire(import.meta.url)('@open-rpc/schema-utils-js') as { validateOpenRPCDocument(document: unknown): true | Error };
 
+/** What the tokens of a JSON pointer (without its `#/`) reach in `document`: undefined where it lands on nothing. */
+const reach = (document: unknown, pointer: string): unknown =>
+  pointer.split('/').reduce<unknown>((node, token) => (node === null || node === undefined ? undefined : (node as Record<string, unknown>)[token]), document);
+
 /** The OpenRPC document at GET /openrpc.json and rpc.discover, judged by the OpenRPC project's own validator and client. */
 describe('OpenRPC', () => {
   let t: TestApp;
@@ -69,7 +73,7 @@ describe('OpenRPC', () => {
     assert.match(JSON.stringify(tree.params), /"#\/components\/schemas\/TaskRpc\.createTaskTree\.params\.\w+"/);
     const dangling = [...JSON.stringify(document).matchAll(/"\$ref":"#\/([^"]+)"/g)]
       .map(([, pointer]) => pointer!)
-      .filter((pointer) => pointer.split('/').reduce((node: any, token) => node?.[token], document) === undefined);
+      .filter((pointer) => reach(document, pointer) === undefined);
     assert.deepEqual(dangling, []);
   });
 

@@ -11,6 +11,7 @@ import * as v from 'valibot';
 import { CORE_EXTENSION_POINTS } from '../../core/app/app.ts';
 import { definePlugin, type Plugin, type PluginDefinition } from '../../core/plugin/define.ts';
 import type { PluginErrorCode } from '../../core/base/plugin-errors.ts';
+import type { Deps } from '../../core/plugin/services.ts';
 import { importPackagePlugins, PluginLoadError, selectPlugins, validatePlugins } from '../../core/plugin/loader.ts';
 import { defineOperation, type Operation } from '../../core/rpc/operation.ts';
 import { RpcError, type ErrorCode } from '../../core/base/errors.ts';
@@ -24,8 +25,9 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const userOp = defineOperation({ access: 'user', describe: 'A harmless operation.', params: v.object({}), handler: () => 'pong' });
 
-const plugin = (overrides: Partial<PluginDefinition<any>> = {}): Plugin =>
-  definePlugin({ id: 'mine', group: 'MineRpc', coreVersion: '^2.0.0', operations: { ping: userOp }, ...overrides });
+/** A plugin `mine` with one operation, changed by `overrides`; `D` types the deps its hooks receive. */
+const plugin = <D = unknown>(overrides: Partial<PluginDefinition<D>> = {}): Plugin =>
+  definePlugin<D>({ id: 'mine', group: 'MineRpc', coreVersion: '^2.0.0', operations: { ping: userOp }, ...overrides });
 
 /** Asserts that validatePlugins refuses with a PluginLoadError of this code, naming the plugin when given. */
 function refuses(plugins: Plugin[], code: PluginErrorCode, names?: string): void {
@@ -360,7 +362,7 @@ describe('plugin deps, settings and extension points', () => {
 
   it('hands contributions to the declaring plugin in load order, those given as a function made from the contributor’s own deps', async () => {
     let shoutDeps: { bus: { publish: unknown } } | undefined;
-    const shout = plugin({
+    const shout = plugin<Deps<['bus']>>({
       id: 'shout',
       group: 'ShoutRpc',
       deps: ['bus'],
@@ -558,7 +560,7 @@ describe('plugin extension points', () => {
   it('runs start before serving, delivers subscribed events, and runs stop on shutdown', async () => {
     const seen: string[] = [];
     const received: unknown[] = [];
-    const listener = plugin({
+    const listener = plugin<Deps<['bus']>>({
       id: 'listener',
       group: 'ListenerRpc',
       dependsOn: ['notes'],

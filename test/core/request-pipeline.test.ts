@@ -7,6 +7,7 @@ import { Note } from '../fixtures/notes-plugin/note.entity.ts';
 import { routeJson, startTestApp, type TestApp } from '../support/harness.ts';
 import { putUpload } from '../support/uploads.ts';
 import { addUser } from '../support/users.ts';
+import { logLines } from '../support/wire.ts';
 
 /** Writes the same note twice: the second insert breaks the notes table's primary key, as a real duplicate would. */
 async function insertTwice(ctx: RequestContext, id: string): Promise<never> {
@@ -104,7 +105,7 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
       assert.match(answer.body.data.error, new RegExp(`^Internal error \\(error id ${answer.body.data.errorId}\\)$`));
       assert.doesNotMatch(JSON.stringify(answer.body), /probe exploded/);
     }
-    const logged = t.logs.map((line) => JSON.parse(line) as Record<string, any>);
+    const logged = logLines(t.logs);
     const rpcLine = logged.find((line) => line.errorId === viaRpc.body.data.errorId);
     const routeLine = logged.find((line) => line.errorId === viaRoute.body.data.errorId);
     assert.deepEqual([rpcLine?.msg, rpcLine?.method], ['operation failed', 'PipelineProbeRpc.explode']);

@@ -79,7 +79,7 @@ describe('rpc-service plugin new', () => {
     const added = await t.ok('TaskBoardRpc.add', { text: ' first ' }, { token: owner.token });
     assert.equal(added.text, 'first');
     assert.deepEqual(
-      (await t.ok('TaskBoardRpc.list', {}, { token: owner.token })).map((item: any) => item._id),
+      (await t.ok<{ _id: string }[]>('TaskBoardRpc.list', {}, { token: owner.token })).map((item) => item._id),
       [added._id],
     );
     const full = await t.call('TaskBoardRpc.add', { text: 'second' }, { token: owner.token });

@@ -7,6 +7,8 @@ import { after, describe, it } from 'node:test';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { NOTES_PLUGIN, TEST_MASTER_KEY } from '../support/harness.ts';
 import { killLeftoverProcesses, runInProject, runServer, START_ARGS } from '../support/process.ts';
+import { dataOf, type Envelope } from '../support/wire.ts';
+import type { AuthRpcSignupResult } from '../../clients/typescript/src/operations.ts';
 
 /**
  * Starting the service as a user does: `npm start`, and the server process
@@ -107,15 +109,19 @@ describe('npm start', () => {
       assert.ok(argv.includes('dist/js/core/cli/main.js'), 'the JavaScript of dist/js runs');
 
       // The notes plugin is TypeScript, and so is the worker its stats run in: the built service loads both through tsx's loader.
-      const call = async (method: string, params: object, token?: string) => {
+      const call = async <T = unknown>(method: string, params: object, token?: string) => {
         const response = await fetch(`${base}/api/rpc`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
           body: JSON.stringify({ method, params }),
         });
-        return ((await response.json()) as { data: any }).data;
+        return dataOf((await response.json()) as Envelope<T>);
       };
-      const { token } = await call('AuthRpc.signup', { email: 'starter@example.com', username: 'starter', password: 'correct horse battery' });
+      const { token } = await call<AuthRpcSignupResult>('AuthRpc.signup', {
+        email: 'starter@example.com',
+        username: 'starter',
+        password: 'correct horse battery',
+      });
       await call('NoteRpc.add', { text: 'tide tide harbour' }, token);
       assert.deepEqual(await call('NoteRpc.stats', {}, token), {
         notes: 1,

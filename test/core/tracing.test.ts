@@ -5,7 +5,22 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
+import { logLines } from '../support/wire.ts';
 import { linearGraph } from '../support/workflows.ts';
+
+/** An OTLP attribute: its key, and its value under the name of its type (`stringValue`, `intValue`, ...). */
+interface OtlpAttribute {
+  key: string;
+  value: Record<string, unknown>;
+}
+
+/** What the exporter posts (OTLP/HTTP JSON's ExportTraceServiceRequest), as far as these tests read it. */
+interface OtlpExport {
+  resourceSpans: {
+    resource: { attributes: OtlpAttribute[] };
+    scopeSpans: { spans: { traceId: string; spanId: string; parentSpanId?: string; name: string; attributes?: OtlpAttribute[] }[] }[];
+  }[];
+}
 
 /** One span as OTLP/HTTP JSON carries it, its attributes flattened. */
 interface ReceivedSpan {
@@ -21,11 +36,11 @@ type Receiver = Awaited<ReturnType<typeof startHttpReceiver>>;
 /** Every span the collector has been sent, from the exporter's JSON bodies. */
 function spansOf(collector: Receiver): ReceivedSpan[] {
   return collector.requests.flatMap((request) =>
-    (JSON.parse(request.body).resourceSpans as any[]).flatMap((resource) =>
-      (resource.scopeSpans as any[]).flatMap((scope) =>
-        (scope.spans as any[]).map((span) => ({
+    (JSON.parse(request.body) as OtlpExport).resourceSpans.flatMap((resource) =>
+      resource.scopeSpans.flatMap((scope) =>
+        scope.spans.map((span) => ({
           ...span,
-          attributes: Object.fromEntries((span.attributes ?? []).map((a: any) => [a.key, Object.values(a.value)[0]])),
+          attributes: Object.fromEntries((span.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]])),
         })),
       ),
     ),
@@ -111,13 +126,13 @@ describe('OpenTelemetry traces', () => {
 
     const everything = JSON.stringify(spansOf(collector));
     assert.ok(!everything.includes('not-in-any-span') && !everything.includes('TRACED'), 'no span holds a param, nor a statement its values');
-    const resource = JSON.parse(collector.requests[0]!.body).resourceSpans[0].resource.attributes;
+    const resource = (JSON.parse(collector.requests[0]!.body) as OtlpExport).resourceSpans[0]!.resource.attributes;
     assert.deepEqual(
-      resource.find((a: any) => a.key === 'service.name'),
+      resource.find((a) => a.key === 'service.name'),
       { key: 'service.name', value: { stringValue: 'traced-service' } },
     );
 
-    const logged = t.logs.map((line) => JSON.parse(line)).filter((line) => line.trace_id === traceId);
+    const logged = logLines(t.logs).filter((line) => line.trace_id === traceId);
     assert.ok(
       logged.some((line) => line.method === 'SecretsRpc.create' && line.span_id === call.spanId),
       'the call is logged with its trace',

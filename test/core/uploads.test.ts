@@ -9,7 +9,8 @@ import * as v from 'valibot';
 import { definePlugin, operationBuilder, type Deps } from 'rpc-service/plugin';
 import { DatabaseStorage } from '../../core/uploads/database-storage.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { getFile, postUpload, putUpload, tinyPng } from '../support/uploads.ts';
+import { getFile, postUpload, putUpload, tinyPng, uploadedFiles } from '../support/uploads.ts';
+import type { Envelope, WireError } from '../support/wire.ts';
 import { addUser } from '../support/users.ts';
 
 const defineOperation = operationBuilder<Deps<['uploadService']>>();
@@ -42,8 +43,18 @@ const TEXT = Buffer.from('plain words, nothing more\n');
 
 type Account = Awaited<ReturnType<TestApp['signup']>>;
 
+/** A row of core_file, the columns these tests read. */
+interface FileRow {
+  id: string;
+  user_id: string | null;
+  purpose: string;
+  sha256: string;
+  storage_path: string;
+  finalized_at: Date | null;
+}
+
 async function fileRows(t: TestApp, subscriptionId: string) {
-  return t.app.deps.db.execute<Record<string, any>>('select * from core_file where subscription_id = ? order by created_at', [subscriptionId]);
+  return t.app.deps.db.execute<FileRow>('select * from core_file where subscription_id = ? order by created_at', [subscriptionId]);
 }
 
 /** Stored files of a subscription where the storage keeps them (FILE_STORAGE), ignoring nothing: half-written ones count too. */
@@ -62,11 +73,14 @@ async function storedBytes(t: TestApp, storagePath: string): Promise<Buffer> {
   return readFileSync(path.join(t.dataDir, 'files', storagePath));
 }
 
-function assertRefused(answer: { status: number; body: any }, status: number, code: string, message?: RegExp) {
+/** Asserts an upload or a call was refused with this status and code (and a message matching), and answers the refusal. */
+function assertRefused(answer: { status: number; body: unknown }, status: number, code: string, message?: RegExp): WireError {
   assert.equal(answer.status, status, JSON.stringify(answer.body));
-  assert.equal(answer.body.success, false);
-  assert.equal(answer.body.data.code, code);
-  if (message) assert.match(answer.body.data.error, message);
+  const body = answer.body as Envelope;
+  if (body.success !== false) assert.fail(`expected a refusal: ${JSON.stringify(body)}`);
+  assert.equal(body.data.code, code);
+  if (message) assert.match(body.data.error, message);
+  return body.data;
 }
 
 describe('uploads and files', () => {
@@ -89,7 +103,7 @@ describe('uploads and files', () => {
     const put = await putUpload(t, uploadKey, png, 'image/png', { token: ann.token, fileName: 'dir/../été photo.png' });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.equal(put.body.success, true);
-    const [file] = put.body.data.files;
+    const [file] = uploadedFiles(put);
     assert.deepEqual(Object.keys(file).sort(), ['fileId', 'fileName', 'mimeType', 'size']);
     assert.equal(file.fileName, 'été photo.png');
     assert.equal(file.mimeType, 'image/png');
@@ -136,7 +150,7 @@ describe('uploads and files', () => {
     );
     assert.equal(posted.status, 200, JSON.stringify(posted.body));
     assert.deepEqual(
-      posted.body.data.files.map((file: any) => [file.fileName, file.mimeType, file.size]),
+      uploadedFiles(posted).map((file) => [file.fileName, file.mimeType, file.size]),
       [
         ['a.png', 'image/png', png.length],
         ['notes.txt', 'text/plain', TEXT.length],
@@ -173,14 +187,12 @@ describe('uploads and files', () => {
     const storedBefore = (await storedFiles(t, ann.subscriptionId)).length;
     for (const [uploadKey, bytes, type, message] of cases) {
       const put = await putUpload(t, uploadKey, bytes, type, { token: ann.token });
-      assertRefused(put, 400, 'VALIDATION_ERROR', message);
-      assert.equal(put.body.data.issues[0].path, 'file');
+      assert.equal(assertRefused(put, 400, 'VALIDATION_ERROR', message).issues?.[0]?.path, 'file');
     }
     const posted = await postUpload(t, profileKey, [{ bytes: TEXT, type: 'image/png', name: 'x.png', field: 'picture' }], {
       token: ann.token,
     });
-    assertRefused(posted, 400, 'VALIDATION_ERROR', /content is not of type image\/png/);
-    assert.equal(posted.body.data.issues[0].path, 'picture');
+    assert.equal(assertRefused(posted, 400, 'VALIDATION_ERROR', /content is not of type image\/png/).issues?.[0]?.path, 'picture');
     assertRefused(await putUpload(t, profileKey, Buffer.alloc(0), 'image/png', { token: ann.token }), 400, 'VALIDATION_ERROR', /empty/);
 
     assert.equal((await fileRows(t, ann.subscriptionId)).length, rowsBefore);
@@ -245,7 +257,7 @@ describe('uploads and files', () => {
   it('another subscription can neither read a file nor use the key', async () => {
     const png = tinyPng(4);
     const uploadKey = await probeKey();
-    const { fileId } = (await putUpload(t, uploadKey, png, 'image/png', { token: ann.token })).body.data.files[0];
+    const { fileId } = uploadedFiles(await putUpload(t, uploadKey, png, 'image/png', { token: ann.token }))[0]!;
     await t.ok('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token });
     const read = await getFile(t, `/api/files/${fileId}`, { token: other.token });
     assert.equal(read.status, 404);
@@ -272,7 +284,7 @@ describe('uploads and files', () => {
     const put = await putUpload(t, uploadKey, TEXT, 'text/plain', { apiKey: key.fullKey });
     assert.equal(put.status, 200);
     await t.ok('UploadProbeRpc.finalize', { uploadKey }, { apiKey: key.fullKey });
-    const { fileId } = put.body.data.files[0];
+    const { fileId } = uploadedFiles(put)[0]!;
     const anonymous = await getFile(t, `/api/files/${fileId}`);
     assert.equal(anonymous.status, 401);
     assert.equal(JSON.parse(anonymous.bytes.toString()).data.code, 'UNAUTHENTICATED');
@@ -316,10 +328,10 @@ describe('uploads and files', () => {
 
   it('the sweep removes files never finalized once their key expired, and keeps finalized ones', async () => {
     const kept = await probeKey(other);
-    const keptId = (await putUpload(t, kept, TEXT, 'text/plain', { token: other.token })).body.data.files[0].fileId;
+    const keptId = uploadedFiles(await putUpload(t, kept, TEXT, 'text/plain', { token: other.token }))[0]!.fileId;
     await t.ok('UploadProbeRpc.finalize', { uploadKey: kept }, { token: other.token });
     const abandoned = await probeKey(other);
-    const abandonedId = (await putUpload(t, abandoned, TEXT, 'text/plain', { token: other.token })).body.data.files[0].fileId;
+    const abandonedId = uploadedFiles(await putUpload(t, abandoned, TEXT, 'text/plain', { token: other.token }))[0]!.fileId;
     assert.deepEqual((await storedFiles(t, other.subscriptionId)).sort(), [keptId, abandonedId].sort());
 
     assert.equal(await t.app.deps.uploadService.sweep(), 0, 'nothing is swept while keys are valid');
@@ -383,6 +395,6 @@ describe('upload limits', () => {
     assert.deepEqual(await fileRows(t, ann.subscriptionId), []);
     const fits = await putUpload(t, uploadKey, bigText.subarray(0, LIMIT), 'text/plain', { token: ann.token });
     assert.equal(fits.status, 200, JSON.stringify(fits.body));
-    assert.equal(fits.body.data.files[0].size, LIMIT);
+    assert.equal(uploadedFiles(fits)[0]!.size, LIMIT);
   });
 });

@@ -9,6 +9,8 @@ import { loadConfig } from '../../core/base/config.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runInProject, START_ARGS, whenHealthy } from '../support/process.ts';
+import { dataOf, type Envelope, type WsMessage } from '../support/wire.ts';
+import type { AuthRpcSignupResult } from '../../clients/typescript/src/operations.ts';
 
 /**
  * Caps on open WebSockets (per user, per client address, in all), set small
@@ -22,7 +24,7 @@ const HEARTBEAT_SECONDS = 20;
 /** How long an upgrade, a freed slot or a close may take to come: it ends when it comes, so it is long (docs/decisions/0060-tests-and-the-clock.md). */
 const WAIT_MS = 15_000;
 
-type Attempt = { opened: true; ws: WebSocket } | { opened: false; status: number; retryAfter?: string; body: any };
+type Attempt = { opened: true; ws: WebSocket } | { opened: false; status: number; retryAfter?: string; body: Envelope | undefined };
 
 /** Every socket a test opened, so `after` can end the ones a failing test left open. */
 const sockets = new Set<WebSocket>();
@@ -63,7 +65,7 @@ describe('WebSocket limits', () => {
       ws.on('error', (error) => reject(error));
       ws.once('message', (data) => {
         clearTimeout(timer);
-        assert.equal(JSON.parse(data.toString()).type, 'ready');
+        assert.equal((JSON.parse(data.toString()) as WsMessage).type, 'ready');
         resolve({ opened: true, ws });
       });
       ws.once('unexpected-response', (request, response) => {
@@ -73,7 +75,12 @@ describe('WebSocket limits', () => {
         response.on('end', () => {
           clearTimeout(timer);
           request.destroy();
-          resolve({ opened: false, status: response.statusCode!, retryAfter: response.headers['retry-after'], body: text ? JSON.parse(text) : undefined });
+          resolve({
+            opened: false,
+            status: response.statusCode!,
+            retryAfter: response.headers['retry-after'],
+            body: text ? (JSON.parse(text) as Envelope) : undefined,
+          });
         });
       });
     });
@@ -89,7 +96,7 @@ describe('WebSocket limits', () => {
     assert.ok(!result.opened, 'the socket opened, but should have been refused');
     assert.equal(result.status, 429);
     assert.equal(result.retryAfter, String(HEARTBEAT_SECONDS));
-    assert.equal(result.body.success, false);
+    assert.ok(result.body?.success === false, JSON.stringify(result.body));
     assert.equal(result.body.data.code, 'RATE_LIMITED');
     assert.match(result.body.data.error, message);
   }
@@ -261,16 +268,17 @@ describe('the default total, from the open-file limit', () => {
       ...(scratch ? { ...databaseEnv(scratch.url), MASTER_KEY: TEST_MASTER_KEY } : {}),
     });
     await whenHealthy(server, base, 60_000);
-    const rpc = async (method: string, params: unknown, token?: string) => {
+    const rpc = async <T = unknown>(method: string, params: unknown, token?: string) => {
       const response = await fetch(`${base}/api/rpc`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
         body: JSON.stringify({ method, params }),
       });
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as Envelope<T> };
     };
-    const signup = (name: string) => rpc('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
-    const { token } = (await signup('socketeer')).body.data;
+    const signup = (name: string) =>
+      rpc<AuthRpcSignupResult>('AuthRpc.signup', { email: `${name}@example.com`, username: name, password: 'correct horse battery' });
+    const { token } = dataOf((await signup('socketeer')).body);
 
     // Opens sockets until one is refused (or something else goes wrong, which fails the test).
     let refusal: { status: number; retryAfter?: string } | undefined;

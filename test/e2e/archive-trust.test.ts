@@ -12,6 +12,8 @@ import { NOTES_PLUGIN } from '../support/harness.ts';
 import { startOpenIdProvider, TestBrowser } from '../support/oidc.ts';
 import { freePort, killLeftoverProcesses, runInProject, runServer, whenHealthy, type RunningProcess } from '../support/process.ts';
 import { callerAt, refused, type Credential } from '../support/caller.ts';
+import { dataOf, type Envelope } from '../support/wire.ts';
+import type { UploadedFile } from '../../clients/typescript/src/client.ts';
 
 /**
  * Archives from outside are untrusted input: their manifest's sizes and
@@ -39,6 +41,13 @@ interface Entry {
   path: string;
   size: number;
   sha256: string;
+}
+
+/** A manifest as the attacker edits it: entries it adds name a path alone (forge recomputes them all); a tenant export's tables and what else it holds are kept as read. */
+interface ForgedManifest {
+  entries: (Pick<Entry, 'path'> & Partial<Entry>)[];
+  tables?: { name: string; rows: number }[];
+  [field: string]: unknown;
 }
 
 /** A member of an archive the attacker writes: its name, and its bytes, or so many bytes of filler streamed. */
@@ -124,18 +133,18 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
       headers: { authorization: `Bearer ${session.token}`, 'content-type': 'image/png' },
       body: new Uint8Array(content),
     });
-    const fileId = (await uploaded.json()).data.files[0].fileId;
+    const fileId = dataOf((await uploaded.json()) as Envelope<{ files: UploadedFile[] }>).files[0]!.fileId;
     await on(node, session).UserProfileRpc.updateProfilePicture({ uploadKey });
     return fileId;
   }
 
-  const readManifest = (folder: string) => JSON.parse(readFileSync(path.join(folder, 'manifest.json'), 'utf8'));
+  const readManifest = (folder: string) => JSON.parse(readFileSync(path.join(folder, 'manifest.json'), 'utf8')) as ForgedManifest;
   const tableFile = (folder: string, table: string) => path.join(folder, 'tables', `${table}.ndjson`);
   const rowsOf = (folder: string, table: string): Record<string, unknown>[] =>
     readFileSync(tableFile(folder, table), 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((line) => JSON.parse(line));
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
   const writeRows = (folder: string, table: string, rows: Record<string, unknown>[]) =>
     writeFileSync(tableFile(folder, table), rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
 
@@ -149,7 +158,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
   async function forge(
     from: string,
     name: string,
-    tamper: (folder: string, manifest: any) => void,
+    tamper: (folder: string, manifest: ForgedManifest) => void,
     { extra = [], replace = {} }: { extra?: Member[]; replace?: Record<string, Member> } = {},
   ): Promise<string> {
     const folder = path.join(work, `forged-${name}`);
@@ -160,7 +169,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     for (const table of manifest.tables ?? []) {
       if (existsSync(tableFile(folder, table.name))) table.rows = rowsOf(folder, table.name).length;
     }
-    manifest.entries = manifest.entries.map((entry: Entry) => {
+    manifest.entries = manifest.entries.map((entry): Entry => {
       const content = readFileSync(path.join(folder, entry.path));
       return { path: entry.path, size: content.length, sha256: sha256(content) };
     });
@@ -169,7 +178,7 @@ describe('archives from outside are untrusted input', { timeout: 15 * 60_000 }, 
     await writeTar(out, [
       { name: 'manifest.json', content: listing },
       ...manifest.entries.map(
-        (entry: Entry): Member => replace[entry.path] ?? { name: path.posix.normalize(entry.path), content: readFileSync(path.join(folder, entry.path)) },
+        (entry): Member => replace[entry.path] ?? { name: path.posix.normalize(entry.path), content: readFileSync(path.join(folder, entry.path)) },
       ),
       ...extra,
     ]);

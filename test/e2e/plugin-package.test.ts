@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';
 import { freePort, killLeftoverProcesses, runIn, whenHealthy, type RunningProcess } from '../support/process.ts';
+import { dataOf, type Envelope } from '../support/wire.ts';
+import type { ApiKeyRpcCreateResult, AuthRpcSignupResult } from '../../clients/typescript/src/operations.ts';
 
 /**
  * docs/plugin-sdk.md's plugin author walk-through, command by command, in a new
@@ -138,26 +140,32 @@ describe('a third-party plugin package, from the scaffold to an installation', {
     const base = `http://127.0.0.1:${port}`;
     await whenHealthy(server, base, 60_000);
     assert.match(server.stdout(), /"hello:Migration\d{14}_initial","hello:Migration\d{14}_add_note"/, 'the plugin migrations ran at start');
-    const call = async (method: string, params: unknown, headers: Record<string, string> = {}) => {
+    const call = async <T = unknown>(method: string, params: unknown, headers: Record<string, string> = {}) => {
       const response = await fetch(`${base}/api/rpc`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify({ method, params }),
       });
-      return { status: response.status, body: (await response.json()) as { success: boolean; data: any } };
+      return { status: response.status, body: (await response.json()) as Envelope<T> };
     };
-    const signup = await call('AuthRpc.signup', { email: 'author@example.com', username: 'author', password: 'correct horse battery' });
+    const signup = await call<AuthRpcSignupResult>('AuthRpc.signup', { email: 'author@example.com', username: 'author', password: 'correct horse battery' });
     assert.equal(signup.status, 200, JSON.stringify(signup.body));
-    const key = await call('ApiKeyRpc.create', { description: 'walk-through' }, { authorization: `Bearer ${signup.body.data.token}` });
-    const added = await call('HelloRpc.add', { text: 'hello from a package' }, { 'x-api-key': key.body.data.fullKey });
+    const key = await call<ApiKeyRpcCreateResult>(
+      'ApiKeyRpc.create',
+      { description: 'walk-through' },
+      { authorization: `Bearer ${dataOf(signup.body).token}` },
+    );
+    const { fullKey } = dataOf(key.body);
+    // The package's own plugin: its operations are unknown to the generated client.
+    const added = await call<{ text: string }>('HelloRpc.add', { text: 'hello from a package' }, { 'x-api-key': fullKey });
     assert.equal(added.status, 200, JSON.stringify(added.body));
-    assert.equal(added.body.data.text, 'hello from a package');
-    const listed = await call('HelloRpc.list', {}, { 'x-api-key': key.body.data.fullKey });
+    assert.equal(dataOf(added.body).text, 'hello from a package');
+    const listed = await call<{ text: string }[]>('HelloRpc.list', {}, { 'x-api-key': fullKey });
     assert.deepEqual(
-      listed.body.data.map((item: { text: string }) => item.text),
+      dataOf(listed.body).map((item) => item.text),
       ['hello from a package'],
     );
-    assert.deepEqual((await call('HelloJsRpc.ping', {}, { 'x-api-key': key.body.data.fullKey })).body, { success: true, data: 'pong' });
+    assert.deepEqual((await call('HelloJsRpc.ping', {}, { 'x-api-key': fullKey })).body, { success: true, data: 'pong' });
     // Ctrl-C in a terminal: SIGINT to npx and the service, which stops cleanly.
     process.kill(-server.child.pid!, 'SIGINT');
     await server.exited(30_000);

@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { runInProject } from './process.ts';
+import type { Envelope } from './wire.ts';
 
 /**
  * A client that writes its whole request, head then body, before it reads
@@ -28,7 +29,8 @@ export interface NaiveRequest {
 export interface NaiveAnswer {
   status?: number;
   headers: Record<string, string>;
-  body?: any;
+  /** The spec's envelope the server answered with, parsed. */
+  body?: Envelope;
   /** The socket error the client saw (EPIPE, ECONNRESET), if any. */
   error?: string;
 }
@@ -80,7 +82,7 @@ function parseResponse(bytes: Buffer): Omit<NaiveAnswer, 'error'> {
   const [statusLine, ...lines] = bytes.subarray(0, split).toString('latin1').split('\r\n');
   const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
   const text = bytes.subarray(split + 4, split + 4 + Number(headers['content-length'] ?? 0)).toString('utf8');
-  return { status: Number(statusLine!.split(' ')[1]), headers, body: text ? JSON.parse(text) : undefined };
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: text ? (JSON.parse(text) as Envelope) : undefined };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

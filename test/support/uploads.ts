@@ -1,5 +1,8 @@
+import assert from 'node:assert/strict';
 import { crc32, deflateSync } from 'node:zlib';
+import type { UploadedFile } from '../../clients/typescript/src/client.ts';
 import type { CallOptions, TestApp } from './harness.ts';
+import type { Envelope, WireError } from './wire.ts';
 
 /** A valid PNG of `width` × 1 pixels of one colour, built byte by byte (signature, IHDR, IDAT, IEND). */
 export function tinyPng(width = 1, rgba: [number, number, number, number] = [200, 30, 30, 255]): Buffer {
@@ -30,17 +33,37 @@ const credentialHeaders = (options: CallOptions = {}): Record<string, string> =>
   ...options.headers,
 });
 
+/** What an upload answers in the spec's envelope: the files it stored, or a refusal. */
+export type UploadBody = Envelope<{ files: UploadedFile[] }>;
+
 export interface HttpAnswer {
   status: number;
   headers: Headers;
+  /**
+   * An UploadBody. Plugin tests still read `body.data.files` and
+   * `body.data.code` without first telling a success from a refusal, which
+   * the type would refuse; read it through uploadedFiles() and uploadRefusal().
+   */
   body: any;
 }
 
 const answerOf = async (response: Response): Promise<HttpAnswer> => ({
   status: response.status,
   headers: response.headers,
-  body: await response.json(),
+  body: (await response.json()) as UploadBody,
 });
+
+/** The files an upload stored, insisting it succeeded. */
+export function uploadedFiles(answer: { status: number; body: UploadBody }): UploadedFile[] {
+  if (!answer.body.success) assert.fail(`the upload was refused with ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer.body.data.files;
+}
+
+/** The refusal of an upload, insisting it was refused. */
+export function uploadRefusal(answer: { status: number; body: UploadBody }): WireError {
+  if (answer.body.success) assert.fail(`the upload was stored with ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer.body.data;
+}
 
 /** `PUT /api/uploads/<key>` with the raw bytes. */
 export async function putUpload(
