@@ -39,12 +39,8 @@ export type UploadBody = Envelope<{ files: UploadedFile[] }>;
 export interface HttpAnswer {
   status: number;
   headers: Headers;
-  /**
-   * An UploadBody. Plugin tests still read `body.data.files` and
-   * `body.data.code` without first telling a success from a refusal, which
-   * the type would refuse; read it through uploadedFiles() and uploadRefusal().
-   */
-  body: any;
+  /** Read through uploadedFiles() or uploadRefusal(), which tell a success from a refusal. */
+  body: UploadBody;
 }
 
 const answerOf = async (response: Response): Promise<HttpAnswer> => ({
