@@ -72,17 +72,15 @@ describe('BillingPlanRpc', () => {
     await refused(t.as(member).BillingPlanRpc.update({ _id: plan._id, name: 'Mine' }), 'FORBIDDEN');
 
     await t.as(admin).BillingPlanRpc.create({ planId: 'hidden', name: 'Hidden', currency: 'USD' });
-    await t
-      .as(admin)
-      .BillingPlanRpc.create({
-        planId: 'solo',
-        name: 'Solo',
-        currency: 'USD',
-        recurringCost: 900,
-        isPublic: true,
-        sortOrder: 1,
-        features: [{ key: 'seats', limit: 1 }],
-      });
+    await t.as(admin).BillingPlanRpc.create({
+      planId: 'solo',
+      name: 'Solo',
+      currency: 'USD',
+      recurringCost: 900,
+      isPublic: true,
+      sortOrder: 1,
+      features: [{ key: 'seats', limit: 1 }],
+    });
     const visible = await t.as(member).BillingPlanRpc.listPublicPlans({});
     assert.deepEqual(visible, [
       { planId: 'solo', name: 'Solo', description: '', currency: 'USD', oneTimeCost: 0, recurringCost: 900, billingCycle: 'monthly' },
@@ -155,12 +153,10 @@ describe('BillingPlanRpc', () => {
     const loop = await refused(t.as(admin).BillingPlanRpc.update({ _id: base._id, basePlanId: 'pro' }), 'VALIDATION_ERROR');
     assert.match(loop.issues?.[0]?.message ?? '', /loop/);
     assert.deepEqual(
-      await t
-        .as(member)
-        .BillingPlanRpc.getFieldValues({
-          fieldName: 'plan',
-          reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } },
-        }),
+      await t.as(member).BillingPlanRpc.getFieldValues({
+        fieldName: 'plan',
+        reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } },
+      }),
       [
         { value: 'base', label: 'Base' },
         { value: 'pro', label: 'Pro' },

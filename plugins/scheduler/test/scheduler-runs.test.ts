@@ -222,11 +222,9 @@ describe('SchedulerRpc: aiMessage with a provider', () => {
     try {
       const user = await t.signup();
       await t.as(user).AgentConfigRpc.create({ name: 'Closer', model: 'peer-chat', promptText: 'You close deals.' });
-      const taskId = await t
-        .as(user)
-        .SchedulerRpc.create({
-          taskConfig: { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } },
-        });
+      const taskId = await t.as(user).SchedulerRpc.create({
+        taskConfig: { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } },
+      });
       const [run] = await finishedRuns(t, user, taskId);
       assert.deepEqual([run.status, run.result], ['succeeded', { agentName: 'Closer', answer: 'You said: Any news?' }]);
       assert.deepEqual(peer.chats.at(-1), [
@@ -258,11 +256,9 @@ describe('SchedulerRpc: two nodes on one PostgreSQL', { skip: TEST_DATABASE_URL 
       const ids: string[] = [];
       for (let index = 0; index < 200; index++) {
         ids.push(
-          await first
-            .as(user)
-            .SchedulerRpc.create({
-              taskConfig: { name: `Task ${index}`, schedule: due, actionType: 'event', actionConfig: { eventName: 'batch.fired', eventData: { index } } },
-            }),
+          await first.as(user).SchedulerRpc.create({
+            taskConfig: { name: `Task ${index}`, schedule: due, actionType: 'event', actionConfig: { eventName: 'batch.fired', eventData: { index } } },
+          }),
         );
       }
       const runs = await eventually(async () => {
