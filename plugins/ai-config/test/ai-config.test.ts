@@ -4,12 +4,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Principal } from 'rpc-service/plugin';
+import type {
+  AIConfigRpcGetAIConfigurationResult,
+  AIConfigRpcGetModelsParams,
+  AIConfigRpcGetModelsResult,
+  AIConfigRpcGetTaskRecommendationsResult,
+} from '../../../clients/typescript/src/operations.ts';
+import { refused, type Caller } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { shippedCatalogue } from '../../../test/support/model-peer.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 const MARKER = 'sk-marker-value';
-const SHIPPED = shippedCatalogue();
+const SHIPPED: Pick<AIConfigRpcGetAIConfigurationResult, 'models' | 'recommendations'> = shippedCatalogue();
 
 const MODEL_FIELDS = ['id', 'name', 'provider', 'type', 'endpoints', 'capabilities', 'modality', 'inputModalities', 'outputModalities', 'contextWindow'];
 const PROVIDER_FIELDS = ['name', 'type', 'baseUrl', 'apiKeyEnvVar', 'configured'];
@@ -24,9 +31,8 @@ const OPERATIONS = [
 ].map((name) => `AIConfigRpc.${name}`);
 
 const ids = (models: { id: string }[]) => models.map((model) => model.id);
-const as = (token: string) => ({ token });
 
-/** Params that reach every branch of every operation, found or not, valid or not. */
+/** Params that reach every branch of every operation, found or not, valid or not (called over HTTP: the tests read whole bodies). */
 const EVERY_CALL: [string, Record<string, unknown>][] = [
   ['AIConfigRpc.getAIConfiguration', {}],
   ['AIConfigRpc.getModels', {}],
@@ -45,18 +51,14 @@ const EVERY_CALL: [string, Record<string, unknown>][] = [
   ['AIConfigRpc.getTaskRecommendations', { taskName: 'nobody' }],
 ];
 
-async function expectError(t: TestApp, method: string, params: unknown, token: string | undefined, status: number, code: string) {
-  const response = await t.call(method, params, token ? as(token) : {});
-  assert.equal(response.status, status, `${method} ${JSON.stringify(params)}: ${JSON.stringify(response.body)}`);
-  assert.equal(response.body.success, false);
-  assert.equal(response.body.data.code, code);
-  return response.body.data as { error: string; code: string; issues?: { path: string; message: string }[] };
-}
+/** The recommendations keyed by task, as getTaskRecommendations answers them without a taskName. */
+type Recommendations = Exclude<AIConfigRpcGetTaskRecommendationsResult, { modelId: string }>;
 
 describe('AIConfigRpc with the shipped catalogue', () => {
   let t: TestApp;
   let member: Awaited<ReturnType<typeof addUser>>;
   let principal: Principal;
+  let ai: Caller['AIConfigRpc'];
 
   before(async () => {
     // The key of one provider is set, to a value that must never come out.
@@ -64,11 +66,11 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     const owner = await t.signup();
     member = await addUser(t, owner.subscriptionId, 'user');
     principal = { subscriptionId: owner.subscriptionId, userId: owner.user._id, role: 'user', apiKeyId: null, sessionId: null, initialContext: null };
+    ai = t.as(member).AIConfigRpc;
   });
   after(() => t.close());
 
-  const ok = (method: string, params: Record<string, unknown> = {}) => t.ok(`AIConfigRpc.${method}`, params, as(member.token));
-  const models = (params: Record<string, unknown>) => ok('getModels', params).then(ids);
+  const models = (params: AIConfigRpcGetModelsParams) => ai.getModels(params).then(ids);
 
   const expectedProviders = [
     { name: 'local', type: 'local', baseUrl: null, apiKeyEnvVar: null, configured: true },
@@ -96,23 +98,23 @@ describe('AIConfigRpc with the shipped catalogue', () => {
   ];
 
   it('getAIConfiguration answers providers with their models, models, defaults, categories and recommendations', async () => {
-    const config = await ok('getAIConfiguration');
+    const config = await ai.getAIConfiguration();
     assert.deepEqual(Object.keys(config), ['providers', 'models', 'defaults', 'categories', 'recommendations']);
 
     assert.deepEqual(config.models, SHIPPED.models, 'the models exactly as the catalogue has them');
     assert.deepEqual(ids(config.models), allModels);
     for (const model of config.models) {
-      const priced = SHIPPED.models.find((each: { id: string }) => each.id === model.id).costPerMillionTokens !== undefined;
+      const priced = SHIPPED.models.find((each) => each.id === model.id)!.costPerMillionTokens !== undefined;
       const expected = [...MODEL_FIELDS, ...(model.type === 'embedding' ? ['dimensions'] : []), ...(priced ? ['costPerMillionTokens'] : [])];
       assert.deepEqual(Object.keys(model), expected, model.id);
       if (model.type === 'embedding') assert.equal(model.dimensions, 384);
     }
 
     assert.deepEqual(
-      config.providers.map(({ models: _, ...provider }: { models: unknown }) => provider),
+      config.providers.map(({ models: _, ...provider }) => provider),
       expectedProviders,
     );
-    const modelsOf = Object.fromEntries(config.providers.map((provider: { name: string; models: { id: string }[] }) => [provider.name, ids(provider.models)]));
+    const modelsOf = Object.fromEntries(config.providers.map((provider) => [provider.name, ids(provider.models)]));
     assert.deepEqual(modelsOf, {
       local: ['local-lexical-384'],
       openai: ['text-embedding-3-small', 'gpt-4o-mini', 'gpt-4o', 'gpt-image-1', 'gpt-4o-mini-tts', 'gpt-4o-mini-transcribe'],
@@ -123,7 +125,7 @@ describe('AIConfigRpc with the shipped catalogue', () => {
       for (const model of provider.models)
         assert.deepEqual(
           model,
-          config.models.find((each: { id: string }) => each.id === model.id),
+          config.models.find((each) => each.id === model.id),
         );
     }
 
@@ -139,29 +141,30 @@ describe('AIConfigRpc with the shipped catalogue', () => {
   });
 
   it('getProviders lists name, type, baseUrl, apiKeyEnvVar and configured; a provider without a key variable needs none', async () => {
-    assert.deepEqual(await ok('getProviders'), expectedProviders);
+    assert.deepEqual(await ai.getProviders(), expectedProviders);
   });
 
   it('getDefaultModels maps each category to a model id; getModelCategories lists the categories', async () => {
-    assert.deepEqual(await ok('getDefaultModels'), defaults);
-    assert.deepEqual(await ok('getModelCategories'), categories);
+    assert.deepEqual(await ai.getDefaultModels(), defaults);
+    assert.deepEqual(await ai.getModelCategories(), categories);
   });
 
   it('getProviderSettings answers one provider by name, or all keyed by name; an unknown name is NOT_FOUND', async () => {
-    assert.deepEqual(await ok('getProviderSettings', { providerName: 'openai' }), expectedProviders[1]);
-    assert.deepEqual(await ok('getProviderSettings', { providerName: 'local' }), expectedProviders[0]);
-    const all = await ok('getProviderSettings');
+    assert.deepEqual(await ai.getProviderSettings({ providerName: 'openai' }), expectedProviders[1]);
+    assert.deepEqual(await ai.getProviderSettings({ providerName: 'local' }), expectedProviders[0]);
+    // Without a providerName: every provider, keyed by name.
+    const all = (await ai.getProviderSettings()) as Record<string, unknown>;
     assert.deepEqual(Object.keys(all), ['local', 'openai', 'ollama']);
     for (const provider of expectedProviders) assert.deepEqual(all[provider.name], provider);
 
     for (const providerName of ['anthropic', 'OpenAI', 'openai ', 'constructor', '__proto__', 'toString']) {
-      const error = await expectError(t, 'AIConfigRpc.getProviderSettings', { providerName }, member.token, 404, 'NOT_FOUND');
-      assert.match(error.error, /AI provider .* not found/, providerName);
+      const error = await refused(ai.getProviderSettings({ providerName }), 'NOT_FOUND', providerName);
+      assert.match(error.message, /AI provider .* not found/, providerName);
     }
   });
 
   it('getTaskRecommendations answers one recommendation by task, or all keyed by task; an unknown task is NOT_FOUND', async () => {
-    assert.deepEqual(await ok('getTaskRecommendations', { taskName: 'semantic_memory' }), {
+    assert.deepEqual(await ai.getTaskRecommendations({ taskName: 'semantic_memory' }), {
       modelId: 'local-lexical-384',
       reason: 'Runs inside the service with no provider; matches words, not meaning',
       alternatives: [
@@ -169,19 +172,19 @@ describe('AIConfigRpc with the shipped catalogue', () => {
         { modelId: 'all-minilm', reason: 'Semantic matching on your own hardware' },
       ],
     });
-    const all = await ok('getTaskRecommendations');
+    const all = (await ai.getTaskRecommendations()) as Recommendations;
     assert.deepEqual(Object.keys(all), ['summarization', 'code_generation', 'semantic_memory']);
-    assert.equal(all.summarization.modelId, 'gpt-4o-mini');
+    assert.equal(all.summarization?.modelId, 'gpt-4o-mini');
     assert.deepEqual(all, SHIPPED.recommendations);
 
     for (const taskName of ['poetry', 'Summarization', 'constructor', '__proto__', 'hasOwnProperty']) {
-      const error = await expectError(t, 'AIConfigRpc.getTaskRecommendations', { taskName }, member.token, 404, 'NOT_FOUND');
-      assert.match(error.error, /No recommendation for task/, taskName);
+      const error = await refused(ai.getTaskRecommendations({ taskName }), 'NOT_FOUND', taskName);
+      assert.match(error.message, /No recommendation for task/, taskName);
     }
   });
 
   it('getModels without filters, or with empty arrays, answers every model', async () => {
-    assert.deepEqual(await ok('getModels'), SHIPPED.models);
+    assert.deepEqual(await ai.getModels(), SHIPPED.models);
     assert.deepEqual(await models({ capabilities: [], endpoints: [], supportsModalities: [] }), allModels);
   });
 
@@ -226,10 +229,10 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     assert.deepEqual(await models({ provider: 'openai', type: 'embedding', modality: 'text', endpoints: ['embeddings'] }), ['text-embedding-3-small']);
     assert.deepEqual(await models({ provider: 'ollama', modality: 'multimodal' }), []);
     assert.deepEqual(await models({ type: 'tts', supportsModalities: ['audio-in'] }), []);
-    const [model] = await ok('getModels', { provider: 'openai', type: 'image_generation' });
+    const [model] = await ai.getModels({ provider: 'openai', type: 'image_generation' });
     assert.deepEqual(
       model,
-      SHIPPED.models.find((each: { id: string }) => each.id === 'gpt-image-1'),
+      SHIPPED.models.find((each) => each.id === 'gpt-image-1'),
     );
   });
 
@@ -262,19 +265,19 @@ describe('AIConfigRpc with the shipped catalogue', () => {
       ['getModels', { capabilities: ['chat', 'x'.repeat(501)] }, ['capabilities.1']],
     ];
     for (const [operation, params, paths] of cases) {
-      const error = await expectError(t, `AIConfigRpc.${operation}`, params, member.token, 400, 'VALIDATION_ERROR');
+      const error = await refused(t.as(member).call(`AIConfigRpc.${operation}`, params), 'VALIDATION_ERROR', `${operation} ${JSON.stringify(params)}`);
       assert.deepEqual(
-        error.issues!.map((issue) => issue.path),
+        error.issues?.map((issue) => issue.path),
         paths,
         `${operation} ${JSON.stringify(params)}`,
       );
     }
 
-    const unknown = await expectError(t, 'AIConfigRpc.getModels', { capabilities: ['chat', 'teleport'] }, member.token, 400, 'VALIDATION_ERROR');
+    const unknown = await refused(ai.getModels({ capabilities: ['chat', 'teleport'] }), 'VALIDATION_ERROR');
     assert.match(unknown.issues![0]!.message, /^capabilities\.1 must be a capability of the catalogue's models: embedding, chat, tools, json, vision/);
-    const provider = await expectError(t, 'AIConfigRpc.getModels', { provider: 'anthropic' }, member.token, 400, 'VALIDATION_ERROR');
+    const provider = await refused(ai.getModels({ provider: 'anthropic' }), 'VALIDATION_ERROR');
     assert.equal(provider.issues![0]!.message, 'provider must be a provider of the catalogue: local, openai, ollama');
-    const modality = await expectError(t, 'AIConfigRpc.getModels', { supportsModalities: ['smell-in'] }, member.token, 400, 'VALIDATION_ERROR');
+    const modality = await refused(ai.getModels({ supportsModalities: ['smell-in'] }), 'VALIDATION_ERROR');
     assert.equal(
       modality.issues![0]!.message,
       "supportsModalities.0 must be an input or output modality of the catalogue's models: text-in, embedding-out, image-in, text-out, image-out, audio-out, audio-in",
@@ -283,19 +286,19 @@ describe('AIConfigRpc with the shipped catalogue', () => {
 
   it('needs a signed-in caller: every operation is 401 without one, or with a bad token', async () => {
     for (const method of OPERATIONS) {
-      await expectError(t, method, {}, undefined, 401, 'UNAUTHENTICATED');
-      await expectError(t, method, {}, 'not-a-session-token', 401, 'UNAUTHENTICATED');
+      await refused(t.as(null).call(method, {}), 'UNAUTHENTICATED', method);
+      await refused(t.as({ token: 'not-a-session-token' }).call(method, {}), 'UNAUTHENTICATED', method);
     }
   });
 
   it('never answers a key: the marker set in OPENAI_API_KEY is in no response, and the provider shows as configured', async () => {
     const bodies: string[] = [];
-    for (const [method, params] of EVERY_CALL) bodies.push(JSON.stringify((await t.call(method, params, as(member.token))).body));
+    for (const [method, params] of EVERY_CALL) bodies.push(JSON.stringify((await t.call(method, params, { token: member.token })).body));
     for (const method of OPERATIONS) bodies.push(JSON.stringify((await t.call(method, {})).body));
     for (const body of bodies) assert.ok(!body.includes(MARKER), body);
     assert.ok(!t.logs.some((line) => line.includes(MARKER)), 'nor in a log line');
 
-    const openai = (await ok('getProviders')).find((provider: { name: string }) => provider.name === 'openai');
+    const openai = (await ai.getProviders()).find((provider) => provider.name === 'openai');
     assert.deepEqual(openai, {
       name: 'openai',
       type: 'openai-compatible',
@@ -303,13 +306,14 @@ describe('AIConfigRpc with the shipped catalogue', () => {
       apiKeyEnvVar: 'OPENAI_API_KEY',
       configured: true,
     });
-    assert.equal((await ok('getProviderSettings', { providerName: 'openai' })).configured, true);
-    assert.equal((await ok('getAIConfiguration')).providers[1].configured, true);
+    assert.equal((await ai.getProviderSettings({ providerName: 'openai' })).configured, true);
+    assert.equal((await ai.getAIConfiguration()).providers[1].configured, true);
   });
 
   it('answers copies: changing a result changes neither the catalogue nor the next answer', async () => {
+    // The core's caller, whose answers are the handlers' own objects (t.as answers a JSON copy, which no change could reach through).
     const caller = t.app.createCaller(principal);
-    const first = await caller.call<any>('AIConfigRpc.getAIConfiguration');
+    const first = await caller.call<AIConfigRpcGetAIConfigurationResult>('AIConfigRpc.getAIConfiguration');
     assert.equal(Object.isFrozen(first.models[0]), false);
     first.models[0].capabilities.push('teleport');
     first.models[0].name = 'changed';
@@ -317,13 +321,15 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     first.providers[1].apiKeyEnvVar = 'CHANGED';
     first.defaults.chat = 'changed';
     first.categories.push('changed');
-    first.recommendations.summarization.alternatives.push({ modelId: 'x', reason: 'y' });
-    const models = await caller.call<any>('AIConfigRpc.getModels', { provider: 'local' });
+    first.recommendations.summarization!.alternatives!.push({ modelId: 'x', reason: 'y' });
+    const models = await caller.call<AIConfigRpcGetModelsResult>('AIConfigRpc.getModels', { provider: 'local' });
     models[0].inputModalities.push('smell-in');
-    const recommendation = await caller.call<any>('AIConfigRpc.getTaskRecommendations', { taskName: 'code_generation' });
-    recommendation.alternatives[0].modelId = 'changed';
+    const recommendation = await caller.call<Exclude<AIConfigRpcGetTaskRecommendationsResult, Recommendations>>('AIConfigRpc.getTaskRecommendations', {
+      taskName: 'code_generation',
+    });
+    recommendation.alternatives![0]!.modelId = 'changed';
 
-    const again = await caller.call<any>('AIConfigRpc.getAIConfiguration');
+    const again = await caller.call<AIConfigRpcGetAIConfigurationResult>('AIConfigRpc.getAIConfiguration');
     assert.deepEqual(again.models, SHIPPED.models);
     assert.deepEqual(again.providers[1].apiKeyEnvVar, 'OPENAI_API_KEY');
     assert.deepEqual(again.defaults, defaults);
@@ -337,6 +343,7 @@ describe('AIConfigRpc with a catalogue from AI_CATALOGUE_FILE', () => {
   let t: TestApp;
   let dir: string;
   let token: string;
+  let ai: Caller['AIConfigRpc'];
   const ACME_KEY = 'acme-key-marker-4711';
 
   const catalogue = {
@@ -400,13 +407,13 @@ describe('AIConfigRpc with a catalogue from AI_CATALOGUE_FILE', () => {
     // ACME's key is set, GLOBEX's is set but empty, INITECH's is not set at all.
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'ai-config'], env: { AI_CATALOGUE_FILE: file, ACME_AI_KEY: ACME_KEY, GLOBEX_AI_KEY: '' } });
     token = (await t.signup()).token;
+    ai = t.as({ token }).AIConfigRpc;
   });
   after(async () => {
     await t?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const ok = (method: string, params: Record<string, unknown> = {}) => t.ok(`AIConfigRpc.${method}`, params, as(token));
   const providers = [
     { name: 'local', type: 'local', baseUrl: null, apiKeyEnvVar: null, configured: true },
     { name: 'acme', type: 'openai-compatible', baseUrl: 'https://ai.acme.example/v1', apiKeyEnvVar: 'ACME_AI_KEY', configured: true },
@@ -416,7 +423,7 @@ describe('AIConfigRpc with a catalogue from AI_CATALOGUE_FILE', () => {
 
   it('every operation answers from that catalogue', async () => {
     const [embed, think, voice] = catalogue.models;
-    assert.deepEqual(await ok('getAIConfiguration'), {
+    assert.deepEqual(await ai.getAIConfiguration(), {
       providers: [
         { ...providers[0], models: [embed] },
         { ...providers[1], models: [think] },
@@ -428,37 +435,37 @@ describe('AIConfigRpc with a catalogue from AI_CATALOGUE_FILE', () => {
       categories: catalogue.categories,
       recommendations: catalogue.recommendations,
     });
-    assert.deepEqual(await ok('getProviders'), providers);
-    assert.deepEqual(await ok('getDefaultModels'), { chat: 'acme-think', embedding: 'tiny-embed', tts: 'globex-voice' });
-    assert.deepEqual(await ok('getModelCategories'), ['chat', 'embedding', 'tts', 'reasoning']);
-    assert.deepEqual(await ok('getProviderSettings', { providerName: 'globex' }), providers[2]);
-    assert.deepEqual(Object.keys(await ok('getProviderSettings')), ['local', 'acme', 'globex', 'initech']);
-    assert.deepEqual(await ok('getTaskRecommendations', { taskName: 'triage' }), { modelId: 'acme-think', reason: 'Reasons over long tickets' });
-    assert.ok(!('alternatives' in (await ok('getTaskRecommendations', { taskName: 'triage' }))), 'no alternatives invented');
-    assert.deepEqual(await ok('getTaskRecommendations'), catalogue.recommendations);
+    assert.deepEqual(await ai.getProviders(), providers);
+    assert.deepEqual(await ai.getDefaultModels(), { chat: 'acme-think', embedding: 'tiny-embed', tts: 'globex-voice' });
+    assert.deepEqual(await ai.getModelCategories(), ['chat', 'embedding', 'tts', 'reasoning']);
+    assert.deepEqual(await ai.getProviderSettings({ providerName: 'globex' }), providers[2]);
+    assert.deepEqual(Object.keys(await ai.getProviderSettings()), ['local', 'acme', 'globex', 'initech']);
+    assert.deepEqual(await ai.getTaskRecommendations({ taskName: 'triage' }), { modelId: 'acme-think', reason: 'Reasons over long tickets' });
+    assert.ok(!('alternatives' in (await ai.getTaskRecommendations({ taskName: 'triage' }))), 'no alternatives invented');
+    assert.deepEqual(await ai.getTaskRecommendations(), catalogue.recommendations);
   });
 
   it('getModels filters on the vocabulary of that catalogue', async () => {
-    assert.deepEqual(ids(await ok('getModels', { capabilities: ['reasoning'] })), ['acme-think']);
-    assert.deepEqual(ids(await ok('getModels', { endpoints: ['responses', 'chat/completions'] })), ['acme-think']);
-    assert.deepEqual(ids(await ok('getModels', { supportsModalities: ['audio-in', 'text-out'] })), ['acme-think']);
-    assert.deepEqual(ids(await ok('getModels', { supportsModalities: ['text-in'] })), ['tiny-embed', 'acme-think', 'globex-voice']);
-    assert.deepEqual(ids(await ok('getModels', { provider: 'globex', modality: 'audio' })), ['globex-voice']);
-    assert.deepEqual(await ok('getModels', { provider: 'initech' }), [], 'a provider without models is known and has none');
-    assert.deepEqual(await ok('getModels', { type: 'reasoning' }), [], 'a category is a known type');
+    assert.deepEqual(ids(await ai.getModels({ capabilities: ['reasoning'] })), ['acme-think']);
+    assert.deepEqual(ids(await ai.getModels({ endpoints: ['responses', 'chat/completions'] })), ['acme-think']);
+    assert.deepEqual(ids(await ai.getModels({ supportsModalities: ['audio-in', 'text-out'] })), ['acme-think']);
+    assert.deepEqual(ids(await ai.getModels({ supportsModalities: ['text-in'] })), ['tiny-embed', 'acme-think', 'globex-voice']);
+    assert.deepEqual(ids(await ai.getModels({ provider: 'globex', modality: 'audio' })), ['globex-voice']);
+    assert.deepEqual(await ai.getModels({ provider: 'initech' }), [], 'a provider without models is known and has none');
+    assert.deepEqual(await ai.getModels({ type: 'reasoning' }), [], 'a category is a known type');
   });
 
   it('names of the shipped catalogue are unknown here', async () => {
-    const provider = await expectError(t, 'AIConfigRpc.getModels', { provider: 'openai' }, token, 400, 'VALIDATION_ERROR');
+    const provider = await refused(ai.getModels({ provider: 'openai' }), 'VALIDATION_ERROR');
     assert.equal(provider.issues![0]!.message, 'provider must be a provider of the catalogue: local, acme, globex, initech');
-    await expectError(t, 'AIConfigRpc.getModels', { capabilities: ['vision'] }, token, 400, 'VALIDATION_ERROR');
-    await expectError(t, 'AIConfigRpc.getProviderSettings', { providerName: 'openai' }, token, 404, 'NOT_FOUND');
-    await expectError(t, 'AIConfigRpc.getTaskRecommendations', { taskName: 'summarization' }, token, 404, 'NOT_FOUND');
+    await refused(ai.getModels({ capabilities: ['vision'] }), 'VALIDATION_ERROR');
+    await refused(ai.getProviderSettings({ providerName: 'openai' }), 'NOT_FOUND');
+    await refused(ai.getTaskRecommendations({ taskName: 'summarization' }), 'NOT_FOUND');
   });
 
   it('no response carries a key value', async () => {
     for (const [method, params] of EVERY_CALL) {
-      const body = JSON.stringify((await t.call(method, params, as(token))).body);
+      const body = JSON.stringify((await t.call(method, params, { token })).body);
       assert.ok(!body.includes(ACME_KEY), body);
     }
   });

@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { AITelemetryRpcListThreadsParams } from '../../../clients/typescript/src/operations.ts';
+import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
@@ -12,7 +14,6 @@ describe('AITelemetryRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
-  const as = (token: string) => ({ token });
   const base = Date.parse('2026-11-01T10:00:00Z');
   const ids: Record<string, string> = {};
 
@@ -75,10 +76,10 @@ describe('AITelemetryRpc', () => {
   after(() => t.close());
 
   it('groups traces by thread (a trace without one by its id), latest first, with the summary fields', async () => {
-    const { data, totalCount } = await t.ok('AITelemetryRpc.listThreads', {}, as(admin.token));
+    const { data, totalCount } = await t.as(admin).AITelemetryRpc.listThreads({});
     assert.equal(totalCount, 3);
     assert.deepEqual(
-      data.map((thread: { threadId: string }) => thread.threadId),
+      data.map((thread) => thread.threadId),
       ['thread-a', ids.solo, 'thread-b'],
     );
     const [a] = data;
@@ -94,20 +95,20 @@ describe('AITelemetryRpc', () => {
       subscriptionId: admin.subscriptionId,
       hasErrors: true,
     });
-    const oldest = await t.ok('AITelemetryRpc.listThreads', { sort: { direction: 'asc' } }, as(admin.token));
+    const oldest = await t.as(admin).AITelemetryRpc.listThreads({ sort: { direction: 'asc' } });
     assert.deepEqual(
-      oldest.data.map((thread: { threadId: string }) => thread.threadId),
+      oldest.data.map((thread) => thread.threadId),
       ['thread-b', ids.solo, 'thread-a'],
     );
-    const other = await t.ok('AITelemetryRpc.listThreads', { sort: { direction: 'sideways' } }, as(admin.token));
+    const other = await t.as(admin).AITelemetryRpc.listThreads({ sort: { direction: 'sideways' } });
     assert.equal(other.data[0].threadId, 'thread-a', 'anything but asc is newest first');
-    const paged = await t.ok('AITelemetryRpc.listThreads', { page: 2, pageSize: 2 }, as(admin.token));
+    const paged = await t.as(admin).AITelemetryRpc.listThreads({ page: 2, pageSize: 2 });
     assert.deepEqual([paged.data.length, paged.totalCount], [1, 3]);
   });
 
   it('filters by caller, thread, subscription, status and dates', async () => {
-    const threadsOf = async (filter: object) =>
-      ((await t.ok('AITelemetryRpc.listThreads', { filter }, as(admin.token))).data as { threadId: string }[]).map((thread) => thread.threadId);
+    const threadsOf = async (filter: AITelemetryRpcListThreadsParams['filter']) =>
+      (await t.as(admin).AITelemetryRpc.listThreads({ filter })).data.map((thread) => thread.threadId);
     assert.deepEqual(await threadsOf({ callerType: 'workflow' }), ['thread-b']);
     assert.deepEqual(await threadsOf({ callerName: 'support-bot' }), ['thread-a', ids.solo]);
     assert.deepEqual(await threadsOf({ threadId: 'thread-b' }), ['thread-b']);
@@ -117,41 +118,40 @@ describe('AITelemetryRpc', () => {
     assert.deepEqual(await threadsOf({ subscriptionId: randomUUID() }), []);
     assert.deepEqual(await threadsOf({ dateFrom: new Date(base + 12 * 60_000).toISOString(), dateTo: new Date(base + 16 * 60_000).toISOString() }), [ids.solo]);
     for (const filter of [{ model: 'x' }, { dateFrom: 'yesterday' }, { status: 1 }]) {
-      assert.equal((await t.call('AITelemetryRpc.listThreads', { filter }, as(admin.token))).status, 400, JSON.stringify(filter));
+      await refused(t.as(admin).call('AITelemetryRpc.listThreads', { filter }), 'VALIDATION_ERROR', JSON.stringify(filter));
     }
     for (const params of [{ pageSize: 201 }, { pageSize: 0 }, { page: 0 }]) {
-      assert.equal((await t.call('AITelemetryRpc.listThreads', params, as(admin.token))).status, 400, JSON.stringify(params));
+      await refused(t.as(admin).AITelemetryRpc.listThreads(params), 'VALIDATION_ERROR', JSON.stringify(params));
     }
   });
 
   it('returns a thread ascending, a lone trace by its id, and a trace or NOT_FOUND', async () => {
-    const thread = await t.ok('AITelemetryRpc.getThread', { threadId: 'thread-a' }, as(admin.token));
+    const thread = await t.as(admin).AITelemetryRpc.getThread({ threadId: 'thread-a' });
     assert.deepEqual(
-      thread.map((trace: { traceId: string }) => trace.traceId),
+      thread.map((trace) => trace.traceId),
       [ids.a1, ids.a2, ids.a3],
     );
     assert.equal(thread[1].status, 'error');
     assert.equal(thread[1].error, 'the provider answered 500');
     assert.deepEqual([thread[0].inputTokens, thread[0].outputTokens, thread[0].cachedTokens, thread[0].totalTokens], [100, 20, 40, 120]);
-    const lone = await t.ok('AITelemetryRpc.getThread', { threadId: ids.solo }, as(admin.token));
+    const lone = await t.as(admin).AITelemetryRpc.getThread({ threadId: ids.solo });
     assert.deepEqual(
-      lone.map((trace: { traceId: string }) => trace.traceId),
+      lone.map((trace) => trace.traceId),
       [ids.solo],
     );
-    assert.deepEqual(await t.ok('AITelemetryRpc.getThread', { threadId: 'nothing' }, as(admin.token)), []);
+    assert.deepEqual(await t.as(admin).AITelemetryRpc.getThread({ threadId: 'nothing' }), []);
 
-    const trace = await t.ok('AITelemetryRpc.getTrace', { traceId: ids.b1 }, as(admin.token));
+    const trace = await t.as(admin).AITelemetryRpc.getTrace({ traceId: ids.b1 });
     assert.equal(trace.threadId, 'thread-b');
     assert.equal(trace.callerType, 'workflow');
     assert.equal(trace.costUsd, 0.25);
-    const missing = await t.call('AITelemetryRpc.getTrace', { traceId: ids.foreign }, as(admin.token));
-    assert.equal(missing.status, 404);
-    assert.match(missing.body.data.error, /Trace .* not found/);
-    assert.equal((await t.call('AITelemetryRpc.getTrace', { traceId: 'nope' }, as(admin.token))).status, 400);
+    const missing = await refused(t.as(admin).AITelemetryRpc.getTrace({ traceId: ids.foreign }), 'NOT_FOUND');
+    assert.match(missing.message, /Trace .* not found/);
+    await refused(t.as(admin).AITelemetryRpc.getTrace({ traceId: 'nope' }), 'VALIDATION_ERROR');
   });
 
   it('totals the matching traces, all zeros when none match', async () => {
-    assert.deepEqual(await t.ok('AITelemetryRpc.getStats', {}, as(admin.token)), {
+    assert.deepEqual(await t.as(admin).AITelemetryRpc.getStats({}), {
       totalTraces: 5,
       totalTokens: 600,
       totalCachedTokens: 100,
@@ -160,7 +160,7 @@ describe('AITelemetryRpc', () => {
       uniqueThreadCount: 3,
       cacheHitRate: 0.2,
     });
-    assert.deepEqual(await t.ok('AITelemetryRpc.getStats', { filter: { callerName: 'nobody' } }, as(admin.token)), {
+    assert.deepEqual(await t.as(admin).AITelemetryRpc.getStats({ filter: { callerName: 'nobody' } }), {
       totalTraces: 0,
       totalTokens: 0,
       totalCachedTokens: 0,
@@ -174,7 +174,7 @@ describe('AITelemetryRpc', () => {
   it('sums calls and tokens per day and model, and gives duration percentiles per model', async () => {
     await insert('next-day', { minutes: 24 * 60, threadId: 'thread-c', input: 10, output: 5, cost: null });
     try {
-      assert.deepEqual(await t.ok('AITelemetryRpc.getUsage', {}, as(admin.token)), {
+      assert.deepEqual(await t.as(admin).AITelemetryRpc.getUsage({}), {
         daily: [
           { day: '2026-11-01', model: 'gpt-4o-mini', calls: 5, errors: 1, inputTokens: 500, outputTokens: 100, totalTokens: 600, costUsd: 1.25 },
           // No call of that day was priced: no cost rather than a cost of 0.
@@ -183,38 +183,37 @@ describe('AITelemetryRpc', () => {
         // Durations 100, 105, 110, 115, 120 and 1540 ms (100 + minutes).
         latency: [{ model: 'gpt-4o-mini', calls: 6, p50Ms: 112.5, p90Ms: 830, p99Ms: 1469 }],
       });
-      assert.deepEqual(await t.ok('AITelemetryRpc.getUsage', { filter: { callerName: 'nobody' } }, as(admin.token)), { daily: [], latency: [] });
-      const mine = await t.ok('AITelemetryRpc.getUsage', {}, as(member.token));
+      assert.deepEqual(await t.as(admin).AITelemetryRpc.getUsage({ filter: { callerName: 'nobody' } }), { daily: [], latency: [] });
+      const mine = await t.as(member).AITelemetryRpc.getUsage({});
       assert.deepEqual(
-        mine.daily.map((row: { calls: number }) => row.calls),
+        mine.daily.map((row) => row.calls),
         [1],
       );
-      const refused = await t.call('AITelemetryRpc.getUsage', { filter: { threadId: 'thread-a' } }, as(admin.token));
-      assert.equal(refused.body.data.code, 'VALIDATION_ERROR');
+      await refused(t.as(admin).call('AITelemetryRpc.getUsage', { filter: { threadId: 'thread-a' } }), 'VALIDATION_ERROR');
     } finally {
       await t.app.deps.db.execute('delete from ai_telemetry_trace where trace_id = ?', [ids['next-day']]);
     }
   });
 
   it("shows other roles only their own calls, and another subscription's to no one", async () => {
-    const mine = await t.ok('AITelemetryRpc.listThreads', {}, as(member.token));
+    const mine = await t.as(member).AITelemetryRpc.listThreads({});
     assert.deepEqual(
-      mine.data.map((thread: { threadId: string }) => thread.threadId),
+      mine.data.map((thread) => thread.threadId),
       ['thread-b'],
     );
-    assert.equal((await t.call('AITelemetryRpc.getTrace', { traceId: ids.a1 }, as(member.token))).status, 404);
-    assert.equal((await t.ok('AITelemetryRpc.getStats', {}, as(member.token))).totalTraces, 1);
+    await refused(t.as(member).AITelemetryRpc.getTrace({ traceId: ids.a1 }), 'NOT_FOUND');
+    assert.equal((await t.as(member).AITelemetryRpc.getStats({})).totalTraces, 1);
   });
 
   it('lists the traces the AI client records for real calls', async () => {
     const fresh = await t.signup();
-    await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content: 'remember the milk' } }, as(fresh.token));
-    await t.ok('MemoryRpc.recallMemories', { scope: 'user', queryText: 'milk' }, as(fresh.token));
-    const { data } = await t.ok('AITelemetryRpc.listThreads', {}, as(fresh.token));
+    await t.as(fresh).MemoryRpc.saveMemory({ scope: 'user', memory: { content: 'remember the milk' } });
+    await t.as(fresh).MemoryRpc.recallMemories({ scope: 'user', queryText: 'milk' });
+    const { data } = await t.as(fresh).AITelemetryRpc.listThreads({});
     assert.equal(data.length, 2);
     for (const thread of data) {
       assert.deepEqual([thread.callerType, thread.callerName, thread.turnCount, thread.hasErrors], ['plugin', 'memory', 1, false]);
-      const trace = await t.ok('AITelemetryRpc.getTrace', { traceId: thread.threadId }, as(fresh.token));
+      const trace = await t.as(fresh).AITelemetryRpc.getTrace({ traceId: thread.threadId });
       assert.equal(trace.operation, 'embedding');
       assert.equal(trace.provider, 'local');
       assert.equal(trace.userId, fresh.user._id);
@@ -242,7 +241,7 @@ describe('AITelemetryRpc: the traces of the core table', () => {
       await before.close();
       const after = await startTestApp({ withNotes: false, plugins: ['auth', 'ai-telemetry'], dataDir, persistent: true, databaseUrl: scratch?.url });
       try {
-        const trace = await after.ok('AITelemetryRpc.getTrace', { traceId }, { token: admin.token });
+        const trace = await after.as(admin).AITelemetryRpc.getTrace({ traceId });
         assert.deepEqual([trace.threadId, trace.callerName, trace.inputTokens], ['kept', 'memory', 7]);
       } finally {
         await after.close();

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { signupTeam, type Team } from '../../../test/support/users.ts';
 
-type Session = { token: string };
-const as = (session: Session) => ({ token: session.token });
 const list = { filter: {}, sort: {}, page: 1, pageSize: 25 };
 
 describe('BillingPlanRpc', () => {
@@ -13,7 +12,6 @@ describe('BillingPlanRpc', () => {
   let staff: Team['staff'];
   let member: Team['member'];
   let stranger: Team['stranger'];
-  const code = (response: { body: { data: { code?: string } } }) => response.body.data.code;
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'billing-plan'] });
@@ -22,7 +20,7 @@ describe('BillingPlanRpc', () => {
   after(() => t.close());
 
   it('creates a plan with its defaults, and refuses what a plan cannot be', async () => {
-    const plan = await t.ok('BillingPlanRpc.create', { planId: 'starter', name: '  Starter ', currency: 'eur', recurringCost: 900 }, as(staff));
+    const plan = await t.as(staff).BillingPlanRpc.create({ planId: 'starter', name: '  Starter ', currency: 'eur', recurringCost: 900 });
     assert.match(plan._id, /^[0-9a-f-]{36}$/);
     const { _id, createdAt, updatedAt, ...fields } = plan;
     assert.deepEqual(fields, {
@@ -53,130 +51,112 @@ describe('BillingPlanRpc', () => {
       [{ planId: 'x1', name: 'X', currency: 'USD', features: [{ key: 'seats' }, { key: 'seats', limit: 3 }] }, 'features'],
       [{ planId: 'x1', name: 'X', currency: 'USD', basePlanId: 'nope' }, 'basePlanId'],
     ] as const) {
-      const response = await t.call('BillingPlanRpc.create', params, as(admin));
-      assert.equal(code(response), 'VALIDATION_ERROR', JSON.stringify(params));
+      const error = await refused(t.as(admin).call('BillingPlanRpc.create', params), 'VALIDATION_ERROR', JSON.stringify(params));
       assert.ok(
-        response.body.data.issues.some((issue: { path: string }) => issue.path === path),
-        `${JSON.stringify(params)}: ${JSON.stringify(response.body.data.issues)}`,
+        error.issues?.some((issue) => issue.path === path),
+        `${JSON.stringify(params)}: ${JSON.stringify(error.issues)}`,
       );
     }
-    assert.equal(code(await t.call('BillingPlanRpc.create', { planId: 'starter', name: 'Again', currency: 'EUR' }, as(admin))), 'CONFLICT');
-    assert.equal(code(await t.call('BillingPlanRpc.create', { planId: 'mine', name: 'Mine', currency: 'EUR' }, as(member))), 'FORBIDDEN');
-    assert.equal(
-      (await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'x1' } }, as(member))).totalDocs,
-      0,
-      'nothing was written by the refused calls',
-    );
+    await refused(t.as(admin).BillingPlanRpc.create({ planId: 'starter', name: 'Again', currency: 'EUR' }), 'CONFLICT');
+    await refused(t.as(member).BillingPlanRpc.create({ planId: 'mine', name: 'Mine', currency: 'EUR' }), 'FORBIDDEN');
+    assert.equal((await t.as(member).BillingPlanRpc.getData({ ...list, filter: { planId: 'x1' } })).totalDocs, 0, 'nothing was written by the refused calls');
   });
 
   it('updates a plan in part, keeps its planId, and archives it on delete: readable by id, gone from the public list', async () => {
-    const plan = await t.ok(
-      'BillingPlanRpc.create',
-      { planId: 'team', name: 'Team', currency: 'USD', recurringCost: 4900, isPublic: true, sortOrder: 2 },
-      as(admin),
-    );
-    const changed = await t.ok('BillingPlanRpc.update', { _id: plan._id, description: 'For teams', trialDays: 14 }, as(staff));
+    const plan = await t.as(admin).BillingPlanRpc.create({ planId: 'team', name: 'Team', currency: 'USD', recurringCost: 4900, isPublic: true, sortOrder: 2 });
+    const changed = await t.as(staff).BillingPlanRpc.update({ _id: plan._id, description: 'For teams', trialDays: 14 });
     assert.deepEqual([changed.description, changed.trialDays, changed.recurringCost, changed.name], ['For teams', 14, 4900, 'Team']);
     assert.ok(changed.updatedAt >= plan.updatedAt);
-    assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, planId: 'renamed' }, as(admin))), 'VALIDATION_ERROR');
-    assert.equal(
-      code(await t.call('BillingPlanRpc.update', { _id: plan._id, billingCycle: 'one_time' }, as(admin))),
-      'VALIDATION_ERROR',
-      'the merged plan is checked',
-    );
-    assert.equal(code(await t.call('BillingPlanRpc.update', { _id: plan._id, name: 'Mine' }, as(member))), 'FORBIDDEN');
+    await refused(t.as(admin).BillingPlanRpc.update({ _id: plan._id, planId: 'renamed' }), 'VALIDATION_ERROR');
+    await refused(t.as(admin).BillingPlanRpc.update({ _id: plan._id, billingCycle: 'one_time' }), 'VALIDATION_ERROR', 'the merged plan is checked');
+    await refused(t.as(member).BillingPlanRpc.update({ _id: plan._id, name: 'Mine' }), 'FORBIDDEN');
 
-    await t.ok('BillingPlanRpc.create', { planId: 'hidden', name: 'Hidden', currency: 'USD' }, as(admin));
-    await t.ok(
-      'BillingPlanRpc.create',
-      { planId: 'solo', name: 'Solo', currency: 'USD', recurringCost: 900, isPublic: true, sortOrder: 1, features: [{ key: 'seats', limit: 1 }] },
-      as(admin),
-    );
-    const visible = await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member));
+    await t.as(admin).BillingPlanRpc.create({ planId: 'hidden', name: 'Hidden', currency: 'USD' });
+    await t.as(admin).BillingPlanRpc.create({
+      planId: 'solo',
+      name: 'Solo',
+      currency: 'USD',
+      recurringCost: 900,
+      isPublic: true,
+      sortOrder: 1,
+      features: [{ key: 'seats', limit: 1 }],
+    });
+    const visible = await t.as(member).BillingPlanRpc.listPublicPlans({});
     assert.deepEqual(visible, [
       { planId: 'solo', name: 'Solo', description: '', currency: 'USD', oneTimeCost: 0, recurringCost: 900, billingCycle: 'monthly' },
       { planId: 'team', name: 'Team', description: 'For teams', currency: 'USD', oneTimeCost: 0, recurringCost: 4900, billingCycle: 'monthly' },
     ]);
 
-    assert.deepEqual(await t.ok('BillingPlanRpc.delete', { _id: plan._id }, as(admin)), { success: true, message: 'Plan team archived' });
-    const archived = await t.ok('BillingPlanRpc.findById', { _id: plan._id }, as(member));
+    assert.deepEqual(await t.as(admin).BillingPlanRpc.delete({ _id: plan._id }), { success: true, message: 'Plan team archived' });
+    const archived = await t.as(member).BillingPlanRpc.findById({ _id: plan._id });
     assert.deepEqual([archived.isArchived, archived.planId], [true, 'team']);
     assert.deepEqual(
-      (await t.ok('BillingPlanRpc.listPublicPlans', {}, as(member))).map((p: { planId: string }) => p.planId),
+      (await t.as(member).BillingPlanRpc.listPublicPlans({})).map((p) => p.planId),
       ['solo'],
     );
-    assert.equal((await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'team' } }, as(member))).totalDocs, 1, 'archived, not removed');
-    assert.equal((await t.ok('BillingPlanRpc.delete', { _id: plan._id }, as(admin))).message, 'Plan team was already archived');
+    assert.equal((await t.as(member).BillingPlanRpc.getData({ ...list, filter: { planId: 'team' } })).totalDocs, 1, 'archived, not removed');
+    assert.equal((await t.as(admin).BillingPlanRpc.delete({ _id: plan._id })).message, 'Plan team was already archived');
   });
 
   it('pages getData with skip = (page - 1) * pageSize, requires its four params, and filters and sorts', async () => {
     for (let index = 1; index <= 7; index++) {
-      await t.ok('BillingPlanRpc.create', { planId: `tier-${index}`, name: `Tier ${index}`, currency: 'GBP', recurringCost: index * 1000 }, as(admin));
+      await t.as(admin).BillingPlanRpc.create({ planId: `tier-${index}`, name: `Tier ${index}`, currency: 'GBP', recurringCost: index * 1000 });
     }
-    const query = { filter: { currency: 'GBP' }, sort: { recurringCost: -1 } };
-    const third = await t.ok('BillingPlanRpc.getData', { ...query, page: 3, pageSize: 3 }, as(member));
+    const query = { filter: { currency: 'GBP' }, sort: { recurringCost: -1 as const } };
+    const third = await t.as(member).BillingPlanRpc.getData({ ...query, page: 3, pageSize: 3 });
     assert.deepEqual(
-      { ...third, docs: third.docs.map((plan: { planId: string }) => plan.planId) },
+      { ...third, docs: third.docs.map((plan) => plan.planId) },
       { docs: ['tier-1'], totalDocs: 7, limit: 3, page: 3, totalPages: 3, hasNextPage: false, hasPrevPage: true },
     );
     assert.deepEqual(
-      (await t.ok('BillingPlanRpc.getData', { ...query, page: 2, pageSize: 3 }, as(member))).docs.map((plan: { planId: string }) => plan.planId),
+      (await t.as(member).BillingPlanRpc.getData({ ...query, page: 2, pageSize: 3 })).docs.map((plan) => plan.planId),
       ['tier-4', 'tier-3', 'tier-2'],
     );
-    assert.deepEqual((await t.ok('BillingPlanRpc.getData', { ...query, page: 4, pageSize: 3 }, as(member))).docs, []);
+    assert.deepEqual((await t.as(member).BillingPlanRpc.getData({ ...query, page: 4, pageSize: 3 })).docs, []);
     assert.equal(
-      (await t.ok('BillingPlanRpc.getData', { filter: { recurringCost: { $gte: 5000 }, currency: 'GBP' }, sort: {}, page: 1, pageSize: 10 }, as(member)))
-        .totalDocs,
+      (await t.as(member).BillingPlanRpc.getData({ filter: { recurringCost: { $gte: 5000 }, currency: 'GBP' }, sort: {}, page: 1, pageSize: 10 })).totalDocs,
       3,
     );
     for (const missing of ['filter', 'sort', 'page', 'pageSize'] as const) {
       const { [missing]: _left, ...params } = { ...query, page: 1, pageSize: 3 };
-      assert.equal(code(await t.call('BillingPlanRpc.getData', params, as(member))), 'VALIDATION_ERROR', missing);
+      await refused(t.as(member).call('BillingPlanRpc.getData', params), 'VALIDATION_ERROR', missing);
     }
-    assert.equal(code(await t.call('BillingPlanRpc.getData', { ...query, page: 0, pageSize: 3 }, as(member))), 'VALIDATION_ERROR');
-    assert.equal(code(await t.call('BillingPlanRpc.getData', { ...list, filter: { price: 3 } }, as(member))), 'VALIDATION_ERROR');
+    await refused(t.as(member).BillingPlanRpc.getData({ ...query, page: 0, pageSize: 3 }), 'VALIDATION_ERROR');
+    await refused(t.as(member).BillingPlanRpc.getData({ ...list, filter: { price: 3 } }), 'VALIDATION_ERROR');
   });
 
   it('resolves features through base plans, and refuses a loop', async () => {
-    const base = await t.ok(
-      'BillingPlanRpc.create',
-      { planId: 'base', name: 'Base', currency: 'USD', features: [{ key: 'seats', name: 'Seats', limit: 3 }, { key: 'support' }] },
-      as(admin),
-    );
-    const pro = await t.ok(
-      'BillingPlanRpc.create',
-      {
-        planId: 'pro',
-        name: 'Pro',
-        currency: 'USD',
-        basePlanId: 'base',
-        features: [
-          { key: 'seats', limit: 25 },
-          { key: 'api.calls', limit: 100000 },
-        ],
-      },
-      as(admin),
-    );
-    assert.deepEqual((await t.ok('BillingPlanRpc.findById', { _id: pro._id }, as(member))).features, [
+    const base = await t
+      .as(admin)
+      .BillingPlanRpc.create({ planId: 'base', name: 'Base', currency: 'USD', features: [{ key: 'seats', name: 'Seats', limit: 3 }, { key: 'support' }] });
+    const pro = await t.as(admin).BillingPlanRpc.create({
+      planId: 'pro',
+      name: 'Pro',
+      currency: 'USD',
+      basePlanId: 'base',
+      features: [
+        { key: 'seats', limit: 25 },
+        { key: 'api.calls', limit: 100000 },
+      ],
+    });
+    assert.deepEqual((await t.as(member).BillingPlanRpc.findById({ _id: pro._id })).features, [
       { key: 'seats', name: null, limit: 25 },
       { key: 'api.calls', name: null, limit: 100000 },
     ]);
-    assert.deepEqual((await t.ok('BillingPlanRpc.findById', { _id: pro._id, resolveFeatures: true }, as(member))).features, [
+    assert.deepEqual((await t.as(member).BillingPlanRpc.findById({ _id: pro._id, resolveFeatures: true })).features, [
       { key: 'seats', name: null, limit: 25, fromPlanId: 'pro' },
       { key: 'api.calls', name: null, limit: 100000, fromPlanId: 'pro' },
       { key: 'support', name: null, limit: null, fromPlanId: 'base' },
     ]);
-    const resolved = await t.ok('BillingPlanRpc.getData', { filter: { planId: 'pro' }, sort: {}, page: 1, pageSize: 5, resolveFeatures: true }, as(member));
+    const resolved = await t.as(member).BillingPlanRpc.getData({ filter: { planId: 'pro' }, sort: {}, page: 1, pageSize: 5, resolveFeatures: true });
     assert.equal(resolved.docs[0].features.length, 3);
-    const loop = await t.call('BillingPlanRpc.update', { _id: base._id, basePlanId: 'pro' }, as(admin));
-    assert.equal(code(loop), 'VALIDATION_ERROR');
-    assert.match(loop.body.data.issues[0].message, /loop/);
+    const loop = await refused(t.as(admin).BillingPlanRpc.update({ _id: base._id, basePlanId: 'pro' }), 'VALIDATION_ERROR');
+    assert.match(loop.issues?.[0]?.message ?? '', /loop/);
     assert.deepEqual(
-      await t.ok(
-        'BillingPlanRpc.getFieldValues',
-        { fieldName: 'plan', reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } } },
-        as(member),
-      ),
+      await t.as(member).BillingPlanRpc.getFieldValues({
+        fieldName: 'plan',
+        reference: { valueField: 'planId', displayField: 'name', filter: { planId: { $in: ['base', 'pro'] } } },
+      }),
       [
         { value: 'base', label: 'Base' },
         { value: 'pro', label: 'Pro' },
@@ -185,18 +165,19 @@ describe('BillingPlanRpc', () => {
   });
 
   it('keeps plans to their subscription', async () => {
-    const plan = (await t.ok('BillingPlanRpc.getData', { ...list, filter: { planId: 'solo' } }, as(admin))).docs[0];
-    for (const [method, params] of [
-      ['BillingPlanRpc.findById', { _id: plan._id }],
-      ['BillingPlanRpc.update', { _id: plan._id, name: 'Taken' }],
-      ['BillingPlanRpc.delete', { _id: plan._id }],
+    const plan = (await t.as(admin).BillingPlanRpc.getData({ ...list, filter: { planId: 'solo' } })).docs[0];
+    const theirs = t.as(stranger).BillingPlanRpc;
+    for (const [method, call] of [
+      ['BillingPlanRpc.findById', () => theirs.findById({ _id: plan._id })],
+      ['BillingPlanRpc.update', () => theirs.update({ _id: plan._id, name: 'Taken' })],
+      ['BillingPlanRpc.delete', () => theirs.delete({ _id: plan._id })],
     ] as const) {
-      assert.equal(code(await t.call(method, params, as(stranger))), 'NOT_FOUND', method);
+      await refused(call(), 'NOT_FOUND', method);
     }
-    assert.deepEqual(await t.ok('BillingPlanRpc.listPublicPlans', {}, as(stranger)), []);
-    assert.equal((await t.ok('BillingPlanRpc.getData', list, as(stranger))).totalDocs, 0);
+    assert.deepEqual(await t.as(stranger).BillingPlanRpc.listPublicPlans({}), []);
+    assert.equal((await t.as(stranger).BillingPlanRpc.getData(list)).totalDocs, 0);
     // The same planId is free in another subscription.
-    await t.ok('BillingPlanRpc.create', { planId: 'solo', name: 'Their solo', currency: 'USD' }, as(stranger));
-    assert.equal((await t.ok('BillingPlanRpc.findById', { _id: plan._id }, as(admin))).name, 'Solo');
+    await t.as(stranger).BillingPlanRpc.create({ planId: 'solo', name: 'Their solo', currency: 'USD' });
+    assert.equal((await t.as(admin).BillingPlanRpc.findById({ _id: plan._id })).name, 'Solo');
   });
 });

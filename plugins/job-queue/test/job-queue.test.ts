@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { queueProbePlugin } from '../../../test/fixtures/queue-probe-plugin.ts';
+import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
 import { addUser } from '../../../test/support/users.ts';
@@ -13,9 +14,13 @@ describe('JobQueueRpc', () => {
   let staff: Awaited<ReturnType<typeof addUser>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   const ids: Record<string, string> = {};
-  const as = (token: string) => ({ token });
-  const jobOf = async (token: string, id: string) =>
-    (await t.ok('JobQueueRpc.listJobs', { queue: 'queue-probe.work', pageSize: 100 }, as(token))).docs.find((job: { id: string }) => job.id === id);
+  const jobOf = async (who: Who, id: string) => {
+    const job = (await t.as(who).JobQueueRpc.listJobs({ queue: 'queue-probe.work', pageSize: 100 })).docs.find((listed) => listed.id === id);
+    assert.ok(job, `job ${id} is listed`);
+    return job;
+  };
+  /** QueueProbeRpc is the test plugin's (test/fixtures/queue-probe-plugin.ts): the typed client does not know it. */
+  const enqueue = (who: Who, params: { label: string; bare?: boolean }) => t.as(who).call<{ jobId: string }>('QueueProbeRpc.enqueue', params);
 
   before(async () => {
     t = await startTestApp({
@@ -28,10 +33,10 @@ describe('JobQueueRpc', () => {
     other = await t.signup();
     staff = await addUser(t, admin.subscriptionId, 'staff');
     member = await addUser(t, admin.subscriptionId, 'user');
-    ids.done = (await t.ok('QueueProbeRpc.enqueue', { label: 'fine' }, as(member.token))).jobId;
-    ids.dead = (await t.ok('QueueProbeRpc.enqueue', { label: 'broken' }, as(member.token))).jobId;
-    ids.bare = (await t.ok('QueueProbeRpc.enqueue', { label: 'bare', bare: true }, as(member.token))).jobId;
-    ids.foreign = (await t.ok('QueueProbeRpc.enqueue', { label: 'broken' }, as(other.token))).jobId;
+    ids.done = (await enqueue(member, { label: 'fine' })).jobId;
+    ids.dead = (await enqueue(member, { label: 'broken' })).jobId;
+    ids.bare = (await enqueue(member, { label: 'bare', bare: true })).jobId;
+    ids.foreign = (await enqueue(other, { label: 'broken' })).jobId;
     await eventually(async () => {
       const states = await Promise.all(Object.values(ids).map(async (id) => (await t.app.deps.jobs.get('queue-probe.work', id))?.state));
       return states.every((state) => state === 'done' || state === 'dead') || undefined;
@@ -40,20 +45,20 @@ describe('JobQueueRpc', () => {
   after(() => t.close());
 
   it("counts the subscription's jobs per queue and state, and none of another subscription's", async () => {
-    assert.deepEqual(await t.ok('JobQueueRpc.getCounts', {}, as(staff.token)), [
+    assert.deepEqual(await t.as(staff).JobQueueRpc.getCounts({}), [
       { queue: 'queue-probe.work', states: { waiting: 0, retrying: 0, running: 0, done: 2, dead: 1, cancelled: 0 } },
     ]);
-    assert.deepEqual(await t.ok('JobQueueRpc.getCounts', {}, as(other.token)), [
+    assert.deepEqual(await t.as(other).JobQueueRpc.getCounts({}), [
       { queue: 'queue-probe.work', states: { waiting: 0, retrying: 0, running: 0, done: 0, dead: 1, cancelled: 0 } },
     ]);
     const fresh = await t.signup();
-    assert.deepEqual(await t.ok('JobQueueRpc.getCounts', {}, as(fresh.token)), []);
+    assert.deepEqual(await t.as(fresh).JobQueueRpc.getCounts({}), []);
   });
 
   it('lists jobs newest first with attempts, last error and times, never their data', async () => {
-    const page = await t.ok('JobQueueRpc.listJobs', {}, as(staff.token));
+    const page = await t.as(staff).JobQueueRpc.listJobs({});
     assert.deepEqual(
-      page.docs.map((job: { id: string }) => job.id),
+      page.docs.map((job) => job.id),
       [ids.bare, ids.dead, ids.done],
     );
     assert.equal(page.totalDocs, 3);
@@ -63,17 +68,17 @@ describe('JobQueueRpc', () => {
     assert.ok(dead.startedAt && dead.finishedAt && dead.createdAt <= dead.startedAt);
     assert.equal(page.docs[2].lastError, null);
     assert.ok(!JSON.stringify(page).includes('stays inside'), 'no job data');
-    const deadOnly = await t.ok('JobQueueRpc.listJobs', { state: 'dead' }, as(admin.token));
+    const deadOnly = await t.as(admin).JobQueueRpc.listJobs({ state: 'dead' });
     assert.deepEqual(
-      deadOnly.docs.map((job: { id: string }) => job.id),
+      deadOnly.docs.map((job) => job.id),
       [ids.dead],
     );
-    const second = await t.ok('JobQueueRpc.listJobs', { page: 2, pageSize: 2 }, as(admin.token));
+    const second = await t.as(admin).JobQueueRpc.listJobs({ page: 2, pageSize: 2 });
     assert.deepEqual(
-      [second.docs.map((job: { id: string }) => job.id), second.totalDocs, second.totalPages, second.hasPrevPage, second.hasNextPage],
+      [second.docs.map((job) => job.id), second.totalDocs, second.totalPages, second.hasPrevPage, second.hasNextPage],
       [[ids.done], 3, 2, true, false],
     );
-    assert.equal((await t.ok('JobQueueRpc.listJobs', { queue: 'other.queue' }, as(admin.token))).totalDocs, 0);
+    assert.equal((await t.as(admin).JobQueueRpc.listJobs({ queue: 'other.queue' })).totalDocs, 0);
   });
 
   it('refuses bad params with the field named', async () => {
@@ -83,38 +88,35 @@ describe('JobQueueRpc', () => {
       [{ pageSize: 101 }, 'pageSize'],
       [{ page: 0 }, 'page'],
     ] as const) {
-      const refused = await t.call('JobQueueRpc.listJobs', params, as(admin.token));
-      assert.equal(refused.body.data.code, 'VALIDATION_ERROR', JSON.stringify(params));
-      assert.match(JSON.stringify(refused.body.data), new RegExp(field));
+      const error = await refused(t.as(admin).call('JobQueueRpc.listJobs', params), 'VALIDATION_ERROR', JSON.stringify(params));
+      // The refusal as a client reads it: its message and its issues.
+      assert.match(JSON.stringify({ error: error.message, issues: error.issues }), new RegExp(field));
     }
-    assert.equal((await t.call('JobQueueRpc.retryJob', { jobId: 'nope' }, as(admin.token))).body.data.code, 'VALIDATION_ERROR');
+    await refused(t.as(admin).JobQueueRpc.retryJob({ jobId: 'nope' }), 'VALIDATION_ERROR');
   });
 
   it('is for staff and admins; retrying is for admins', async () => {
-    assert.equal((await t.call('JobQueueRpc.getCounts', {}, as(member.token))).body.data.code, 'FORBIDDEN');
-    assert.equal((await t.call('JobQueueRpc.listJobs', {}, as(member.token))).body.data.code, 'FORBIDDEN');
-    assert.equal((await t.call('JobQueueRpc.retryJob', { jobId: ids.dead }, as(staff.token))).body.data.code, 'FORBIDDEN');
-    assert.equal((await jobOf(admin.token, ids.dead)).state, 'dead');
+    await refused(t.as(member).JobQueueRpc.getCounts({}), 'FORBIDDEN');
+    await refused(t.as(member).JobQueueRpc.listJobs({}), 'FORBIDDEN');
+    await refused(t.as(staff).JobQueueRpc.retryJob({ jobId: ids.dead }), 'FORBIDDEN');
+    assert.equal((await jobOf(admin, ids.dead)).state, 'dead');
   });
 
   it("does not retry another subscription's dead job, or a job that is not dead", async () => {
     for (const jobId of [ids.foreign, ids.done]) {
-      const refused = await t.call('JobQueueRpc.retryJob', { jobId }, as(admin.token));
-      assert.equal(refused.status, 404);
-      assert.equal(refused.body.data.code, 'NOT_FOUND');
+      await refused(t.as(admin).JobQueueRpc.retryJob({ jobId }), 'NOT_FOUND', jobId);
     }
-    assert.equal((await jobOf(other.token, ids.foreign)).state, 'dead');
+    assert.equal((await jobOf(other, ids.foreign)).state, 'dead');
   });
 
   it('puts a dead job back to run at once, and it runs', async () => {
     failing.delete('broken');
-    assert.deepEqual(await t.ok('JobQueueRpc.retryJob', { jobId: ids.dead }, as(admin.token)), { retried: true });
+    assert.deepEqual(await t.as(admin).JobQueueRpc.retryJob({ jobId: ids.dead }), { retried: true });
     const done = await eventually(async () => {
-      const job = await jobOf(admin.token, ids.dead);
+      const job = await jobOf(admin, ids.dead);
       return job.state === 'done' ? job : undefined;
     });
     assert.deepEqual([done.attempts, done.lastError], [2, null]);
-    const again = await t.call('JobQueueRpc.retryJob', { jobId: ids.dead }, as(admin.token));
-    assert.equal(again.body.data.code, 'NOT_FOUND', 'a job retried and done is not dead any more');
+    await refused(t.as(admin).JobQueueRpc.retryJob({ jobId: ids.dead }), 'NOT_FOUND', 'a job retried and done is not dead any more');
   });
 });

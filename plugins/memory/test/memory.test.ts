@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { RequestContext } from 'rpc-service/plugin';
+import type { MemoryRpcListMemoriesResult, MemoryRpcRecallMemoriesParams, MemoryRpcSaveMemoryParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Who } from '../../../test/support/caller.ts';
 import { PEER_EMBEDDING_MODEL, reversedVectorOf, withModelChange } from '../../../test/support/model-peer.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
@@ -12,11 +14,10 @@ describe('MemoryRpc', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   let agent: Awaited<ReturnType<typeof addUser>>;
-  const as = (token: string) => ({ token });
-  const save = (token: string, content: string, metadata?: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content, ...(metadata ? { metadata } : {}) }, ...extra }, as(token));
-  const recall = (token: string, queryText: string, extra: Record<string, unknown> = {}) =>
-    t.ok('MemoryRpc.recallMemories', { scope: 'user', queryText, ...extra }, as(token));
+  const save = (who: Who, content: string, metadata?: Record<string, unknown>, extra: Partial<MemoryRpcSaveMemoryParams> = {}) =>
+    t.as(who).MemoryRpc.saveMemory({ scope: 'user', memory: { content, ...(metadata ? { metadata } : {}) }, ...extra });
+  const recall = (who: Who, queryText: string, extra: Partial<MemoryRpcRecallMemoriesParams> = {}) =>
+    t.as(who).MemoryRpc.recallMemories({ scope: 'user', queryText, ...extra });
 
   before(async () => {
     // Recalls over more than 10 candidates use the HNSW index, so both ways of searching are exercised.
@@ -28,14 +29,14 @@ describe('MemoryRpc', () => {
   after(() => t.close());
 
   it('saves memories with generated ids and recalls the lexically closest first, topK 3 by default', async () => {
-    const saved = await save(member.token, 'The customer prefers invoices by e-mail on the first of the month', { topic: 'billing' });
+    const saved = await save(member, 'The customer prefers invoices by e-mail on the first of the month', { topic: 'billing' });
     assert.equal(saved.success, true);
     assert.match(saved.memoryId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.equal(typeof saved.message, 'string');
     for (const content of ['Favourite colour is green', 'Lives in Lisbon near the river', 'Allergic to peanuts', 'Plays chess on Sundays']) {
-      await save(member.token, content);
+      await save(member, content);
     }
-    const result = await recall(member.token, 'how does the customer want invoices sent');
+    const result = await recall(member, 'how does the customer want invoices sent');
     assert.equal(result.success, true);
     assert.equal(result.memories.length, 3);
     assert.equal(result.memories[0].id, saved.memoryId);
@@ -43,117 +44,102 @@ describe('MemoryRpc', () => {
     assert.deepEqual(result.memories[0].metadata, { topic: 'billing' });
     assert.ok(result.memories[0].score > result.memories[1].score);
     assert.ok(result.memories[0].score <= 1 && result.memories[2].score >= -1);
-    assert.equal((await recall(member.token, 'invoices', { topK: 1 })).memories.length, 1);
+    assert.equal((await recall(member, 'invoices', { topK: 1 })).memories.length, 1);
   });
 
   it('keeps one memory for the same content, and updates the memory a given id names', async () => {
-    const first = await save(member.token, 'Prefers tea over coffee', { source: 'chat' });
-    const again = await save(member.token, 'Prefers tea over coffee', { source: 'call' });
+    const first = await save(member, 'Prefers tea over coffee', { source: 'chat' });
+    const again = await save(member, 'Prefers tea over coffee', { source: 'call' });
     assert.equal(again.memoryId, first.memoryId);
-    const listed = await t.ok('MemoryRpc.listMemories', { scope: 'user', limit: 200 }, as(member.token));
-    const copies = listed.memories.filter((memory: { content: string }) => memory.content === 'Prefers tea over coffee');
+    const listed = await t.as(member).MemoryRpc.listMemories({ scope: 'user', limit: 200 });
+    const copies = listed.memories.filter((memory) => memory.content === 'Prefers tea over coffee');
     assert.equal(copies.length, 1);
     assert.deepEqual(copies[0].metadata, { source: 'call' });
 
-    const updated = await t.ok(
-      'MemoryRpc.saveMemory',
-      { scope: 'user', memory: { id: first.memoryId, content: 'Prefers green tea over coffee' } },
-      as(member.token),
-    );
+    const updated = await t.as(member).MemoryRpc.saveMemory({ scope: 'user', memory: { id: first.memoryId, content: 'Prefers green tea over coffee' } });
     assert.equal(updated.memoryId, first.memoryId);
-    const [best] = (await recall(member.token, 'green tea')).memories;
+    const [best] = (await recall(member, 'green tea')).memories;
     assert.equal(best.id, first.memoryId);
     assert.equal(best.content, 'Prefers green tea over coffee');
     assert.deepEqual(best.metadata, { source: 'call' }, 'metadata stays when not given');
 
     const chosenId = randomUUID();
-    assert.equal(
-      (await t.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { id: chosenId, content: 'Has a dog named Rex' } }, as(member.token))).memoryId,
-      chosenId,
-    );
+    assert.equal((await t.as(member).MemoryRpc.saveMemory({ scope: 'user', memory: { id: chosenId, content: 'Has a dog named Rex' } })).memoryId, chosenId);
   });
 
   it('keeps user memories to their user, shares global ones inside the subscription only', async () => {
     const other = await t.signup();
-    await save(admin.token, 'Admin private note about the quarterly budget');
-    const global = await t.ok('MemoryRpc.saveMemory', { scope: 'global', memory: { content: 'Office closes at 6 pm on Fridays' } }, as(admin.token));
+    await save(admin, 'Admin private note about the quarterly budget');
+    const global = await t.as(admin).MemoryRpc.saveMemory({ scope: 'global', memory: { content: 'Office closes at 6 pm on Fridays' } });
 
-    const memberRecall = await recall(member.token, 'quarterly budget note', { topK: 10 });
-    assert.ok(!memberRecall.memories.some((memory: { content: string }) => memory.content.includes('quarterly budget')));
-    const shared = await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'when does the office close' }, as(member.token));
+    const memberRecall = await recall(member, 'quarterly budget note', { topK: 10 });
+    assert.ok(!memberRecall.memories.some((memory) => memory.content.includes('quarterly budget')));
+    const shared = await t.as(member).MemoryRpc.recallMemories({ scope: 'global', queryText: 'when does the office close' });
     assert.equal(shared.memories[0].id, global.memoryId);
-    const outsider = await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'when does the office close' }, as(other.token));
+    const outsider = await t.as(other).MemoryRpc.recallMemories({ scope: 'global', queryText: 'when does the office close' });
     assert.equal(outsider.memories.length, 0);
-    assert.equal((await t.ok('MemoryRpc.listMemories', { scope: 'user' }, as(other.token))).memories.length, 0);
-    for (const [token, scope] of [
-      [other.token, 'global'],
-      [member.token, 'user'],
+    assert.equal((await t.as(other).MemoryRpc.listMemories({ scope: 'user' })).memories.length, 0);
+    for (const [who, scope] of [
+      [other, 'global'],
+      [member, 'user'],
     ] as const) {
-      const response = await t.call('MemoryRpc.deleteMemory', { scope, memoryId: global.memoryId }, as(token));
-      assert.equal(response.status, 404);
+      await refused(t.as(who).MemoryRpc.deleteMemory({ scope, memoryId: global.memoryId }), 'NOT_FOUND', scope);
     }
   });
 
   it('keeps ids per subscription: an id another tenant uses is free, and each sees, changes and deletes only its own', async () => {
     const other = await t.signup();
     const id = randomUUID();
-    const saveAs = (token: string, content: string) => t.ok('MemoryRpc.saveMemory', { scope: 'global', memory: { id, content } }, as(token));
-    assert.equal((await saveAs(admin.token, 'Front desk closes at noon on Saturdays')).memoryId, id);
+    const saveAs = (who: Who, content: string) => t.as(who).MemoryRpc.saveMemory({ scope: 'global', memory: { id, content } });
+    assert.equal((await saveAs(admin, 'Front desk closes at noon on Saturdays')).memoryId, id);
     // Not a CONFLICT telling the other tenant the id exists: a memory of its own.
-    assert.deepEqual(await saveAs(other.token, 'Warehouse opens at 7 am'), { success: true, memoryId: id, message: 'Memory saved' });
-    const contentOf = async (token: string) => {
-      const listed = (await t.ok('MemoryRpc.listMemories', { scope: 'global', limit: 200 }, as(token))).memories.filter(
-        (memory: { id: string }) => memory.id === id,
-      );
-      const recalled = (await t.ok('MemoryRpc.recallMemories', { scope: 'global', queryText: 'front desk warehouse opens closes', topK: 100 }, as(token)))
-        .memories;
+    assert.deepEqual(await saveAs(other, 'Warehouse opens at 7 am'), { success: true, memoryId: id, message: 'Memory saved' });
+    const contentOf = async (who: Who) => {
+      const listed = (await t.as(who).MemoryRpc.listMemories({ scope: 'global', limit: 200 })).memories.filter((memory) => memory.id === id);
+      const recalled = (await t.as(who).MemoryRpc.recallMemories({ scope: 'global', queryText: 'front desk warehouse opens closes', topK: 100 })).memories;
       return {
-        listed: listed.map((memory: { content: string }) => memory.content),
-        recalled: recalled.filter((memory: { id: string }) => memory.id === id).map((memory: { content: string }) => memory.content),
+        listed: listed.map((memory) => memory.content),
+        recalled: recalled.filter((memory) => memory.id === id).map((memory) => memory.content),
       };
     };
-    assert.deepEqual(await contentOf(member.token), {
+    assert.deepEqual(await contentOf(member), {
       listed: ['Front desk closes at noon on Saturdays'],
       recalled: ['Front desk closes at noon on Saturdays'],
     });
-    assert.deepEqual(await contentOf(other.token), { listed: ['Warehouse opens at 7 am'], recalled: ['Warehouse opens at 7 am'] });
+    assert.deepEqual(await contentOf(other), { listed: ['Warehouse opens at 7 am'], recalled: ['Warehouse opens at 7 am'] });
 
     // Saving under the id again updates the caller's own memory only; deleting it deletes the caller's only.
-    assert.equal((await saveAs(other.token, 'Warehouse opens at 8 am')).message, 'Memory updated');
-    assert.deepEqual((await contentOf(member.token)).listed, ['Front desk closes at noon on Saturdays']);
-    await t.ok('MemoryRpc.deleteMemory', { scope: 'global', memoryId: id }, as(other.token));
-    assert.deepEqual(await contentOf(other.token), { listed: [], recalled: [] });
-    assert.deepEqual((await contentOf(admin.token)).listed, ['Front desk closes at noon on Saturdays']);
+    assert.equal((await saveAs(other, 'Warehouse opens at 8 am')).message, 'Memory updated');
+    assert.deepEqual((await contentOf(member)).listed, ['Front desk closes at noon on Saturdays']);
+    await t.as(other).MemoryRpc.deleteMemory({ scope: 'global', memoryId: id });
+    assert.deepEqual(await contentOf(other), { listed: [], recalled: [] });
+    assert.deepEqual((await contentOf(admin)).listed, ['Front desk closes at noon on Saturdays']);
 
     // Inside one subscription the id stays one memory's: another scope does not reach it, and the same content under another id is a CONFLICT.
-    assert.equal((await t.call('MemoryRpc.saveMemory', { scope: 'user', memory: { id, content: 'Mine now' } }, as(member.token))).body.data.code, 'NOT_FOUND');
-    const again = await t.call(
-      'MemoryRpc.saveMemory',
-      { scope: 'global', memory: { id: randomUUID(), content: 'Front desk closes at noon on Saturdays' } },
-      as(member.token),
+    await refused(t.as(member).MemoryRpc.saveMemory({ scope: 'user', memory: { id, content: 'Mine now' } }), 'NOT_FOUND');
+    await refused(
+      t.as(member).MemoryRpc.saveMemory({ scope: 'global', memory: { id: randomUUID(), content: 'Front desk closes at noon on Saturdays' } }),
+      'CONFLICT',
     );
-    assert.equal(again.body.data.code, 'CONFLICT');
   });
 
   it('lets agents and admins act for another user of the subscription with targetUserId, and no one else', async () => {
-    const forMember = await save(agent.token, 'Asked the agent to call back on Monday', undefined, { targetUserId: member.user._id });
-    const mine = await recall(member.token, 'call back Monday');
+    const forMember = await save(agent, 'Asked the agent to call back on Monday', undefined, { targetUserId: member.user._id });
+    const mine = await recall(member, 'call back Monday');
     assert.equal(mine.memories[0].id, forMember.memoryId);
-    const byAgent = await recall(agent.token, 'call back Monday', { targetUserId: member.user._id });
+    const byAgent = await recall(agent, 'call back Monday', { targetUserId: member.user._id });
     assert.equal(byAgent.memories[0].id, forMember.memoryId);
-    assert.equal((await recall(agent.token, 'call back Monday')).memories.length, 0, "the agent's own memories are its own");
+    assert.equal((await recall(agent, 'call back Monday')).memories.length, 0, "the agent's own memories are its own");
 
-    const refused = await t.call('MemoryRpc.recallMemories', { scope: 'user', queryText: 'x', targetUserId: admin.user._id }, as(member.token));
-    assert.equal(refused.status, 403);
+    await refused(t.as(member).MemoryRpc.recallMemories({ scope: 'user', queryText: 'x', targetUserId: admin.user._id }), 'FORBIDDEN');
     const outsider = await t.signup();
-    const elsewhere = await t.call('MemoryRpc.recallMemories', { scope: 'user', queryText: 'x', targetUserId: outsider.user._id }, as(agent.token));
-    assert.equal(elsewhere.status, 404);
+    await refused(t.as(agent).MemoryRpc.recallMemories({ scope: 'user', queryText: 'x', targetUserId: outsider.user._id }), 'NOT_FOUND');
   });
 
   it('deletes a memory of the scope', async () => {
-    const saved = await save(member.token, 'Temporary memory to delete');
-    assert.equal((await t.ok('MemoryRpc.deleteMemory', { scope: 'user', memoryId: saved.memoryId }, as(member.token))).success, true);
-    assert.equal((await t.call('MemoryRpc.deleteMemory', { scope: 'user', memoryId: saved.memoryId }, as(member.token))).status, 404);
+    const saved = await save(member, 'Temporary memory to delete');
+    assert.equal((await t.as(member).MemoryRpc.deleteMemory({ scope: 'user', memoryId: saved.memoryId })).success, true);
+    await refused(t.as(member).MemoryRpc.deleteMemory({ scope: 'user', memoryId: saved.memoryId }), 'NOT_FOUND');
   });
 
   it('filters recall on metadata with every operator', async () => {
@@ -165,9 +151,8 @@ describe('MemoryRpc', () => {
       { content: 'ticket about login timeout', metadata: { kind: 'Ticket', priority: 5, customer: { tier: 'gold' } } },
     ];
     const ids: string[] = [];
-    for (const item of items) ids.push((await save(filtered.token, item.content, item.metadata)).memoryId);
-    const found = async (filter: unknown) =>
-      ((await recall(filtered.token, 'login', { topK: 10, filter })).memories as { id: string }[]).map((memory) => ids.indexOf(memory.id)).sort();
+    for (const item of items) ids.push((await save(filtered, item.content, item.metadata)).memoryId);
+    const found = async (filter: unknown) => (await recall(filtered, 'login', { topK: 10, filter })).memories.map((memory) => ids.indexOf(memory.id)).sort();
     assert.deepEqual(await found({ kind: 'ticket' }), [0, 1]);
     assert.deepEqual(await found({ kind: { $eq: 'note' } }), [2]);
     assert.deepEqual(await found({ kind: { $ne: 'ticket' } }), [2, 3]);
@@ -192,22 +177,25 @@ describe('MemoryRpc', () => {
       [{ "kind'; drop table memory; --": 1 }, "filter.kind'; drop table memory; --"],
       ['not an object', 'filter'],
     ] as const) {
-      const response = await t.call('MemoryRpc.recallMemories', { scope: 'user', queryText: 'login', filter }, as(filtered.token));
-      assert.equal(response.status, 400, JSON.stringify(filter));
-      assert.equal(response.body.data.issues[0].path, path);
+      const error = await refused(
+        t.as(filtered).MemoryRpc.recallMemories({ scope: 'user', queryText: 'login', filter }),
+        'VALIDATION_ERROR',
+        JSON.stringify(filter),
+      );
+      assert.equal(error.issues?.[0]?.path, path);
     }
   });
 
   it('pages with a cursor (a memory id) and with an index, limit 10 by default', async () => {
     const pager = await t.signup();
     const ids: string[] = [];
-    for (let index = 0; index < 25; index++) ids.push((await save(pager.token, `paged memory ${index}`)).memoryId);
+    for (let index = 0; index < 25; index++) ids.push((await save(pager, `paged memory ${index}`)).memoryId);
     const pages: string[][] = [];
-    let cursor: string | null | undefined;
+    let cursor: MemoryRpcListMemoriesResult['next_page_offset'] | undefined;
     do {
-      const page = await t.ok('MemoryRpc.listMemories', { scope: 'user', ...(cursor ? { offset: cursor } : {}) }, as(pager.token));
+      const page = await t.as(pager).MemoryRpc.listMemories({ scope: 'user', ...(cursor ? { offset: cursor } : {}) });
       assert.deepEqual(Object.keys(page).sort(), ['memories', 'next_page_offset', 'success']);
-      pages.push(page.memories.map((memory: { id: string }) => memory.id));
+      pages.push(page.memories.map((memory) => memory.id));
       cursor = page.next_page_offset;
     } while (cursor);
     assert.deepEqual(
@@ -216,17 +204,16 @@ describe('MemoryRpc', () => {
     );
     assert.deepEqual(pages.flat(), ids, 'oldest first, each once');
 
-    const byIndex = await t.ok('MemoryRpc.listMemories', { scope: 'user', limit: 10, offset: 20 }, as(pager.token));
+    const byIndex = await t.as(pager).MemoryRpc.listMemories({ scope: 'user', limit: 10, offset: 20 });
     assert.deepEqual(
-      byIndex.memories.map((memory: { id: string }) => memory.id),
+      byIndex.memories.map((memory) => memory.id),
       ids.slice(20),
     );
     assert.equal(byIndex.next_page_offset, null);
-    assert.equal((await t.ok('MemoryRpc.listMemories', { scope: 'user', offset: 0 }, as(pager.token))).next_page_offset, 10);
-    const unknown = await t.call('MemoryRpc.listMemories', { scope: 'user', offset: randomUUID() }, as(pager.token));
-    assert.equal(unknown.status, 400);
+    assert.equal((await t.as(pager).MemoryRpc.listMemories({ scope: 'user', offset: 0 })).next_page_offset, 10);
+    await refused(t.as(pager).MemoryRpc.listMemories({ scope: 'user', offset: randomUUID() }), 'VALIDATION_ERROR');
     for (const params of [{ limit: 0 }, { offset: -1 }, { offset: 1e308 }, { offset: 'abc' }, { scope: 'team' }]) {
-      assert.equal((await t.call('MemoryRpc.listMemories', { scope: 'user', ...params }, as(pager.token))).status, 400, JSON.stringify(params));
+      await refused(t.as(pager).call('MemoryRpc.listMemories', { scope: 'user', ...params }), 'VALIDATION_ERROR', JSON.stringify(params));
     }
   });
 
@@ -237,9 +224,8 @@ describe('MemoryRpc', () => {
       ['MemoryRpc.recallMemories', { scope: 'user', queryText: 'x', topK: 0 }, 'topK'],
       ['MemoryRpc.saveMemory', { memory: { content: 'x' } }, 'scope'],
     ] as const) {
-      const response = await t.call(method, params, as(member.token));
-      assert.equal(response.status, 400, JSON.stringify(params));
-      assert.equal(response.body.data.issues[0].path, path);
+      const error = await refused(t.as(member).call(method, params), 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(error.issues?.[0]?.path, path);
     }
   });
 
@@ -269,10 +255,10 @@ describe('MemoryRpc', () => {
         rows.flat(),
       );
     }
-    const result = await recall(bulk.token, 'memory about subject 5', { topK: 10, filter: { bucket: 42 } });
+    const result = await recall(bulk, 'memory about subject 5', { topK: 10, filter: { bucket: 42 } });
     assert.equal(result.memories.length, 10);
-    assert.ok(result.memories.every((memory: { metadata: { bucket: number } }) => memory.metadata.bucket === 42));
-    const scores = result.memories.map((memory: { score: number }) => memory.score);
+    assert.ok(result.memories.every((memory) => memory.metadata.bucket === 42));
+    const scores = result.memories.map((memory) => memory.score);
     assert.deepEqual(
       scores,
       [...scores].sort((a, b) => b - a),
@@ -296,25 +282,25 @@ describe('MemoryRpc: switching the embedding model', () => {
     await withModelChange(['auth', 'memory'], async ({ peer, start }) => {
       const first = await start();
       const admin = await first.signup();
-      const saveIn = (app: TestApp, token: string, content: string, id?: string) =>
-        app.ok('MemoryRpc.saveMemory', { scope: 'user', memory: { content, ...(id ? { id } : {}) } }, { token });
-      const tea = await saveIn(first, admin.token, 'Drinks green tea every afternoon');
-      await saveIn(first, admin.token, 'Lives in Lisbon near the river');
-      const chess = await saveIn(first, admin.token, 'Plays chess on Sundays');
-      await first.ok('MemoryRpc.saveMemory', { scope: 'global', memory: { content: 'The office closes at six' } }, { token: admin.token });
+      const saveIn = (app: TestApp, who: Who, content: string, id?: string) =>
+        app.as(who).MemoryRpc.saveMemory({ scope: 'user', memory: { content, ...(id ? { id } : {}) } });
+      const tea = await saveIn(first, admin, 'Drinks green tea every afternoon');
+      await saveIn(first, admin, 'Lives in Lisbon near the river');
+      const chess = await saveIn(first, admin, 'Plays chess on Sundays');
+      await first.as(admin).MemoryRpc.saveMemory({ scope: 'global', memory: { content: 'The office closes at six' } });
       assert.deepEqual(await state(first), { active_slot: 'a', active_model: 'local-lexical-384', next_model: null });
       await first.close();
 
       peer.delayMs = 1500;
       const second = await start({ newModel: true });
       try {
-        const token = (await second.ok('AuthRpc.login', { identifier: admin.user.username, password: admin.password })).token;
-        const recall = (queryText: string) => second.ok('MemoryRpc.recallMemories', { scope: 'user', queryText, topK: 1 }, { token });
+        const session = await second.as(null).AuthRpc.login({ identifier: admin.user.username, password: admin.password });
+        const recall = (queryText: string) => second.as(session).MemoryRpc.recallMemories({ scope: 'user', queryText, topK: 1 });
         assert.deepEqual(await state(second), { active_slot: 'a', active_model: 'local-lexical-384', next_model: PEER_EMBEDDING_MODEL });
         // Recalls, saves and updates go on with the old model while the new one fills the other column.
         assert.equal((await recall('which tea in the afternoon')).memories[0].id, tea.memoryId);
-        const garden = await saveIn(second, token, 'Grows tomatoes on the balcony');
-        await saveIn(second, token, 'Plays chess on Saturdays', chess.memoryId);
+        const garden = await saveIn(second, session, 'Grows tomatoes on the balcony');
+        await saveIn(second, session, 'Plays chess on Saturdays', chess.memoryId);
         assert.equal((await recall('tomatoes on a balcony')).memories[0].id, garden.memoryId);
         assert.ok(!peer.received.flat().some((text) => /tea in the|on a balcony/.test(text)), 'no question went to the new model');
 
@@ -333,7 +319,7 @@ describe('MemoryRpc: switching the embedding model', () => {
         peer.delayMs = 0;
         assert.equal((await recall('chess on Saturdays')).memories[0].id, chess.memoryId);
         assert.deepEqual(peer.received.at(-1), ['chess on Saturdays'], 'questions now go to the new model');
-        const moved = await saveIn(second, token, 'Cycles to work');
+        const moved = await saveIn(second, session, 'Cycles to work');
         const [saved] = (await rows(second)).filter((row) => row.id === moved.memoryId);
         assert.deepEqual([saved!.a, float32(JSON.parse(saved!.b!))], [null, float32(reversedVectorOf('Cycles to work'))]);
       } finally {

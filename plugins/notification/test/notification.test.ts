@@ -6,6 +6,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import type { PluginServices } from 'rpc-service/plugin';
+import type { NotificationCreatedEvent } from '../../../clients/typescript/src/operations.ts';
+import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
@@ -16,7 +18,6 @@ describe('NotificationRpc', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
   const notificationService = (): PluginServices['notificationService'] => t.app.depsOf('notification').notificationService;
   const notify = (subscriptionId: string, userIds: string[], title: string) =>
     notificationService().notify({ subscriptionId, userIds, title, message: `${title} happened`, source: 'test' });
@@ -30,17 +31,17 @@ describe('NotificationRpc', () => {
   after(() => t.close());
 
   it('answers the schema, and the caller’s own notifications, newest first, page 1 and pageSize 25 by default', async () => {
-    const schema = await t.ok('NotificationRpc.getSchema', {}, as(member));
+    const schema = await t.as(member).NotificationRpc.getSchema({});
     assert.deepEqual([schema.type, schema.required], ['object', ['_id', 'title', 'message', 'read', 'timestamp', 'userId']]);
     for (let index = 0; index < 27; index++) await notify(admin.subscriptionId, [member.user._id], `Event ${index}`);
     await notify(admin.subscriptionId, [admin.user._id], 'For the admin');
-    const page = await t.ok('NotificationRpc.getData', {}, as(member));
+    const page = await t.as(member).NotificationRpc.getData({});
     assert.deepEqual([page.totalCount, page.data.length, page.data[0].title], [27, 25, 'Event 26']);
     assert.deepEqual(Object.keys(page.data[0]).sort(), ['_id', 'data', 'message', 'read', 'source', 'timestamp', 'title', 'userId']);
-    assert.ok(page.data.every((notification: { userId: string; read: boolean }) => notification.userId === member.user._id && !notification.read));
-    assert.equal((await t.ok('NotificationRpc.getData', { page: 2 }, as(member))).data.length, 2);
+    assert.ok(page.data.every((notification) => notification.userId === member.user._id && !notification.read));
+    assert.equal((await t.as(member).NotificationRpc.getData({ page: 2 })).data.length, 2);
     assert.deepEqual(
-      (await t.ok('NotificationRpc.getData', { filter: { title: 'Event 3' } }, as(member))).data.map((n: { title: string }) => n.title),
+      (await t.as(member).NotificationRpc.getData({ filter: { title: 'Event 3' } })).data.map((n) => n.title),
       ['Event 3'],
     );
   });
@@ -48,25 +49,27 @@ describe('NotificationRpc', () => {
   it('marks and deletes only the caller’s own notifications, counting what changed', async () => {
     const [mine] = await notify(admin.subscriptionId, [member.user._id], 'Mine');
     const [theirs] = await notify(admin.subscriptionId, [admin.user._id], 'Theirs');
-    assert.equal(await t.ok('NotificationRpc.markAsRead', { _id: mine!._id }, as(member)), true);
-    assert.equal((await t.ok('NotificationRpc.findById', { _id: mine!._id }, as(member))).read, true);
-    for (const [method, params] of [
-      ['NotificationRpc.findById', { _id: theirs!._id }],
-      ['NotificationRpc.markAsRead', { _id: theirs!._id }],
-      ['NotificationRpc.delete', { _id: theirs!._id }],
-    ] as const) {
-      assert.equal((await t.call(method, params, as(member))).body.data.code, 'NOT_FOUND', method);
-      assert.equal((await t.call(method, params, as(stranger))).body.data.code, 'NOT_FOUND', method);
+    assert.equal(await t.as(member).NotificationRpc.markAsRead({ _id: mine!._id }), true);
+    assert.equal((await t.as(member).NotificationRpc.findById({ _id: mine!._id })).read, true);
+    for (const who of [member, stranger]) {
+      const notifications = t.as(who).NotificationRpc;
+      for (const [method, call] of [
+        ['NotificationRpc.findById', () => notifications.findById({ _id: theirs!._id })],
+        ['NotificationRpc.markAsRead', () => notifications.markAsRead({ _id: theirs!._id })],
+        ['NotificationRpc.delete', () => notifications.delete({ _id: theirs!._id })],
+      ] as const) {
+        await refused(call(), 'NOT_FOUND', method);
+      }
     }
-    assert.equal((await t.ok('NotificationRpc.findById', { _id: theirs!._id }, as(admin))).read, false);
-    const unread = (await t.ok('NotificationRpc.getData', { filter: { read: false }, pageSize: 200 }, as(member))).totalCount;
-    assert.equal(await t.ok('NotificationRpc.markAllAsRead', {}, as(member)), unread);
-    assert.equal(await t.ok('NotificationRpc.markAllAsRead', {}, as(member)), 0);
-    assert.equal(await t.ok('NotificationRpc.delete', { _id: mine!._id }, as(member)), true);
-    const left = (await t.ok('NotificationRpc.getData', { pageSize: 200 }, as(member))).totalCount;
-    assert.equal(await t.ok('NotificationRpc.deleteAll', {}, as(member)), left);
-    assert.equal((await t.ok('NotificationRpc.getData', {}, as(member))).totalCount, 0);
-    assert.equal((await t.ok('NotificationRpc.findById', { _id: theirs!._id }, as(admin))).title, 'Theirs', "another user's notifications stay");
+    assert.equal((await t.as(admin).NotificationRpc.findById({ _id: theirs!._id })).read, false);
+    const unread = (await t.as(member).NotificationRpc.getData({ filter: { read: false }, pageSize: 200 })).totalCount;
+    assert.equal(await t.as(member).NotificationRpc.markAllAsRead({}), unread);
+    assert.equal(await t.as(member).NotificationRpc.markAllAsRead({}), 0);
+    assert.equal(await t.as(member).NotificationRpc.delete({ _id: mine!._id }), true);
+    const left = (await t.as(member).NotificationRpc.getData({ pageSize: 200 })).totalCount;
+    assert.equal(await t.as(member).NotificationRpc.deleteAll({}), left);
+    assert.equal((await t.as(member).NotificationRpc.getData({})).totalCount, 0);
+    assert.equal((await t.as(admin).NotificationRpc.findById({ _id: theirs!._id })).title, 'Theirs', "another user's notifications stay");
   });
 
   it('notifies a user once per dedupe key, however often a producer runs', async () => {
@@ -85,34 +88,26 @@ describe('NotificationRpc', () => {
       (await once([member.user._id, admin.user._id])).map((record) => record.userId),
       [admin.user._id],
     );
-    assert.equal((await t.ok('NotificationRpc.getData', { filter: { title: 'Once' } }, as(member))).totalCount, 1);
-    assert.equal((await t.ok('NotificationRpc.getData', { filter: { title: 'Once' } }, as(admin))).totalCount, 1);
+    assert.equal((await t.as(member).NotificationRpc.getData({ filter: { title: 'Once' } })).totalCount, 1);
+    assert.equal((await t.as(admin).NotificationRpc.getData({ filter: { title: 'Once' } })).totalCount, 1);
   });
 
   it('notifies the user a task is assigned to, over the WebSocket', async () => {
     await t.app.deps.db.execute('update auth_user set partner_contact_id = ? where id = ?', ['contact-member', member.user._id]);
     const socket = new WebSocket(`${t.url.replace('http', 'ws')}/ws?token=${member.token}`);
-    const messages: { type: string; event?: string; payload?: any }[] = [];
+    const messages: { type: string; event?: string; payload?: NotificationCreatedEvent }[] = [];
     socket.on('message', (data) => messages.push(JSON.parse(data.toString())));
     try {
       await eventually(() => (messages.some((message) => message.type === 'ready') ? true : undefined));
-      const task = await t.ok(
-        'TaskRpc.create',
-        { taskInstanceId: 'board', title: 'Call the supplier', assignees: ['contact-member', 'contact-nobody'] },
-        as(admin),
-      );
-      const pushed = await eventually(() => messages.find((message) => message.event === 'notification.created'));
+      const task = await t.as(admin).TaskRpc.create({ taskInstanceId: 'board', title: 'Call the supplier', assignees: ['contact-member', 'contact-nobody'] });
+      const pushed = await eventually(() => messages.find((message) => message.event === 'notification.created')?.payload);
       assert.deepEqual(
-        [pushed.payload.title, pushed.payload.message, pushed.payload.source, pushed.payload.data],
+        [pushed.title, pushed.message, pushed.source, pushed.data],
         ['A task was assigned to you', 'Call the supplier', 'task', { taskId: task._id, taskInstanceId: 'board' }],
       );
-      const [stored] = (await t.ok('NotificationRpc.getData', {}, as(member))).data;
-      assert.equal(stored._id, pushed.payload._id);
-      assert.equal(
-        (await t.ok('NotificationRpc.getData', {}, as(admin))).data.filter((n: { source: string }) => n.source === 'task').length,
-        0,
-        'the assigner is not notified',
-      );
+      const [stored] = (await t.as(member).NotificationRpc.getData({})).data;
+      assert.equal(stored._id, pushed._id);
+      assert.equal((await t.as(admin).NotificationRpc.getData({})).data.filter((n) => n.source === 'task').length, 0, 'the assigner is not notified');
     } finally {
       socket.close();
     }
@@ -135,7 +130,7 @@ describe('NotificationRpc', () => {
       await old.close();
       const moved = await startTestApp({ ...options, plugins: ['auth', 'notification'] });
       try {
-        assert.deepEqual((await moved.ok('NotificationRpc.getData', {}, as(account))).data, [
+        assert.deepEqual((await moved.as(account).NotificationRpc.getData({})).data, [
           {
             _id: id,
             title: 'Kept',

@@ -4,6 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { RpcError } from 'rpc-service/plugin';
+import { callerAt, refused, type Who } from '../../../test/support/caller.ts';
 import { createScratchDatabase, databaseEnv, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
@@ -28,11 +30,9 @@ describe('ProcessExecutorRpc', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
-  const start = (command: string, args: string[] = [], session: { token: string } = admin) =>
-    t.call('ProcessExecutorRpc.startProcess', { command, args }, as(session));
-  const status = (instanceId: string) => t.ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, as(admin));
-  const logs = async (instanceId: string) => (await t.ok('ProcessExecutorRpc.getProcessLogs', { instanceId }, as(admin))).logs as string[];
+  const start = (command: string, args: string[] = [], session: Who = admin) => t.as(session).ProcessExecutorRpc.startProcess({ command, args });
+  const status = (instanceId: string) => t.as(admin).ProcessExecutorRpc.getProcessStatus({ instanceId });
+  const logs = async (instanceId: string) => (await t.as(admin).ProcessExecutorRpc.getProcessLogs({ instanceId })).logs;
 
   before(async () => {
     t = await startTestApp({
@@ -48,24 +48,23 @@ describe('ProcessExecutorRpc', () => {
 
   it('starts a process that echoes its input, reads its logs, and stops it', async () => {
     const started = await start('/bin/cat');
-    assert.equal(started.body.data.status, 'running');
-    const { instanceId } = started.body.data;
+    assert.equal(started.status, 'running');
+    const { instanceId } = started;
     assert.equal((await status(instanceId)).status, 'running');
-    assert.match((await t.ok('ProcessExecutorRpc.sendProcessInput', { instanceId, input: 'hello\nworld\n' }, as(admin))).message, /Sent 12 bytes/);
+    assert.match((await t.as(admin).ProcessExecutorRpc.sendProcessInput({ instanceId, input: 'hello\nworld\n' })).message, /Sent 12 bytes/);
     assert.deepEqual(await eventually(async () => ((await logs(instanceId)).length === 2 ? logs(instanceId) : undefined)), ['hello', 'world']);
-    assert.deepEqual(await t.ok('ProcessExecutorRpc.stopProcess', { instanceId }, as(admin)), { message: `Process ${instanceId} stopped` });
+    assert.deepEqual(await t.as(admin).ProcessExecutorRpc.stopProcess({ instanceId }), { message: `Process ${instanceId} stopped` });
     const stopped = await status(instanceId);
     assert.deepEqual([stopped.status, stopped.signal, stopped.command], ['stopped', 'SIGTERM', '/bin/cat']);
     assert.deepEqual(await logs(instanceId), ['hello', 'world'], 'the lines outlive the process');
-    const late = await t.call('ProcessExecutorRpc.sendProcessInput', { instanceId, input: 'again' }, as(admin));
-    assert.equal(late.body.data.code, 'CONFLICT');
+    await refused(t.as(admin).ProcessExecutorRpc.sendProcessInput({ instanceId, input: 'again' }), 'CONFLICT');
   });
 
   it('records how a process ended: exited, failed with its code, stderr marked; no shell, and none of the service’s environment', async () => {
     process.env.PROCESS_TEST_SECRET = 'the service environment';
     const ok = (
       await start('/bin/sh', ['-c', 'echo "$0 $1" && echo warning >&2 && echo "secret=${PROCESS_TEST_SECRET:-none} home=$HOME"', 'one; rm -rf /', 'two'])
-    ).body.data.instanceId;
+    ).instanceId;
     const exited = await eventually(async () => ((await status(ok)).status !== 'running' ? status(ok) : undefined));
     assert.deepEqual([exited.status, exited.exitCode], ['exited', 0]);
     const lines = await logs(ok);
@@ -76,54 +75,56 @@ describe('ProcessExecutorRpc', () => {
       /^secret=none home=\/.+\/rpc-service-processes\/[0-9a-f-]{36}$/,
     );
 
-    const failing = (await start('/bin/sh', ['-c', 'exit 3'])).body.data.instanceId;
+    const failing = (await start('/bin/sh', ['-c', 'exit 3'])).instanceId;
     const failed = await eventually(async () => ((await status(failing)).status !== 'running' ? status(failing) : undefined));
     assert.deepEqual([failed.status, failed.exitCode], ['failed', 3]);
   });
 
   it('kills a process that ignores SIGTERM after the grace period', async () => {
-    const stubborn = (await start('/bin/sh', ['-c', 'trap "" TERM; echo ready; while true; do sleep 0.05; done'])).body.data.instanceId;
+    const stubborn = (await start('/bin/sh', ['-c', 'trap "" TERM; echo ready; while true; do sleep 0.05; done'])).instanceId;
     await eventually(async () => ((await logs(stubborn)).includes('ready') ? true : undefined));
     const started = Date.now();
-    await t.ok('ProcessExecutorRpc.stopProcess', { instanceId: stubborn }, as(admin));
+    await t.as(admin).ProcessExecutorRpc.stopProcess({ instanceId: stubborn });
     assert.ok(Date.now() - started >= 450, 'it waited the grace period');
     const killed = await status(stubborn);
     assert.deepEqual([killed.status, killed.signal], ['stopped', 'SIGKILL']);
   });
 
   it('refuses commands outside the allow-list, callers who are not admins, and other subscriptions', async () => {
-    const refused = await start('/bin/rm', ['-rf', '/tmp/x']);
-    assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].path], ['VALIDATION_ERROR', 'command']);
-    assert.equal((await start('cat')).body.data.code, 'VALIDATION_ERROR', 'only the exact paths allowed');
-    assert.equal((await start('/bin/cat', [], member)).body.data.code, 'FORBIDDEN');
+    const outside = await refused(start('/bin/rm', ['-rf', '/tmp/x']), 'VALIDATION_ERROR');
+    assert.equal(outside.issues?.[0]?.path, 'command');
+    await refused(start('cat'), 'VALIDATION_ERROR', 'only the exact paths allowed');
+    await refused(start('/bin/cat', [], member), 'FORBIDDEN');
 
-    const { instanceId } = (await start('/bin/cat')).body.data;
-    const strangerAdmin = as(stranger);
-    for (const [method, params] of [
-      ['ProcessExecutorRpc.getProcessStatus', { instanceId }],
-      ['ProcessExecutorRpc.getProcessLogs', { instanceId }],
-      ['ProcessExecutorRpc.sendProcessInput', { instanceId, input: 'x' }],
-      ['ProcessExecutorRpc.stopProcess', { instanceId }],
+    const { instanceId } = await start('/bin/cat');
+    const strangerAdmin = t.as(stranger).ProcessExecutorRpc;
+    for (const [method, call] of [
+      ['ProcessExecutorRpc.getProcessStatus', () => strangerAdmin.getProcessStatus({ instanceId })],
+      ['ProcessExecutorRpc.getProcessLogs', () => strangerAdmin.getProcessLogs({ instanceId })],
+      ['ProcessExecutorRpc.sendProcessInput', () => strangerAdmin.sendProcessInput({ instanceId, input: 'x' })],
+      ['ProcessExecutorRpc.stopProcess', () => strangerAdmin.stopProcess({ instanceId })],
     ] as const) {
-      assert.equal((await t.call(method, params, strangerAdmin)).body.data.code, 'NOT_FOUND', method);
+      await refused(call(), 'NOT_FOUND', method);
     }
     assert.equal((await status(instanceId)).status, 'running');
-    await t.ok('ProcessExecutorRpc.stopProcess', { instanceId }, as(admin));
+    await t.as(admin).ProcessExecutorRpc.stopProcess({ instanceId });
   });
 
   it('stops what a process started in turn, with it', async () => {
-    const { instanceId, pid } = (await start('/bin/sh', SHELL_WITH_CHILD)).body.data;
+    const { instanceId, pid } = await start('/bin/sh', SHELL_WITH_CHILD);
+    assert.ok(pid, 'the process has a pid');
     const line = await eventually(async () => (await logs(instanceId)).find((text) => text.startsWith('child ')));
     const child = Number(line.split(' ')[1]);
     assert.ok(alive(pid) && alive(child));
-    await t.ok('ProcessExecutorRpc.stopProcess', { instanceId }, as(admin));
+    await t.as(admin).ProcessExecutorRpc.stopProcess({ instanceId });
     assert.equal((await status(instanceId)).status, 'stopped');
     await eventually(async () => (!alive(child) ? true : undefined));
   });
 
   it('keeps the record of a live process running past its lease, and kills the process whose record the recovery job ended', async () => {
     const { processExecutor, db } = t.app.depsOf('process-executor');
-    const { instanceId, pid } = (await start('/bin/cat')).body.data;
+    const { instanceId, pid } = await start('/bin/cat');
+    assert.ok(pid, 'the process has a pid');
     const leaseUntil = async () => {
       const [row] = (await db
         .forkEm(null)
@@ -178,34 +179,17 @@ describe('ProcessExecutorRpc when its node is killed', () => {
         PROCESS_LEASE_MS: '2000',
         ...(scratch ? { ...databaseEnv(scratch.url), MASTER_KEY: randomBytes(32).toString('base64') } : {}),
       };
-      const call = async (method: string, params: unknown, token?: string) => {
-        const response = await fetch(`${base}/api/rpc`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-          body: JSON.stringify({ method, params }),
-        });
-        return (await response.json()) as { success: boolean; data: any };
-      };
-      const ok = async (method: string, params: unknown, token?: string) => {
-        const body = await call(method, params, token);
-        assert.ok(body.success, `${method}: ${JSON.stringify(body)}`);
-        return body.data;
-      };
       server = runServer(env);
       await whenHealthy(server, base);
-      await ok('AuthRpc.signup', { email: 'owner@example.com', username: 'owner', password: 'correct horse battery' });
-      const token = (await ok('AuthRpc.login', { identifier: 'owner', password: 'correct horse battery' })).token;
-      const { instanceId, pid } = await ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: SHELL_WITH_CHILD }, token);
-      const line = await eventually(async () =>
-        (await ok('ProcessExecutorRpc.getProcessLogs', { instanceId }, token)).logs.find((text: string) => text.startsWith('child ')),
-      );
+      const anonymous = callerAt(base, null);
+      await anonymous.AuthRpc.signup({ email: 'owner@example.com', username: 'owner', password: 'correct horse battery' });
+      const owner = callerAt(base, { token: (await anonymous.AuthRpc.login({ identifier: 'owner', password: 'correct horse battery' })).token });
+      const { instanceId, pid } = await owner.ProcessExecutorRpc.startProcess({ command: '/bin/sh', args: SHELL_WITH_CHILD });
+      assert.ok(pid, 'the process has a pid');
+      const line = await eventually(async () => (await owner.ProcessExecutorRpc.getProcessLogs({ instanceId })).logs.find((text) => text.startsWith('child ')));
       const child = Number(line.split(' ')[1]);
       assert.ok(alive(pid) && alive(child));
-      assert.equal(
-        (await call('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'true'] }, token)).data.code,
-        'CONFLICT',
-        'PROCESS_MAX_RUNNING is 1',
-      );
+      await refused(owner.ProcessExecutorRpc.startProcess({ command: '/bin/sh', args: ['-c', 'true'] }), 'CONFLICT', 'PROCESS_MAX_RUNNING is 1');
 
       server.child.kill('SIGKILL');
       await server.exited(10_000);
@@ -215,14 +199,14 @@ describe('ProcessExecutorRpc when its node is killed', () => {
       server = runServer(env);
       await whenHealthy(server, base);
       const ended = await eventually(async () => {
-        const record = await ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, token);
+        const record = await owner.ProcessExecutorRpc.getProcessStatus({ instanceId });
         return record.status === 'running' ? undefined : record;
       }, 90_000);
       assert.deepEqual([ended.status, ended.error], ['failed', 'its node stopped while it ran']);
       assert.ok(ended.endedAt);
       await eventually(async () => (!alive(child) ? true : undefined));
       assert.equal(alive(pid) || alive(child), false, 'neither the process nor what it started outlives its node');
-      const next = await ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'echo again'] }, token);
+      const next = await owner.ProcessExecutorRpc.startProcess({ command: '/bin/sh', args: ['-c', 'echo again'] });
       assert.equal(next.status, 'running', 'the subscription starts processes again');
       server.child.kill('SIGTERM');
       await server.exited(30_000);
@@ -243,9 +227,9 @@ describe('ProcessExecutorRpc once the allow-list is emptied', () => {
       t = await startTestApp({ ...options, env: { PROCESS_ALLOWED_COMMANDS: '/bin/sh' } });
       const admin = await t.signup();
       const stranger = await t.signup();
-      const { instanceId } = await t.ok('ProcessExecutorRpc.startProcess', { command: '/bin/sh', args: ['-c', 'echo before'] }, { token: admin.token });
+      const { instanceId } = await t.as(admin).ProcessExecutorRpc.startProcess({ command: '/bin/sh', args: ['-c', 'echo before'] });
       const ended = await eventually(async () => {
-        const status = await t!.ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, { token: admin.token });
+        const status = await t!.as(admin).ProcessExecutorRpc.getProcessStatus({ instanceId });
         return status.status === 'running' ? undefined : status;
       });
       await t.close();
@@ -253,16 +237,23 @@ describe('ProcessExecutorRpc once the allow-list is emptied', () => {
 
       t = await startTestApp(options);
       const unknown = '00000000-0000-4000-8000-000000000000';
-      const answers = async (token: string, id: string) => {
+      /** What each operation on the process answers: OK, or the code it is refused with. */
+      const answers = async (who: Who, id: string) => {
+        const caller = t!.as(who).ProcessExecutorRpc;
         const codes: Record<string, string> = {};
-        for (const [method, params] of [
-          ['ProcessExecutorRpc.getProcessStatus', { instanceId: id }],
-          ['ProcessExecutorRpc.getProcessLogs', { instanceId: id }],
-          ['ProcessExecutorRpc.sendProcessInput', { instanceId: id, input: 'x' }],
-          ['ProcessExecutorRpc.stopProcess', { instanceId: id }],
+        for (const [method, call] of [
+          ['ProcessExecutorRpc.getProcessStatus', () => caller.getProcessStatus({ instanceId: id })],
+          ['ProcessExecutorRpc.getProcessLogs', () => caller.getProcessLogs({ instanceId: id })],
+          ['ProcessExecutorRpc.sendProcessInput', () => caller.sendProcessInput({ instanceId: id, input: 'x' })],
+          ['ProcessExecutorRpc.stopProcess', () => caller.stopProcess({ instanceId: id })],
         ] as const) {
-          const response = await t!.call(method, params, { token });
-          codes[method] = response.body.success ? 'OK' : response.body.data.code;
+          codes[method] = await call().then(
+            () => 'OK',
+            (error: unknown) => {
+              if (error instanceof RpcError) return error.code;
+              throw error;
+            },
+          );
         }
         return codes;
       };
@@ -272,16 +263,15 @@ describe('ProcessExecutorRpc once the allow-list is emptied', () => {
         'ProcessExecutorRpc.sendProcessInput': 'CONFLICT',
         'ProcessExecutorRpc.stopProcess': 'CONFLICT',
       };
-      assert.deepEqual(await answers(admin.token, instanceId), readable, 'a process that ran before is read; it has ended, so input and stop are CONFLICT');
-      assert.deepEqual(await t.ok('ProcessExecutorRpc.getProcessStatus', { instanceId }, { token: admin.token }), ended);
-      assert.deepEqual(await t.ok('ProcessExecutorRpc.getProcessLogs', { instanceId }, { token: admin.token }), { logs: ['before'] });
+      assert.deepEqual(await answers(admin, instanceId), readable, 'a process that ran before is read; it has ended, so input and stop are CONFLICT');
+      assert.deepEqual(await t.as(admin).ProcessExecutorRpc.getProcessStatus({ instanceId }), ended);
+      assert.deepEqual(await t.as(admin).ProcessExecutorRpc.getProcessLogs({ instanceId }), { logs: ['before'] });
       const everyOne = (code: string) => Object.fromEntries(Object.keys(readable).map((method) => [method, code]));
-      assert.deepEqual(await answers(admin.token, unknown), everyOne('NOT_FOUND'), 'an unknown process');
-      assert.deepEqual(await answers(stranger.token, instanceId), everyOne('NOT_FOUND'), "another subscription's process");
+      assert.deepEqual(await answers(admin, unknown), everyOne('NOT_FOUND'), 'an unknown process');
+      assert.deepEqual(await answers(stranger, instanceId), everyOne('NOT_FOUND'), "another subscription's process");
 
-      const start = await t.call('ProcessExecutorRpc.startProcess', { command: '/bin/sh' }, { token: admin.token });
-      assert.deepEqual([start.status, start.body.data.code], [503, 'FEATURE_UNAVAILABLE']);
-      assert.match(start.body.data.error, /PROCESS_ALLOWED_COMMANDS/);
+      const start = await refused(t.as(admin).ProcessExecutorRpc.startProcess({ command: '/bin/sh' }), 'FEATURE_UNAVAILABLE');
+      assert.match(start.message, /PROCESS_ALLOWED_COMMANDS/);
     } finally {
       await t?.close();
       await scratch?.drop();

@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BusEvent } from 'rpc-service/plugin';
+import type { SchedulerRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Who } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { startModelPeer } from '../../../test/support/model-peer.ts';
 import { eventually } from '../../../test/support/peers.ts';
 import { addUser } from '../../../test/support/users.ts';
 
-type Session = { token: string };
-const as = (session: Session) => ({ token: session.token });
 /** A `once:` schedule this many milliseconds from now. */
 const onceIn = (ms: number) => `once:${new Date(Date.now() + ms).toISOString()}`;
-const runsOf = async (t: TestApp, session: Session, taskId: string) => (await t.ok('SchedulerRpc.listRuns', { taskId, pageSize: 200 }, as(session))).data;
-const finishedRuns = (t: TestApp, session: Session, taskId: string, count = 1) =>
+const runsOf = async (t: TestApp, session: Who, taskId: string) => (await t.as(session).SchedulerRpc.listRuns({ taskId, pageSize: 200 })).data;
+const finishedRuns = (t: TestApp, session: Who, taskId: string, count = 1) =>
   eventually(async () => {
     const runs = await runsOf(t, session, taskId);
-    return runs.length >= count && runs.every((run: { status: string }) => run.status !== 'running') ? runs : undefined;
+    return runs.length >= count && runs.every((run) => run.status !== 'running') ? runs : undefined;
   });
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -25,7 +25,7 @@ describe('SchedulerRpc: firing', () => {
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const events: BusEvent[] = [];
-  const create = (session: Session, taskConfig: Record<string, unknown>) => t.ok('SchedulerRpc.create', { taskConfig }, as(session)) as Promise<string>;
+  const create = (session: Who, taskConfig: SchedulerRpcCreateParams['taskConfig']) => t.as(session).SchedulerRpc.create({ taskConfig });
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'scheduler', 'workflow', 'agent-config'] });
@@ -49,23 +49,22 @@ describe('SchedulerRpc: firing', () => {
     const raised = events.filter((event) => event.name === 'launch.started');
     assert.equal(raised.length, 1);
     assert.deepEqual([raised[0]!.payload, raised[0]!.subscriptionId], [{ wave: 1 }, admin.subscriptionId]);
-    const task = await t.ok('SchedulerRpc.findById', { taskId }, as(member));
+    const task = await t.as(member).SchedulerRpc.findById({ taskId });
     // lastRun is when the node took the task, firedAt when its action started: no later.
     assert.equal(task.nextRun, null);
     assert.ok(
-      Date.parse(task.lastRun) <= Date.parse(run.firedAt) && Date.parse(run.firedAt) - Date.parse(task.lastRun) < 1000,
+      Date.parse(task.lastRun ?? '') <= Date.parse(run.firedAt) && Date.parse(run.firedAt) - Date.parse(task.lastRun ?? '') < 1000,
       `${task.lastRun} ${run.firedAt}`,
     );
     await pause(1200);
     assert.equal((await runsOf(t, member, taskId)).length, 1, 'fired once');
 
     // The service's own events are not a tenant's to raise.
-    const own = await t.call(
-      'SchedulerRpc.create',
-      { taskConfig: { name: 'Spoof', schedule: '* * * * *', actionType: 'event', actionConfig: { eventName: 'workflow.completed' } } },
-      as(member),
+    const own = await refused(
+      create(member, { name: 'Spoof', schedule: '* * * * *', actionType: 'event', actionConfig: { eventName: 'workflow.completed' } }),
+      'VALIDATION_ERROR',
     );
-    assert.deepEqual([own.body.data.code, own.body.data.issues[0].path], ['VALIDATION_ERROR', 'taskConfig.actionConfig.eventName']);
+    assert.equal(own.issues?.[0]?.path, 'taskConfig.actionConfig.eventName');
   });
 
   it('does not fire a disabled task, and fires one catch-up run for a task whose runs were missed', async () => {
@@ -83,7 +82,7 @@ describe('SchedulerRpc: firing', () => {
     await pause(1000);
     assert.equal((await runsOf(t, member, missed)).length, 1, 'one catch-up run, not three');
     assert.ok(runs[0].delayMs > 3 * 3600 * 1000 - 60_000);
-    const next = new Date((await t.ok('SchedulerRpc.findById', { taskId: missed }, as(member))).nextRun);
+    const next = new Date((await t.as(member).SchedulerRpc.findById({ taskId: missed })).nextRun!);
     assert.ok(next > new Date() && next.getUTCMinutes() === 0, 'the next hour from now');
     assert.equal((await runsOf(t, member, disabled)).length, 0);
     assert.ok(!events.some((event) => event.name === 'off.fired'));
@@ -113,16 +112,16 @@ describe('SchedulerRpc: firing', () => {
 
     const [listed] = await finishedRuns(t, member, listing);
     assert.equal(listed.status, 'succeeded');
-    assert.equal(listed.result.name, 'Admin task');
-    const [refused] = await finishedRuns(t, member, forbidden);
-    assert.deepEqual([refused.status, refused.error], ['failed', 'FORBIDDEN: Only its creator, admins and staff may change this task']);
+    assert.equal((listed.result as { name: string }).name, 'Admin task');
+    const [refusedRun] = await finishedRuns(t, member, forbidden);
+    assert.deepEqual([refusedRun.status, refusedRun.error], ['failed', 'FORBIDDEN: Only its creator, admins and staff may change this task']);
     const [notFound] = await finishedRuns(t, member, outside);
     assert.equal(notFound.status, 'failed');
-    assert.match(notFound.error, /^NOT_FOUND/);
-    assert.equal((await t.ok('SchedulerRpc.findById', { taskId: adminTask }, as(admin))).enabled, true);
-    assert.equal((await t.ok('SchedulerRpc.findById', { taskId: strangerTask }, as(stranger))).enabled, true);
+    assert.match(notFound.error ?? '', /^NOT_FOUND/);
+    assert.equal((await t.as(admin).SchedulerRpc.findById({ taskId: adminTask })).enabled, true);
+    assert.equal((await t.as(stranger).SchedulerRpc.findById({ taskId: strangerTask })).enabled, true);
     // Runs are the subscription's: a stranger sees none of them.
-    assert.equal((await t.ok('SchedulerRpc.listRuns', { taskId: listing }, as(stranger))).totalCount, 0);
+    assert.equal((await t.as(stranger).SchedulerRpc.listRuns({ taskId: listing })).totalCount, 0);
   });
 
   it("shows a run's result only to the user the task acts as and to admins", async () => {
@@ -133,16 +132,13 @@ describe('SchedulerRpc: firing', () => {
       actionConfig: { method: 'AuthRpc.getSession', params: {} },
     });
     const [run] = await finishedRuns(t, admin, peek);
-    assert.equal(run.result.user._id, admin.user._id);
-    assert.equal((await t.ok('SchedulerRpc.listRuns', { taskId: peek }, as(member))).totalCount, 0);
-    const everything = await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(member));
-    assert.ok(
-      everything.data.length > 0 && everything.data.every((listed: { _id: string }) => listed._id !== run._id),
-      "the member's own runs, not the admin's",
-    );
+    assert.equal((run.result as { user: { _id: string } }).user._id, admin.user._id);
+    assert.equal((await t.as(member).SchedulerRpc.listRuns({ taskId: peek })).totalCount, 0);
+    const everything = await t.as(member).SchedulerRpc.listRuns({ pageSize: 200 });
+    assert.ok(everything.data.length > 0 && everything.data.every((listed) => listed._id !== run._id), "the member's own runs, not the admin's");
     // An admin reads the runs of every task of the subscription.
     const mine = everything.data[0]._id;
-    assert.ok((await t.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(admin))).data.some((listed: { _id: string }) => listed._id === mine));
+    assert.ok((await t.as(admin).SchedulerRpc.listRuns({ pageSize: 200 })).data.some((listed) => listed._id === mine));
   });
 
   it('fires again a run whose node stopped, and fails it once it was fired SCHEDULER_MAX_ATTEMPTS times', async () => {
@@ -169,24 +165,20 @@ describe('SchedulerRpc: firing', () => {
       const [latest] = await runsOf(t, member, taskId);
       return latest.status === 'failed' ? latest : undefined;
     });
-    assert.match(given.error, /its node stopped each of the 3 times it was fired.*SCHEDULER_MAX_ATTEMPTS/);
+    assert.match(given.error ?? '', /its node stopped each of the 3 times it was fired.*SCHEDULER_MAX_ATTEMPTS/);
     await pause(500);
     assert.equal(events.filter((event) => event.name === 'crashy.fired').length, 2, 'not fired a third time');
   });
 
   it('runs a workflow, and records a failure for an aiMessage when no AI provider is configured', async () => {
-    await t.ok(
-      'WorkflowRpc.create',
-      {
-        name: 'Greeter',
-        nodes: [
-          { id: 'start', type: 'start' },
-          { id: 'done', type: 'end', config: { output: '"Hello " & $args.name' } },
-        ],
-        edges: [{ source: 'start', target: 'done' }],
-      },
-      as(member),
-    );
+    await t.as(member).WorkflowRpc.create({
+      name: 'Greeter',
+      nodes: [
+        { id: 'start', type: 'start' },
+        { id: 'done', type: 'end', config: { output: '"Hello " & $args.name' } },
+      ],
+      edges: [{ source: 'start', target: 'done' }],
+    });
     const workflowTask = await create(member, {
       name: 'Greet',
       schedule: onceIn(300),
@@ -195,9 +187,9 @@ describe('SchedulerRpc: firing', () => {
     });
     const [greeted] = await finishedRuns(t, member, workflowTask);
     assert.equal(greeted.status, 'succeeded');
-    assert.equal(greeted.result.result.output, 'Hello Ada');
+    assert.equal((greeted.result as { result: { output: unknown } }).result.output, 'Hello Ada');
 
-    await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'gpt-4o-mini', promptText: 'You close deals.' }, as(member));
+    await t.as(member).AgentConfigRpc.create({ name: 'Closer', model: 'gpt-4o-mini', promptText: 'You close deals.' });
     const aiTask = await create(member, {
       name: 'Nudge',
       schedule: onceIn(300),
@@ -206,7 +198,7 @@ describe('SchedulerRpc: firing', () => {
     });
     const [unanswered] = await finishedRuns(t, member, aiTask);
     assert.equal(unanswered.status, 'failed');
-    assert.match(unanswered.error, /^FEATURE_UNAVAILABLE/);
+    assert.match(unanswered.error ?? '', /^FEATURE_UNAVAILABLE/);
     const nobody = await create(member, {
       name: 'Nobody',
       schedule: onceIn(300),
@@ -229,19 +221,17 @@ describe('SchedulerRpc: aiMessage with a provider', () => {
     t.app.deps.bus.subscribe('notification.created', (event) => void answered.push(event));
     try {
       const user = await t.signup();
-      await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'peer-chat', promptText: 'You close deals.' }, as(user));
-      const taskId = await t.ok(
-        'SchedulerRpc.create',
-        { taskConfig: { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } } },
-        as(user),
-      );
+      await t.as(user).AgentConfigRpc.create({ name: 'Closer', model: 'peer-chat', promptText: 'You close deals.' });
+      const taskId = await t.as(user).SchedulerRpc.create({
+        taskConfig: { name: 'Nudge', schedule: onceIn(300), actionType: 'aiMessage', actionConfig: { agentName: 'Closer', message: 'Any news?' } },
+      });
       const [run] = await finishedRuns(t, user, taskId);
       assert.deepEqual([run.status, run.result], ['succeeded', { agentName: 'Closer', answer: 'You said: Any news?' }]);
       assert.deepEqual(peer.chats.at(-1), [
         { role: 'system', content: 'You close deals.' },
         { role: 'user', content: 'Any news?' },
       ]);
-      const [notification] = (await t.ok('NotificationRpc.getData', {}, as(user))).data;
+      const [notification] = (await t.as(user).NotificationRpc.getData({})).data;
       assert.deepEqual(
         [notification.title, notification.message, notification.source, notification.data],
         ['Closer answered (Nudge)', 'You said: Any news?', 'scheduler', { taskId, agentName: 'Closer' }],
@@ -266,15 +256,13 @@ describe('SchedulerRpc: two nodes on one PostgreSQL', { skip: TEST_DATABASE_URL 
       const ids: string[] = [];
       for (let index = 0; index < 200; index++) {
         ids.push(
-          await first.ok(
-            'SchedulerRpc.create',
-            { taskConfig: { name: `Task ${index}`, schedule: due, actionType: 'event', actionConfig: { eventName: 'batch.fired', eventData: { index } } } },
-            as(user),
-          ),
+          await first.as(user).SchedulerRpc.create({
+            taskConfig: { name: `Task ${index}`, schedule: due, actionType: 'event', actionConfig: { eventName: 'batch.fired', eventData: { index } } },
+          }),
         );
       }
       const runs = await eventually(async () => {
-        const listed = (await second.ok('SchedulerRpc.listRuns', { pageSize: 200 }, as(user))).data as { taskId: string; status: string }[];
+        const listed = (await second.as(user).SchedulerRpc.listRuns({ pageSize: 200 })).data;
         return listed.length >= 200 && listed.every((run) => run.status === 'succeeded') ? listed : undefined;
       });
       await pause(1500);

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { SchedulerRpcCreateParams, SchedulerRpcGetDataParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
-const eventTask = (extra: Record<string, unknown> = {}) => ({
+type TaskConfig = SchedulerRpcCreateParams['taskConfig'];
+
+const eventTask = (extra: Partial<TaskConfig> = {}): TaskConfig => ({
   name: 'Morning digest',
   schedule: '0 9 * * 1-5',
   actionType: 'event',
@@ -16,12 +20,8 @@ describe('SchedulerRpc: tasks', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
-  const create = async (session: { token: string }, taskConfig: Record<string, unknown>) =>
-    t.ok('SchedulerRpc.create', { taskConfig }, as(session)) as Promise<string>;
-  const find = (session: { token: string }, taskId: string) => t.ok('SchedulerRpc.findById', { taskId }, as(session));
-  const refusal = async (method: string, params: Record<string, unknown>, session: { token: string } = admin) =>
-    (await t.call(method, params, as(session))).body.data;
+  const create = async (session: Who, taskConfig: TaskConfig) => t.as(session).SchedulerRpc.create({ taskConfig });
+  const find = (session: Who, taskId: string) => t.as(session).SchedulerRpc.findById({ taskId });
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'scheduler'] });
@@ -69,9 +69,9 @@ describe('SchedulerRpc: tasks', () => {
     );
     assert.deepEqual(task.context, { userId: member.user._id, subscriptionId: admin.subscriptionId });
     // 09:00 in New York on a weekday: 13:00 or 14:00 UTC, within the coming four days.
-    const next = new Date(task.nextRun);
+    const next = new Date(task.nextRun!);
     assert.ok(next > new Date() && next.getTime() - Date.now() < 4 * 24 * 3600 * 1000);
-    assert.ok([13, 14].includes(next.getUTCHours()) && next.getUTCMinutes() === 0, task.nextRun);
+    assert.ok([13, 14].includes(next.getUTCHours()) && next.getUTCMinutes() === 0, String(task.nextRun));
     assert.ok(next.getUTCDay() >= 1 && next.getUTCDay() <= 5);
 
     const once = await find(member, await create(member, eventTask({ name: 'Launch', schedule: 'once:2031-05-01T08:30:00Z', category: 'campaign' })));
@@ -85,7 +85,7 @@ describe('SchedulerRpc: tasks', () => {
       [eventTask({ schedule: 'once:2031-05-01 08:30' }), 'taskConfig.schedule', /once:<ISO 8601 UTC time>/],
       [eventTask({ schedule: 'once:2031-05-01T08:30:00+02:00' }), 'taskConfig.schedule', /UTC/],
       [eventTask({ timeZone: 'Mars/Olympus' }), 'taskConfig.timeZone', /not an IANA time zone/],
-      [eventTask({ actionType: 'email' }), 'taskConfig.actionType', /one of event, rpc, workflow, aiMessage/],
+      [eventTask({ actionType: 'email' as never }), 'taskConfig.actionType', /one of event, rpc, workflow, aiMessage/],
       [eventTask({ actionConfig: {} }), 'taskConfig.actionConfig.eventName', /event: /],
       [eventTask({ actionType: 'rpc', actionConfig: { method: 'not a method' } }), 'taskConfig.actionConfig.method', /Group\.operation/],
       [eventTask({ actionType: 'workflow', actionConfig: { workflowArgs: {} } }), 'taskConfig.actionConfig.workflowIdentifier', /workflow: /],
@@ -94,52 +94,47 @@ describe('SchedulerRpc: tasks', () => {
         'taskConfig.actionConfig.message',
         /aiMessage: message must not be empty/,
       ],
-      [eventTask({ category: 'misc' }), 'taskConfig.category', /one of system, user, campaign, automation/],
+      [eventTask({ category: 'misc' as never }), 'taskConfig.category', /one of system, user, campaign, automation/],
       [eventTask({ name: '' }), 'taskConfig.name', /must not be empty/],
     ] as const) {
-      const data = await refusal('SchedulerRpc.create', { taskConfig });
-      assert.equal(data.code, 'VALIDATION_ERROR', JSON.stringify(taskConfig));
-      assert.equal(data.issues[0].path, path, JSON.stringify(data.issues));
-      assert.match(data.issues[0].message, message);
+      const error = await refused(t.as(admin).SchedulerRpc.create({ taskConfig }), 'VALIDATION_ERROR', JSON.stringify(taskConfig));
+      assert.equal(error.issues?.[0]?.path, path, JSON.stringify(error.issues));
+      assert.match(error.issues?.[0]?.message ?? '', message);
     }
-    assert.equal(
-      (await t.ok('SchedulerRpc.getData', { filter: { name: 'Morning digest', userId: admin.user._id } }, as(admin))).totalCount,
-      0,
-      'nothing was saved',
-    );
+    assert.equal((await t.as(admin).SchedulerRpc.getData({ filter: { name: 'Morning digest', userId: admin.user._id } })).totalCount, 0, 'nothing was saved');
   });
 
   it('updates, disables (no next run), enables (next run from now) and deletes, answering true', async () => {
     const id = await create(admin, eventTask());
-    assert.equal(await t.ok('SchedulerRpc.update', { taskId: id, updatedConfig: { schedule: '30 6 * * *', name: 'Early digest' } }, as(admin)), true);
+    assert.equal(await t.as(admin).SchedulerRpc.update({ taskId: id, updatedConfig: { schedule: '30 6 * * *', name: 'Early digest' } }), true);
     let task = await find(admin, id);
     assert.deepEqual(
-      [task.name, task.schedule, new Date(task.nextRun).getUTCHours(), new Date(task.nextRun).getUTCMinutes()],
+      [task.name, task.schedule, new Date(task.nextRun!).getUTCHours(), new Date(task.nextRun!).getUTCMinutes()],
       ['Early digest', '30 6 * * *', 6, 30],
     );
 
-    assert.equal(await t.ok('SchedulerRpc.disable', { taskId: id }, as(admin)), true);
+    assert.equal(await t.as(admin).SchedulerRpc.disable({ taskId: id }), true);
     task = await find(admin, id);
     assert.deepEqual([task.enabled, task.nextRun], [false, null]);
-    assert.equal(await t.ok('SchedulerRpc.enable', { taskId: id }, as(admin)), true);
+    assert.equal(await t.as(admin).SchedulerRpc.enable({ taskId: id }), true);
     task = await find(admin, id);
     assert.equal(task.enabled, true);
-    assert.ok(new Date(task.nextRun) > new Date());
+    assert.ok(new Date(task.nextRun!) > new Date());
 
-    const bad = await refusal('SchedulerRpc.update', { taskId: id, updatedConfig: { timeZone: 'Nowhere/Special' } });
-    assert.deepEqual([bad.code, bad.issues[0].path], ['VALIDATION_ERROR', 'updatedConfig.timeZone']);
-    const mismatched = await refusal('SchedulerRpc.update', { taskId: id, updatedConfig: { actionType: 'rpc' } });
-    assert.deepEqual(
-      [mismatched.code, mismatched.issues[0].path],
-      ['VALIDATION_ERROR', 'updatedConfig.actionConfig.method'],
+    const bad = await refused(t.as(admin).SchedulerRpc.update({ taskId: id, updatedConfig: { timeZone: 'Nowhere/Special' } }), 'VALIDATION_ERROR');
+    assert.equal(bad.issues?.[0]?.path, 'updatedConfig.timeZone');
+    const mismatched = await refused(
+      t.as(admin).SchedulerRpc.update({ taskId: id, updatedConfig: { actionType: 'rpc' } }),
+      'VALIDATION_ERROR',
       'a new action type needs its own config',
     );
+    assert.equal(mismatched.issues?.[0]?.path, 'updatedConfig.actionConfig.method', 'a new action type needs its own config');
     assert.equal((await find(admin, id)).schedule, '30 6 * * *', 'a refused update changes nothing');
-    await t.ok('SchedulerRpc.update', { taskId: id, updatedConfig: { actionType: 'rpc', actionConfig: { method: 'AuthRpc.whoAmI' } } }, as(admin));
+    await t.as(admin).SchedulerRpc.update({ taskId: id, updatedConfig: { actionType: 'rpc', actionConfig: { method: 'AuthRpc.whoAmI' } } });
     assert.deepEqual((await find(admin, id)).actionConfig, { method: 'AuthRpc.whoAmI', params: {} });
 
-    assert.equal(await t.ok('SchedulerRpc.delete', { taskId: id }, as(admin)), true);
-    assert.equal((await refusal('SchedulerRpc.findById', { taskId: id })).code, 'NOT_FOUND');
+    assert.equal(await t.as(admin).SchedulerRpc.delete({ taskId: id }), true);
+    await refused(t.as(admin).SchedulerRpc.findById({ taskId: id }), 'NOT_FOUND');
   });
 
   it('acts as the caller; only admins name another user of the subscription; never another subscription', async () => {
@@ -150,20 +145,21 @@ describe('SchedulerRpc: tasks', () => {
       serviceCode: 'crm',
       projectId: 'p-1',
     });
-    assert.equal((await refusal('SchedulerRpc.create', { taskConfig: eventTask({ context: { userId: admin.user._id } }) }, member)).code, 'FORBIDDEN');
-    const outsider = await refusal('SchedulerRpc.create', { taskConfig: eventTask({ context: { userId: stranger.user._id } }) });
-    assert.deepEqual([outsider.code, outsider.issues[0].path], ['VALIDATION_ERROR', 'taskConfig.context.userId']);
-    const otherSubscription = await refusal('SchedulerRpc.create', { taskConfig: eventTask({ context: { subscriptionId: stranger.subscriptionId } }) });
-    assert.deepEqual([otherSubscription.code, otherSubscription.issues[0].path], ['VALIDATION_ERROR', 'taskConfig.context.subscriptionId']);
+    await refused(create(member, eventTask({ context: { userId: admin.user._id } })), 'FORBIDDEN');
+    const outsider = await refused(create(admin, eventTask({ context: { userId: stranger.user._id } })), 'VALIDATION_ERROR');
+    assert.equal(outsider.issues?.[0]?.path, 'taskConfig.context.userId');
+    const otherSubscription = await refused(create(admin, eventTask({ context: { subscriptionId: stranger.subscriptionId } })), 'VALIDATION_ERROR');
+    assert.equal(otherSubscription.issues?.[0]?.path, 'taskConfig.context.subscriptionId');
 
     // Members change their own tasks only; strangers see none of them.
     const adminTask = await create(admin, eventTask({ name: 'Admin task' }));
-    assert.equal((await refusal('SchedulerRpc.disable', { taskId: adminTask }, member)).code, 'FORBIDDEN');
-    for (const method of ['SchedulerRpc.findById', 'SchedulerRpc.enable', 'SchedulerRpc.disable', 'SchedulerRpc.delete']) {
-      assert.equal((await refusal(method, { taskId: adminTask }, stranger)).code, 'NOT_FOUND', method);
+    await refused(t.as(member).SchedulerRpc.disable({ taskId: adminTask }), 'FORBIDDEN');
+    const strangers = t.as(stranger).SchedulerRpc;
+    for (const method of ['findById', 'enable', 'disable', 'delete'] as const) {
+      await refused(strangers[method]({ taskId: adminTask }), 'NOT_FOUND', `SchedulerRpc.${method}`);
     }
-    assert.equal((await refusal('SchedulerRpc.update', { taskId: adminTask, updatedConfig: { name: 'x' } }, stranger)).code, 'NOT_FOUND');
-    assert.equal((await t.ok('SchedulerRpc.getData', {}, as(stranger))).totalCount, 0);
+    await refused(strangers.update({ taskId: adminTask, updatedConfig: { name: 'x' } }), 'NOT_FOUND');
+    assert.equal((await t.as(stranger).SchedulerRpc.getData({})).totalCount, 0);
   });
 
   it('lists with document-store filters, sort and paging', async () => {
@@ -171,18 +167,20 @@ describe('SchedulerRpc: tasks', () => {
     await create(tenant, eventTask({ name: 'Alpha', tags: ['daily'], category: 'system' }));
     await create(tenant, eventTask({ name: 'beta', tags: ['weekly'], enabled: false }));
     await create(tenant, eventTask({ name: 'Gamma', tags: ['daily', 'ops'], schedule: 'once:2030-01-01T00:00:00Z' }));
-    const names = async (params: Record<string, unknown>) =>
-      (await t.ok('SchedulerRpc.getData', params, as(tenant))).data.map((task: { name: string }) => task.name);
+    const names = async (params: SchedulerRpcGetDataParams) => (await t.as(tenant).SchedulerRpc.getData(params)).data.map((task) => task.name);
     assert.deepEqual(await names({ sort: { name: 1 } }), ['Alpha', 'Gamma', 'beta']);
     assert.deepEqual(await names({ filter: { name: { $regex: '^(alpha|beta)$', $options: 'i' } }, sort: { name: 1 } }), ['Alpha', 'beta']);
     assert.deepEqual(await names({ filter: { tags: 'daily' }, sort: { name: -1 } }), ['Gamma', 'Alpha']);
     assert.deepEqual(await names({ filter: { enabled: false } }), ['beta']);
     assert.deepEqual(await names({ filter: { nextRun: { $gt: '2029-06-01T00:00:00Z' } } }), ['Gamma']);
     assert.deepEqual(await names({ filter: { category: 'system' } }), ['Alpha']);
-    const page = await t.ok('SchedulerRpc.getData', { sort: { name: 1 }, page: 2, pageSize: 2 }, as(tenant));
-    assert.deepEqual([page.totalCount, page.data.map((task: { name: string }) => task.name)], [3, ['beta']]);
-    const disabled = (await t.ok('SchedulerRpc.getData', { filter: { name: 'beta' } }, as(tenant))).data[0];
+    const page = await t.as(tenant).SchedulerRpc.getData({ sort: { name: 1 }, page: 2, pageSize: 2 });
+    assert.deepEqual([page.totalCount, page.data.map((task) => task.name)], [3, ['beta']]);
+    const disabled = (await t.as(tenant).SchedulerRpc.getData({ filter: { name: 'beta' } })).data[0];
     assert.deepEqual([disabled.enabled, disabled.nextRun], [false, null]);
-    assert.equal((await refusal('SchedulerRpc.getData', { filter: { actionConfig: 'x' } }, tenant)).issues[0].path, 'filter.actionConfig');
+    assert.equal(
+      (await refused(t.as(tenant).SchedulerRpc.getData({ filter: { actionConfig: 'x' } }), 'VALIDATION_ERROR')).issues?.[0]?.path,
+      'filter.actionConfig',
+    );
   });
 });

@@ -4,10 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { RpcError } from '../../../clients/typescript/src/index.ts';
+import { callerAt, type Caller } from '../../../test/support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../../../test/support/process.ts';
-import { linearGraph } from '../../../test/support/workflows.ts';
+import { linearGraph, waitingRun } from '../../../test/support/workflows.ts';
 
 /**
  * A member's workflow against the service as a real process: expressions
@@ -29,37 +31,30 @@ describe('workflow runs within their limits, in a real process', () => {
   let server: RunningProcess;
   let base: string;
   let env: Record<string, string>;
-  let admin: string;
-  let member: string;
+  let member: Caller;
   const receiver = startHttpReceiver(() => ({ status: 200, delayMs: 600_000 }));
 
   const start = async () => {
     server = runServer(env);
     await whenHealthy(server, base);
   };
-  const call = async (method: string, params: unknown, token?: string) => {
-    const response = await fetch(`${base}/api/rpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ method, params }),
-    });
-    return { status: response.status, body: (await response.json()) as { success: boolean; data: any } };
-  };
-  const ok = async (method: string, params: unknown, token?: string) => {
-    const { status, body } = await call(method, params, token);
-    assert.ok(body.success, `${method} answered ${status}: ${JSON.stringify(body)}`);
-    return body.data;
-  };
   let names = 0;
   /** Creates the workflow as the member and runs it; the run's record once it has ended. */
-  const runToEnd = async (graph: { nodes: Node[]; edges: unknown[] }, timeoutMs = 30_000) => {
+  const runToEnd = async (graph: ReturnType<typeof linearGraph>, timeoutMs = 30_000) => {
     const name = `limits-${++names}`;
-    await ok('WorkflowRpc.create', { name, ...graph }, member);
-    const { body } = await call('WorkflowRpc.executeWorkflow', { workflowIdentifier: name }, member);
-    const instanceId: string | undefined = body.data?.instanceId ?? body.data?.result?.instanceId ?? /run ([0-9a-f-]{36})/.exec(body.data?.error ?? '')?.[1];
-    assert.ok(instanceId, `no run: ${JSON.stringify(body)}`);
+    await member.WorkflowRpc.create({ name, ...graph });
+    // The run's id: in the answer when it waits or completed, in the refusal's message when it failed.
+    const started = await member.WorkflowRpc.executeWorkflow({ workflowIdentifier: name }).then(
+      (answer) => ({ answer, instanceId: 'result' in answer ? answer.result.instanceId : answer.instanceId }),
+      (error: unknown) => {
+        if (!(error instanceof RpcError) || error.code === 'NETWORK_ERROR') throw error;
+        return { answer: { code: error.code, error: error.message }, instanceId: /run ([0-9a-f-]{36})/.exec(error.message)?.[1] };
+      },
+    );
+    const { instanceId } = started;
+    assert.ok(instanceId, `no run: ${JSON.stringify(started.answer)}`);
     return eventually(async () => {
-      const run = await ok('WorkflowRpc.getInstance', { instanceId }, member);
+      const run = await member.WorkflowRpc.getInstance({ instanceId });
       return ['completed', 'failed', 'cancelled'].includes(run.status) ? run : undefined;
     }, timeoutMs);
   };
@@ -86,11 +81,11 @@ describe('workflow runs within their limits, in a real process', () => {
       ...(scratch ? { ...databaseEnv(scratch.url), MASTER_KEY: randomBytes(32).toString('base64') } : {}),
     };
     await start();
-    const owner = await ok('AuthRpc.signup', { email: 'owner@example.com', username: 'owner', password: 'correct horse battery' });
-    admin = (await ok('AuthRpc.login', { identifier: 'owner', password: 'correct horse battery' })).token;
-    void owner;
-    await ok('AdminUserRpc.create', { email: 'member@example.com', username: 'member', password: 'another long password', role: 'user' }, admin);
-    member = (await ok('AuthRpc.login', { identifier: 'member', password: 'another long password' })).token;
+    const anonymous = callerAt(base, null);
+    await anonymous.AuthRpc.signup({ email: 'owner@example.com', username: 'owner', password: 'correct horse battery' });
+    const admin = callerAt(base, { token: (await anonymous.AuthRpc.login({ identifier: 'owner', password: 'correct horse battery' })).token });
+    await admin.AdminUserRpc.create({ email: 'member@example.com', username: 'member', password: 'another long password', role: 'user' });
+    member = callerAt(base, { token: (await anonymous.AuthRpc.login({ identifier: 'member', password: 'another long password' })).token });
   });
   after(async () => {
     killLeftoverProcesses();
@@ -102,12 +97,12 @@ describe('workflow runs within their limits, in a real process', () => {
   it('fails a run whose expression doubles a text without end, and goes on answering', async () => {
     const run = await runToEnd(linear(setNode('bomb', { s: BOMB })));
     assert.equal(run.status, 'failed');
-    assert.match(run.error, /node "bomb".*over 1048576 bytes.*WORKFLOW_MAX_VALUE_BYTES/);
-    assert.equal(run.variables.s, undefined, 'nothing of the text was kept');
+    assert.match(run.error ?? '', /node "bomb".*over 1048576 bytes.*WORKFLOW_MAX_VALUE_BYTES/);
+    assert.equal((run.variables as Record<string, unknown>).s, undefined, 'nothing of the text was kept');
     // A text built by one builtin call: stopped by its size when it returns, or by the time limit if it takes that long.
     const padded = await runToEnd(linear(setNode('pad', { s: '$pad("", 1e8)' })));
     assert.equal(padded.status, 'failed');
-    assert.match(padded.error, /node "pad": .*(WORKFLOW_MAX_VALUE_BYTES|ran longer than 5000 ms)/);
+    assert.match(padded.error ?? '', /node "pad": .*(WORKFLOW_MAX_VALUE_BYTES|ran longer than 5000 ms)/);
     assert.ok(await healthy());
     assert.equal(server.child.exitCode, null);
   });
@@ -125,10 +120,10 @@ describe('workflow runs within their limits, in a real process', () => {
     }
     const { status, error, history } = await run;
     assert.equal(status, 'failed');
-    assert.match(error, /node "regex": an expression ran longer than 5000 ms, and its thread was stopped/);
+    assert.match(error ?? '', /node "regex": an expression ran longer than 5000 ms, and its thread was stopped/);
     // The expression held its thread for the 5 s before its stop: a /health asked and answered in them, however slow
     // the machine, shows the process answering meanwhile.
-    const stopped = Date.parse(history.at(-1).at);
+    const stopped = Date.parse((history as { at: string }[]).at(-1)!.at);
     assert.ok(
       checks.some((check) => check.sent >= stopped - 5000 && check.answered <= stopped),
       `no /health answered while the expression ran: ${JSON.stringify({ stopped, checks })}`,
@@ -141,19 +136,19 @@ describe('workflow runs within their limits, in a real process', () => {
     const half = '$join([1..60000].("xxxxxxxxx"))';
     const variables = await runToEnd(linear(setNode('a', { a: half }), setNode('b', { b: half })));
     assert.equal(variables.status, 'failed');
-    assert.match(variables.error, /node "b": its variables would take over 1048576 bytes.*WORKFLOW_MAX_VARIABLES_BYTES/);
-    assert.equal(variables.variables.b, undefined);
+    assert.match(variables.error ?? '', /node "b": its variables would take over 1048576 bytes.*WORKFLOW_MAX_VARIABLES_BYTES/);
+    assert.equal((variables.variables as Record<string, unknown>).b, undefined);
 
     const output = await runToEnd(linearGraph([], '$join([1..20000].("xxxxxxxxx"))'));
     assert.equal(output.status, 'failed');
-    assert.match(output.error, /node "done": its output would take over 100000 bytes.*WORKFLOW_MAX_OUTPUT_BYTES/);
+    assert.match(output.error ?? '', /node "done": its output would take over 100000 bytes.*WORKFLOW_MAX_OUTPUT_BYTES/);
     assert.equal(output.output, null);
   });
 
   it('fails a run whose thread runs out of memory each time after WORKFLOW_MAX_ATTEMPTS, and the process lives on', async () => {
     const run = await runToEnd(linear(setNode('hog', { n: '$count([1..99999].{"a": [1..2000]})' })), 60_000);
     assert.equal(run.status, 'failed');
-    assert.match(run.error, /stopped 2 times on its way from node "start" \(its thread was lost: the thread ran out of memory\).*WORKFLOW_MAX_ATTEMPTS/);
+    assert.match(run.error ?? '', /stopped 2 times on its way from node "start" \(its thread was lost: the thread ran out of memory\).*WORKFLOW_MAX_ATTEMPTS/);
     assert.ok(await healthy());
     assert.equal(server.child.exitCode, null);
     assert.equal((await runToEnd(linear(setNode('small', { s: '"ok"' })))).status, 'completed');
@@ -161,10 +156,9 @@ describe('workflow runs within their limits, in a real process', () => {
 
   it('counts a run whose node was killed under it, and fails it on the restart after WORKFLOW_MAX_ATTEMPTS', async () => {
     const { url, requests } = await receiver;
-    const failedBefore = await ok('WorkflowRpc.listInstances', { status: 'failed' }, member);
-    await ok('WorkflowRpc.create', { name: 'hangs', ...linear({ id: 'call', type: 'http', config: { url: `${url}/hang`, method: 'GET' } }) }, member);
-    const waiting = await ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'hangs' }, member);
-    assert.equal(waiting.status, 'waiting');
+    const failedBefore = await member.WorkflowRpc.listInstances({ status: 'failed' });
+    await member.WorkflowRpc.create({ name: 'hangs', ...linear({ id: 'call', type: 'http', config: { url: `${url}/hang`, method: 'GET' } }) });
+    const instanceId = waitingRun(await member.WorkflowRpc.executeWorkflow({ workflowIdentifier: 'hangs' }));
     for (let kill = 1; kill <= 2; kill++) {
       // Its node dies in the middle of the http node; the next node takes the run up once its lease has run out.
       await eventually(() => (requests.filter((request) => request.path === '/hang').length === kill ? true : undefined), 40_000);
@@ -175,13 +169,13 @@ describe('workflow runs within their limits, in a real process', () => {
       await start();
     }
     const run = await eventually(async () => {
-      const instance = await ok('WorkflowRpc.getInstance', { instanceId: waiting.instanceId }, member);
+      const instance = await member.WorkflowRpc.getInstance({ instanceId });
       return instance.status === 'failed' ? instance : undefined;
     }, 40_000);
-    assert.match(run.error, /stopped 2 times on its way from node "start" \(its node stopped\).*WORKFLOW_MAX_ATTEMPTS/);
+    assert.match(run.error ?? '', /stopped 2 times on its way from node "start" \(its node stopped\).*WORKFLOW_MAX_ATTEMPTS/);
     assert.equal(requests.filter((request) => request.path === '/hang').length, 2, 'not started a third time');
     // The runs that failed before the restarts stayed failed: none was run again.
-    const failedAfter = await ok('WorkflowRpc.listInstances', { status: 'failed' }, member);
+    const failedAfter = await member.WorkflowRpc.listInstances({ status: 'failed' });
     assert.equal(failedAfter.totalCount, failedBefore.totalCount + 1);
     assert.ok(await healthy());
   });

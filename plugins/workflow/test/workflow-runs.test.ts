@@ -5,15 +5,16 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { defineOperation, definePlugin, type BusEvent } from 'rpc-service/plugin';
+import type { WorkflowRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Who } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { startModelPeer } from '../../../test/support/model-peer.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';
 import { addUser } from '../../../test/support/users.ts';
-import { linearGraph } from '../../../test/support/workflows.ts';
+import { completedRun, linearGraph, waitingRun } from '../../../test/support/workflows.ts';
 
-type Session = { token: string };
-type Graph = { nodes: Record<string, unknown>[]; edges: Record<string, unknown>[] };
+type Graph = Required<Pick<WorkflowRpcCreateParams, 'nodes' | 'edges'>>;
 
 /** A plugin that adds a node type (`math.square` squares the variable its config names) and a tool (`math.double`, MathRpc.double). */
 const mathPlugin = definePlugin({
@@ -61,8 +62,8 @@ const approvalGraph = (): Graph => ({
   ],
 });
 
-const instanceOf = (t: TestApp, session: Session, instanceId: string) => t.ok('WorkflowRpc.getInstance', { instanceId }, { token: session.token });
-const ended = (t: TestApp, session: Session, instanceId: string) =>
+const instanceOf = (t: TestApp, session: Who, instanceId: string) => t.as(session).WorkflowRpc.getInstance({ instanceId });
+const ended = (t: TestApp, session: Who, instanceId: string) =>
   eventually(async () => {
     const instance = await instanceOf(t, session, instanceId);
     return ['completed', 'failed', 'cancelled'].includes(instance.status) ? instance : undefined;
@@ -74,11 +75,10 @@ describe('WorkflowRpc: runs', () => {
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   let web: Awaited<ReturnType<typeof startHttpReceiver>>;
-  const as = (session: Session) => ({ token: session.token });
-  const save = (session: Session, name: string, graph: Graph, extra: Record<string, unknown> = {}) =>
-    t.ok('WorkflowRpc.create', { name, ...graph, ...extra }, as(session));
-  const execute = (session: Session, workflowIdentifier: string, workflowArgs: Record<string, unknown> = {}) =>
-    t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier, workflowArgs }, as(session));
+  const save = (session: Who, name: string, graph: Graph, extra: Partial<WorkflowRpcCreateParams> = {}) =>
+    t.as(session).WorkflowRpc.create({ name, ...graph, ...extra });
+  const execute = (session: Who, workflowIdentifier: string, workflowArgs: Record<string, unknown> = {}) =>
+    t.as(session).WorkflowRpc.executeWorkflow({ workflowIdentifier, workflowArgs });
 
   before(async () => {
     web = await startHttpReceiver((request) =>
@@ -105,29 +105,25 @@ describe('WorkflowRpc: runs', () => {
 
   it('runs a condition, an rpc node and a wait: execute answers waiting, the event resumes it, it completes with the output', async () => {
     const workflow = await save(member, 'Approval', approvalGraph(), { tags: ['a', 'b'] });
-    const started = await execute(member, 'approval', { name: 'Ada' });
-    assert.equal(started.body.success, true);
-    assert.equal(started.body.data.status, 'waiting');
-    const { instanceId } = started.body.data;
+    const instanceId = waitingRun(await execute(member, 'approval', { name: 'Ada' }));
     const waiting = await instanceOf(t, member, instanceId);
     assert.deepEqual([waiting.status, waiting.waitingFor, waiting.cursor, waiting.workflowId], ['waiting', 'approved', 'approval', workflow._id]);
-    assert.deepEqual(waiting.variables.greeting, 'Hello Ada');
+    assert.deepEqual((waiting.variables as Record<string, unknown>).greeting, 'Hello Ada');
     assert.deepEqual(
-      waiting.history.map((step: { node: string; status: string }) => `${step.node}:${step.status}`),
+      (waiting.history as { node: string; status: string }[]).map((step) => `${step.node}:${step.status}`),
       ['start:done', 'tags:done', 'check:done', 'greet:done', 'approval:waiting'],
     );
 
-    const sent = await t.call('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Approval', eventName: 'approved', eventData: { by: 'Grace' } }, as(member));
-    assert.deepEqual(sent.body, { success: true });
+    const sent = await t.as(member).WorkflowRpc.sendEventToWorkflow({ workflowName: 'Approval', eventName: 'approved', eventData: { by: 'Grace' } });
+    assert.deepEqual(sent, {}, 'nothing beside success (a bare `{success: true}` on the wire)');
     const done = await ended(t, member, instanceId);
     assert.equal(done.status, 'completed');
     assert.deepEqual(done.output, { greeting: 'Hello Ada', tagCount: 2, approvedBy: 'Grace' });
     assert.ok(done.finishedAt);
 
     // No run waits any more.
-    const none = await t.call('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Approval', eventName: 'approved', eventData: {} }, as(member));
-    assert.equal(none.body.success, false);
-    assert.match(none.body.data.error, /No run of workflow Approval is waiting for event approved/);
+    const none = await refused(t.as(member).WorkflowRpc.sendEventToWorkflow({ workflowName: 'Approval', eventName: 'approved', eventData: {} }), 'NOT_FOUND');
+    assert.match(none.message, /No run of workflow Approval is waiting for event approved/);
   });
 
   it('answers the output of a run that completes at once, and routes by edge conditions', async () => {
@@ -144,13 +140,12 @@ describe('WorkflowRpc: runs', () => {
         { source: 'size', target: 'small' },
       ],
     });
-    const big = await execute(member, 'Classify', { amount: 250 });
-    assert.deepEqual(big.body.data.result.status, 'completed');
-    assert.deepEqual(big.body.data.result.output, { size: 'big', amount: 250 });
-    assert.deepEqual((await execute(member, 'classify', { amount: 3 })).body.data.result.output, { size: 'small' });
-    const missing = await execute(member, 'No such workflow');
-    assert.deepEqual([missing.body.success, missing.body.data.code], [false, 'NOT_FOUND']);
-    assert.match(missing.body.data.error, /Workflow No such workflow not found/);
+    const big = completedRun(await execute(member, 'Classify', { amount: 250 }));
+    assert.deepEqual(big.status, 'completed');
+    assert.deepEqual(big.output, { size: 'big', amount: 250 });
+    assert.deepEqual(completedRun(await execute(member, 'classify', { amount: 3 })).output, { size: 'small' });
+    const missing = await refused(execute(member, 'No such workflow'), 'NOT_FOUND');
+    assert.match(missing.message, /Workflow No such workflow not found/);
   });
 
   it('makes HTTP requests through the outbound guard, and fails a run whose node fails, naming it', async () => {
@@ -165,9 +160,9 @@ describe('WorkflowRpc: runs', () => {
         { source: 'post', target: 'done' },
       ],
     });
-    const posted = await execute(member, 'Post it', { id: 42, qty: 3 });
-    assert.equal(posted.body.data.result.output.status, 201);
-    assert.deepEqual(posted.body.data.result.output.body, { echoed: { qty: 3 }, path: '/items/42' });
+    const posted = completedRun(await execute(member, 'Post it', { id: 42, qty: 3 })).output as { status: number; body: unknown };
+    assert.equal(posted.status, 201);
+    assert.deepEqual(posted.body, { echoed: { qty: 3 }, path: '/items/42' });
 
     await save(member, 'Private', {
       nodes: [
@@ -180,9 +175,10 @@ describe('WorkflowRpc: runs', () => {
         { source: 'peek', target: 'done' },
       ],
     });
-    const refused = await execute(member, 'Private');
-    assert.deepEqual([refused.status, refused.body.success, refused.body.data.code], [422, false, 'WORKFLOW_FAILED']);
-    assert.match(refused.body.data.error, /node "peek": 10\.0\.0\.1 is not a public address/);
+    // On the wire: the workflow plugin's own error code reaches a client with the HTTP status the plugin declares for it.
+    const failedRun = await t.call<{ code: string; error: string }>('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Private', workflowArgs: {} }, member);
+    assert.deepEqual([failedRun.status, failedRun.body.success, failedRun.body.data.code], [422, false, 'WORKFLOW_FAILED']);
+    assert.match(failedRun.body.data.error, /node "peek": 10\.0\.0\.1 is not a public address/);
 
     // An rpc node acts as the run's user: a member may not delete the admin's workflow.
     const theirs = await save(admin, 'Admin only', approvalGraph());
@@ -197,12 +193,11 @@ describe('WorkflowRpc: runs', () => {
         { source: 'remove', target: 'done' },
       ],
     });
-    const vandal = await execute(member, 'Vandal');
-    assert.equal(vandal.body.data.code, 'WORKFLOW_FAILED');
-    assert.match(vandal.body.data.error, /node "remove": FORBIDDEN/);
-    assert.equal((await t.ok('WorkflowRpc.findById', { id: theirs._id }, as(admin))).name, 'Admin only');
-    const failed = (await t.ok('WorkflowRpc.listInstances', { status: 'failed' }, as(member))).data;
-    assert.ok(failed.some((instance: { workflowName: string; error: string }) => instance.workflowName === 'Vandal' && /FORBIDDEN/.test(instance.error)));
+    const vandal = await refused(execute(member, 'Vandal'), 'WORKFLOW_FAILED');
+    assert.match(vandal.message, /node "remove": FORBIDDEN/);
+    assert.equal((await t.as(admin).WorkflowRpc.findById({ id: theirs._id })).name, 'Admin only');
+    const failed = (await t.as(member).WorkflowRpc.listInstances({ status: 'failed' })).data;
+    assert.ok(failed.some((instance) => instance.workflowName === 'Vandal' && /FORBIDDEN/.test(instance.error ?? '')));
   });
 
   it('runs node types other plugins add, and refuses their bad configs when saving', async () => {
@@ -220,16 +215,16 @@ describe('WorkflowRpc: runs', () => {
       ],
     });
     await save(member, 'Square', graph({ variable: 'n', saveAs: 'squared' }));
-    assert.equal((await execute(member, 'Square', { n: 12 })).body.data.result.output, 144);
+    assert.equal(completedRun(await execute(member, 'Square', { n: 12 })).output, 144);
     // A tool node calls the tool's operation as the run's user.
     await save(
       member,
       'Double',
       linearGraph([{ id: 'twice', type: 'tool', config: { tool: 'math.double', params: '{"value": $args.n}', saveAs: 'twice' } }], 'twice.doubled'),
     );
-    assert.equal((await execute(member, 'Double', { n: 21 })).body.data.result.output, 42);
-    const refused = await t.call('WorkflowRpc.create', { name: 'Bad square', ...graph({ saveAs: 'squared' }) }, as(member));
-    assert.deepEqual([refused.body.data.code, refused.body.data.issues[0].path], ['VALIDATION_ERROR', 'nodes.2.config.variable']);
+    assert.equal(completedRun(await execute(member, 'Double', { n: 21 })).output, 42);
+    const badSquare = await refused(t.as(member).WorkflowRpc.create({ name: 'Bad square', ...graph({ saveAs: 'squared' }) }), 'VALIDATION_ERROR');
+    assert.equal(badSquare.issues?.[0]?.path, 'nodes.2.config.variable');
   });
 
   it('stops a runaway loop at the step limit, and an expression at its guardrails', async () => {
@@ -247,9 +242,8 @@ describe('WorkflowRpc: runs', () => {
         { source: 'enough', target: 'count' },
       ],
     });
-    const runaway = await execute(member, 'Forever');
-    assert.equal(runaway.body.data.code, 'WORKFLOW_FAILED');
-    assert.match(runaway.body.data.error, /it ran 200 nodes, the most a run may/);
+    const runaway = await refused(execute(member, 'Forever'), 'WORKFLOW_FAILED');
+    assert.match(runaway.message, /it ran 200 nodes, the most a run may/);
 
     // An expression is held to JSONata's guardrails (time, nesting, sequence length).
     await save(member, 'Huge', {
@@ -263,9 +257,8 @@ describe('WorkflowRpc: runs', () => {
         { source: 'huge', target: 'done' },
       ],
     });
-    const huge = await execute(member, 'Huge');
-    assert.equal(huge.body.data.code, 'WORKFLOW_FAILED');
-    assert.match(huge.body.data.error, /node "huge": an expression failed: The maximum sequence length/);
+    const huge = await refused(execute(member, 'Huge'), 'WORKFLOW_FAILED');
+    assert.match(huge.message, /node "huge": an expression failed: The maximum sequence length/);
   });
 
   it('keeps an event that comes while the run is still on its way to its wait', async () => {
@@ -283,24 +276,21 @@ describe('WorkflowRpc: runs', () => {
       ],
     });
     // The run is in its slow HTTP request when the event comes: the event is kept, and the wait takes it.
-    const run = t.call('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Slow then wait' }, as(member));
+    const run = t.as(member).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Slow then wait' });
     const instanceId = await eventually(async () => {
-      const [running] = (await t.ok('WorkflowRpc.listInstances', { status: 'running' }, as(member))).data;
+      const [running] = (await t.as(member).WorkflowRpc.listInstances({ status: 'running' })).data;
       return running?.workflowName === 'Slow then wait' ? running._id : undefined;
     });
-    const sent = await t.call(
-      'WorkflowRpc.sendEventToWorkflow',
-      { workflowName: 'Slow then wait', eventName: 'go', eventData: { early: true }, context: { id: instanceId } },
-      as(member),
-    );
-    assert.deepEqual(sent.body, { success: true });
-    const answer = await run;
-    assert.deepEqual(answer.body.data.result, { status: 'completed', output: { early: true }, instanceId });
+    const sent = await t
+      .as(member)
+      .WorkflowRpc.sendEventToWorkflow({ workflowName: 'Slow then wait', eventName: 'go', eventData: { early: true }, context: { id: instanceId } });
+    assert.deepEqual(sent, {}, 'nothing beside success (a bare `{success: true}` on the wire)');
+    assert.deepEqual(completedRun(await run), { status: 'completed', output: { early: true }, instanceId });
   });
 
   it('takes over a run whose node stopped (its lease ran out), from its last state', async () => {
     await save(member, 'Orphan', approvalGraph());
-    const { instanceId } = (await execute(member, 'Orphan', { name: 'Kim' })).body.data;
+    const instanceId = waitingRun(await execute(member, 'Orphan', { name: 'Kim' }));
     // As if the node running it had died after its last checkpoint: running, at the wait's next node, lease run out.
     await t.app.deps.db.execute(
       `update workflow_instance set status = 'running', cursor = 'done', waiting_for = null, lease_until = now() - interval '1 minute' where id = ?`,
@@ -309,11 +299,12 @@ describe('WorkflowRpc: runs', () => {
     const { recovered } = await t.app.depsOf('workflow').workflowRunner.recover();
     assert.ok(recovered >= 1);
     const done = await ended(t, member, instanceId);
-    assert.deepEqual([done.status, done.output.greeting, 'approvedBy' in done.output], ['completed', 'Hello Kim', false]);
+    const output = done.output as Record<string, unknown>;
+    assert.deepEqual([done.status, output.greeting, 'approvedBy' in output], ['completed', 'Hello Kim', false]);
   });
 
   it("shows a run's variables and output only to whoever started it and to admins", async () => {
-    await t.ok('SecretsRpc.create', { zone: 'ops', key: 'token', value: 'admin-only-value' }, as(admin));
+    await t.as(admin).SecretsRpc.create({ zone: 'ops', key: 'token', value: 'admin-only-value' });
     await save(
       admin,
       'Peek',
@@ -323,63 +314,66 @@ describe('WorkflowRpc: runs', () => {
       ),
     );
     // A member's run of it has the member's rights (test/core/deputies.test.ts: an admin's run of a member's workflow has the member's).
-    const own = await execute(member, 'Peek');
-    assert.equal(own.body.data.code, 'WORKFLOW_FAILED');
-    assert.match(own.body.data.error, /FORBIDDEN/);
+    const own = await refused(execute(member, 'Peek'), 'WORKFLOW_FAILED');
+    assert.match(own.message, /FORBIDDEN/);
     // The admin's run of the admin's workflow reads the secret, for the admin alone.
     const announced: BusEvent[] = [];
     const unsubscribe = t.app.deps.bus.subscribe('workflow.completed', (event) => void announced.push(event));
-    const byAdmin = await execute(admin, 'Peek');
-    assert.deepEqual(byAdmin.body.data.result.output, { value: 'admin-only-value' });
-    const { instanceId } = byAdmin.body.data.result;
+    const byAdmin = completedRun(await execute(admin, 'Peek'));
+    assert.deepEqual(byAdmin.output, { value: 'admin-only-value' });
+    const { instanceId } = byAdmin;
     const completed = await eventually(() => announced.find((event) => (event.payload as { instanceId: string }).instanceId === instanceId));
     unsubscribe();
     assert.deepEqual(completed.userIds, [admin.user._id], 'its event goes to the admin alone (WebSocket and webhooks)');
     const staff = await addUser(t, admin.subscriptionId, 'staff');
     for (const reader of [member, staff]) {
-      for (const [method, params] of [
-        ['WorkflowRpc.getInstance', { instanceId }],
-        ['WorkflowRpc.cancelInstance', { instanceId }],
+      const theirs = t.as(reader).WorkflowRpc;
+      for (const [method, call] of [
+        ['WorkflowRpc.getInstance', () => theirs.getInstance({ instanceId })],
+        ['WorkflowRpc.cancelInstance', () => theirs.cancelInstance({ instanceId })],
       ] as const) {
-        assert.equal((await t.call(method, params, as(reader))).body.data.code, 'NOT_FOUND', method);
+        await refused(call(), 'NOT_FOUND', method);
       }
-      const listed = await t.ok('WorkflowRpc.listInstances', { pageSize: 200 }, as(reader));
+      const listed = await t.as(reader).WorkflowRpc.listInstances({ pageSize: 200 });
       assert.ok(
-        listed.data.every((run: { userId: string }) => run.userId === reader.user._id),
+        listed.data.every((run) => run.userId === reader.user._id),
         'only their own runs',
       );
       assert.doesNotMatch(JSON.stringify(listed), /admin-only-value/);
     }
-    assert.equal((await instanceOf(t, admin, instanceId)).output.value, 'admin-only-value');
+    assert.equal(((await instanceOf(t, admin, instanceId)).output as { value: string }).value, 'admin-only-value');
     // Admins read every run of the subscription.
-    const memberRun = own.body.data.error.match(/run ([0-9a-f-]{36})/)[1];
+    const memberRun = own.message.match(/run ([0-9a-f-]{36})/)?.[1];
+    assert.ok(memberRun, own.message);
     assert.equal((await instanceOf(t, admin, memberRun)).status, 'failed');
-    const all = await t.ok('WorkflowRpc.listInstances', { pageSize: 200 }, as(admin));
-    assert.ok(all.data.some((run: { _id: string }) => run._id === memberRun));
+    const all = await t.as(admin).WorkflowRpc.listInstances({ pageSize: 200 });
+    assert.ok(all.data.some((run) => run._id === memberRun));
   });
 
   it('cancels a waiting run; keeps runs and events to their subscription', async () => {
     await save(member, 'Parked', approvalGraph());
-    const { instanceId } = (await execute(member, 'Parked', { name: 'Lin' })).body.data;
-    for (const [method, params] of [
-      ['WorkflowRpc.getInstance', { instanceId }],
-      ['WorkflowRpc.cancelInstance', { instanceId }],
-      ['WorkflowRpc.sendEventToWorkflow', { workflowName: 'Parked', eventName: 'approved', eventData: {}, context: { id: instanceId } }],
+    const instanceId = waitingRun(await execute(member, 'Parked', { name: 'Lin' }));
+    const strangers = t.as(stranger).WorkflowRpc;
+    for (const [method, call] of [
+      ['WorkflowRpc.getInstance', () => strangers.getInstance({ instanceId })],
+      ['WorkflowRpc.cancelInstance', () => strangers.cancelInstance({ instanceId })],
+      [
+        'WorkflowRpc.sendEventToWorkflow',
+        () => strangers.sendEventToWorkflow({ workflowName: 'Parked', eventName: 'approved', eventData: {}, context: { id: instanceId } }),
+      ],
     ] as const) {
-      assert.equal((await t.call(method, params, as(stranger))).body.data.code, 'NOT_FOUND', method);
+      await refused(call(), 'NOT_FOUND', method);
     }
-    assert.equal((await t.ok('WorkflowRpc.listInstances', {}, as(stranger))).totalCount, 0);
+    assert.equal((await t.as(stranger).WorkflowRpc.listInstances({})).totalCount, 0);
 
-    const cancelled = await t.ok('WorkflowRpc.cancelInstance', { instanceId }, as(member));
+    const cancelled = await t.as(member).WorkflowRpc.cancelInstance({ instanceId });
     assert.equal(cancelled.status, 'cancelled');
-    assert.equal((await t.call('WorkflowRpc.cancelInstance', { instanceId }, as(member))).body.data.code, 'CONFLICT');
-    const late = await t.call(
-      'WorkflowRpc.sendEventToWorkflow',
-      { workflowName: 'Parked', eventName: 'approved', eventData: {}, context: { id: instanceId } },
-      as(member),
+    await refused(t.as(member).WorkflowRpc.cancelInstance({ instanceId }), 'CONFLICT');
+    const late = await refused(
+      t.as(member).WorkflowRpc.sendEventToWorkflow({ workflowName: 'Parked', eventName: 'approved', eventData: {}, context: { id: instanceId } }),
+      'NOT_FOUND',
     );
-    assert.equal(late.body.success, false);
-    assert.match(late.body.data.error, /has ended \(cancelled\)/);
+    assert.match(late.message, /has ended \(cancelled\)/);
   });
 });
 
@@ -406,33 +400,27 @@ describe('WorkflowRpc: ai nodes', () => {
     const unconfigured = await startTestApp({ withNotes: false, plugins: ['auth', 'workflow'] });
     try {
       const user = await configured.signup();
-      await configured.ok('WorkflowRpc.create', { name: 'Ask', ...askGraph() }, { token: user.token });
-      const answered = await configured.ok(
-        'WorkflowRpc.executeWorkflow',
-        { workflowIdentifier: 'Ask', workflowArgs: { topic: 'the tides' } },
-        { token: user.token },
-      );
-      assert.equal(answered.result.output, 'You said: Summarise the tides');
+      await configured.as(user).WorkflowRpc.create({ name: 'Ask', ...askGraph() });
+      const answered = await configured.as(user).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Ask', workflowArgs: { topic: 'the tides' } });
+      assert.equal(completedRun(answered).output, 'You said: Summarise the tides');
       assert.deepEqual(peer.chats.at(-1), [
         { role: 'system', content: 'Be brief' },
         { role: 'user', content: 'Summarise the tides' },
       ]);
       // The call is a trace of the AI client, in the run's thread.
-      const thread = await configured.ok('AITelemetryRpc.getThread', { threadId: answered.result.instanceId }, { token: user.token });
+      const thread = await configured.as(user).AITelemetryRpc.getThread({ threadId: completedRun(answered).instanceId });
       assert.deepEqual(
-        thread.map((trace: { callerType: string; callerName: string; status: string }) => [trace.callerType, trace.callerName, trace.status]),
+        thread.map((trace) => [trace.callerType, trace.callerName, trace.status]),
         [['workflow', 'Ask', 'success']],
       );
 
       const other = await unconfigured.signup();
-      await unconfigured.ok('WorkflowRpc.create', { name: 'Ask', ...askGraph() }, { token: other.token });
-      const failed = await unconfigured.call(
-        'WorkflowRpc.executeWorkflow',
-        { workflowIdentifier: 'Ask', workflowArgs: { topic: 'x' } },
-        { token: other.token },
+      await unconfigured.as(other).WorkflowRpc.create({ name: 'Ask', ...askGraph() });
+      const failed = await refused(
+        unconfigured.as(other).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Ask', workflowArgs: { topic: 'x' } }),
+        'WORKFLOW_FAILED',
       );
-      assert.equal(failed.body.data.code, 'WORKFLOW_FAILED');
-      assert.match(failed.body.data.error, /node "ask": FEATURE_UNAVAILABLE/);
+      assert.match(failed.message, /node "ask": FEATURE_UNAVAILABLE/);
     } finally {
       await configured.close();
       await unconfigured.close();
@@ -456,35 +444,30 @@ describe('WorkflowRpc: runs across a restart', () => {
     try {
       const first = await startTestApp(options);
       const user = await first.signup();
-      await first.ok('WorkflowRpc.create', { name: 'Approval', ...approvalGraph() }, { token: user.token });
-      await first.ok(
-        'WorkflowRpc.create',
-        {
-          name: 'Nap',
-          nodes: [
-            { id: 'start', type: 'start' },
-            { id: 'nap', type: 'delay', config: { seconds: 2 } },
-            { id: 'done', type: 'end', config: { output: '"rested"' } },
-          ],
-          edges: [
-            { source: 'start', target: 'nap' },
-            { source: 'nap', target: 'done' },
-          ],
-        },
-        { token: user.token },
-      );
-      const waiting = (await first.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Approval', workflowArgs: { name: 'Bo' } }, { token: user.token }))
-        .instanceId;
-      const napping = (await first.ok('WorkflowRpc.executeWorkflow', { workflowIdentifier: 'Nap' }, { token: user.token })).instanceId;
+      await first.as(user).WorkflowRpc.create({ name: 'Approval', ...approvalGraph() });
+      await first.as(user).WorkflowRpc.create({
+        name: 'Nap',
+        nodes: [
+          { id: 'start', type: 'start' },
+          { id: 'nap', type: 'delay', config: { seconds: 2 } },
+          { id: 'done', type: 'end', config: { output: '"rested"' } },
+        ],
+        edges: [
+          { source: 'start', target: 'nap' },
+          { source: 'nap', target: 'done' },
+        ],
+      });
+      const waiting = waitingRun(await first.as(user).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Approval', workflowArgs: { name: 'Bo' } }));
+      const napping = waitingRun(await first.as(user).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Nap' }));
       assert.ok((await instanceOf(first, user, napping)).wakeAt);
       await first.close();
 
       const second = await startTestApp(options);
       try {
-        const session = { token: (await second.ok('AuthRpc.login', { identifier: user.user.username, password: user.password })).token };
+        const session = await second.as(null).AuthRpc.login({ identifier: user.user.username, password: user.password });
         const napped = await ended(second, session, napping);
         assert.deepEqual([napped.status, napped.output], ['completed', 'rested']);
-        await second.ok('WorkflowRpc.sendEventToWorkflow', { workflowName: 'Approval', eventName: 'approved', eventData: { by: 'Ops' } }, session);
+        await second.as(session).WorkflowRpc.sendEventToWorkflow({ workflowName: 'Approval', eventName: 'approved', eventData: { by: 'Ops' } });
         const resumed = await ended(second, session, waiting);
         assert.deepEqual([resumed.status, resumed.output], ['completed', { greeting: 'Hello Bo', tagCount: 0, approvedBy: 'Ops' }]);
       } finally {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { WorkflowRpcCreateParams, WorkflowRpcGetDataParams } from '../../../clients/typescript/src/operations.ts';
+import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
@@ -24,12 +26,11 @@ describe('WorkflowRpc: records', () => {
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let member: Awaited<ReturnType<typeof addUser>>;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
-  const as = (session: { token: string }) => ({ token: session.token });
-  const create = (session: { token: string }, params: Record<string, unknown>) => t.ok('WorkflowRpc.create', { ...graph(), ...params }, as(session));
+  const create = (session: Who, params: WorkflowRpcCreateParams) => t.as(session).WorkflowRpc.create({ ...graph(), ...params });
   const issuesOf = async (params: Record<string, unknown>) => {
-    const response = await t.call('WorkflowRpc.create', { name: 'Broken', ...params }, as(admin));
-    assert.equal(response.body.data.code, 'VALIDATION_ERROR', JSON.stringify(response.body));
-    return response.body.data.issues as { path: string; message: string }[];
+    const { issues } = await refused(t.as(admin).call('WorkflowRpc.create', { name: 'Broken', ...params }), 'VALIDATION_ERROR');
+    assert.ok(issues, 'the refusal names its issues');
+    return issues;
   };
 
   before(async () => {
@@ -67,17 +68,17 @@ describe('WorkflowRpc: records', () => {
       [created.name, created.description, created.tags, created.contextId, created.subscriptionId],
       ['Onboarding', 'Greets big spenders', ['sales', 'welcome'], 'campaign-7', admin.subscriptionId],
     );
-    assert.deepEqual(created.nodes[0], { id: 'start', type: 'start', config: {} }, 'configs are stored as checked, defaults filled in');
+    assert.deepEqual((created.nodes as unknown[])[0], { id: 'start', type: 'start', config: {} }, 'configs are stored as checked, defaults filled in');
     assert.deepEqual(created.edges, graph().edges);
-    assert.deepEqual(await t.ok('WorkflowRpc.findById', { id: created._id }, as(member)), created);
+    assert.deepEqual(await t.as(member).WorkflowRpc.findById({ id: created._id }), created);
 
-    const updated = await t.ok('WorkflowRpc.update', { _id: created._id, description: 'Greets everyone', tags: ['welcome'] }, as(admin));
+    const updated = await t.as(admin).WorkflowRpc.update({ _id: created._id, description: 'Greets everyone', tags: ['welcome'] });
     assert.deepEqual([updated.description, updated.tags, updated.name, updated.nodes], ['Greets everyone', ['welcome'], 'Onboarding', created.nodes]);
     assert.ok(updated.updatedAt >= created.updatedAt);
 
-    const deleted = await t.call('WorkflowRpc.delete', { _id: created._id }, as(admin));
-    assert.deepEqual(deleted.body, { success: true });
-    assert.equal((await t.call('WorkflowRpc.findById', { id: created._id }, as(admin))).body.data.code, 'NOT_FOUND');
+    const deleted = await t.as(admin).WorkflowRpc.delete({ _id: created._id });
+    assert.deepEqual(deleted, {}, 'nothing beside success (a bare `{success: true}` on the wire)');
+    await refused(t.as(admin).WorkflowRpc.findById({ id: created._id }), 'NOT_FOUND');
   });
 
   it('refuses a graph with an unknown node type, a dangling edge, no start, an unreachable end or a bad expression, naming the node', async () => {
@@ -173,37 +174,35 @@ describe('WorkflowRpc: records', () => {
 
     // An update that breaks the graph changes nothing.
     const kept = await create(admin, { name: 'Kept' });
-    const broken = await t.call('WorkflowRpc.update', { _id: kept._id, edges: [] }, as(admin));
-    assert.equal(broken.body.data.code, 'VALIDATION_ERROR');
-    assert.deepEqual((await t.ok('WorkflowRpc.findById', { id: kept._id }, as(admin))).edges, kept.edges);
+    await refused(t.as(admin).WorkflowRpc.update({ _id: kept._id, edges: [] }), 'VALIDATION_ERROR');
+    assert.deepEqual((await t.as(admin).WorkflowRpc.findById({ id: kept._id })).edges, kept.edges);
   });
 
   it('keeps names unique in a subscription whatever their case, and lets only creators, admins and staff change a workflow', async () => {
     const mine = await create(member, { name: 'Member flow' });
-    const taken = await t.call('WorkflowRpc.create', { ...graph(), name: 'MEMBER FLOW' }, as(admin));
-    assert.equal(taken.body.data.code, 'CONFLICT');
+    await refused(t.as(admin).WorkflowRpc.create({ ...graph(), name: 'MEMBER FLOW' }), 'CONFLICT');
     assert.equal(
-      (await t.call('WorkflowRpc.create', { ...graph(), name: '7d3c7a55-2f3e-4c1f-9a8b-6f0e2d1c3b4a' }, as(admin))).body.data.issues[0].path,
+      (await refused(t.as(admin).WorkflowRpc.create({ ...graph(), name: '7d3c7a55-2f3e-4c1f-9a8b-6f0e2d1c3b4a' }), 'VALIDATION_ERROR')).issues?.[0]?.path,
       'name',
     );
     // Another subscription may use the name.
     assert.equal((await create(stranger, { name: 'Member flow' })).name, 'Member flow');
 
     const other = await create(admin, { name: 'Admin flow' });
-    const refused = await t.call('WorkflowRpc.update', { _id: other._id, description: 'mine now' }, as(member));
-    assert.equal(refused.body.data.code, 'FORBIDDEN');
-    assert.equal((await t.call('WorkflowRpc.delete', { _id: other._id }, as(member))).body.data.code, 'FORBIDDEN');
-    assert.equal((await t.ok('WorkflowRpc.update', { _id: mine._id, name: 'member flow' }, as(admin))).name, 'member flow', 'a change of case is no conflict');
+    await refused(t.as(member).WorkflowRpc.update({ _id: other._id, description: 'mine now' }), 'FORBIDDEN');
+    await refused(t.as(member).WorkflowRpc.delete({ _id: other._id }), 'FORBIDDEN');
+    assert.equal((await t.as(admin).WorkflowRpc.update({ _id: mine._id, name: 'member flow' })).name, 'member flow', 'a change of case is no conflict');
 
-    for (const [method, params] of [
-      ['WorkflowRpc.findById', { id: mine._id }],
-      ['WorkflowRpc.update', { _id: mine._id, description: 'x' }],
-      ['WorkflowRpc.delete', { _id: mine._id }],
+    const strangers = t.as(stranger).WorkflowRpc;
+    for (const [method, call] of [
+      ['WorkflowRpc.findById', () => strangers.findById({ id: mine._id })],
+      ['WorkflowRpc.update', () => strangers.update({ _id: mine._id, description: 'x' })],
+      ['WorkflowRpc.delete', () => strangers.delete({ _id: mine._id })],
     ] as const) {
-      assert.equal((await t.call(method, params, as(stranger))).body.data.code, 'NOT_FOUND', method);
+      await refused(call(), 'NOT_FOUND', method);
     }
-    const theirs = await t.ok('WorkflowRpc.getData', { pageSize: 200 }, as(stranger));
-    assert.ok(theirs.data.every((workflow: { subscriptionId: string }) => workflow.subscriptionId === stranger.subscriptionId));
+    const theirs = await t.as(stranger).WorkflowRpc.getData({ pageSize: 200 });
+    assert.ok(theirs.data.every((workflow) => workflow.subscriptionId === stranger.subscriptionId));
   });
 
   it('lists with document-store filters ($regex with $options, tags, dates), sort and paging; tags and field values for forms', async () => {
@@ -216,8 +215,8 @@ describe('WorkflowRpc: records', () => {
     ] as const) {
       await create(tenant, { name, tags: [...tags] });
     }
-    const list = (params: Record<string, unknown>) => t.ok('WorkflowRpc.getData', params, as(tenant));
-    const names = async (params: Record<string, unknown>) => (await list(params)).data.map((workflow: { name: string }) => workflow.name);
+    const list = (params: WorkflowRpcGetDataParams) => t.as(tenant).WorkflowRpc.getData(params);
+    const names = async (params: WorkflowRpcGetDataParams) => (await list(params)).data.map((workflow) => workflow.name);
 
     const all = await list({});
     assert.equal(all.totalCount, 4);
@@ -231,7 +230,7 @@ describe('WorkflowRpc: records', () => {
       'Churn alert',
     ]);
     const paged = await list({ sort: { name: 1 }, page: 2, pageSize: 3 });
-    assert.deepEqual([paged.totalCount, paged.data.map((workflow: { name: string }) => workflow.name)], [4, ['lead scoring']]);
+    assert.deepEqual([paged.totalCount, paged.data.map((workflow) => workflow.name)], [4, ['lead scoring']]);
     for (const [params, path] of [
       [{ filter: { nodes: 'x' } }, 'filter.nodes'],
       [{ filter: { tags: { $regex: 'a' } } }, 'filter.tags.$regex'],
@@ -239,71 +238,62 @@ describe('WorkflowRpc: records', () => {
       [{ pageSize: 0 }, 'pageSize'],
       [{ sort: { nodes: 1 } }, 'sort.nodes'],
     ] as const) {
-      const response = await t.call('WorkflowRpc.getData', params, as(tenant));
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR', JSON.stringify(params));
-      assert.equal(response.body.data.issues[0].path, path);
+      const error = await refused(t.as(tenant).call('WorkflowRpc.getData', params), 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(error.issues?.[0]?.path, path);
     }
 
-    assert.deepEqual(await t.ok('WorkflowRpc.getWorkflowTags', {}, as(tenant)), [
+    assert.deepEqual(await t.as(tenant).WorkflowRpc.getWorkflowTags({}), [
       { value: 'billing', label: 'billing' },
       { value: 'crm', label: 'crm' },
       { value: 'sales', label: 'sales' },
     ]);
 
-    const values = await t.ok(
-      'WorkflowRpc.getFieldValues',
-      {
-        fieldName: 'workflowId',
-        reference: { collection: 'workflows', valueField: '_id', displayField: 'name', filter: { tags: 'sales' }, sort: { name: 1 } },
-      },
-      as(tenant),
-    );
+    const values = await t.as(tenant).WorkflowRpc.getFieldValues({
+      fieldName: 'workflowId',
+      reference: { collection: 'workflows', valueField: '_id', displayField: 'name', filter: { tags: 'sales' }, sort: { name: 1 } },
+    });
     assert.deepEqual(
-      values.map((value: { label: string }) => value.label),
+      values.map((value) => value.label),
       ['Lead intake', 'lead scoring'],
     );
-    assert.ok(values.every((value: { value: string }) => /^[0-9a-f-]{36}$/.test(value.value)));
+    assert.ok(values.every((value) => /^[0-9a-f-]{36}$/.test(String(value.value))));
 
-    await t.ok('AgentConfigRpc.create', { name: 'Closer', model: 'gpt-4o-mini' }, as(tenant));
-    await t.ok('AgentConfigRpc.create', { name: 'Helper', model: 'gpt-4o' }, as(tenant));
+    await t.as(tenant).AgentConfigRpc.create({ name: 'Closer', model: 'gpt-4o-mini' });
+    await t.as(tenant).AgentConfigRpc.create({ name: 'Helper', model: 'gpt-4o' });
     assert.deepEqual(
-      await t.ok(
-        'WorkflowRpc.getFieldValues',
-        { fieldName: 'agent', reference: { collection: 'agentConfigs', valueField: 'name', displayField: 'model', sort: { name: 1 } } },
-        as(tenant),
-      ),
+      await t.as(tenant).WorkflowRpc.getFieldValues({
+        fieldName: 'agent',
+        reference: { collection: 'agentConfigs', valueField: 'name', displayField: 'model', sort: { name: 1 } },
+      }),
       [
         { value: 'Closer', label: 'gpt-4o-mini' },
         { value: 'Helper', label: 'gpt-4o' },
       ],
     );
-    const unknownCollection = await t.call(
-      'WorkflowRpc.getFieldValues',
-      { fieldName: 'x', reference: { collection: 'secrets', valueField: '_id', displayField: 'name' } },
-      as(tenant),
+    const unknownCollection = await refused(
+      t.as(tenant).WorkflowRpc.getFieldValues({ fieldName: 'x', reference: { collection: 'secrets', valueField: '_id', displayField: 'name' } }),
+      'VALIDATION_ERROR',
     );
-    assert.deepEqual([unknownCollection.body.data.code, unknownCollection.body.data.issues[0].path], ['VALIDATION_ERROR', 'reference.collection']);
-    const unknownField = await t.call(
-      'WorkflowRpc.getFieldValues',
-      { fieldName: 'x', reference: { collection: 'workflows', valueField: 'nodes', displayField: 'name' } },
-      as(tenant),
+    assert.equal(unknownCollection.issues?.[0]?.path, 'reference.collection');
+    const unknownField = await refused(
+      t.as(tenant).WorkflowRpc.getFieldValues({ fieldName: 'x', reference: { collection: 'workflows', valueField: 'nodes', displayField: 'name' } }),
+      'VALIDATION_ERROR',
     );
-    assert.equal(unknownField.body.data.issues[0].path, 'reference.valueField');
+    assert.equal(unknownField.issues?.[0]?.path, 'reference.valueField');
     // Another subscription's workflows are not among the values.
-    const strangers = await t.ok(
-      'WorkflowRpc.getFieldValues',
-      { fieldName: 'x', reference: { collection: 'workflows', valueField: '_id', displayField: 'name' } },
-      as(stranger),
-    );
-    assert.ok(!strangers.some((value: { label: string }) => value.label === 'Lead intake'));
+    const theirValues = await t
+      .as(stranger)
+      .WorkflowRpc.getFieldValues({ fieldName: 'x', reference: { collection: 'workflows', valueField: '_id', displayField: 'name' } });
+    assert.ok(!theirValues.some((value) => value.label === 'Lead intake'));
   });
 
   it('lists the available tools with their params schemas', async () => {
-    const tools = await t.ok('WorkflowRpc.getAvailableTools', {}, as(member));
-    const recall = tools.find((tool: { name: string }) => tool.name === 'memory.recall');
+    const tools = await t.as(member).WorkflowRpc.getAvailableTools({});
+    const recall = tools.find((tool) => tool.name === 'memory.recall');
+    assert.ok(recall, 'memory.recall is listed');
     assert.deepEqual(Object.keys(recall).sort(), ['description', 'name', 'schema']);
     assert.equal(recall.schema.type, 'object');
-    assert.ok('queryText' in recall.schema.properties);
+    assert.ok('queryText' in (recall.schema.properties as object));
   });
 
   it('generates leads from CSV or JSON the caller supplies', async () => {
@@ -315,29 +305,27 @@ describe('WorkflowRpc: records', () => {
       ',,,,',
       'Ada,L.,ada@example.com,Duplicate Ltd,4',
     ].join('\n');
-    assert.deepEqual(await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'CsvLeadImporter', properties: { csv } }, as(member)), [
+    assert.deepEqual(await t.as(member).WorkflowRpc.generateDynamicLeads({ toolClassName: 'CsvLeadImporter', properties: { csv } }), [
       { name: 'Ada Lovelace', email: 'ada@example.com', company: 'Analytical Engines' },
       { name: 'Grace Hopper', email: 'grace@navy.example', company: 'US Navy, Research' },
       { name: 'Alan Turing', email: null, company: null },
     ]);
     assert.deepEqual(
-      await t.ok(
-        'WorkflowRpc.generateDynamicLeads',
-        { toolClassName: 'CsvLeadImporter', properties: { csv: 'name;email;company\nLin;lin@example.org;Acme', delimiter: ';' } },
-        as(member),
-      ),
+      await t.as(member).WorkflowRpc.generateDynamicLeads({
+        toolClassName: 'CsvLeadImporter',
+        properties: { csv: 'name;email;company\nLin;lin@example.org;Acme', delimiter: ';' },
+      }),
       [{ name: 'Lin', email: 'lin@example.org', company: 'Acme' }],
     );
     assert.deepEqual(
-      await t.ok(
-        'WorkflowRpc.generateDynamicLeads',
-        { toolClassName: 'JsonLeadImporter', properties: { json: '[{"fullName":"Bo Diddley","email":"bo@example.net","company":"Chess"},{"phone":"1"}]' } },
-        as(member),
-      ),
+      await t.as(member).WorkflowRpc.generateDynamicLeads({
+        toolClassName: 'JsonLeadImporter',
+        properties: { json: '[{"fullName":"Bo Diddley","email":"bo@example.net","company":"Chess"},{"phone":"1"}]' },
+      }),
       [{ name: 'Bo Diddley', email: 'bo@example.net', company: 'Chess' }],
     );
     assert.deepEqual(
-      await t.ok('WorkflowRpc.generateDynamicLeads', { toolClassName: 'JsonLeadImporter', properties: { leads: [{ email: 'x@example.com' }] } }, as(member)),
+      await t.as(member).WorkflowRpc.generateDynamicLeads({ toolClassName: 'JsonLeadImporter', properties: { leads: [{ email: 'x@example.com' }] } }),
       [{ name: 'x', email: 'x@example.com', company: null }],
     );
     for (const [params, path] of [
@@ -347,9 +335,8 @@ describe('WorkflowRpc: records', () => {
       [{ toolClassName: 'JsonLeadImporter', properties: { json: '{"not": "a list"}' } }, 'properties'],
       [{ toolClassName: 'JsonLeadImporter', properties: { json: '[1', leads: [] } }, 'properties'],
     ] as const) {
-      const response = await t.call('WorkflowRpc.generateDynamicLeads', params, as(member));
-      assert.equal(response.body.data.code, 'VALIDATION_ERROR', JSON.stringify(params));
-      assert.equal(response.body.data.issues[0].path, path, JSON.stringify(params));
+      const error = await refused(t.as(member).WorkflowRpc.generateDynamicLeads(params), 'VALIDATION_ERROR', JSON.stringify(params));
+      assert.equal(error.issues?.[0]?.path, path, JSON.stringify(params));
     }
   });
 });
