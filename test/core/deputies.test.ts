@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Role } from 'rpc-service/plugin';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
-import { addUser } from '../support/users.ts';
+import { addUser, type Member } from '../support/users.ts';
 import { linearGraph, waitingRun } from '../support/workflows.ts';
 import { refused } from '../support/caller.ts';
 
@@ -196,8 +196,8 @@ describe('Deputies: a stored action acts with at most the rights of the weakest 
 describe('Deputies: the reproductions of the hostile run', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let staff: Awaited<ReturnType<typeof addUser>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let staff: Member;
+  let member: Member;
 
   const runOf = (taskId: string) =>
     eventually(async () => {

@@ -6,8 +6,8 @@ import { definePlugin, defineOperation, type Deps, type RequestContext } from '.
 import { Note } from '../fixtures/notes-plugin/note.entity.ts';
 import { routeJson, startTestApp, type TestApp } from '../support/harness.ts';
 import { putUpload } from '../support/uploads.ts';
-import { addUser } from '../support/users.ts';
-import { logLines } from '../support/wire.ts';
+import { addUser, type Member } from '../support/users.ts';
+import { logLines, refusalOf } from '../support/wire.ts';
 
 /** Writes the same note twice: the second insert breaks the notes table's primary key, as a real duplicate would. */
 async function insertTwice(ctx: RequestContext, id: string): Promise<never> {
@@ -71,7 +71,7 @@ const probePlugin = definePlugin<ProbeDeps>({
 describe('one request pipeline for RPC calls, uploads, downloads and plugin routes', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
 
   before(async () => {
     t = await startTestApp({ plugins: ['auth', 'notes', 'pipeline-probe'], extraPlugins: [probePlugin] });
@@ -107,7 +107,7 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     }
     const logged = logLines(t.logs);
     const rpcLine = logged.find((line) => line.errorId === viaRpc.body.data.errorId);
-    const routeLine = logged.find((line) => line.errorId === viaRoute.body.data.errorId);
+    const routeLine = logged.find((line) => line.errorId === refusalOf(viaRoute.body).errorId);
     assert.deepEqual([rpcLine?.msg, rpcLine?.method], ['operation failed', 'PipelineProbeRpc.explode']);
     assert.deepEqual([routeLine?.msg, routeLine?.route], ['route failed', '/probe/explode']);
     assert.match(JSON.stringify(routeLine?.err), /probe exploded/);
@@ -127,8 +127,8 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     const forbiddenRpc = await rpc('PipelineProbeRpc.adminOnly', {}, member.token);
     const forbiddenRoute = await route('GET', '/probe/admin-only', member.token);
     assert.deepEqual([forbiddenRpc.status, forbiddenRpc.body.data.code], [403, 'FORBIDDEN']);
-    assert.deepEqual([forbiddenRoute.status, forbiddenRoute.body.data.code], [403, 'FORBIDDEN']);
-    assert.equal(forbiddenRoute.body.data.error, 'GET /probe/admin-only requires the admin role');
+    assert.deepEqual([forbiddenRoute.status, refusalOf(forbiddenRoute.body).code], [403, 'FORBIDDEN']);
+    assert.equal(refusalOf(forbiddenRoute.body).error, 'GET /probe/admin-only requires the admin role');
     assert.deepEqual((await route('GET', '/probe/admin-only', admin.token)).body, { success: true, data: { fine: true } });
 
     assert.deepEqual(await route('GET', '/probe/public', 'not-a-token'), { status: 200, body: { success: true, data: { userId: null } } });
@@ -146,7 +146,7 @@ describe('one request pipeline for RPC calls, uploads, downloads and plugin rout
     const download = await route('GET', `/api/files/${randomUUID()}`, member.token);
     assert.deepEqual(download, {
       status: 404,
-      body: { success: false, data: { code: 'NOT_FOUND', error: `File ${download.body.data.error.split(' ')[1]} not found` } },
+      body: { success: false, data: { code: 'NOT_FOUND', error: `File ${refusalOf(download.body).error.split(' ')[1]} not found` } },
     });
     const upload = await putUpload(t, 'no-such-key', Buffer.from('x'), 'text/plain', { token: member.token });
     assert.deepEqual([upload.status, upload.body], [404, { success: false, data: { code: 'NOT_FOUND', error: 'Upload key not found' } }]);

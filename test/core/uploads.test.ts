@@ -9,8 +9,8 @@ import * as v from 'valibot';
 import { definePlugin, operationBuilder, type Deps } from 'rpc-service/plugin';
 import { DatabaseStorage } from '../../core/uploads/database-storage.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { getFile, postUpload, putUpload, tinyPng, uploadedFiles } from '../support/uploads.ts';
-import type { Envelope, WireError } from '../support/wire.ts';
+import { getFile, postUpload, putUpload, tinyPng } from '../support/uploads.ts';
+import { dataOf, type Envelope, type WireError } from '../support/wire.ts';
 import { addUser } from '../support/users.ts';
 
 const defineOperation = operationBuilder<Deps<['uploadService']>>();
@@ -103,7 +103,7 @@ describe('uploads and files', () => {
     const put = await putUpload(t, uploadKey, png, 'image/png', { token: ann.token, fileName: 'dir/../été photo.png' });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.equal(put.body.success, true);
-    const [file] = uploadedFiles(put);
+    const [file] = dataOf(put.body).files;
     assert.deepEqual(Object.keys(file).sort(), ['fileId', 'fileName', 'mimeType', 'size']);
     assert.equal(file.fileName, 'été photo.png');
     assert.equal(file.mimeType, 'image/png');
@@ -150,7 +150,7 @@ describe('uploads and files', () => {
     );
     assert.equal(posted.status, 200, JSON.stringify(posted.body));
     assert.deepEqual(
-      uploadedFiles(posted).map((file) => [file.fileName, file.mimeType, file.size]),
+      dataOf(posted.body).files.map((file) => [file.fileName, file.mimeType, file.size]),
       [
         ['a.png', 'image/png', png.length],
         ['notes.txt', 'text/plain', TEXT.length],
@@ -257,7 +257,7 @@ describe('uploads and files', () => {
   it('another subscription can neither read a file nor use the key', async () => {
     const png = tinyPng(4);
     const uploadKey = await probeKey();
-    const { fileId } = uploadedFiles(await putUpload(t, uploadKey, png, 'image/png', { token: ann.token }))[0]!;
+    const { fileId } = dataOf((await putUpload(t, uploadKey, png, 'image/png', { token: ann.token })).body).files[0]!;
     await t.ok('UploadProbeRpc.finalize', { uploadKey }, { token: ann.token });
     const read = await getFile(t, `/api/files/${fileId}`, { token: other.token });
     assert.equal(read.status, 404);
@@ -284,7 +284,7 @@ describe('uploads and files', () => {
     const put = await putUpload(t, uploadKey, TEXT, 'text/plain', { apiKey: key.fullKey });
     assert.equal(put.status, 200);
     await t.ok('UploadProbeRpc.finalize', { uploadKey }, { apiKey: key.fullKey });
-    const { fileId } = uploadedFiles(put)[0]!;
+    const { fileId } = dataOf(put.body).files[0]!;
     const anonymous = await getFile(t, `/api/files/${fileId}`);
     assert.equal(anonymous.status, 401);
     assert.equal(JSON.parse(anonymous.bytes.toString()).data.code, 'UNAUTHENTICATED');
@@ -328,10 +328,10 @@ describe('uploads and files', () => {
 
   it('the sweep removes files never finalized once their key expired, and keeps finalized ones', async () => {
     const kept = await probeKey(other);
-    const keptId = uploadedFiles(await putUpload(t, kept, TEXT, 'text/plain', { token: other.token }))[0]!.fileId;
+    const keptId = dataOf((await putUpload(t, kept, TEXT, 'text/plain', { token: other.token })).body).files[0]!.fileId;
     await t.ok('UploadProbeRpc.finalize', { uploadKey: kept }, { token: other.token });
     const abandoned = await probeKey(other);
-    const abandonedId = uploadedFiles(await putUpload(t, abandoned, TEXT, 'text/plain', { token: other.token }))[0]!.fileId;
+    const abandonedId = dataOf((await putUpload(t, abandoned, TEXT, 'text/plain', { token: other.token })).body).files[0]!.fileId;
     assert.deepEqual((await storedFiles(t, other.subscriptionId)).sort(), [keptId, abandonedId].sort());
 
     assert.equal(await t.app.deps.uploadService.sweep(), 0, 'nothing is swept while keys are valid');
@@ -395,6 +395,6 @@ describe('upload limits', () => {
     assert.deepEqual(await fileRows(t, ann.subscriptionId), []);
     const fits = await putUpload(t, uploadKey, bigText.subarray(0, LIMIT), 'text/plain', { token: ann.token });
     assert.equal(fits.status, 200, JSON.stringify(fits.body));
-    assert.equal(uploadedFiles(fits)[0]!.size, LIMIT);
+    assert.equal(dataOf(fits.body).files[0]!.size, LIMIT);
   });
 });

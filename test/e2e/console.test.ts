@@ -10,7 +10,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { DEFAULT_CATALOGUE_FILE } from '../../core/ai/catalogue.ts';
 import { queueProbePlugin } from '../fixtures/queue-probe-plugin.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { addUser } from '../support/users.ts';
+import { addUser, type Member } from '../support/users.ts';
 
 /** Debian's chromium, installed by .ci/ensure-chromium.sh; playwright-core downloads no browser. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -58,10 +58,10 @@ describe('console in a browser', () => {
   /** Labels of the probe's jobs that fail (and, with no retries, die). */
   const failingJobs = new Set(['nightly-export']);
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let staff: Awaited<ReturnType<typeof addUser>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let staff: Member;
+  let member: Member;
   /** A user whose role and active flag the admin changes in the users page. */
-  let changed: Awaited<ReturnType<typeof addUser>>;
+  let changed: Member;
   const catalogueDir = mkdtempSync(path.join(tmpdir(), 'console-catalogue-'));
 
   /** Runs a step of the scenario; on failure, keeps a screenshot of every open page under test-results/console/. */

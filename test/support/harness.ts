@@ -3,6 +3,7 @@ import type { Plugin } from 'rpc-service/plugin';
 import { startTestService, uniqueName, type TestService } from 'rpc-service/testing';
 import type { AuthRpcSignupResult } from '../../clients/typescript/src/operations.ts';
 import { callerIn, type Caller, type Who } from './caller.ts';
+import type { Envelope } from './wire.ts';
 import { createScratchDatabase, directUrlOf, TEST_DATABASE_URL, type ScratchDatabase } from './database.ts';
 
 export { uniqueName, TEST_MASTER_KEY, type CallOptions, type RpcResponse } from 'rpc-service/testing';
@@ -80,7 +81,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
 }
 
 /** A request to a route outside /api/rpc, with a session token when given: its status and JSON body. */
-export async function routeJson(t: TestApp, method: string, path: string, token?: string): Promise<{ status: number; body: any }> {
+export async function routeJson<T = unknown>(t: TestApp, method: string, path: string, token?: string): Promise<{ status: number; body: Envelope<T> }> {
   const response = await fetch(`${t.url}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
-  return { status: response.status, body: await response.json() };
+  return { status: response.status, body: (await response.json()) as Envelope<T> };
 }

@@ -1,8 +1,7 @@
-import assert from 'node:assert/strict';
 import { crc32, deflateSync } from 'node:zlib';
 import type { UploadedFile } from '../../clients/typescript/src/client.ts';
 import type { CallOptions, TestApp } from './harness.ts';
-import type { Envelope, WireError } from './wire.ts';
+import type { Envelope } from './wire.ts';
 
 /** A valid PNG of `width` × 1 pixels of one colour, built byte by byte (signature, IHDR, IDAT, IEND). */
 export function tinyPng(width = 1, rgba: [number, number, number, number] = [200, 30, 30, 255]): Buffer {
@@ -39,7 +38,7 @@ export type UploadBody = Envelope<{ files: UploadedFile[] }>;
 export interface HttpAnswer {
   status: number;
   headers: Headers;
-  /** Read through uploadedFiles() or uploadRefusal(), which tell a success from a refusal. */
+  /** Read through dataOf() or refusalOf() (wire.ts), which tell a success from a refusal. */
   body: UploadBody;
 }
 
@@ -48,18 +47,6 @@ const answerOf = async (response: Response): Promise<HttpAnswer> => ({
   headers: response.headers,
   body: (await response.json()) as UploadBody,
 });
-
-/** The files an upload stored, insisting it succeeded. */
-export function uploadedFiles(answer: { status: number; body: UploadBody }): UploadedFile[] {
-  if (!answer.body.success) assert.fail(`the upload was refused with ${answer.status}: ${JSON.stringify(answer.body)}`);
-  return answer.body.data.files;
-}
-
-/** The refusal of an upload, insisting it was refused. */
-export function uploadRefusal(answer: { status: number; body: UploadBody }): WireError {
-  if (answer.body.success) assert.fail(`the upload was stored with ${answer.status}: ${JSON.stringify(answer.body)}`);
-  return answer.body.data;
-}
 
 /** `PUT /api/uploads/<key>` with the raw bytes. */
 export async function putUpload(

@@ -24,3 +24,5 @@ export async function signupTeam(t: TestApp) {
   return { admin, staff, member, stranger };
 }
 export type Team = Awaited<ReturnType<typeof signupTeam>>;
+/** A user addUser made: their session, username and password. */
+export type Member = Awaited<ReturnType<typeof addUser>>;

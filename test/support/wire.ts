@@ -30,6 +30,12 @@ export function dataOf<T>(body: Envelope<T>): T {
   return body.data;
 }
 
+/** The refusal of an answer in the spec's envelope, insisting it was refused. */
+export function refusalOf(body: Envelope<unknown>): WireError {
+  if (body.success) assert.fail(`answered: ${JSON.stringify(body)}`);
+  return body.data;
+}
+
 /** The `data` of a JSON-RPC error at /api/rpc: the service's code beside the number, and what it knows of the call. */
 export interface JsonRpcErrorData {
   code: ErrorCode;

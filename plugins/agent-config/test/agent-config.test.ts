@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { getFile, putUpload, tinyPng } from '../../../test/support/uploads.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const RECORD_FIELDS = [
   '_id',
@@ -45,7 +45,7 @@ const RECORD_FIELDS = [
 describe('AgentConfigRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: ['auth', 'api-key', 'agent-config', 'memory'] });

@@ -13,7 +13,7 @@ import type {
 import { refused, type Caller } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { shippedCatalogue } from '../../../test/support/model-peer.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const MARKER = 'sk-marker-value';
 const SHIPPED: Pick<AIConfigRpcGetAIConfigurationResult, 'models' | 'recommendations'> = shippedCatalogue();
@@ -56,7 +56,7 @@ type Recommendations = Exclude<AIConfigRpcGetTaskRecommendationsResult, { modelI
 
 describe('AIConfigRpc with the shipped catalogue', () => {
   let t: TestApp;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let principal: Principal;
   let ai: Caller['AIConfigRpc'];
 

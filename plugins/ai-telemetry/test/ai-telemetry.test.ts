@@ -8,12 +8,12 @@ import type { AITelemetryRpcListThreadsParams } from '../../../clients/typescrip
 import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 describe('AITelemetryRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   const base = Date.parse('2026-11-01T10:00:00Z');
   const ids: Record<string, string> = {};
 

@@ -12,7 +12,7 @@ import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 import { completedRun } from '../../../test/support/workflows.ts';
 
 const exports = mkdtempSync(path.join(tmpdir(), 'rpc-checkpoint-exports-'));
@@ -92,7 +92,7 @@ async function plantObjects(t: TestApp, subscriptionId: string, scope: string, d
 describe('CheckpointRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
 
   before(async () => {

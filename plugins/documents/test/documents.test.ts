@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const GUIDE = `Welcome to the Orbit handbook.
 
@@ -24,7 +24,7 @@ Invoices are sent by e-mail on the first day of every month. Refunds take ten wo
 describe('DocumentRpc', () => {
   let t: TestApp;
   let owner: Awaited<ReturnType<TestApp['signup']>>;
-  let colleague: Awaited<ReturnType<typeof addUser>>;
+  let colleague: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const instance = () => `handbook-${randomUUID().slice(0, 8)}`;
   const chunksOf = (pageId: string) =>

@@ -4,15 +4,15 @@ import { queueProbePlugin } from '../../../test/fixtures/queue-probe-plugin.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 describe('JobQueueRpc', () => {
   const failing = new Set(['broken']);
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
   let other: Awaited<ReturnType<TestApp['signup']>>;
-  let staff: Awaited<ReturnType<typeof addUser>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let staff: Member;
+  let member: Member;
   const ids: Record<string, string> = {};
   const jobOf = async (who: Who, id: string) => {
     const job = (await t.as(who).JobQueueRpc.listJobs({ queue: 'queue-probe.work', pageSize: 100 })).docs.find((listed) => listed.id === id);

@@ -6,7 +6,7 @@ import { refused, type Credential } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';
 import { putUpload } from '../../../test/support/uploads.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 import { HANDBOOK } from '../../../test/fixtures/handbook.ts';
 
 const HTML = `<!doctype html><html><head><title>Garden care</title><style>body { color: red }</style><script>var tracking = 1;</script></head>
@@ -23,7 +23,7 @@ async function pdfOf(pages: string[]): Promise<Buffer> {
 describe('KnowledgeBaseAdminRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const ready = (session: Credential, docId: string) =>
     eventually(async () => {

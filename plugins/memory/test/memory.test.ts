@@ -7,13 +7,13 @@ import { refused, type Who } from '../../../test/support/caller.ts';
 import { PEER_EMBEDDING_MODEL, reversedVectorOf, withModelChange } from '../../../test/support/model-peer.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 describe('MemoryRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
-  let agent: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
+  let agent: Member;
   const save = (who: Who, content: string, metadata?: Record<string, unknown>, extra: Partial<MemoryRpcSaveMemoryParams> = {}) =>
     t.as(who).MemoryRpc.saveMemory({ scope: 'user', memory: { content, ...(metadata ? { metadata } : {}) }, ...extra });
   const recall = (who: Who, queryText: string, extra: Partial<MemoryRpcRecallMemoriesParams> = {}) =>

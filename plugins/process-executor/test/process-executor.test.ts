@@ -10,7 +10,7 @@ import { createScratchDatabase, databaseEnv, TEST_DATABASE_URL } from '../../../
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../../../test/support/process.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 /** Whether a process lives (a zombie, ended but not yet reaped by its new parent, does not). */
 function alive(pid: number): boolean {
@@ -28,7 +28,7 @@ const SHELL_WITH_CHILD = ['-c', 'sleep 600 & echo "child $!"; wait'];
 describe('ProcessExecutorRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const start = (command: string, args: string[] = [], session: Who = admin) => t.as(session).ProcessExecutorRpc.startProcess({ command, args });
   const status = (instanceId: string) => t.as(admin).ProcessExecutorRpc.getProcessStatus({ instanceId });

@@ -10,7 +10,7 @@ import type { PushNotificationRpcSubscribeParams, PushSenderRpcSendBroadcastPara
 import { refused, type Credential } from '../../../test/support/caller.ts';
 import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const SUBJECT = 'mailto:push-ops@example.com';
 /** How long the push service takes to answer: long enough that the sender's requests overlap. */
@@ -134,7 +134,6 @@ describe('PushSenderRpc', () => {
   let t: TestApp;
   let push: Awaited<ReturnType<typeof startPushService>>;
   let vapidPublicKey: string;
-  type Member = Awaited<ReturnType<typeof addUser>>;
   let admin: Session;
   let staff: Member;
   let member1: Member;

@@ -7,7 +7,7 @@ import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { startModelPeer } from '../../../test/support/model-peer.ts';
 import { eventually } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 /** A `once:` schedule this many milliseconds from now. */
 const onceIn = (ms: number) => `once:${new Date(Date.now() + ms).toISOString()}`;
@@ -22,7 +22,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('SchedulerRpc: firing', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const events: BusEvent[] = [];
   const create = (session: Who, taskConfig: SchedulerRpcCreateParams['taskConfig']) => t.as(session).SchedulerRpc.create({ taskConfig });

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { SchedulerRpcCreateParams, SchedulerRpcGetDataParams } from '../../../clients/typescript/src/operations.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 type TaskConfig = SchedulerRpcCreateParams['taskConfig'];
 
@@ -18,7 +18,7 @@ const eventTask = (extra: Partial<TaskConfig> = {}): TaskConfig => ({
 describe('SchedulerRpc: tasks', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const create = async (session: Who, taskConfig: TaskConfig) => t.as(session).SchedulerRpc.create({ taskConfig });
   const find = (session: Who, taskId: string) => t.as(session).SchedulerRpc.findById({ taskId });

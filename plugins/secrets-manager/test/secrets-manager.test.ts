@@ -4,7 +4,7 @@ import type { BusEvent } from 'rpc-service/plugin';
 import type { SecretsManagerRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
 import { refused, shown, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const VALUE = 'ghp_scopedSECRETmarker0123456789';
 const RECORD_FIELDS = ['_id', 'agentName', 'createdAt', 'description', 'key', 'label', 'projectId', 'scope', 'updatedAt'];
@@ -12,7 +12,7 @@ const RECORD_FIELDS = ['_id', 'agentName', 'createdAt', 'description', 'key', 'l
 describe('SecretsManagerRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   const events: BusEvent[] = [];
   const create = (params: SecretsManagerRpcCreateParams, who: Who = member) => t.as(who).SecretsManagerRpc.create(params);
   const valueOf = async (_id: string) => (await t.as(admin).SecretsManagerRpc.getSecretValue({ _id })).value;

@@ -4,14 +4,14 @@ import type { BusEvent } from 'rpc-service/plugin';
 import type { SecretsRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
 import { refused, shown } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const VALUE = 'sk_live_51Hx9zQpRd3tVALUEmarker';
 
 describe('SecretsRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let adminKey: { _id: string; fullKey: string };
   const events: BusEvent[] = [];
 

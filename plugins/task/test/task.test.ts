@@ -4,12 +4,12 @@ import type { BusEvent } from 'rpc-service/plugin';
 import type { TaskRpcCreateParams, TaskRpcGetDataParams } from '../../../clients/typescript/src/operations.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 describe('TaskRpc', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const events: BusEvent[] = [];
   const create = (session: Who, params: Omit<TaskRpcCreateParams, 'taskInstanceId'>) => t.as(session).TaskRpc.create({ taskInstanceId: 'board-1', ...params });

@@ -7,7 +7,7 @@ import * as v from 'valibot';
 import { parsePool, telephonySettings } from '../config.ts';
 import { refused, type Credential, type Refusal } from '../../../test/support/caller.ts';
 import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 const PLUGINS = ['auth', 'admin-user', 'telephony'];
 const OPERATIONS = [
@@ -19,8 +19,6 @@ const OPERATIONS = [
   'getExtensionsForUser',
   'getExtensionsForAgent',
 ] as const;
-
-type Member = Awaited<ReturnType<typeof addUser>>;
 
 /** TelephonyManagerRpc of one app: an operation named in a table (its params as the table gives them), and the three reads. */
 function telephony(t: TestApp) {

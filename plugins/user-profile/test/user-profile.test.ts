@@ -4,7 +4,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type Session, type TestApp } from '../../../test/support/harness.ts';
-import { getFile, postUpload, putUpload, tinyPng, uploadedFiles, uploadRefusal } from '../../../test/support/uploads.ts';
+import { getFile, postUpload, putUpload, tinyPng } from '../../../test/support/uploads.ts';
+import { dataOf, refusalOf } from '../../../test/support/wire.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 const SELF_VIEW_FIELDS = [
@@ -178,7 +179,7 @@ describe('UserProfileRpc: profile picture', () => {
     const posted = await postUpload(t, next.uploadKey, [{ bytes: second, type: 'image/png', name: 'me-too.png' }], { token: ann.token });
     assert.equal(posted.status, 200, JSON.stringify(posted.body));
     const replaced = await t.as(ann).UserProfileRpc.updateProfilePicture({ uploadKey: next.uploadKey });
-    assert.equal(replaced.profilePicture, `/api/files/${uploadedFiles(posted)[0]!.fileId}`);
+    assert.equal(replaced.profilePicture, `/api/files/${dataOf(posted.body).files[0]!.fileId}`);
     assert.ok((await getFile(t, replaced.profilePicture!, { token: ann.token })).bytes.equals(second));
     assert.equal((await getFile(t, profile.profilePicture!, { token: ann.token })).status, 404);
     assert.equal(existsSync(path.join(t.dataDir, 'files', ann.subscriptionId, uploaded.fileId)), false);
@@ -201,14 +202,14 @@ describe('UserProfileRpc: profile picture', () => {
     const { uploadKey } = await newKey();
     const text = await putUpload(t, uploadKey, Buffer.from('hello'), 'image/png', { token: ann.token });
     assert.equal(text.status, 400);
-    assert.equal(uploadRefusal(text).code, 'VALIDATION_ERROR');
+    assert.equal(refusalOf(text.body).code, 'VALIDATION_ERROR');
     const declaredText = await putUpload(t, uploadKey, tinyPng(), 'text/plain', { token: ann.token });
     assert.equal(declaredText.status, 400);
-    assert.equal(uploadRefusal(declaredText).code, 'VALIDATION_ERROR');
+    assert.equal(refusalOf(declaredText.body).code, 'VALIDATION_ERROR');
     assert.equal((await putUpload(t, uploadKey, tinyPng(), 'image/png', { token: ann.token })).status, 200);
     const extra = await putUpload(t, uploadKey, tinyPng(), 'image/png', { token: ann.token });
     assert.equal(extra.status, 400);
-    assert.match(uploadRefusal(extra).error, /at most 1 file\b/);
+    assert.match(refusalOf(extra.body).error, /at most 1 file\b/);
   });
 
   it('an expired key cannot be finalized', async () => {

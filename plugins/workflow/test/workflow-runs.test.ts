@@ -11,7 +11,7 @@ import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { startModelPeer } from '../../../test/support/model-peer.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 import { completedRun, linearGraph, waitingRun } from '../../../test/support/workflows.ts';
 
 type Graph = Required<Pick<WorkflowRpcCreateParams, 'nodes' | 'edges'>>;
@@ -72,7 +72,7 @@ const ended = (t: TestApp, session: Who, instanceId: string) =>
 describe('WorkflowRpc: runs', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   let web: Awaited<ReturnType<typeof startHttpReceiver>>;
   const save = (session: Who, name: string, graph: Graph, extra: Partial<WorkflowRpcCreateParams> = {}) =>

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { WorkflowRpcCreateParams, WorkflowRpcGetDataParams } from '../../../clients/typescript/src/operations.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
-import { addUser } from '../../../test/support/users.ts';
+import { addUser, type Member } from '../../../test/support/users.ts';
 
 /** A small valid graph: start → check → (vip) greet → end, else → end. */
 const graph = () => ({
@@ -24,7 +24,7 @@ const graph = () => ({
 describe('WorkflowRpc: records', () => {
   let t: TestApp;
   let admin: Awaited<ReturnType<TestApp['signup']>>;
-  let member: Awaited<ReturnType<typeof addUser>>;
+  let member: Member;
   let stranger: Awaited<ReturnType<TestApp['signup']>>;
   const create = (session: Who, params: WorkflowRpcCreateParams) => t.as(session).WorkflowRpc.create({ ...graph(), ...params });
   const issuesOf = async (params: Record<string, unknown>) => {
