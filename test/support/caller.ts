@@ -6,6 +6,9 @@ import { createClient, RpcError as ClientRpcError } from '../../clients/typescri
 import { GROUPS, type ErrorCode, type Groups, type Operations } from '../../clients/typescript/src/operations.ts';
 import type { CallOptions } from '../../clients/typescript/src/options.ts';
 
+/** The operations' params and results as the typed client declares them, for tests (a plugin's too) to name. */
+export type * from '../../clients/typescript/src/operations.ts';
+
 /** A session (the `token` of a signup or a login) or an API key, as a test holds it. */
 export type Credential = { token: string } | { apiKey: string };
 
@@ -64,6 +67,8 @@ export function callerAt(baseUrl: string, who: Credential | null): Caller {
 export interface Refusal {
   code: string;
   message: string;
+  /** The HTTP status the code stands for. */
+  status?: number;
   issues?: { path: string; message: string }[];
   retryAfter?: number;
 }
@@ -86,3 +91,6 @@ export async function refused(call: Promise<unknown>, code: ErrorCode, what?: st
 
 /** A refusal as a client reads it (its code, message, issues), as one text: an Error's message is not enumerable, so JSON.stringify alone would leave it out. */
 export const shown = (error: Refusal): string => JSON.stringify({ ...error, message: error.message });
+
+/** Whether a call was refused by the service (in the process, or over HTTP with an answer), not lost on the way. */
+export const isRefusal = (error: unknown): error is Refusal => error instanceof RpcError || (error instanceof ClientRpcError && error.code !== 'NETWORK_ERROR');

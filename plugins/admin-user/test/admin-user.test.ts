@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { AdminUserRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import type { AdminUserRpcCreateParams } from '../../../test/support/caller.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';

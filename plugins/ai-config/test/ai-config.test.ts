@@ -9,7 +9,7 @@ import type {
   AIConfigRpcGetModelsParams,
   AIConfigRpcGetModelsResult,
   AIConfigRpcGetTaskRecommendationsResult,
-} from '../../../clients/typescript/src/operations.ts';
+} from '../../../test/support/caller.ts';
 import { refused, type Caller } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { shippedCatalogue } from '../../../test/support/model-peer.ts';

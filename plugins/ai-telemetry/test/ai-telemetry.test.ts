@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { AITelemetryRpcListThreadsParams } from '../../../clients/typescript/src/operations.ts';
+import type { AITelemetryRpcListThreadsParams } from '../../../test/support/caller.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';

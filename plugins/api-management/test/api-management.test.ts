@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { retryAfterSeconds } from '../webhook-sender.ts';
-import type { ApiManagementRpcGetDeliveriesParams } from '../../../clients/typescript/src/operations.ts';
+import type { ApiManagementRpcGetDeliveriesParams } from '../../../test/support/caller.ts';
 import { refused, type Credential } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { AuthRpcSignupResult } from '../../../clients/typescript/src/operations.ts';
+import type { AuthRpcSignupResult } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type RpcResponse, type TestApp } from '../../../test/support/harness.ts';
 
 const PASSWORD = 'correct horse battery';

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { defineOperation, definePlugin } from 'rpc-service/plugin';
 import type { AfterLogin, AfterSignup } from '../lifecycle.ts';
-import type { AuthRpcRequestVerificationCodeResult } from '../../../clients/typescript/src/operations.ts';
+import type { AuthRpcRequestVerificationCodeResult } from '../../../test/support/caller.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';

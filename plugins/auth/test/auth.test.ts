@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
-import type { AuthRpcGetSessionResult, AuthRpcLogoutResult, AuthRpcSignupResult } from '../../../clients/typescript/src/operations.ts';
+import type { AuthRpcGetSessionResult, AuthRpcLogoutResult, AuthRpcSignupResult } from '../../../test/support/caller.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import type { KnowledgeBaseAdminRpcIngestTextParams, KnowledgeBaseAdminRpcListDocumentsParams } from '../../../clients/typescript/src/operations.ts';
+import type { KnowledgeBaseAdminRpcIngestTextParams, KnowledgeBaseAdminRpcListDocumentsParams } from '../../../test/support/caller.ts';
 import { refused, type Credential } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';

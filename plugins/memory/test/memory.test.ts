@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { RequestContext } from 'rpc-service/plugin';
-import type { MemoryRpcListMemoriesResult, MemoryRpcRecallMemoriesParams, MemoryRpcSaveMemoryParams } from '../../../clients/typescript/src/operations.ts';
+import type { MemoryRpcListMemoriesResult, MemoryRpcRecallMemoriesParams, MemoryRpcSaveMemoryParams } from '../../../test/support/caller.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { PEER_EMBEDDING_MODEL, reversedVectorOf, withModelChange } from '../../../test/support/model-peer.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';

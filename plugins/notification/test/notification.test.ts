@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import type { PluginServices } from 'rpc-service/plugin';
-import type { NotificationCreatedEvent } from '../../../clients/typescript/src/operations.ts';
+import type { NotificationCreatedEvent } from '../../../test/support/caller.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';

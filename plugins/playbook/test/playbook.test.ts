@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { PlaybookRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import type { PlaybookRpcCreateParams } from '../../../test/support/caller.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { putUpload } from '../../../test/support/uploads.ts';

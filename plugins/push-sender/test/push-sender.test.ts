@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import WebSocket from 'ws';
 import { pushSenderSettings } from '../config.ts';
-import type { PushNotificationRpcSubscribeParams, PushSenderRpcSendBroadcastParams } from '../../../clients/typescript/src/operations.ts';
+import type { PushNotificationRpcSubscribeParams, PushSenderRpcSendBroadcastParams } from '../../../test/support/caller.ts';
 import { refused, type Credential } from '../../../test/support/caller.ts';
 import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { eventually } from '../../../test/support/peers.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BusEvent } from 'rpc-service/plugin';
-import type { SchedulerRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import type { SchedulerRpcCreateParams } from '../../../test/support/caller.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BusEvent } from 'rpc-service/plugin';
-import type { SecretsRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import type { SecretsRpcCreateParams } from '../../../test/support/caller.ts';
 import { refused, shown } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser, type Member } from '../../../test/support/users.ts';

@@ -5,8 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { EXPRESSION_LIMITS } from '../interpreter-limits.ts';
-import { RpcError } from '../../../clients/typescript/src/index.ts';
-import { callerAt, type Caller } from '../../../test/support/caller.ts';
+import { callerAt, isRefusal, type Caller } from '../../../test/support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { eventually } from '../../../test/support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../../../test/support/process.ts';
@@ -87,7 +86,7 @@ describe('fair workflow runs, in a real process', () => {
         const refusal = await attacker.WorkflowRpc.executeWorkflow({ workflowIdentifier: 'runaway' }).then(
           () => undefined,
           (error: unknown) => {
-            if (error instanceof RpcError && error.code !== 'NETWORK_ERROR') return error;
+            if (isRefusal(error)) return error;
             throw error;
           },
         );

@@ -4,8 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { RpcError } from '../../../clients/typescript/src/index.ts';
-import { callerAt, type Caller } from '../../../test/support/caller.ts';
+import { callerAt, isRefusal, type Caller } from '../../../test/support/caller.ts';
 import { createScratchDatabase, databaseEnv, type ScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { eventually, startHttpReceiver } from '../../../test/support/peers.ts';
 import { freePort, killLeftoverProcesses, runServer, whenHealthy, type RunningProcess } from '../../../test/support/process.ts';
@@ -47,7 +46,7 @@ describe('workflow runs within their limits, in a real process', () => {
     const started = await member.WorkflowRpc.executeWorkflow({ workflowIdentifier: name }).then(
       (answer) => ({ answer, instanceId: 'result' in answer ? answer.result.instanceId : answer.instanceId }),
       (error: unknown) => {
-        if (!(error instanceof RpcError) || error.code === 'NETWORK_ERROR') throw error;
+        if (!isRefusal(error)) throw error;
         return { answer: { code: error.code, error: error.message }, instanceId: /run ([0-9a-f-]{36})/.exec(error.message)?.[1] };
       },
     );

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { defineOperation, definePlugin, type BusEvent } from 'rpc-service/plugin';
-import type { WorkflowRpcCreateParams } from '../../../clients/typescript/src/operations.ts';
+import type { WorkflowRpcCreateParams } from '../../../test/support/caller.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { createScratchDatabase, TEST_DATABASE_URL } from '../../../test/support/database.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';

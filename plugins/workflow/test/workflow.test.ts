@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { WorkflowRpcCreateParams, WorkflowRpcGetDataParams } from '../../../clients/typescript/src/operations.ts';
+import type { WorkflowRpcCreateParams, WorkflowRpcGetDataParams } from '../../../test/support/caller.ts';
 import { refused, type Who } from '../../../test/support/caller.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 import { addUser, type Member } from '../../../test/support/users.ts';
