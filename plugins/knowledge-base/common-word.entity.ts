@@ -4,7 +4,7 @@ import { defineEntity, type InferEntity } from 'rpc-service/plugin';
  * A word (its lexeme) that many of a source's chunks hold, counted by the
  * `countWords` job. Hybrid search takes its full-text candidates from the
  * question's other words, so it never ranks every chunk that holds a common
- * one (common-words.ts).
+ * one (text-ranking.ts).
  */
 export const IndexCommonWord = defineEntity({
   name: 'IndexCommonWord',

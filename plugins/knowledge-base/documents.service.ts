@@ -14,7 +14,7 @@ import type { KnowledgeBaseConfig } from './config.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { KnowledgeDocument, SOURCE_TYPES, STATUSES, type DocumentStatus, type SourceType } from './document.entity.ts';
 import { Ingestion, INGESTION_STATES, type IngestionState } from './ingestion.entity.ts';
-import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex } from './knowledge-index.ts';
+import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex, type SearchMode } from './knowledge-index.ts';
 import { loadedParsers } from './parsers.ts';
 
 /** The knowledge base's records in the search index. */
@@ -266,10 +266,7 @@ export class DocumentsService {
     });
   }
 
-  async search(
-    ctx: AuthenticatedContext,
-    query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: 'hybrid' | 'semantic' },
-  ) {
+  async search(ctx: AuthenticatedContext, query: { queryText: string; topK: number; filter?: unknown; collection?: string | null; mode: SearchMode }) {
     const hits = await this.#index.search(ctx, { source: SOURCE, ...query });
     return hits.map(({ recordId, metadata, ...hit }) => ({ ...hit, documentId: recordId, name: String(metadata.name), metadata }));
   }

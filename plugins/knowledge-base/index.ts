@@ -5,6 +5,7 @@ import { DEPS, type KnowledgeBaseDeps } from './deps.ts';
 import { IndexSection } from './section.entity.ts';
 import { IndexChunk } from './chunk.entity.ts';
 import { IndexCommonWord } from './common-word.entity.ts';
+import { IndexSourceStat } from './source-stat.entity.ts';
 import { KnowledgeDocument } from './document.entity.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { DocumentsService, FILE_PURPOSE } from './documents.service.ts';
@@ -62,7 +63,7 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
   config: knowledgeBaseSettings,
   errors: { QUOTA_EXCEEDED: 403 },
   deps: DEPS,
-  entities: [IndexSection, IndexChunk, IndexCommonWord, KnowledgeDocument, DocumentVersion, Ingestion],
+  entities: [IndexSection, IndexChunk, IndexCommonWord, IndexSourceStat, KnowledgeDocument, DocumentVersion, Ingestion],
   extensionPoints: [parsersPoint],
   migrations,
   services: {

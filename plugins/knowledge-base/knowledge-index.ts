@@ -20,7 +20,7 @@ import {
 } from 'rpc-service/plugin';
 import type { IndexChunk } from './chunk.entity.ts';
 import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
-import { uncommonWordsQuery, countCommonWords, COUNT_DELAY_SECONDS, TEXT_WINDOW } from './common-words.ts';
+import { countCommonWords, COUNT_DELAY_SECONDS, rankByWords } from './text-ranking.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
 
 const CHUNKER = modulePath(import.meta.url, './chunker.ts');
@@ -73,6 +73,9 @@ export const INDEXED_CHUNK = v.strictObject({
 });
 export type IndexedChunk = v.InferOutput<typeof INDEXED_CHUNK>;
 
+export const SEARCH_MODES = ['hybrid', 'semantic', 'text'] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+
 export interface SearchQuery {
   source: string;
   /** Only this collection; undefined: every collection of the source. */
@@ -81,8 +84,8 @@ export interface SearchQuery {
   topK: number;
   /** List operators on metadata keys. */
   filter?: unknown;
-  /** `semantic`: cosine similarity of embeddings. `hybrid`: that ranking and the full-text one, fused by reciprocal rank. */
-  mode: 'semantic' | 'hybrid';
+  /** `semantic`: cosine similarity of embeddings. `text`: BM25 over the words. `hybrid`: both rankings, fused by reciprocal rank. */
+  mode: SearchMode;
 }
 
 export interface SearchHit {
@@ -94,7 +97,7 @@ export interface SearchHit {
   /** The whole section the chunk belongs to. */
   context: string;
   metadata: Record<string, unknown>;
-  /** `semantic`: cosine similarity. `hybrid`: the fused score, Σ 1/(60 + rank). */
+  /** `semantic`: cosine similarity. `text`: the BM25 score. `hybrid`: the fused score, Σ 1/(60 + rank). */
   score: number;
   /** Its place in each ranking (1 = first), null when not among the first 50 of it. */
   semanticRank: number | null;
@@ -431,15 +434,14 @@ export class KnowledgeIndex {
   async search(ctx: AuthenticatedContext, query: SearchQuery): Promise<SearchHit[]> {
     const scope: Scope = { subscriptionId: ctx.subscriptionId, source: query.source, collection: query.collection };
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
-    await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
-    const slots = await this.embeddings.state(ctx.em);
-    const [vector] = await this.embeddings.embed(ctx, slots, [query.queryText]);
     const base = scopeCondition(scope);
     const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
     const depth = query.mode === 'hybrid' ? Math.max(FUSION_DEPTH, query.topK) : query.topK;
-    // The two rankings of hybrid search are independent: on PostgreSQL they run at once, on two connections.
-    const [semantic, textual] = await Promise.all([
-      nearest(ctx.em, {
+    const byMeaning = async () => {
+      await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
+      const slots = await this.embeddings.state(ctx.em);
+      const [vector] = await this.embeddings.embed(ctx, slots, [query.queryText]);
+      const nearestRows = await nearest(ctx.em, {
         table: 'knowledge_base_chunk',
         column: slots.active,
         where,
@@ -448,26 +450,32 @@ export class KnowledgeIndex {
         vector: vector!,
         limit: depth,
         exactSearchLimit: this.#exactSearchLimit,
-      }),
-      query.mode === 'hybrid' ? textCandidates(ctx, where, query, depth) : [],
+      });
+      return nearestRows.map((hit) => ({ id: hit.id, score: 1 - hit.distance }));
+    };
+    // The two rankings of hybrid search are independent: on PostgreSQL they run at once, on two connections.
+    const [semantic, textual] = await Promise.all([
+      query.mode === 'text' ? [] : byMeaning(),
+      query.mode === 'semantic' ? [] : rankByWords(ctx.em, TEXT_SEARCH_CONFIG, scope, where, query.queryText, depth),
     ]);
-    if (query.mode === 'semantic') {
-      const rows = await this.#rows(
-        ctx,
-        semantic.map((hit) => hit.id),
-      );
-      return semantic.flatMap((hit, index) => (rows.has(hit.id) ? [toHit(rows.get(hit.id)!, 1 - hit.distance, index + 1, null)] : []));
-    }
-    const best = fuseRankings(
-      semantic.map((hit) => hit.id),
-      textual,
-      query.topK,
-    );
+    const ranked =
+      query.mode === 'hybrid'
+        ? fuseRankings(
+            semantic.map((hit) => hit.id),
+            textual.map((hit) => hit.id),
+            query.topK,
+          )
+        : (query.mode === 'semantic' ? semantic : textual).map((hit, index) => ({
+            id: hit.id,
+            score: hit.score,
+            semanticRank: query.mode === 'semantic' ? index + 1 : null,
+            textRank: query.mode === 'text' ? index + 1 : null,
+          }));
     const rows = await this.#rows(
       ctx,
-      best.map((entry) => entry.id),
+      ranked.map((entry) => entry.id),
     );
-    return best.flatMap((entry) => (rows.has(entry.id) ? [toHit(rows.get(entry.id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
+    return ranked.flatMap((entry) => (rows.has(entry.id) ? [toHit(rows.get(entry.id)!, entry.score, entry.semanticRank, entry.textRank)] : []));
   }
 
   async #rows(ctx: AuthenticatedContext, ids: string[]): Promise<Map<string, HitRow>> {
@@ -523,22 +531,3 @@ const toHit = (row: HitRow, score: number, semanticRank: number | null, textRank
   semanticRank,
   textRank,
 });
-
-/**
- * Hybrid search's full-text ranking, best first: the chunks holding all the question's words, and those holding any of its
- * uncommon ones (common-words.ts), ranked by any of its words (a question rarely shares all of them with its answer). Quoted
- * phrases stay phrases. One statement, the uncommon words worked out inside it.
- */
-async function textCandidates(ctx: AuthenticatedContext, where: { sql: string; params: unknown[] }, query: SearchQuery, depth: number): Promise<string[]> {
-  const rows = await ctx.em.execute<{ id: string }[]>(
-    `with words as (select websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ?) as every, ${uncommonWordsQuery(TEXT_SEARCH_CONFIG)} as uncommon)
-     select id from (
-       (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ (select every from words) limit ${TEXT_WINDOW})
-       union
-       (select id, search_vector from knowledge_base_chunk where ${where.sql} and search_vector @@ (select uncommon from words) limit ${TEXT_WINDOW})
-     ) candidates, to_tsquery('${TEXT_SEARCH_CONFIG}', replace((select every from words)::text, ' & ', ' | ')) as query
-     order by ts_rank_cd(search_vector, query) desc, id limit ?`,
-    [query.queryText, query.queryText, ctx.subscriptionId, query.source, ...where.params, ...where.params, depth],
-  );
-  return rows.map((row) => row.id);
-}

@@ -5,7 +5,7 @@ import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
 import { INGESTION_SCHEMA } from './ingestion-jobs.service.ts';
 import { DOCUMENT_SCHEMA, FILE_PURPOSE, SORT_FIELDS, VERSION_SCHEMA, type SortField } from './documents.service.ts';
-import { INDEXED_CHUNK } from './knowledge-index.ts';
+import { INDEXED_CHUNK, SEARCH_MODES } from './knowledge-index.ts';
 
 const MAX_TEXT = 2_000_000;
 const MAX_TOP_K = 100;
@@ -238,7 +238,7 @@ export const search = defineOperation({
   access: 'user',
   kind: 'read',
   describe:
-    'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
+    'The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default), by meaning alone (semantic) or by words alone (text, BM25); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection.',
   result: v.array(
     v.strictObject({
       chunkId: v.string(),
@@ -259,7 +259,7 @@ export const search = defineOperation({
     topK: topK(MAX_TOP_K),
     filter: v.optional(v.unknown()),
     collection: v.optional(v.nullable(text('collection', 200))),
-    mode: v.optional(v.picklist(['hybrid', 'semantic'], 'mode must be hybrid or semantic'), 'hybrid'),
+    mode: v.optional(v.picklist(SEARCH_MODES, `mode must be one of ${SEARCH_MODES.join(', ')}`), 'hybrid'),
   }),
   handler: ({ params, ctx, deps }) => deps.documentsService.search(ctx, params),
 });

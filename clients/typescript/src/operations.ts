@@ -3233,7 +3233,7 @@ export interface KnowledgeBaseAdminRpcSearchParams {
   topK?: number;
   filter?: unknown;
   collection?: string | null;
-  mode?: 'hybrid' | 'semantic';
+  mode?: 'hybrid' | 'semantic' | 'text';
 }
 export interface KnowledgeBaseAdminRpcUpdateChunkParams {
   docId: string;
@@ -5145,7 +5145,7 @@ export interface KnowledgeBaseAdminRpc {
   reindexDocument(params: KnowledgeBaseAdminRpcReindexDocumentParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcReindexDocumentResult>;
   /** Run a failed or cancelled ingestion again (a new job), if its version is still the document's latest. (staff, write) */
   retryJob(params: KnowledgeBaseAdminRpcRetryJobParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcRetryJobResult>;
-  /** The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default) or by meaning alone (semantic); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection. (user, read) */
+  /** The chunks that best answer queryText, ranked by meaning and by words fused (mode hybrid, the default), by meaning alone (semantic) or by words alone (text, BM25); each with its section as context. filter: list operators on name, tags, docType, sourceType, userId, contactId, projectId, collection. (user, read) */
   search(params: KnowledgeBaseAdminRpcSearchParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcSearchResult>;
   /** Replace a chunk's text (at least 1 character); it is embedded again at once. (staff, write) */
   updateChunk(params: KnowledgeBaseAdminRpcUpdateChunkParams, options?: CallOptions): Promise<KnowledgeBaseAdminRpcUpdateChunkResult>;

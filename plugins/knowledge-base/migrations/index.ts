@@ -4,6 +4,7 @@ import { Migration20261124144212_shared_embedding_state } from './Migration20261
 import { Migration20261124145247_url_ingestion } from './Migration20261124145247_url_ingestion.ts';
 import { Migration20261126154932_tenant_keys } from './Migration20261126154932_tenant_keys.ts';
 import { Migration20261126192956_common_words } from './Migration20261126192956_common_words.ts';
+import { Migration20261207125813_source_stats } from './Migration20261207125813_source_stats.ts';
 
 export const migrations = [
   Migration20261124014426_initial,
@@ -11,4 +12,5 @@ export const migrations = [
   Migration20261124145247_url_ingestion,
   Migration20261126154932_tenant_keys,
   Migration20261126192956_common_words,
+  Migration20261207125813_source_stats,
 ];

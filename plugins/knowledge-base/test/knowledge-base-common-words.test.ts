@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { AuthenticatedContext } from 'rpc-service/plugin';
-import { COMMON_CHUNKS, COUNT_DELAY_SECONDS, TEXT_WINDOW } from '../common-words.ts';
+import { COMMON_CHUNKS, COUNT_DELAY_SECONDS, TEXT_WINDOW } from '../text-ranking.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 
 /**
