@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KnowledgeBaseAdminRpcSearchResult } from '../../clients/typescript/src/operations.ts';
 import { callerAt, type Caller } from '../support/caller.ts';
+import { createScratchDatabase } from '../support/database.ts';
 import { startTestApp } from '../support/harness.ts';
 
 /**
@@ -13,11 +14,11 @@ import { startTestApp } from '../support/harness.ts';
  * queries go through KnowledgeBaseAdminRpc.search (topK 100, hits of one
  * document kept once) in each mode, graded by qrels/test.tsv: nDCG@10 and
  * recall@100 beside BEIR's published BM25 (0.665) and TAS-B (0.643), search
- * latency with one client and with 8. On the embedded database, or on a
- * scratch database of the PostgreSQL that TEST_DATABASE_URL names.
+ * latency with one client and with 8. On the embedded database, or with
+ * BENCH_DATABASE_URL on a scratch database of that PostgreSQL server.
  */
 const DATA = process.env.BENCH_BEIR_DIR ?? fileURLToPath(new URL('../../../shared/bench-data/beir-scifact/', import.meta.url));
-const ON_POSTGRESQL = Boolean(process.env.TEST_DATABASE_URL);
+const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 const MODES = ['text', 'semantic', 'hybrid'] as const;
 /** BEIR (Thakur et al., 2021), Table 2, SciFact nDCG@10. */
 const PUBLISHED = { BM25: 0.665, 'TAS-B': 0.643 };
@@ -103,11 +104,12 @@ async function main(): Promise<void> {
   const queries = new Map(jsonLines('queries.jsonl').map((query) => [query._id, query.text]));
   const graded = qrels();
   const tested = [...graded.keys()].filter((id) => queries.has(id));
-  const t = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], env: { LOG_LEVEL: 'warn' } });
+  const scratch = DATABASE_URL ? await createScratchDatabase(DATABASE_URL) : undefined;
+  const t = await startTestApp({ withNotes: false, plugins: ['auth', 'knowledge-base'], databaseUrl: scratch?.url, env: { LOG_LEVEL: 'warn' } });
   try {
     const admin = await t.signup();
     const caller = callerAt(t.url, { token: admin.token });
-    console.log(`retrieval on BEIR SciFact (${corpus.length} documents, ${tested.length} queries), ${ON_POSTGRESQL ? 'PostgreSQL' : 'the embedded database'}`);
+    console.log(`retrieval on BEIR SciFact (${corpus.length} documents, ${tested.length} queries), ${DATABASE_URL ? 'PostgreSQL' : 'the embedded database'}`);
     const seconds = await ingest(caller, corpus);
     console.log(`  ingestion until every document was searchable: ${fixed(seconds, 0)} s (${fixed(corpus.length / seconds, 1)} documents/s)`);
     for (const mode of MODES) {
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await t.close();
+    await scratch?.drop();
   }
 }
 
