@@ -119,4 +119,25 @@ describe('KnowledgeBaseAdminRpc.search on a large source', () => {
       ],
     );
   });
+
+  it('ranks by words alone with BM25 (mode text): a rare word of the question outweighs a common one said often', async () => {
+    const fresh = await t.signup();
+    await write(fresh, [
+      'Harbour, harbour, harbour: the harbour wakes at dawn.',
+      'A lighthouse stands on the cliff.',
+      'The harbour market sells fish.',
+      'Boats leave the harbour at noon.',
+    ]);
+    const hits = await t.as(fresh).KnowledgeBaseAdminRpc.search({ queryText: 'harbour lighthouse', topK: 5, mode: 'text' });
+    assert.equal(hits[0]?.text, 'A lighthouse stands on the cliff.', JSON.stringify(hits));
+    assert.deepEqual(
+      hits.map((hit) => [hit.textRank, hit.semanticRank]),
+      hits.map((_, index) => [index + 1, null]),
+    );
+    assert.equal(hits.length, 4, 'every chunk holding a word of the question, and no other');
+    assert.ok(
+      hits.every((hit, index) => index === 0 || hits[index - 1]!.score >= hit.score),
+      'best first by BM25 score',
+    );
+  });
 });
