@@ -90,13 +90,15 @@ export async function rankByWords(
        cross join lateral (
          select count(*) as chunks, avg(length(search_vector)) as mean_length
          from knowledge_base_chunk where stat.chunks is null and subscription_id = ? and source = ? and not withdrawn) live),
-     term as (select distinct lexeme from unnest(tsvector_to_array(to_tsvector('${config}', ?))) as lexeme limit ${QUESTION_WORDS}),
+     term as (
+       select lexeme, (${quoted})::tsquery as query
+       from (select distinct lexeme from unnest(tsvector_to_array(to_tsvector('${config}', ?))) as lexeme limit ${QUESTION_WORDS}) term),
      word as (
-       select term.lexeme, (${quoted})::tsquery as query,
+       select term.lexeme, term.query,
               coalesce(common.chunks, (
                 select count(*) from (
                   select 1 from knowledge_base_chunk chunk
-                  where chunk.subscription_id = ? and chunk.source = ? and not chunk.withdrawn and chunk.search_vector @@ (${quoted})::tsquery
+                  where chunk.subscription_id = ? and chunk.source = ? and not chunk.withdrawn and chunk.search_vector @@ term.query
                   limit ${TEXT_WINDOW + 1}) holding)) as chunks
        from term left join knowledge_base_common_word common on common.subscription_id = ? and common.source = ? and common.lexeme = term.lexeme),
      weight as (
