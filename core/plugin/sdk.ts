@@ -105,6 +105,20 @@ export { ACROSS_TENANTS } from '../db/tenant.ts';
 export { VectorType, vectorLiteral } from '../ai/vector-type.ts';
 export { jsonFilter, type SqlCondition } from '../records/json-filter.ts';
 export { nearest, type NearestQuery, type NearestRow } from '../ai/vector-search.ts';
+export {
+  rankBy,
+  rankByWords,
+  fuseRankings,
+  SEARCH_MODES,
+  COMMON_ROWS,
+  FUSION_DEPTH,
+  RARE_WINDOW,
+  TEXT_WINDOW,
+  type FusedRow,
+  type RankedRow,
+  type SearchMode,
+  type WordRankingQuery,
+} from '../ai/ranking.ts';
 export { pgArray } from '../db/pg-array.ts';
 export { GroupWrite } from '../db/group-write.ts';
 export { onFirstUse } from '../base/on-first-use.ts';

@@ -48,7 +48,8 @@ export const IndexChunk = defineEntity({
     },
     {
       name: 'knowledge_base_chunk_search_vector_index',
-      expression: 'create index "knowledge_base_chunk_search_vector_index" on "knowledge_base_chunk" using gin ("search_vector")',
+      // Without a pending list (fastupdate): the embedded database has no autovacuum to merge one, and a search would read it whole.
+      expression: 'create index "knowledge_base_chunk_search_vector_index" on "knowledge_base_chunk" using gin ("search_vector") with (fastupdate = off)',
     },
     // As MemoryRpc's index (see its README): a denser graph than pgvector's default, cosine distance.
     {

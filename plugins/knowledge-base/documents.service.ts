@@ -8,13 +8,14 @@ import {
   type EntityManager,
   type Extensions,
   type InferRecord,
+  type SearchMode,
   type UploadService,
 } from 'rpc-service/plugin';
 import type { KnowledgeBaseConfig } from './config.ts';
 import { DocumentVersion } from './document-version.entity.ts';
 import { KnowledgeDocument, SOURCE_TYPES, STATUSES, type DocumentStatus, type SourceType } from './document.entity.ts';
 import { Ingestion, INGESTION_STATES, type IngestionState } from './ingestion.entity.ts';
-import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex, type SearchMode } from './knowledge-index.ts';
+import { TEXT_SEARCH_CONFIG, type IndexedChunk, type KnowledgeIndex } from './knowledge-index.ts';
 import { loadedParsers } from './parsers.ts';
 
 /** The knowledge base's records in the search index. */

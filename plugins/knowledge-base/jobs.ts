@@ -34,7 +34,7 @@ export const ingest = defineJob({
   describe: 'Reads, parses, chunks and embeds one version of a knowledge-base document.',
   data: v.object({ ingestionId: v.pipe(v.string(), v.uuid()) }),
   handler: ({ data, ctx, deps, job }) => deps.ingestionService.runIngestion(ctx, data.ingestionId, job),
-  concurrency: 2,
+  concurrency: 4,
   timeoutSeconds: 1800,
 });
 

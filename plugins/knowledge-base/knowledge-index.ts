@@ -5,7 +5,10 @@ import {
   jsonFilter,
   nearest,
   pgArray,
+  rankBy,
+  rankByWords,
   vectorLiteral,
+  type SearchMode,
   type EmbeddingProgress,
   type AiCatalogue,
   type AiClient,
@@ -20,7 +23,7 @@ import {
 } from 'rpc-service/plugin';
 import type { IndexChunk } from './chunk.entity.ts';
 import { chunkHash, embeddingInput, type ChunkedSection, type ChunkOptions, type ChunkTask } from './chunker.ts';
-import { countCommonWords, COUNT_DELAY_SECONDS, rankByWords } from './text-ranking.ts';
+import { countCommonWords, countedWords, COUNT_DELAY_SECONDS } from './text-ranking.ts';
 import type { KnowledgeBaseConfig } from './config.ts';
 
 const CHUNKER = modulePath(import.meta.url, './chunker.ts');
@@ -29,10 +32,6 @@ const CALLER = { type: 'plugin', name: 'knowledge-base' };
 const EMBED_BATCH = 128;
 /** Chunks a search embeds itself before answering (those its scope still waits for); more are left to the job. */
 export const SEARCH_CATCH_UP = 512;
-/** Reciprocal rank fusion's constant: a hit's share is 1 / (RRF_K + its rank) in each list. */
-const RRF_K = 60;
-/** Candidates taken from each ranking before they are fused. */
-const FUSION_DEPTH = 50;
 /** The text search configuration of the full-text ranking: English stemming (installs, installing, installed match install). */
 export const TEXT_SEARCH_CONFIG = 'english';
 
@@ -72,9 +71,6 @@ export const INDEXED_CHUNK = v.strictObject({
   embedded: v.boolean(),
 });
 export type IndexedChunk = v.InferOutput<typeof INDEXED_CHUNK>;
-
-export const SEARCH_MODES = ['hybrid', 'semantic', 'text'] as const;
-export type SearchMode = (typeof SEARCH_MODES)[number];
 
 export interface SearchQuery {
   source: string;
@@ -436,41 +432,35 @@ export class KnowledgeIndex {
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
     const base = scopeCondition(scope);
     const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
-    const depth = query.mode === 'hybrid' ? Math.max(FUSION_DEPTH, query.topK) : query.topK;
-    const byMeaning = async () => {
-      await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
-      const slots = await this.embeddings.state(ctx.em);
-      const [vector] = await this.embeddings.embed(ctx, slots, [query.queryText]);
-      const nearestRows = await nearest(ctx.em, {
-        table: 'knowledge_base_chunk',
-        column: slots.active,
-        where,
-        // Counted by scope and filter alone (an index-only count without a filter): withdrawn and unembedded chunks are few and fleeting.
-        candidates: { sql: `${base.sql} and (${condition.sql})`, params: [...base.params, ...condition.params] },
-        vector: vector!,
-        limit: depth,
-        exactSearchLimit: this.#exactSearchLimit,
-      });
-      return nearestRows.map((hit) => ({ id: hit.id, score: 1 - hit.distance }));
-    };
-    // The two rankings of hybrid search are independent: on PostgreSQL they run at once, on two connections.
-    const [semantic, textual] = await Promise.all([
-      query.mode === 'text' ? [] : byMeaning(),
-      query.mode === 'semantic' ? [] : rankByWords(ctx.em, TEXT_SEARCH_CONFIG, scope, where, query.queryText, depth),
-    ]);
-    const ranked =
-      query.mode === 'hybrid'
-        ? fuseRankings(
-            semantic.map((hit) => hit.id),
-            textual.map((hit) => hit.id),
-            query.topK,
-          )
-        : (query.mode === 'semantic' ? semantic : textual).map((hit, index) => ({
-            id: hit.id,
-            score: hit.score,
-            semanticRank: query.mode === 'semantic' ? index + 1 : null,
-            textRank: query.mode === 'text' ? index + 1 : null,
-          }));
+    const ranked = await rankBy(query.mode, query.topK, {
+      byMeaning: async (depth) => {
+        await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
+        const slots = await this.embeddings.state(ctx.em);
+        const [vector] = await this.embeddings.embed(ctx, slots, [query.queryText]);
+        const nearestRows = await nearest(ctx.em, {
+          table: 'knowledge_base_chunk',
+          column: slots.active,
+          where,
+          // Counted by scope and filter alone (an index-only count without a filter): withdrawn and unembedded chunks are few and fleeting.
+          candidates: { sql: `${base.sql} and (${condition.sql})`, params: [...base.params, ...condition.params] },
+          vector: vector!,
+          limit: depth,
+          exactSearchLimit: this.#exactSearchLimit,
+        });
+        return nearestRows.map((hit) => ({ id: hit.id, score: 1 - hit.distance }));
+      },
+      byWords: (depth) =>
+        rankByWords(ctx.em, {
+          table: 'knowledge_base_chunk',
+          column: 'search_vector',
+          config: TEXT_SEARCH_CONFIG,
+          scope: { sql: 'subscription_id = ? and source = ? and not withdrawn', params: [scope.subscriptionId, scope.source] },
+          where,
+          question: query.queryText,
+          limit: depth,
+          counted: countedWords(scope.subscriptionId, scope.source),
+        }),
+    });
     const rows = await this.#rows(
       ctx,
       ranked.map((entry) => entry.id),
@@ -488,21 +478,6 @@ export class KnowledgeIndex {
     );
     return new Map(rows.map((row) => [row.id, row]));
   }
-}
-
-/** Reciprocal rank fusion of two rankings (ids, best first): the `topK` best by Σ 1/(RRF_K + rank), ties by id. */
-export function fuseRankings(
-  semantic: string[],
-  textual: string[],
-  topK: number,
-): { id: string; score: number; semanticRank: number | null; textRank: number | null }[] {
-  const fused = new Map<string, { id: string; score: number; semanticRank: number | null; textRank: number | null }>();
-  semantic.forEach((id, index) => fused.set(id, { id, score: 1 / (RRF_K + index + 1), semanticRank: index + 1, textRank: null }));
-  textual.forEach((id, index) => {
-    const entry = fused.get(id) ?? { id, score: 0, semanticRank: null, textRank: null };
-    fused.set(id, { ...entry, score: entry.score + 1 / (RRF_K + index + 1), textRank: index + 1 });
-  });
-  return [...fused.values()].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1)).slice(0, topK);
 }
 
 function scopeCondition(scope: Scope): { sql: string; params: unknown[] } {

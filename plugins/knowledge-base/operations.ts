@@ -1,11 +1,11 @@
 import * as v from 'valibot';
-import { isoTime, listSchema, recordId, topK, UPLOAD_KEY_WITH_LIMITS, wireTimestamp } from 'rpc-service/plugin';
+import { isoTime, listSchema, recordId, SEARCH_MODES, topK, UPLOAD_KEY_WITH_LIMITS, wireTimestamp } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SOURCE_TYPES, STATUSES } from './document.entity.ts';
 import { INGESTION_STATES } from './ingestion.entity.ts';
 import { INGESTION_SCHEMA } from './ingestion-jobs.service.ts';
 import { DOCUMENT_SCHEMA, FILE_PURPOSE, SORT_FIELDS, VERSION_SCHEMA, type SortField } from './documents.service.ts';
-import { INDEXED_CHUNK, SEARCH_MODES } from './knowledge-index.ts';
+import { INDEXED_CHUNK } from './knowledge-index.ts';
 
 const MAX_TEXT = 2_000_000;
 const MAX_TOP_K = 100;

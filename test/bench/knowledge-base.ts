@@ -11,7 +11,7 @@ import { EMBEDDING_DIMENSIONS } from '../../core/ai/catalogue.ts';
 import { loadConfig } from '../../core/base/config.ts';
 import { WorkerPool } from '../../core/pool/worker-pool.ts';
 import chunkDocuments, { embeddingInput, type ChunkedSection } from '../../plugins/knowledge-base/chunker.ts';
-import { fuseRankings } from '../../plugins/knowledge-base/knowledge-index.ts';
+import { fuseRankings } from '../../core/ai/ranking.ts';
 import embed from '../../workers/embed.ts';
 import { createScratchDatabase } from '../support/database.ts';
 import { TEST_MASTER_KEY } from '../support/harness.ts';

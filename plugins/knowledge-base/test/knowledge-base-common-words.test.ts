@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { AuthenticatedContext } from 'rpc-service/plugin';
-import { COMMON_CHUNKS, COUNT_DELAY_SECONDS, TEXT_WINDOW } from '../text-ranking.ts';
+import { COMMON_ROWS, TEXT_WINDOW, type AuthenticatedContext } from 'rpc-service/plugin';
+import { COUNT_DELAY_SECONDS } from '../text-ranking.ts';
 import { startTestApp, type TestApp } from '../../../test/support/harness.ts';
 
 /**
@@ -84,7 +84,7 @@ describe('KnowledgeBaseAdminRpc.search on a large source', () => {
       words.find((word) => word.lexeme === 'harbour'),
       { lexeme: 'harbour', chunks: CHUNKS },
     );
-    assert.ok(words.every((word) => word.chunks > COMMON_CHUNKS));
+    assert.ok(words.every((word) => word.chunks > COMMON_ROWS));
     assert.equal(
       words.find((word) => word.lexeme === 'ferri'),
       undefined,
