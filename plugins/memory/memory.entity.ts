@@ -1,6 +1,8 @@
 import { defineEntity, VectorType, type InferEntity } from 'rpc-service/plugin';
 
 export const SCOPES = ['user', 'global'] as const;
+/** The text search configuration of a memory's words: English stemming (installs, installing, installed match install). */
+export const TEXT_SEARCH_CONFIG = 'english';
 export type Scope = (typeof SCOPES)[number];
 
 /** Indexes each of the two embedding columns has (see EmbeddingColumns: one answers, the other is filled during a change of model). */
@@ -25,7 +27,7 @@ const perColumn = (slot: 'a' | 'b') => [
 ];
 
 /**
- * A memory: a text, its metadata and its embedding, of one user (scope
+ * A memory: a text, its words, its metadata and its embedding, of one user (scope
  * `user`) or of the whole subscription (`global`, userId null). A scope and
  * owner hold one memory per content (by its SHA-256). The embedding is in
  * one of two columns (EmbeddingColumns says which), so that the embedding
@@ -43,12 +45,23 @@ export const Memory = defineEntity({
     content: p.text(),
     contentHash: p.text(),
     metadata: p.json<Record<string, unknown>>(),
+    /** The content's words, stemmed (TEXT_SEARCH_CONFIG): what recall ranks by BM25. */
+    searchVector: p.text().columnType('tsvector').lazy(),
     embeddingA: p.type(VectorType).nullable().lazy(),
     embeddingB: p.type(VectorType).nullable().lazy(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   }),
-  indexes: [{ properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] }, ...perColumn('a'), ...perColumn('b')],
+  indexes: [
+    { properties: ['subscriptionId', 'scope', 'userId', 'createdAt'] },
+    {
+      // Without a pending list (fastupdate): the embedded database has no autovacuum to merge one, and a recall would read it whole.
+      name: 'memory_search_vector_index',
+      expression: 'create index "memory_search_vector_index" on "memory" using gin ("search_vector") with (fastupdate = off)',
+    },
+    ...perColumn('a'),
+    ...perColumn('b'),
+  ],
   uniques: [
     {
       name: 'memory_content_unique',

@@ -6,6 +6,9 @@ import {
   jsonFilter,
   nearest,
   notFound,
+  pgArray,
+  rankBy,
+  rankByWords,
   sha256Hex,
   validationError,
   vectorLiteral,
@@ -17,16 +20,17 @@ import {
   type Jobs,
   type PluginServices,
   type RowOf,
+  type SearchMode,
 } from 'rpc-service/plugin';
 import * as v from 'valibot';
 import type { MemoryConfig } from './config.ts';
-import type { Memory, Scope } from './memory.entity.ts';
+import { TEXT_SEARCH_CONFIG, type Memory, type Scope } from './memory.entity.ts';
 
 /** Written by hand: a memory is `{id, content, metadata}` (plugins/memory/README.md), the row of a raw read of those columns (vector search), not an entity's record. */
 export const MEMORY_RECORD = v.strictObject({ id: v.string(), content: v.string(), metadata: v.record(v.string(), v.unknown()) });
 export type MemoryRecord = v.InferOutput<typeof MEMORY_RECORD>;
 
-/** A recalled memory: its cosine similarity to the query as `score`. */
+/** A recalled memory: its cosine similarity to the query (`semantic`), its BM25 score (`text`) or the fused score (`hybrid`) as `score`. */
 export const RECALLED_MEMORY = v.strictObject({ ...MEMORY_RECORD.entries, score: v.number() });
 export type RecalledMemory = v.InferOutput<typeof RECALLED_MEMORY>;
 
@@ -108,17 +112,36 @@ export class MemoryService {
     const inserted = await this.embeddings.embedAndWrite(ctx, [memory.content], async (tx, { active, inactive }, [embedding]) => {
       if (existing) {
         await tx.execute(
-          `update memory set content = ?, content_hash = ?, metadata = ?::jsonb, ${active} = ?::vector, ${inactive} = null, updated_at = now()
+          `update memory set content = ?, content_hash = ?, search_vector = to_tsvector('${TEXT_SEARCH_CONFIG}', ?), metadata = ?::jsonb,
+             ${active} = ?::vector, ${inactive} = null, updated_at = now()
            where id = ? and subscription_id = ?`,
-          [memory.content, contentHash, JSON.stringify(memory.metadata ?? existing.metadata), vectorLiteral(embedding!), id, ctx.subscriptionId],
+          [
+            memory.content,
+            contentHash,
+            memory.content,
+            JSON.stringify(memory.metadata ?? existing.metadata),
+            vectorLiteral(embedding!),
+            id,
+            ctx.subscriptionId,
+          ],
         );
         return null;
       }
       return tx.execute<RowOf<Memory, 'id'>[]>(
-        `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, ${active}, created_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
+        `insert into memory (id, subscription_id, scope, user_id, content, content_hash, search_vector, metadata, ${active}, created_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, to_tsvector('${TEXT_SEARCH_CONFIG}', ?), ?::jsonb, ?::vector, clock_timestamp(), clock_timestamp())
          on conflict do nothing returning id`,
-        [id, ctx.subscriptionId, owner.scope, owner.userId, memory.content, contentHash, JSON.stringify(memory.metadata ?? {}), vectorLiteral(embedding!)],
+        [
+          id,
+          ctx.subscriptionId,
+          owner.scope,
+          owner.userId,
+          memory.content,
+          contentHash,
+          memory.content,
+          JSON.stringify(memory.metadata ?? {}),
+          vectorLiteral(embedding!),
+        ],
       );
     });
     if (inserted === null) return { success: true, memoryId: id, message: 'Memory updated' };
@@ -132,23 +155,48 @@ export class MemoryService {
   async recallMemories(
     ctx: AuthenticatedContext,
     whose: Whose,
-    query: { queryText: string; topK: number; filter?: unknown },
+    query: { queryText: string; topK: number; filter?: unknown; mode: SearchMode },
   ): Promise<{ success: true; memories: RecalledMemory[] }> {
     const owner = await this.#owner(ctx, whose);
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
-    const slots = await this.embeddings.state(ctx.em);
-    const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
     const owned = ownerCondition(ctx.subscriptionId, owner);
-    const rows = await nearest<RowOf<Memory, 'content' | 'metadata'>>(ctx.em, {
-      table: 'memory',
-      column: slots.active,
-      where: { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] },
-      vector: embedding!,
-      limit: query.topK,
-      exactSearchLimit: this.#exactSearchLimit,
-      columns: ['content', 'metadata'],
+    const where = { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] };
+    const ranked = await rankBy(query.mode, query.topK, {
+      byMeaning: async (depth) => {
+        const slots = await this.embeddings.state(ctx.em);
+        const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
+        const rows = await nearest(ctx.em, {
+          table: 'memory',
+          column: slots.active,
+          where,
+          vector: embedding!,
+          limit: depth,
+          exactSearchLimit: this.#exactSearchLimit,
+        });
+        return rows.map((row) => ({ id: row.id, score: 1 - row.distance }));
+      },
+      byWords: (depth) =>
+        rankByWords(ctx.em, {
+          table: 'memory',
+          column: 'search_vector',
+          config: TEXT_SEARCH_CONFIG,
+          scope: owned,
+          where,
+          question: query.queryText,
+          limit: depth,
+        }),
     });
-    return { success: true, memories: rows.map(({ distance, ...memory }) => ({ ...memory, score: 1 - distance })) };
+    const rows = new Map(
+      ranked.length === 0
+        ? []
+        : (
+            await ctx.em.execute<RecordRow[]>('select id, content, metadata from memory where subscription_id = ? and id = any(?::uuid[])', [
+              ctx.subscriptionId,
+              pgArray(ranked.map((entry) => entry.id)),
+            ])
+          ).map((row) => [row.id, row]),
+    );
+    return { success: true, memories: ranked.flatMap((entry) => (rows.has(entry.id) ? [{ ...rows.get(entry.id)!, score: entry.score }] : [])) };
   }
 
   async deleteMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<{ success: true; message: string }> {

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { SEARCH_MODES } from 'rpc-service/plugin';
 import { defineOperation } from './deps.ts';
 import { SCOPES } from './memory.entity.ts';
 import { MEMORY_RECORD, RECALLED_MEMORY } from './memory.service.ts';
@@ -44,7 +45,8 @@ export const saveMemory = defineOperation({
 export const recallMemories = defineOperation({
   access: 'user',
   kind: 'write',
-  describe: 'The memories closest in meaning to queryText (cosine similarity as score), best first; filter on metadata with the list operators.',
+  describe:
+    'The memories that best answer queryText, best first: by meaning and words together (mode hybrid, the default), by meaning alone (semantic: cosine similarity as score) or by words alone (text: BM25); filter on metadata with the list operators.',
   result: v.strictObject({ success: v.literal(true), memories: v.array(RECALLED_MEMORY) }),
   params: v.object({
     ...whose,
@@ -55,8 +57,10 @@ export const recallMemories = defineOperation({
     ),
     topK: v.optional(count('topK', MAX_TOP_K), 3),
     filter: v.optional(v.unknown()),
+    mode: v.optional(v.picklist(SEARCH_MODES, `mode must be one of ${SEARCH_MODES.join(', ')}`), 'hybrid'),
   }),
-  handler: ({ params: { queryText, topK, filter, ...whose }, ctx, deps }) => deps.memoryService.recallMemories(ctx, whose, { queryText, topK, filter }),
+  handler: ({ params: { queryText, topK, filter, mode, ...whose }, ctx, deps }) =>
+    deps.memoryService.recallMemories(ctx, whose, { queryText, topK, filter, mode }),
 });
 
 export const deleteMemory = defineOperation({

@@ -103,8 +103,8 @@ async function recallQuality(baseUrl: string): Promise<void> {
       for (let first = 0; first < vectors.length; first += 1000) {
         const rows = Array.from({ length: Math.min(1000, vectors.length - first) }, (_, offset) => first + offset);
         await db().execute(
-          `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at)
-           select gen_random_uuid(), s, 'global', null, c, 'bench-' || n, '{}', e, now(), now()
+          `insert into memory (id, subscription_id, scope, user_id, content, content_hash, search_vector, metadata, embedding_a, created_at, updated_at)
+           select gen_random_uuid(), s, 'global', null, c, 'bench-' || n, to_tsvector('english', c), '{}', e, now(), now()
            from unnest(?::uuid[], ?::text[], ?::vector[], ?::int[]) as t(s, c, e, n)`,
           // PostgreSQL array literals (the made-up words hold no quotes or commas): the driver would spread a JS array into a list.
           [

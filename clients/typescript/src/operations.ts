@@ -3313,6 +3313,7 @@ export interface MemoryRpcRecallMemoriesParams {
   queryText: string;
   topK?: number;
   filter?: unknown;
+  mode?: 'hybrid' | 'semantic' | 'text';
 }
 export interface MemoryRpcRecallMemoriesResult {
   success: true;
@@ -5157,7 +5158,7 @@ export interface MemoryRpc {
   deleteMemory(params: MemoryRpcDeleteMemoryParams, options?: CallOptions): Promise<MemoryRpcDeleteMemoryResult>;
   /** The memories of the scope, oldest first; offset is a memory id (cursor) or a number of memories to skip. (user, read) */
   listMemories(params: MemoryRpcListMemoriesParams, options?: CallOptions): Promise<MemoryRpcListMemoriesResult>;
-  /** The memories closest in meaning to queryText (cosine similarity as score), best first; filter on metadata with the list operators. (user, write) */
+  /** The memories that best answer queryText, best first: by meaning and words together (mode hybrid, the default), by meaning alone (semantic: cosine similarity as score) or by words alone (text: BM25); filter on metadata with the list operators. (user, write) */
   recallMemories(params: MemoryRpcRecallMemoriesParams, options?: CallOptions): Promise<MemoryRpcRecallMemoriesResult>;
   /** Save a memory (a text and its metadata) for you, another user (agents, admins) or the whole subscription; a given id updates that memory. (user, write) */
   saveMemory(params: MemoryRpcSaveMemoryParams, options?: CallOptions): Promise<MemoryRpcSaveMemoryResult>;

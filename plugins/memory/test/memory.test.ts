@@ -244,13 +244,14 @@ describe('MemoryRpc', () => {
           bulk.user._id,
           text,
           `hash-${index}`,
+          text,
           JSON.stringify({ bucket: index % 100 }),
           `[${vectors[index]!.join(',')}]`,
         ];
       });
       await t.app.deps.db.execute(
-        `insert into memory (id, subscription_id, scope, user_id, content, content_hash, metadata, embedding_a, created_at, updated_at) values ${rows
-          .map(() => '(?, ?, ?, ?, ?, ?, ?::jsonb, ?::vector, now(), now())')
+        `insert into memory (id, subscription_id, scope, user_id, content, content_hash, search_vector, metadata, embedding_a, created_at, updated_at) values ${rows
+          .map(() => "(?, ?, ?, ?, ?, ?, to_tsvector('english', ?), ?::jsonb, ?::vector, now(), now())")
           .join(', ')}`,
         rows.flat(),
       );
