@@ -8,6 +8,7 @@ import { embeddedDatabaseDir, makeDataFolder } from '../base/config.ts';
 import type { Logger } from '../base/logger.ts';
 import { applyMigrations, MIGRATIONS_TABLE, pendingMigrations, type MigrationClass, type NamedMigration } from './migration.ts';
 import { openPglite } from './pglite.ts';
+import { keepStatistics } from './statistics.ts';
 import { withRawConnection, type KnexClient } from './raw-connection.ts';
 import { inStatementSpan, TracedPostgreSqlDriver } from './statement-spans.ts';
 import { TENANT_FILTER, tenantEntityNames } from './tenant.ts';
@@ -138,6 +139,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
 
   const connection = () => orm.em.getConnection();
+  const stopStatistics = await keepStatistics((sql) => connection().execute(sql), pglite !== undefined, logger);
   const migrations: NamedMigration[] = options.migrations.flatMap(({ owner, migrations }) =>
     migrations.map((migration) => ({ name: `${owner}:${migration.name}`, migration })),
   );
@@ -185,6 +187,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     },
     dumpEmbedded: () => pglite?.dumpDataDir('gzip') ?? null,
     async close() {
+      stopStatistics();
       await orm.close(true);
       await pglite?.close();
     },

@@ -10,25 +10,14 @@ import { COMMON_ROWS, TEXT_WINDOW, type EntityManager, type SqlCondition } from 
 
 /** Writes within this long share one count. */
 export const COUNT_DELAY_SECONDS = 30;
-/** A source that grew or shrank by more than this share since its last count has the table's planner statistics made again. */
-const RESTATE_SHARE = 0.2;
 
 /**
  * Counts the words of a source's chunks: keeps the common ones (none for a
  * source of at most TEXT_WINDOW chunks, whose searches count every word) and
  * the source's size and mean length. Answers the common words kept.
- *
- * After a large change it also has the planner's statistics of the chunks
- * made again (ANALYZE, which reads a sample of the table): the embedded
- * database has no autovacuum to do it, and without them the planner reads a
- * search's words row by row instead of through the index.
  */
 export async function countCommonWords(em: EntityManager, subscriptionId: string, source: string): Promise<number> {
   await em.execute('delete from knowledge_base_common_word where subscription_id = ? and source = ?', [subscriptionId, source]);
-  const [before] = await em.execute<{ chunks: number }[]>('select chunks from knowledge_base_source_stat where subscription_id = ? and source = ?', [
-    subscriptionId,
-    source,
-  ]);
   const [size] = await em.execute<{ chunks: string }[]>(
     `insert into knowledge_base_source_stat (subscription_id, source, chunks, mean_length, counted_at)
      select ?, ?, count(*), coalesce(avg(length(search_vector)), 0), now()
@@ -37,9 +26,7 @@ export async function countCommonWords(em: EntityManager, subscriptionId: string
      returning chunks`,
     [subscriptionId, source, subscriptionId, source],
   );
-  const chunks = Number(size!.chunks);
-  if (Math.abs(chunks - (before?.chunks ?? 0)) > RESTATE_SHARE * Math.max(before?.chunks ?? 0, TEXT_WINDOW)) await em.execute('analyze knowledge_base_chunk');
-  if (chunks <= TEXT_WINDOW) return 0;
+  if (Number(size!.chunks) <= TEXT_WINDOW) return 0;
   // ts_stat runs the statement it is given: the subscription and source go in as quoted literals.
   const [kept] = await em.execute<{ words: string }[]>(
     `with kept as (
