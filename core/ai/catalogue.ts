@@ -45,6 +45,12 @@ const ModelSchema = v.object({
   contextWindow: v.pipe(v.number(), v.integer(), v.minValue(1)),
   /** Embedding models: the size of their vectors. */
   dimensions: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /**
+   * Embedding models: how much their ranking counts in hybrid search against
+   * the ranking by words (1), in reciprocal-rank fusion; 1 when not given.
+   * Measured on SciFact (docs/decisions/0063-retrieval.md).
+   */
+  hybridWeight: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Without it the calls of the model are counted, not priced. */
   costPerMillionTokens: v.optional(CostSchema),
 });

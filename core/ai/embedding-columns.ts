@@ -137,6 +137,11 @@ export class EmbeddingColumns {
     if (wanted !== null || state.inactiveDirty || wanted !== state.nextModel) await this.#jobs.enqueue(this.#table.job, {}, { key: 'switch' });
   }
 
+  /** How much the ranking by the model of `slots` counts in hybrid search (the catalogue's `hybridWeight`, else 1). */
+  hybridWeight(slots: EmbeddingSlots): number {
+    return this.#catalogue.models.find((model) => model.id === slots.model)?.hybridWeight ?? 1;
+  }
+
   async state(em: EntityManager): Promise<EmbeddingSlots> {
     const [row] = await em.execute<StateRow[]>(`select ${STATE_COLUMNS} from core_embedding_state where table_name = ?`, [this.#table.table]);
     if (!row) throw new Error(`No embedding state for ${this.#table.table}: open() was not called`);

@@ -117,8 +117,6 @@ export async function rankByWords(em: EntityManager, query: WordRankingQuery): P
 export const RRF_K = 60;
 /** Candidates taken from each ranking before they are fused. */
 export const FUSION_DEPTH = 50;
-/** The share of the ranking by meaning against that by words (1): see docs/decisions/0063-retrieval.md. */
-export const MEANING_WEIGHT = 1;
 
 /** How a search ranks: by meaning (embeddings), by words (BM25), or both fused. */
 export const SEARCH_MODES = ['hybrid', 'semantic', 'text'] as const;
@@ -134,14 +132,16 @@ export interface FusedRow {
 
 /**
  * Weighted reciprocal-rank fusion of two rankings (ids, best first): the
- * `topK` best by Σ weight/(k + rank), ties by id. The constants are the
- * shipped ones; test/bench/retrieval.ts measures others beside them.
+ * `topK` best by Σ weight/(k + rank), ties by id: the ranking by words
+ * weighs 1, that by meaning `meaningWeight` (the embedding model's
+ * `hybridWeight`). test/bench/retrieval.ts measures other constants beside
+ * the shipped ones.
  */
 export function fuseRankings(
   semantic: readonly string[],
   textual: readonly string[],
   topK: number,
-  { k = RRF_K, meaningWeight = MEANING_WEIGHT }: { k?: number; meaningWeight?: number } = {},
+  { k = RRF_K, meaningWeight = 1 }: { k?: number; meaningWeight?: number } = {},
 ): FusedRow[] {
   const fused = new Map<string, FusedRow>();
   semantic.forEach((id, index) => fused.set(id, { id, score: meaningWeight / (k + index + 1), semanticRank: index + 1, textRank: null }));
@@ -160,7 +160,7 @@ export function fuseRankings(
 export async function rankBy(
   mode: SearchMode,
   topK: number,
-  rankings: { byMeaning: (depth: number) => Promise<RankedRow[]>; byWords: (depth: number) => Promise<RankedRow[]> },
+  rankings: { byMeaning: (depth: number) => Promise<RankedRow[]>; byWords: (depth: number) => Promise<RankedRow[]>; meaningWeight: number },
 ): Promise<FusedRow[]> {
   const depth = mode === 'hybrid' ? Math.max(FUSION_DEPTH, topK) : topK;
   const [semantic, textual] = await Promise.all([mode === 'text' ? [] : rankings.byMeaning(depth), mode === 'semantic' ? [] : rankings.byWords(depth)]);
@@ -169,6 +169,7 @@ export async function rankBy(
       semantic.map((row) => row.id),
       textual.map((row) => row.id),
       topK,
+      { meaningWeight: rankings.meaningWeight },
     );
   return (mode === 'semantic' ? semantic : textual).map((row, index) => ({
     id: row.id,

@@ -93,7 +93,7 @@ export interface SearchHit {
   /** The whole section the chunk belongs to. */
   context: string;
   metadata: Record<string, unknown>;
-  /** `semantic`: cosine similarity. `text`: the BM25 score. `hybrid`: the fused score, Σ 1/(60 + rank). */
+  /** `semantic`: cosine similarity. `text`: the BM25 score. `hybrid`: the fused score, Σ weight/(60 + rank) (`fuseRankings`). */
   score: number;
   /** Its place in each ranking (1 = first), null when not among the first 50 of it. */
   semanticRank: number | null;
@@ -433,6 +433,7 @@ export class KnowledgeIndex {
     const base = scopeCondition(scope);
     const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
     const ranked = await rankBy(query.mode, query.topK, {
+      meaningWeight: this.embeddings.hybridWeight(await this.embeddings.state(ctx.em)),
       byMeaning: async (depth) => {
         await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
         const slots = await this.embeddings.state(ctx.em);

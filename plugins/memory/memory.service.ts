@@ -161,9 +161,10 @@ export class MemoryService {
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
     const owned = ownerCondition(ctx.subscriptionId, owner);
     const where = { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] };
+    const slots = await this.embeddings.state(ctx.em);
     const ranked = await rankBy(query.mode, query.topK, {
+      meaningWeight: this.embeddings.hybridWeight(slots),
       byMeaning: async (depth) => {
-        const slots = await this.embeddings.state(ctx.em);
         const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
         const rows = await nearest(ctx.em, {
           table: 'memory',
