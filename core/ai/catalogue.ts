@@ -74,6 +74,9 @@ export type AiModel = v.InferOutput<typeof ModelSchema>;
 export type AiRecommendation = v.InferOutput<typeof RecommendationSchema>;
 export type AiCatalogue = v.InferOutput<typeof CatalogueSchema>;
 
+/** How much the ranking by an embedding model counts in hybrid search (its `hybridWeight`, else 1). */
+export const hybridWeightOf = (catalogue: AiCatalogue, modelId: string): number => catalogue.models.find((model) => model.id === modelId)?.hybridWeight ?? 1;
+
 /**
  * What a call of the model cost in US dollars at the catalogue's prices, or
  * null when the model has none. `inputTokens` includes `cachedTokens`, as the

@@ -10,7 +10,7 @@ import { defineJob, type Job, type Jobs } from '../jobs/job-service.ts';
 import { conflict } from '../base/errors.ts';
 import type { RequestContext } from '../base/context.ts';
 import type { AiCaller, AiClient } from './ai-client.ts';
-import type { AiCatalogue } from './catalogue.ts';
+import { hybridWeightOf, type AiCatalogue } from './catalogue.ts';
 
 export type VectorColumn = 'embedding_a' | 'embedding_b';
 
@@ -139,7 +139,7 @@ export class EmbeddingColumns {
 
   /** How much the ranking by the model of `slots` counts in hybrid search (the catalogue's `hybridWeight`, else 1). */
   hybridWeight(slots: EmbeddingSlots): number {
-    return this.#catalogue.models.find((model) => model.id === slots.model)?.hybridWeight ?? 1;
+    return hybridWeightOf(this.#catalogue, slots.model);
   }
 
   async state(em: EntityManager): Promise<EmbeddingSlots> {

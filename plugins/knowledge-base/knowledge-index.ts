@@ -93,7 +93,7 @@ export interface SearchHit {
   /** The whole section the chunk belongs to. */
   context: string;
   metadata: Record<string, unknown>;
-  /** `semantic`: cosine similarity. `text`: the BM25 score. `hybrid`: the fused score, Σ weight/(60 + rank) (`fuseRankings`). */
+  /** `semantic`: cosine similarity. `text`: the BM25 score. `hybrid`: the fused score, Σ weight/(RRF_K + rank) (`fuseRankings`). */
   score: number;
   /** Its place in each ranking (1 = first), null when not among the first 50 of it. */
   semanticRank: number | null;

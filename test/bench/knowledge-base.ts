@@ -11,6 +11,7 @@ import { EMBEDDING_DIMENSIONS } from '../../core/ai/catalogue.ts';
 import { loadConfig } from '../../core/base/config.ts';
 import { WorkerPool } from '../../core/pool/worker-pool.ts';
 import chunkDocuments, { embeddingInput, type ChunkedSection } from '../../plugins/knowledge-base/chunker.ts';
+import { hybridWeightOf, loadCatalogue } from '../../core/ai/catalogue.ts';
 import { fuseRankings } from '../../core/ai/ranking.ts';
 import embed from '../../workers/embed.ts';
 import { createScratchDatabase } from '../support/database.ts';
@@ -168,7 +169,9 @@ async function searchLatency(baseUrl: string): Promise<void> {
       const hybrid = await time((queryText) => search(queryText));
       const unbounded = await time((queryText) => db.execute(UNBOUNDED_TEXT, [queryText, principal.subscriptionId]));
 
-      // Recall: the fused top 5 against the fusion of the same semantic ranking with the unbounded full-text one.
+      // Recall: the fused top 5 against the fusion of the same semantic ranking with the unbounded full-text one, weighted as the service weighs them.
+      const catalogue = loadCatalogue();
+      const meaningWeight = hybridWeightOf(catalogue, catalogue.defaults.embedding!);
       let kept = 0;
       let foundBounded = 0;
       let foundUnbounded = 0;
@@ -176,7 +179,7 @@ async function searchLatency(baseUrl: string): Promise<void> {
         const bounded = (await search(question.text)).map((hit) => hit.chunkId);
         const nearest = (await search(question.text, { mode: 'semantic', topK: 50 })).map((hit) => hit.chunkId);
         const textual = (await db.execute<{ id: string }>(UNBOUNDED_TEXT, [question.text, principal.subscriptionId])).map((row) => row.id);
-        const reference = fuseRankings(nearest, textual, 5).map((entry) => entry.id);
+        const reference = fuseRankings(nearest, textual, 5, { meaningWeight }).map((entry) => entry.id);
         kept += bounded.filter((id) => reference.includes(id)).length / reference.length;
         if (bounded.includes(question.source)) foundBounded += 1;
         if (reference.includes(question.source)) foundUnbounded += 1;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadCatalogue } from '../../core/ai/catalogue.ts';
+import { hybridWeightOf, loadCatalogue } from '../../core/ai/catalogue.ts';
 import { fuseRankings, FUSION_DEPTH, RRF_K, type SearchMode } from '../../core/ai/ranking.ts';
 import { callerAt, type Caller } from '../support/caller.ts';
 import { createScratchDatabase } from '../support/database.ts';
@@ -36,7 +36,7 @@ const AIMS = {
 };
 /** The default embedding model's weight in hybrid search, as the service takes it from the catalogue. */
 const CATALOGUE = loadCatalogue();
-const MEANING_WEIGHT = CATALOGUE.models.find((model) => model.id === CATALOGUE.defaults.embedding)?.hybridWeight ?? 1;
+const MEANING_WEIGHT = hybridWeightOf(CATALOGUE, CATALOGUE.defaults.embedding!);
 /** Fusion constants tried beside the shipped ones. */
 const FUSION_GRID = { k: [10, 30, 60, 100], meaningWeight: [...new Set([0, 0.05, 0.1, 0.2, 0.3, 0.5, 1, MEANING_WEIGHT])], depth: [FUSION_DEPTH, 100] };
 
