@@ -12,7 +12,7 @@ import * as v from 'valibot';
 
 /**
  * A model as `plugins/ai-config/README.md` lists its fields, plus `dimensions`
- * for the models that have it (embedding models) and `costPerMillionTokens`
+ * and `hybridWeight` for the models that have them (embedding models) and `costPerMillionTokens`
  * (US dollars) for those the catalogue prices.
  */
 export const MODEL_RECORD = v.strictObject({
@@ -27,6 +27,7 @@ export const MODEL_RECORD = v.strictObject({
   outputModalities: v.array(v.string()),
   contextWindow: v.number(),
   dimensions: v.optional(v.number()),
+  hybridWeight: v.optional(v.number()),
   costPerMillionTokens: v.optional(v.strictObject({ input: v.number(), cachedInput: v.optional(v.number()), output: v.number() })),
 });
 export type ModelRecord = v.InferOutput<typeof MODEL_RECORD>;
@@ -87,6 +88,7 @@ const modelRecord = (model: AiModel): ModelRecord => ({
   outputModalities: [...model.outputModalities],
   contextWindow: model.contextWindow,
   ...(model.dimensions === undefined ? {} : { dimensions: model.dimensions }),
+  ...(model.hybridWeight === undefined ? {} : { hybridWeight: model.hybridWeight }),
   ...(model.costPerMillionTokens === undefined ? {} : { costPerMillionTokens: { ...model.costPerMillionTokens } }),
 });
 

@@ -30,6 +30,7 @@ export type AIConfigRpcGetModelsResult = {
   outputModalities: string[];
   contextWindow: number;
   dimensions?: number;
+  hybridWeight?: number;
   costPerMillionTokens?: {
     input: number;
     cachedInput?: number;
@@ -1809,6 +1810,7 @@ export interface AIConfigRpcGetAIConfigurationResult {
       outputModalities: string[];
       contextWindow: number;
       dimensions?: number;
+      hybridWeight?: number;
       costPerMillionTokens?: {
         input: number;
         cachedInput?: number;
@@ -1828,6 +1830,7 @@ export interface AIConfigRpcGetAIConfigurationResult {
     outputModalities: string[];
     contextWindow: number;
     dimensions?: number;
+    hybridWeight?: number;
     costPerMillionTokens?: {
       input: number;
       cachedInput?: number;

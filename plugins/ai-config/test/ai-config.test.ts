@@ -104,8 +104,13 @@ describe('AIConfigRpc with the shipped catalogue', () => {
     assert.deepEqual(config.models, SHIPPED.models, 'the models exactly as the catalogue has them');
     assert.deepEqual(ids(config.models), allModels);
     for (const model of config.models) {
-      const priced = SHIPPED.models.find((each) => each.id === model.id)!.costPerMillionTokens !== undefined;
-      const expected = [...MODEL_FIELDS, ...(model.type === 'embedding' ? ['dimensions'] : []), ...(priced ? ['costPerMillionTokens'] : [])];
+      const shipped = SHIPPED.models.find((each) => each.id === model.id)!;
+      const expected = [
+        ...MODEL_FIELDS,
+        ...(model.type === 'embedding' ? ['dimensions'] : []),
+        ...(shipped.hybridWeight === undefined ? [] : ['hybridWeight']),
+        ...(shipped.costPerMillionTokens === undefined ? [] : ['costPerMillionTokens']),
+      ];
       assert.deepEqual(Object.keys(model), expected, model.id);
       if (model.type === 'embedding') assert.equal(model.dimensions, 384);
     }
