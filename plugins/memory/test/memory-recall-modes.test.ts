@@ -49,6 +49,9 @@ describe('MemoryRpc.recallMemories: modes', () => {
       [ids.get(notes[0]!)],
     );
     assert.deepEqual((await recall(member, 'zeppelin', 'text')).memories, []);
+    // Words the English configuration drops (and signs): nothing to rank by, an empty answer rather than an error.
+    assert.deepEqual((await recall(member, 'the of and', 'text')).memories, []);
+    assert.deepEqual((await recall(member, "'\\ & | !(", 'text')).memories, []);
   });
 
   it("counts and ranks the owner's memories only", async () => {
