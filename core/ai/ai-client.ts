@@ -6,6 +6,7 @@ import { defineExtensionPoint, type Contribution } from '../base/extension-point
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { RequestContext } from '../base/context.ts';
 import { RpcError } from '../base/errors.ts';
+import { inSpan, SpanKind } from '../base/tracing.ts';
 import { costOf, EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
 import embedInThisThread, { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
 
@@ -188,8 +189,8 @@ export class AiClient {
     const { model, provider } = this.#resolve(options.model, 'chat');
     if (provider.type === 'local') throw new RpcError('FEATURE_UNAVAILABLE', `Model ${model.id} cannot chat: its provider is the local embedder`);
     return this.#traced(ctx, 'chat', model, provider, options, async (signal) => {
-      const { content, usage, attempts } = await this.#remote.chat(messages, model, provider, options, signal);
-      return { result: { content, model: model.id }, usage, attempts };
+      const { content, usage, attempts, response } = await this.#remote.chat(messages, model, provider, options, signal);
+      return { result: { content, model: model.id }, usage, attempts, response };
     });
   }
 
@@ -201,14 +202,47 @@ export class AiClient {
     return { model, provider: catalogue.providers.find((candidate) => candidate.name === model.provider)! };
   }
 
-  async #traced<T extends object>(
+  /**
+   * Runs a call of the model, records it (`core.aiCalls`) and makes it a
+   * span in OpenTelemetry's GenAI conventions (genAiRequest, genAiResponse):
+   * one span for the whole call, its retries included, never its content.
+   */
+  #traced<T extends object>(
+    ctx: RequestContext,
+    operation: 'embedding' | 'chat',
+    model: AiModel,
+    provider: AiProvider,
+    options: ChatOptions,
+    call: (signal: AbortSignal) => Promise<{ result: T; usage: Usage; attempts: number; response?: GenAiResponse }>,
+  ): Promise<T & { usage: Usage; traceId: string }> {
+    let usage = zeroUsage();
+    let response: GenAiResponse = {};
+    const request = genAiRequest(operation, model, provider, options);
+    return inSpan(
+      {
+        name: `${request['gen_ai.operation.name']} ${model.id}`,
+        // In-process models are INTERNAL, the conventions say; a provider over HTTP is a CLIENT.
+        kind: provider.type === 'local' ? SpanKind.INTERNAL : SpanKind.CLIENT,
+        attributes: request,
+        outcome: (span) => span.setAttributes(genAiResponse(model, usage, response)),
+      },
+      async () => {
+        const outcome = await this.#recorded(ctx, operation, model, provider, options, call);
+        ({ usage } = outcome);
+        response = outcome.response ?? {};
+        return { ...outcome.result, usage, traceId: outcome.traceId };
+      },
+    );
+  }
+
+  async #recorded<T extends object>(
     ctx: RequestContext,
     operation: 'embedding' | 'chat',
     model: AiModel,
     provider: AiProvider,
     options: AiCallOptions,
-    call: (signal: AbortSignal) => Promise<{ result: T; usage: Usage; attempts: number }>,
-  ): Promise<T & { usage: Usage; traceId: string }> {
+    call: (signal: AbortSignal) => Promise<{ result: T; usage: Usage; attempts: number; response?: GenAiResponse }>,
+  ): Promise<{ result: T; usage: Usage; traceId: string; response?: GenAiResponse }> {
     const traceId = randomUUID();
     const requestTimestamp = new Date();
     const started = performance.now();
@@ -218,7 +252,7 @@ export class AiClient {
     try {
       const outcome = await call(AbortSignal.timeout(this.#options.timeoutMs * (this.#options.maxRetries + 1)));
       ({ usage, attempts } = outcome);
-      return { ...outcome.result, usage, traceId };
+      return { result: outcome.result, usage, traceId, response: outcome.response };
     } catch (thrown) {
       error = (thrown as Error).message;
       attempts = (thrown as { attempts?: number }).attempts ?? attempts;
@@ -258,6 +292,42 @@ export class AiClient {
       }
     }
   }
+}
+
+/** What a provider said of its answer, for the span: its id, the model that answered, why it stopped. */
+interface GenAiResponse {
+  id?: string;
+  model?: string;
+  finishReasons?: string[];
+}
+
+/** The GenAI conventions' operation names (gen_ai.operation.name). */
+const GEN_AI_OPERATIONS = { embedding: 'embeddings', chat: 'chat' } as const;
+
+/** A call's attributes as OpenTelemetry's GenAI conventions name them, known before it is made. */
+function genAiRequest(operation: 'embedding' | 'chat', model: AiModel, provider: AiProvider, options: ChatOptions): Record<string, string | number> {
+  const server = provider.baseUrl ? new URL(provider.baseUrl) : null;
+  return {
+    'gen_ai.operation.name': GEN_AI_OPERATIONS[operation],
+    'gen_ai.provider.name': provider.name,
+    'gen_ai.request.model': model.id,
+    ...(operation === 'embedding' ? { 'gen_ai.embeddings.dimension.count': EMBEDDING_DIMENSIONS } : {}),
+    ...(options.temperature === undefined ? {} : { 'gen_ai.request.temperature': options.temperature }),
+    ...(options.maxTokens === undefined ? {} : { 'gen_ai.request.max_tokens': options.maxTokens }),
+    ...(options.threadId ? { 'gen_ai.conversation.id': options.threadId } : {}),
+    ...(server ? { 'server.address': server.hostname, 'server.port': Number(server.port || (server.protocol === 'https:' ? 443 : 80)) } : {}),
+  };
+}
+
+/** What the answer tells, in the same conventions: the model that answered, the tokens, why it stopped. */
+function genAiResponse(model: AiModel, usage: Usage, response: GenAiResponse): Record<string, string | number | string[]> {
+  return {
+    'gen_ai.response.model': response.model ?? model.id,
+    'gen_ai.usage.input_tokens': usage.inputTokens,
+    'gen_ai.usage.output_tokens': usage.outputTokens,
+    ...(response.id ? { 'gen_ai.response.id': response.id } : {}),
+    ...(response.finishReasons?.length ? { 'gen_ai.response.finish_reasons': response.finishReasons } : {}),
+  };
 }
 
 /** The local lexical embedder (workers/embed.ts), batches spread over the worker pool. */
@@ -329,7 +399,12 @@ class OpenAiCompatible implements EmbeddingProvider {
   }
 
   async chat(messages: ChatMessage[], model: AiModel, provider: AiProvider, options: ChatOptions, signal: AbortSignal) {
-    const answer = await this.#post<{ choices: { message: { content: string | null } }[]; usage?: OpenAiUsage }>(
+    const answer = await this.#post<{
+      id?: string;
+      model?: string;
+      choices: { message: { content: string | null }; finish_reason?: string | null }[];
+      usage?: OpenAiUsage;
+    }>(
       provider,
       'chat/completions',
       {
@@ -340,7 +415,12 @@ class OpenAiCompatible implements EmbeddingProvider {
       },
       signal,
     );
-    return { content: answer.body.choices[0]?.message.content ?? '', usage: usageOf(answer.body.usage), attempts: answer.attempts };
+    const response: GenAiResponse = {
+      id: answer.body.id,
+      model: answer.body.model,
+      finishReasons: answer.body.choices.flatMap((choice) => (choice.finish_reason ? [choice.finish_reason] : [])),
+    };
+    return { content: answer.body.choices[0]?.message.content ?? '', usage: usageOf(answer.body.usage), attempts: answer.attempts, response };
   }
 
   async #post<T>(provider: AiProvider, route: string, body: object, signal: AbortSignal): Promise<{ body: T; attempts: number }> {

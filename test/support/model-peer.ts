@@ -22,7 +22,8 @@ export const reversedVectorOf = (text: string): number[] => [...vectorsOf(embed(
  * AI_CATALOGUE_FILE) that makes its models the defaults. Its embeddings are
  * the local embedder's vectors reversed (as good at finding texts, but
  * different vectors: a new embedding model for tests of a change of model);
- * its chat model answers "You said: " and the last user message. `delayMs`
+ * its chat model answers "You said: " and the last user message, with an id,
+ * a dated model name and a finish reason, as OpenAI's API does. `delayMs`
  * slows its embedding answers, so a switch can be watched.
  */
 export async function startModelPeer() {
@@ -34,6 +35,8 @@ export async function startModelPeer() {
     received,
     chats,
     catalogueFile: '',
+    /** Where it serves (its OpenAI-compatible routes are under /v1). */
+    url: '',
     close: async () => {},
   };
   const server = await startHttpReceiver((request) => {
@@ -41,13 +44,22 @@ export async function startModelPeer() {
       const { messages } = JSON.parse(request.body) as { messages: { role: string; content: string }[] };
       chats.push(messages);
       const content = `You said: ${messages.filter((message) => message.role === 'user').at(-1)?.content ?? ''}`;
-      return { status: 200, json: { choices: [{ message: { role: 'assistant', content } }], usage: { prompt_tokens: 10, completion_tokens: 5 } } };
+      return {
+        status: 200,
+        json: {
+          id: `chatcmpl-${chats.length}`,
+          model: `${PEER_CHAT_MODEL}-2026-01-01`,
+          choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 5 },
+        },
+      };
     }
     const { input } = JSON.parse(request.body) as { input: string[] };
     received.push(input);
     const data = input.map((text, index) => ({ index, embedding: reversedVectorOf(text) }));
     return { status: 200, delayMs: peer.delayMs, json: { data, usage: { prompt_tokens: input.length } } };
   });
+  peer.url = server.url;
   const dir = mkdtempSync(path.join(tmpdir(), 'rpc-embedding-peer-'));
   const catalogue = shippedCatalogue();
   catalogue.providers.push({ name: 'loopback', type: 'openai-compatible', baseUrl: `${server.url}/v1`, apiKeyEnvVar: null });

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { PEER_CHAT_MODEL, PEER_EMBEDDING_MODEL, startModelPeer } from '../support/model-peer.ts';
+import { eventually, startHttpReceiver } from '../support/peers.ts';
+
+type Receiver = Awaited<ReturnType<typeof startHttpReceiver>>;
+
+/** One span as OTLP/HTTP JSON carries it: its name, kind and attributes, each attribute's value under the name of its type. */
+interface ReceivedSpan {
+  name: string;
+  kind: number;
+  attributes: Record<string, unknown>;
+}
+
+function spansOf(collector: Receiver): ReceivedSpan[] {
+  type Export = {
+    resourceSpans: { scopeSpans: { spans: { name: string; kind: number; attributes?: { key: string; value: Record<string, unknown> }[] }[] }[] }[];
+  };
+  const valueOf = (value: Record<string, unknown>): unknown => {
+    const [type, inner] = Object.entries(value)[0]!;
+    return type === 'arrayValue' ? ((inner as { values?: Record<string, unknown>[] }).values ?? []).map(valueOf) : inner;
+  };
+  return collector.requests.flatMap((request) =>
+    (JSON.parse(request.body) as Export).resourceSpans.flatMap((resource) =>
+      resource.scopeSpans.flatMap((scope) =>
+        scope.spans.map((span) => ({
+          name: span.name,
+          kind: span.kind,
+          attributes: Object.fromEntries((span.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
+        })),
+      ),
+    ),
+  );
+}
+
+/** OTLP's SpanKind: 3 is CLIENT. */
+const CLIENT = 3;
+
+/**
+ * The AI calls the service makes, as spans in OpenTelemetry's GenAI
+ * conventions, so LLM observability tools that read them (Langfuse,
+ * Phoenix, OpenLLMetry) show them as model calls: an embedding (a memory
+ * saved) and a chat (a workflow's ai node), through the OpenAI-compatible
+ * provider, never with their content.
+ */
+describe('AI calls as GenAI spans', () => {
+  let t: TestApp;
+  let collector: Receiver;
+  let peer: Awaited<ReturnType<typeof startModelPeer>>;
+
+  before(async () => {
+    collector = await startHttpReceiver();
+    peer = await startModelPeer();
+    t = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'memory', 'workflow'],
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        AI_CATALOGUE_FILE: peer.catalogueFile,
+        OUTBOUND_ALLOW_PRIVATE: 'true',
+      },
+    });
+  });
+  after(async () => {
+    await t.close();
+    await Promise.all([collector.close(), peer.close()]);
+  });
+
+  it('an embedding call: embeddings and the model as its name, the provider, the server, the vector size and the tokens', async () => {
+    const admin = await t.signup();
+    await t.as(admin).MemoryRpc.saveMemory({ scope: 'user', memory: { content: 'a secret recipe for plum jam' } });
+    const span = await eventually(() => spansOf(collector).find((each) => each.name === `embeddings ${PEER_EMBEDDING_MODEL}`));
+    assert.equal(span.kind, CLIENT);
+    assert.deepEqual(span.attributes, {
+      'gen_ai.operation.name': 'embeddings',
+      'gen_ai.provider.name': 'loopback',
+      'gen_ai.request.model': PEER_EMBEDDING_MODEL,
+      'gen_ai.embeddings.dimension.count': 384,
+      'server.address': new URL(peer.url).hostname,
+      'server.port': Number(new URL(peer.url).port),
+      'gen_ai.response.model': PEER_EMBEDDING_MODEL,
+      'gen_ai.usage.input_tokens': 1,
+      'gen_ai.usage.output_tokens': 0,
+    });
+    assert.ok(!JSON.stringify(collector.requests.map((request) => request.body)).includes('plum jam'), 'the text embedded is not in any span');
+  });
+
+  it('a chat call: chat and the model as its name, the run as the conversation, the answering model, tokens and finish reason', async () => {
+    const admin = await t.signup();
+    const graph = {
+      nodes: [
+        { id: 'start', type: 'start' },
+        { id: 'ask', type: 'ai', config: { prompt: 'Tell me about {{ $args.topic }}', saveAs: 'answer' } },
+        { id: 'done', type: 'end', config: { output: 'answer' } },
+      ],
+      edges: [
+        { source: 'start', target: 'ask' },
+        { source: 'ask', target: 'done' },
+      ],
+    };
+    await t.as(admin).WorkflowRpc.create({ name: 'Ask', ...graph });
+    await t.as(admin).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Ask', workflowArgs: { topic: 'the moon landing' } });
+    const span = await eventually(() => spansOf(collector).find((each) => each.name === `chat ${PEER_CHAT_MODEL}`));
+    assert.equal(span.kind, CLIENT);
+    const { 'gen_ai.conversation.id': conversation, ...attributes } = span.attributes;
+    assert.match(String(conversation), /^[0-9a-f-]{36}$/, "the workflow run's id");
+    assert.deepEqual(attributes, {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'loopback',
+      'gen_ai.request.model': PEER_CHAT_MODEL,
+      'server.address': new URL(peer.url).hostname,
+      'server.port': Number(new URL(peer.url).port),
+      'gen_ai.response.model': `${PEER_CHAT_MODEL}-2026-01-01`,
+      'gen_ai.response.id': 'chatcmpl-1',
+      'gen_ai.usage.input_tokens': 10,
+      'gen_ai.usage.output_tokens': 5,
+      'gen_ai.response.finish_reasons': ['stop'],
+    });
+    assert.ok(!JSON.stringify(collector.requests.map((request) => request.body)).includes('moon landing'), 'neither prompt nor answer is in any span');
+  });
+});
