@@ -6,6 +6,7 @@ import { defineExtensionPoint, type Contribution } from '../base/extension-point
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { RequestContext } from '../base/context.ts';
 import { RpcError } from '../base/errors.ts';
+import type { Metrics } from '../base/metrics.ts';
 import { inSpan, SpanKind } from '../base/tracing.ts';
 import { costOf, EMBEDDING_DIMENSIONS, type AiCatalogue, type AiModel, type AiProvider } from './catalogue.ts';
 import embedInThisThread, { vectorsOf, type EmbedResult as EmbedWorkerResult } from '../../workers/embed.ts';
@@ -120,6 +121,8 @@ export interface AiClientOptions {
   logger: Logger;
   timeoutMs: number;
   maxRetries: number;
+  /** Where the GenAI client metrics are counted; none in a client made outside an app. */
+  metrics?: Metrics;
 }
 
 /** Texts per task of the worker pool: big enough to amortise the hand-over, small enough to spread a batch over the threads. */
@@ -249,6 +252,8 @@ export class AiClient {
     let usage = zeroUsage();
     let attempts = 1;
     let error: string | null = null;
+    /** The failure's code, for the metrics: ours, never a message. */
+    let errorType = '';
     try {
       const outcome = await call(AbortSignal.timeout(this.#options.timeoutMs * (this.#options.maxRetries + 1)));
       ({ usage, attempts } = outcome);
@@ -256,8 +261,11 @@ export class AiClient {
     } catch (thrown) {
       error = (thrown as Error).message;
       attempts = (thrown as { attempts?: number }).attempts ?? attempts;
-      throw thrown instanceof RpcError ? thrown : new RpcError('UPSTREAM_ERROR', `${provider.name} ${operation} failed: ${error}`, { cause: thrown });
+      const failure = thrown instanceof RpcError ? thrown : new RpcError('UPSTREAM_ERROR', `${provider.name} ${operation} failed: ${error}`, { cause: thrown });
+      errorType = failure.code;
+      throw failure;
     } finally {
+      this.#measure(operation, model, provider, usage, (performance.now() - started) / 1000, errorType);
       await this.#record({
         traceId,
         subscriptionId: ctx.subscriptionId,
@@ -280,6 +288,17 @@ export class AiClient {
         error,
       });
     }
+  }
+
+  /** The call in the GenAI client metrics: its duration, and its tokens of each type when it used some. */
+  #measure(operation: 'embedding' | 'chat', model: AiModel, provider: AiProvider, usage: Usage, seconds: number, errorType: string): void {
+    const metrics = this.#options.metrics;
+    if (!metrics) return;
+    const labels = { gen_ai_operation_name: GEN_AI_OPERATIONS[operation], gen_ai_provider_name: provider.name, gen_ai_request_model: model.id };
+    metrics.aiDuration.observe({ ...labels, error_type: errorType }, seconds);
+    if (errorType !== '') return;
+    metrics.aiTokens.observe({ ...labels, gen_ai_token_type: 'input' }, usage.inputTokens);
+    if (operation === 'chat') metrics.aiTokens.observe({ ...labels, gen_ai_token_type: 'output' }, usage.outputTokens);
   }
 
   /** Telemetry never fails the call it describes. */

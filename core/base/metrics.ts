@@ -8,6 +8,9 @@ export class Metrics {
   /** outcome `accepted`, or `refused` with the reason: `unauthenticated`, `user_limit`, `address_limit`, `total_limit`. */
   readonly webSockets: Counter<'outcome' | 'reason'>;
   readonly webSocketsOpen: Gauge;
+  /** OpenTelemetry's GenAI client metrics (gen_ai.client.token.usage, gen_ai.client.operation.duration), by operation, provider and model. */
+  readonly aiTokens: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model' | 'gen_ai_token_type'>;
+  readonly aiDuration: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model' | 'error_type'>;
   // Label-bound children, made once per method and outcome: the per-call cost is then a plain add.
   readonly #callChildren = new Map<string, { inc(): void }>();
   readonly #durationChildren = new Map<string, { observe(value: number): void }>();
@@ -36,6 +39,21 @@ export class Metrics {
     this.webSocketsOpen = new Gauge({
       name: 'websocket_connections_open',
       help: 'WebSockets open on this node',
+      registers: [this.registry],
+    });
+    // The buckets the GenAI conventions advise for these two.
+    this.aiTokens = new Histogram({
+      name: 'gen_ai_client_token_usage',
+      help: 'Tokens of AI calls, input and output (gen_ai_token_type), by operation, provider and model',
+      labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type'],
+      buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
+      registers: [this.registry],
+    });
+    this.aiDuration = new Histogram({
+      name: 'gen_ai_client_operation_duration_seconds',
+      help: 'Duration of AI calls, retries included, by operation, provider, model and error type (empty on success)',
+      labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'error_type'],
+      buckets: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
       registers: [this.registry],
     });
   }

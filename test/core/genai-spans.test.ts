@@ -120,4 +120,17 @@ describe('AI calls as GenAI spans', () => {
     });
     assert.ok(!JSON.stringify(collector.requests.map((request) => request.body)).includes('moon landing'), 'neither prompt nor answer is in any span');
   });
+
+  it('counts the same calls in the GenAI client metrics: tokens by type, and duration', async () => {
+    // The embedding and the chat of the two tests above, one each.
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const embedding = `gen_ai_operation_name="embeddings",gen_ai_provider_name="loopback",gen_ai_request_model="${PEER_EMBEDDING_MODEL}"`;
+    const chat = `gen_ai_operation_name="chat",gen_ai_provider_name="loopback",gen_ai_request_model="${PEER_CHAT_MODEL}"`;
+    const value = (line: string) => Number(new RegExp(`^${line.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    assert.equal(value(`gen_ai_client_token_usage_sum{${embedding},gen_ai_token_type="input"}`), 1);
+    assert.equal(value(`gen_ai_client_token_usage_sum{${chat},gen_ai_token_type="input"}`), 10);
+    assert.equal(value(`gen_ai_client_token_usage_sum{${chat},gen_ai_token_type="output"}`), 5);
+    assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${embedding},error_type=""}`), 1);
+    assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${chat},error_type=""}`), 1);
+  });
 });
