@@ -11,6 +11,27 @@ export const failed = (span: Span) => span.setStatus({ code: SpanStatusCode.ERRO
 
 export const nodeAttributes = (node: string, type: string) => ({ 'workflow.node.id': node, 'workflow.node.type': type });
 
+/**
+ * A tool node's call of its tool, as OpenTelemetry's GenAI conventions name
+ * an agent's tool call (execute_tool), inside the node's span: LLM
+ * observability tools show it as one.
+ */
+export function inToolSpan<T extends { ok: boolean }>(tool: string, callId: string, run: () => Promise<T>): Promise<T> {
+  const attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, 'gen_ai.tool.type': 'function', 'gen_ai.tool.call.id': callId };
+  return tracer.startActiveSpan(`execute_tool ${tool}`, { attributes }, async (span) => {
+    try {
+      const outcome = await run();
+      if (!outcome.ok) failed(span);
+      return outcome;
+    } catch (error) {
+      failed(span);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
 /** Spans of the part's nodes that ran on its thread alone, each from the step before it (or the part's start) to its own. */
 export function recordSteps(part: Span, steps: readonly Step[], began: Date, hostNodes: ReadonlySet<string>): void {
   const parent = trace.setSpan(context.active(), part);

@@ -3,11 +3,14 @@ import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { PEER_CHAT_MODEL, PEER_EMBEDDING_MODEL, startModelPeer } from '../support/model-peer.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
+import { completedRun, linearGraph } from '../support/workflows.ts';
 
 type Receiver = Awaited<ReturnType<typeof startHttpReceiver>>;
 
 /** One span as OTLP/HTTP JSON carries it: its name, kind and attributes, each attribute's value under the name of its type. */
 interface ReceivedSpan {
+  spanId: string;
+  parentSpanId?: string;
   name: string;
   kind: number;
   attributes: Record<string, unknown>;
@@ -15,7 +18,11 @@ interface ReceivedSpan {
 
 function spansOf(collector: Receiver): ReceivedSpan[] {
   type Export = {
-    resourceSpans: { scopeSpans: { spans: { name: string; kind: number; attributes?: { key: string; value: Record<string, unknown> }[] }[] }[] }[];
+    resourceSpans: {
+      scopeSpans: {
+        spans: { spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: { key: string; value: Record<string, unknown> }[] }[];
+      }[];
+    }[];
   };
   const valueOf = (value: Record<string, unknown>): unknown => {
     const [type, inner] = Object.entries(value)[0]!;
@@ -25,6 +32,8 @@ function spansOf(collector: Receiver): ReceivedSpan[] {
     (JSON.parse(request.body) as Export).resourceSpans.flatMap((resource) =>
       resource.scopeSpans.flatMap((scope) =>
         scope.spans.map((span) => ({
+          spanId: span.spanId,
+          parentSpanId: span.parentSpanId,
           name: span.name,
           kind: span.kind,
           attributes: Object.fromEntries((span.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
@@ -121,16 +130,34 @@ describe('AI calls as GenAI spans', () => {
     assert.ok(!JSON.stringify(collector.requests.map((request) => request.body)).includes('moon landing'), 'neither prompt nor answer is in any span');
   });
 
+  it("a workflow's tool node: its call of the tool as execute_tool, inside the node's span", async () => {
+    const admin = await t.signup();
+    const graph = linearGraph(
+      [{ id: 'look', type: 'tool', config: { tool: 'memory.recall', params: '{"scope": "user", "queryText": "plums"}', saveAs: 'found' } }],
+      'found',
+    );
+    await t.as(admin).WorkflowRpc.create({ name: 'Look', ...graph });
+    completedRun(await t.as(admin).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Look', workflowArgs: {} }));
+    const span = await eventually(() => spansOf(collector).find((each) => each.name === 'execute_tool memory.recall'));
+    const { 'gen_ai.tool.call.id': callId, ...attributes } = span.attributes;
+    assert.match(String(callId), /^[0-9a-f-]{36}:look$/, 'the run and the node');
+    assert.deepEqual(attributes, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'memory.recall', 'gen_ai.tool.type': 'function' });
+    // The node's span ends after its tool's, and may reach the collector in a later batch.
+    const parent = await eventually(() => spansOf(collector).find((each) => each.spanId === span.parentSpanId));
+    assert.equal(parent.name, 'workflow node tool');
+    assert.equal(parent.attributes['workflow.node.id'], 'look');
+  });
+
   it('counts the same calls in the GenAI client metrics: tokens by type, and duration', async () => {
-    // The embedding and the chat of the two tests above, one each.
+    // The embedding and the chat of the first two tests above, one each (the recall of the third embeds its question too).
     const text = await (await fetch(`${t.url}/metrics`)).text();
     const embedding = `gen_ai_operation_name="embeddings",gen_ai_provider_name="loopback",gen_ai_request_model="${PEER_EMBEDDING_MODEL}"`;
     const chat = `gen_ai_operation_name="chat",gen_ai_provider_name="loopback",gen_ai_request_model="${PEER_CHAT_MODEL}"`;
     const value = (line: string) => Number(new RegExp(`^${line.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
-    assert.equal(value(`gen_ai_client_token_usage_sum{${embedding},gen_ai_token_type="input"}`), 1);
+    assert.equal(value(`gen_ai_client_token_usage_sum{${embedding},gen_ai_token_type="input"}`), 2);
     assert.equal(value(`gen_ai_client_token_usage_sum{${chat},gen_ai_token_type="input"}`), 10);
     assert.equal(value(`gen_ai_client_token_usage_sum{${chat},gen_ai_token_type="output"}`), 5);
-    assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${embedding},error_type=""}`), 1);
+    assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${embedding},error_type=""}`), 2);
     assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${chat},error_type=""}`), 1);
   });
 });
