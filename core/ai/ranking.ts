@@ -160,18 +160,25 @@ export function fuseRankings(
 export async function rankBy(
   mode: SearchMode,
   topK: number,
-  rankings: { byMeaning: (depth: number) => Promise<RankedRow[]>; byWords: (depth: number) => Promise<RankedRow[]>; meaningWeight: number },
+  rankings: {
+    /** The nearest by embedding, and how much the model that embedded them counts in fusion (its `hybridWeight`). */
+    byMeaning: (depth: number) => Promise<{ rows: RankedRow[]; weight: number }>;
+    byWords: (depth: number) => Promise<RankedRow[]>;
+  },
 ): Promise<FusedRow[]> {
   const depth = mode === 'hybrid' ? Math.max(FUSION_DEPTH, topK) : topK;
-  const [semantic, textual] = await Promise.all([mode === 'text' ? [] : rankings.byMeaning(depth), mode === 'semantic' ? [] : rankings.byWords(depth)]);
+  const [meaning, textual] = await Promise.all([
+    mode === 'text' ? { rows: [], weight: 0 } : rankings.byMeaning(depth),
+    mode === 'semantic' ? [] : rankings.byWords(depth),
+  ]);
   if (mode === 'hybrid')
     return fuseRankings(
-      semantic.map((row) => row.id),
+      meaning.rows.map((row) => row.id),
       textual.map((row) => row.id),
       topK,
-      { meaningWeight: rankings.meaningWeight },
+      { meaningWeight: meaning.weight },
     );
-  return (mode === 'semantic' ? semantic : textual).map((row, index) => ({
+  return (mode === 'semantic' ? meaning.rows : textual).map((row, index) => ({
     id: row.id,
     score: row.score,
     semanticRank: mode === 'semantic' ? index + 1 : null,

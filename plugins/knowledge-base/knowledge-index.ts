@@ -433,7 +433,6 @@ export class KnowledgeIndex {
     const base = scopeCondition(scope);
     const where = { sql: `${base.sql} and not withdrawn and (${condition.sql})`, params: [...base.params, ...condition.params] };
     const ranked = await rankBy(query.mode, query.topK, {
-      meaningWeight: this.embeddings.hybridWeight(await this.embeddings.state(ctx.em)),
       byMeaning: async (depth) => {
         await this.embedPending(ctx, scope, SEARCH_CATCH_UP);
         const slots = await this.embeddings.state(ctx.em);
@@ -448,7 +447,7 @@ export class KnowledgeIndex {
           limit: depth,
           exactSearchLimit: this.#exactSearchLimit,
         });
-        return nearestRows.map((hit) => ({ id: hit.id, score: 1 - hit.distance }));
+        return { rows: nearestRows.map((hit) => ({ id: hit.id, score: 1 - hit.distance })), weight: this.embeddings.hybridWeight(slots) };
       },
       byWords: (depth) =>
         rankByWords(ctx.em, {

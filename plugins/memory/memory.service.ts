@@ -161,10 +161,9 @@ export class MemoryService {
     const condition = jsonFilter(query.filter ?? {}, 'metadata');
     const owned = ownerCondition(ctx.subscriptionId, owner);
     const where = { sql: `${owned.sql} and (${condition.sql})`, params: [...owned.params, ...condition.params] };
-    const slots = await this.embeddings.state(ctx.em);
     const ranked = await rankBy(query.mode, query.topK, {
-      meaningWeight: this.embeddings.hybridWeight(slots),
       byMeaning: async (depth) => {
+        const slots = await this.embeddings.state(ctx.em);
         const [embedding] = await this.embeddings.embed(ctx, slots, [query.queryText]);
         const rows = await nearest(ctx.em, {
           table: 'memory',
@@ -174,7 +173,7 @@ export class MemoryService {
           limit: depth,
           exactSearchLimit: this.#exactSearchLimit,
         });
-        return rows.map((row) => ({ id: row.id, score: 1 - row.distance }));
+        return { rows: rows.map((row) => ({ id: row.id, score: 1 - row.distance })), weight: this.embeddings.hybridWeight(slots) };
       },
       byWords: (depth) =>
         rankByWords(ctx.em, {

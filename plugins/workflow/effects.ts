@@ -13,7 +13,7 @@ import type { WorkflowConfig } from './config.ts';
 import type { WorkflowInstance } from './instance.entity.ts';
 import type { EffectReply, EffectRequest } from './interpreter.worker.ts';
 import type { NodeRunInput } from './node-types.ts';
-import { inToolSpan } from './run-spans.ts';
+import { inSpan, toolAttributes } from './run-spans.ts';
 
 type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;
 
@@ -65,7 +65,7 @@ export class NodeEffects {
         case 'tool': {
           const tool = this.#tools.get(input.tool as string);
           if (!tool) return { id: request.id, ok: false, error: `${input.tool} is not an available tool` };
-          return await inToolSpan(tool.name, `${instance.id}:${request.node}`, async () => ({
+          return await inSpan(`execute_tool ${tool.name}`, toolAttributes(tool.name, `${instance.id}:${request.node}`), async () => ({
             id: request.id,
             ok: true as const,
             value: (await this.#operations.as(principal).call(tool.method, input.params)) ?? null,

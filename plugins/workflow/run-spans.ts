@@ -1,4 +1,4 @@
-import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 import type { Step } from './instance.entity.ts';
 
 /**
@@ -12,16 +12,14 @@ export const failed = (span: Span) => span.setStatus({ code: SpanStatusCode.ERRO
 export const nodeAttributes = (node: string, type: string) => ({ 'workflow.node.id': node, 'workflow.node.type': type });
 
 /**
- * A tool node's call of its tool, as OpenTelemetry's GenAI conventions name
- * an agent's tool call (execute_tool), inside the node's span: LLM
- * observability tools show it as one.
+ * Runs `run` in an active span of that name, which ends with it; failed when
+ * it throws or answers `{ok: false}` (a node's reply).
  */
-export function inToolSpan<T extends { ok: boolean }>(tool: string, callId: string, run: () => Promise<T>): Promise<T> {
-  const attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, 'gen_ai.tool.type': 'function', 'gen_ai.tool.call.id': callId };
-  return tracer.startActiveSpan(`execute_tool ${tool}`, { attributes }, async (span) => {
+export function inSpan<T>(name: string, attributes: Attributes, run: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(name, { attributes }, async (span) => {
     try {
       const outcome = await run();
-      if (!outcome.ok) failed(span);
+      if ((outcome as { ok?: unknown }).ok === false) failed(span);
       return outcome;
     } catch (error) {
       failed(span);
@@ -31,6 +29,14 @@ export function inToolSpan<T extends { ok: boolean }>(tool: string, callId: stri
     }
   });
 }
+
+/** A tool node's call of its tool, as OpenTelemetry's GenAI conventions name an agent's tool call: LLM observability tools show it as one. */
+export const toolAttributes = (tool: string, callId: string): Attributes => ({
+  'gen_ai.operation.name': 'execute_tool',
+  'gen_ai.tool.name': tool,
+  'gen_ai.tool.type': 'function',
+  'gen_ai.tool.call.id': callId,
+});
 
 /** Spans of the part's nodes that ran on its thread alone, each from the step before it (or the part's start) to its own. */
 export function recordSteps(part: Span, steps: readonly Step[], began: Date, hostNodes: ReadonlySet<string>): void {

@@ -31,7 +31,7 @@ import { CLOCK, EXPRESSION_LIMITS } from './interpreter-limits.ts';
 import type { Checkpoint, EffectReply, EffectRequest, RunOutcome, RunState, RunTask } from './interpreter.worker.ts';
 import { PendingEvent } from './pending-event.entity.ts';
 import { RunQueue } from './run-queue.ts';
-import { failed, nodeAttributes, recordSteps, tracer } from './run-spans.ts';
+import { failed, inSpan, nodeAttributes, recordSteps, tracer } from './run-spans.ts';
 import type { WorkflowService } from './workflow.service.ts';
 
 const INTERPRETER = modulePath(import.meta.url, './interpreter.worker.ts');
@@ -388,15 +388,9 @@ export class WorkflowRunner {
 
   /** A node whose work the host does, in a span of its own. */
   #effect(principal: Principal, ctx: AuthenticatedContext, instance: WorkflowInstance, request: EffectRequest, stopped: () => boolean): Promise<EffectReply> {
-    return tracer.startActiveSpan(`workflow node ${request.type}`, { attributes: nodeAttributes(request.node, request.type) }, async (span) => {
-      try {
-        const reply = await this.#effects.run(principal, ctx, instance, request, stopped);
-        if (!reply.ok) failed(span);
-        return reply;
-      } finally {
-        span.end();
-      }
-    });
+    return inSpan(`workflow node ${request.type}`, nodeAttributes(request.node, request.type), () =>
+      this.#effects.run(principal, ctx, instance, request, stopped),
+    );
   }
 
   /** One part of a run in the worker pool, answering its requests for effects and keeping its checkpoints. */
