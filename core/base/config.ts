@@ -88,6 +88,10 @@ export const CoreSettings = settings({
   AI_MAX_RETRIES: setting(env.integer(0, 10), 'retries of an AI call after 429, 5xx or no answer', '3'),
   OUTBOUND_ALLOW_PRIVATE: setting(env.boolean(), 'let requests made for tenants reach loopback, private and link-local addresses', 'false'),
   OUTBOUND_ALLOWED_HOSTS: setting(v.string(), 'comma-separated hosts (name or name:port) requests made for tenants may reach whatever they resolve to', ''),
+  OUTBOUND_CA_FILE: setting(
+    v.pipe(v.string(), v.minLength(1)),
+    'a PEM file of certificate authorities that requests made for tenants trust besides the public ones (a private CA of your network)',
+  ),
   METRICS_TOKEN: setting(
     (name) => v.pipe(v.string(), v.regex(/^\S+$/, `${name} must not contain spaces`), v.minLength(16, `${name} must be at least 16 characters`)),
     'a secret: /metrics then requires Authorization: Bearer <it> (unset: /metrics is open)',
@@ -227,7 +231,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     aiCatalogueFile: e.AI_CATALOGUE_FILE ? path.resolve(e.AI_CATALOGUE_FILE) : undefined,
     aiTimeoutMs: e.AI_TIMEOUT_MS,
     aiMaxRetries: e.AI_MAX_RETRIES,
-    outbound: { allowPrivate: e.OUTBOUND_ALLOW_PRIVATE, allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()) },
+    outbound: {
+      allowPrivate: e.OUTBOUND_ALLOW_PRIVATE,
+      allowedHosts: splitList(e.OUTBOUND_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
+      ...(e.OUTBOUND_CA_FILE ? { caFile: path.resolve(e.OUTBOUND_CA_FILE) } : {}),
+    },
     metricsToken: e.METRICS_TOKEN,
     tracing: tracingConfig(e),
     env: { ...environment },

@@ -15,9 +15,14 @@ export interface Principal {
   initialContext: Record<string, unknown> | null;
   /** What the credential narrows the role to (an API key's scopes and rate limit); nothing when absent. */
   limits?: CallerLimits;
+  /** For an OAuth access token: the grant it belongs to and the door (resource) it was issued for. */
+  grant?: { id: string; door: Door };
 }
 
-/** What an API key may call, within what its user's role allows (plugins/api-key/README.md, "Scopes and limits"). */
+/** The resources an OAuth access token may be issued for: the MCP door (`/mcp`), or the API (`/api/rpc`, its WebSocket and routes). */
+export type Door = 'mcp' | 'api';
+
+/** What an API key (or an OAuth grant) may call, within what its user's role allows (plugins/api-key/README.md, "Scopes and limits"). */
 export interface CallerLimits {
   /** Groups (`TaskRpc`) and operations (`TaskRpc.getData`) it may call; all of them when null. */
   scopes: readonly string[] | null;

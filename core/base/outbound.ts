@@ -1,4 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type * as Undici from 'undici';
@@ -38,6 +40,8 @@ export interface OutboundPolicy {
   allowPrivate: boolean;
   /** Hosts (`name` or `name:port`) allowed whatever they resolve to (`OUTBOUND_ALLOWED_HOSTS`). */
   allowedHosts: readonly string[];
+  /** A PEM file of certificate authorities trusted besides Node's own (`OUTBOUND_CA_FILE`). */
+  caFile?: string;
 }
 
 export interface OutboundInit extends RequestInit {
@@ -66,11 +70,14 @@ const guardedLookup: LookupFunction = (hostname, options, callback) => {
  */
 export class Outbound {
   readonly #policy: OutboundPolicy;
+  /** The certificate authorities trusted, when the operator adds some: read at start, so a missing file stops it. */
+  readonly #ca: string[] | undefined;
   /** undici and its connection pools, loaded and made on the first request: many services never send one. */
   #client: Promise<Client> | undefined;
 
   constructor(policy: OutboundPolicy) {
     this.#policy = policy;
+    this.#ca = policy.caFile ? [...rootCertificates, readFileSync(policy.caFile, 'utf8')] : undefined;
   }
 
   /** Throws OutboundRefusedError for a URL that may not be requested (a name's addresses are checked when connecting). */
@@ -118,7 +125,7 @@ export class Outbound {
       ? { 'http.request.method': method, 'url.scheme': target.protocol.slice(0, -1), 'server.address': hostOf(target), 'server.port': portOf(target) }
       : undefined;
     return inSpan({ name: method, kind: SpanKind.CLIENT, attributes, outcome: describeResponse }, async () => {
-      const { undici, guarded, open } = await (this.#client ??= loadClient());
+      const { undici, guarded, open } = await (this.#client ??= loadClient(this.#ca));
       const headers = tracingOn() ? withTraceparent(undici.Headers, request.headers) : request.headers;
       return undici.fetch(target, { ...request, headers, redirect: 'manual', dispatcher: this.#allows(target) ? open : guarded }).catch((error: Error) => {
         // undici reports a refused lookup as "fetch failed" with the reason as its cause.
@@ -147,9 +154,10 @@ interface Client {
   open: Agent;
 }
 
-async function loadClient(): Promise<Client> {
+async function loadClient(ca: string[] | undefined): Promise<Client> {
   const undici = await import('undici');
-  return { undici, guarded: new undici.Agent({ connect: { lookup: guardedLookup } }), open: new undici.Agent() };
+  const trust = ca ? { ca } : {};
+  return { undici, guarded: new undici.Agent({ connect: { lookup: guardedLookup, ...trust } }), open: new undici.Agent({ connect: trust }) };
 }
 
 const portOf = (url: URL): number => Number(url.port || (url.protocol === 'https:' ? 443 : 80));

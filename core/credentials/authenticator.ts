@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
 import { defineExtensionPoint } from '../base/extension-points.ts';
-import type { Principal } from '../base/context.ts';
+import type { Door, Principal } from '../base/context.ts';
 import { unauthenticated } from '../base/errors.ts';
 import type { Credentials } from './credentials.ts';
 
@@ -10,9 +10,14 @@ export const SESSION_COOKIE = 'session';
 export interface PresentedCredentials {
   apiKey?: string;
   sessionToken?: string;
+  /** An OAuth access token, and the door it was presented at (a token is accepted only where it was issued for). */
+  accessToken?: { token: string; door: Door };
 }
 
-export type CredentialScheme = 'apiKey' | 'session';
+export type CredentialScheme = 'apiKey' | 'session' | 'oauth';
+
+/** OAuth access tokens start with this, so a bearer token is told from a session token without a lookup. */
+export const ACCESS_TOKEN_PREFIX = 'oat_';
 
 /**
  * What verifies one credential scheme. The core authenticates every request
@@ -42,8 +47,8 @@ declare module '../base/extension-points.ts' {
 
 export const credentialsPoint = defineExtensionPoint({
   id: 'core.credentials',
-  describe: 'Verifiers of the credential schemes (API keys, sessions) every request is authenticated with.',
-  contribution: v.object({ scheme: v.picklist(['apiKey', 'session']), verifier: v.object({ cached: v.function(), authenticate: v.function() }) }),
+  describe: 'Verifiers of the credential schemes (API keys, sessions, OAuth access tokens) every request is authenticated with.',
+  contribution: v.object({ scheme: v.picklist(['apiKey', 'session', 'oauth']), verifier: v.object({ cached: v.function(), authenticate: v.function() }) }),
 });
 
 function cookieValue(header: string | undefined, name: string): string | undefined {
@@ -61,14 +66,22 @@ function cookieValue(header: string | undefined, name: string): string | undefin
   return undefined;
 }
 
-/** `X-API-Key`, then `Authorization: Bearer`, then the session cookie; browsers' WebSockets may use the query. */
-export function presentedCredentials(headers: IncomingHttpHeaders, query?: URLSearchParams): PresentedCredentials {
+/** A bearer token: an OAuth access token by its prefix, a session token otherwise. */
+const bearer = (token: string, door: Door): PresentedCredentials =>
+  token.startsWith(ACCESS_TOKEN_PREFIX) ? { accessToken: { token, door } } : { sessionToken: token };
+
+/**
+ * `X-API-Key`, then `Authorization: Bearer`, then the session cookie; browsers'
+ * WebSockets may use the query. `door` is where they were presented: `/mcp`,
+ * or the API (every other door).
+ */
+export function presentedCredentials(headers: IncomingHttpHeaders, query?: URLSearchParams, door: Door = 'api'): PresentedCredentials {
   const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey !== '') return { apiKey };
   const authorization = headers.authorization;
-  if (authorization?.startsWith('Bearer ')) return { sessionToken: authorization.slice(7).trim() };
+  if (authorization?.startsWith('Bearer ')) return bearer(authorization.slice(7).trim(), door);
   if (query?.get('apiKey')) return { apiKey: query.get('apiKey')! };
-  if (query?.get('token')) return { sessionToken: query.get('token')! };
+  if (query?.get('token')) return bearer(query.get('token')!, door);
   const cookie = cookieValue(headers.cookie, SESSION_COOKIE);
   return cookie ? { sessionToken: cookie } : {};
 }
@@ -96,7 +109,16 @@ export class Authenticator {
   cached(presented: PresentedCredentials): Principal | null | undefined {
     if (presented.apiKey !== undefined) return this.#verifier('apiKey').cached(presented.apiKey);
     if (presented.sessionToken !== undefined) return this.#verifier('session').cached(presented.sessionToken);
+    if (presented.accessToken !== undefined) {
+      const principal = this.#verifier('oauth').cached(presented.accessToken.token);
+      return principal && atDoor(principal, presented.accessToken.door);
+    }
     return null;
+  }
+
+  /** Whether a scheme is verified here (OAuth's metadata is named in a 401 only where tokens are taken). */
+  accepts(scheme: CredentialScheme): boolean {
+    return this.#verifiers[scheme] !== undefined;
   }
 
   /**
@@ -106,12 +128,28 @@ export class Authenticator {
   async authenticate(presented: PresentedCredentials, options?: { touch?: boolean }): Promise<Principal | null> {
     if (presented.apiKey !== undefined) return this.#verifier('apiKey').authenticate(presented.apiKey, options);
     if (presented.sessionToken !== undefined) return this.#verifier('session').authenticate(presented.sessionToken, options);
+    if (presented.accessToken !== undefined) {
+      const principal = await this.#verifier('oauth').authenticate(presented.accessToken.token, options);
+      return atDoor(principal, presented.accessToken.door);
+    }
     return null;
   }
 
   #verifier(scheme: CredentialScheme): CredentialVerifier {
     const verifier = this.#verifiers[scheme];
-    if (!verifier) throw unauthenticated(`${scheme === 'apiKey' ? 'API keys' : 'Sessions'} are not accepted by this service`);
+    if (!verifier) throw unauthenticated(`${SCHEME_NAMES[scheme]} are not accepted by this service`);
     return verifier;
   }
+}
+
+const SCHEME_NAMES: Record<CredentialScheme, string> = { apiKey: 'API keys', session: 'Sessions', oauth: 'OAuth access tokens' };
+
+/** RFC 8707: a token issued for one resource is refused at another. */
+function atDoor(principal: Principal, door: Door): Principal {
+  if (principal.grant && principal.grant.door !== door) {
+    throw unauthenticated(
+      `This access token was issued for ${principal.grant.door === 'mcp' ? 'the MCP door (/mcp)' : 'the API (/api/rpc)'}, not for this one`,
+    );
+  }
+  return principal;
 }

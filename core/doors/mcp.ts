@@ -10,7 +10,7 @@ import { answerData } from '../rpc/operation.ts';
 import { jsonSchemaOf, type RegisteredOperation, type Registry } from '../rpc/registry.ts';
 import { errorAnswer, JSON_RPC_BATCH_LIMIT } from './json-rpc.ts';
 import { readBody } from './read-body.ts';
-import { HttpTransport } from './request-info.ts';
+import { baseUrlOf, HttpTransport } from './request-info.ts';
 import { AnswerBudget, recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 import { onFirstUse } from '../base/on-first-use.ts';
 
@@ -163,6 +163,17 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
       },
     });
 
+    /**
+     * What a 401 answers in WWW-Authenticate: with OAuth, where its protected
+     * resource metadata is (RFC 9728 section 5.1), so an MCP client can start
+     * the authorization flow from nothing; `invalid` when a token was refused.
+     */
+    function challenge(invalid: boolean): string {
+      if (!endpoint.pipeline.accepts('oauth')) return 'Bearer';
+      const metadata = `${baseUrlOf(req, endpoint.options)}/.well-known/oauth-protected-resource/mcp`;
+      return `Bearer ${invalid ? 'error="invalid_token", ' : ''}resource_metadata="${metadata}"`;
+    }
+
     async function answer(text: string): Promise<void> {
       let body: unknown;
       try {
@@ -176,11 +187,14 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
       }
       let principal: Principal | null;
       try {
-        principal = await endpoint.pipeline.principalFor(presentedCredentials(req.headers), 'user');
+        principal = await endpoint.pipeline.principalFor(presentedCredentials(req.headers, undefined, 'mcp'), 'user');
       } catch (error) {
-        return refuse(res, endpoint.pipeline.failure(error, { requestId, method: 'mcp' }).error, requestId);
+        return refuse(res, endpoint.pipeline.failure(error, { requestId, method: 'mcp' }).error, requestId, challenge(true));
       }
-      if (!principal) return refuse(res, new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token'), requestId);
+      if (!principal) {
+        const error = new RpcError('UNAUTHENTICATED', 'Authentication required: authorize this client with OAuth, or send X-API-Key or a session token');
+        return refuse(res, error, requestId, challenge(false));
+      }
       const sdk = await loadSdk();
       const server = serverFor(sdk, principal, req, requestId);
       const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -196,7 +210,7 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
 }
 
 /** A refusal before MCP is spoken (no credential, a body that is not JSON): the HTTP status and our error envelope. */
-function refuse(res: ServerResponse, error: RpcError, requestId: string): void {
-  if (error.status === 401) res.setHeader('www-authenticate', 'Bearer');
+function refuse(res: ServerResponse, error: RpcError, requestId: string, challenge = 'Bearer'): void {
+  if (error.status === 401) res.setHeader('www-authenticate', challenge);
   send(res, error.status, { success: false, data: errorBody(error) }, { requestId });
 }

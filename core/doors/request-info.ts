@@ -5,6 +5,7 @@ import type { Logger } from '../base/logger.ts';
 import type { Access, CookieOptions, Transport } from '../rpc/operation.ts';
 import type { RequestPipeline } from '../rpc/pipeline.ts';
 import { pipelineRoute, type RouteHandler, type RouteOptions } from './route.ts';
+import { readBody } from './read-body.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -120,6 +121,16 @@ export class HttpHelpers {
   /** The base URL the caller used (PUBLIC_URL when set). */
   baseUrl(req: IncomingMessage): string {
     return baseUrlOf(req, this.options);
+  }
+
+  /** The caller's address (X-Forwarded-For's first with TRUST_PROXY), for limits per address. */
+  clientIp(req: IncomingMessage): string {
+    return clientIpOf(req, this.options.trustProxy);
+  }
+
+  /** A small request body as text; PAYLOAD_TOO_LARGE past `limitBytes` (a route's form or JSON, which Koa does not read). */
+  readText(req: IncomingMessage, limitBytes: number): Promise<string> {
+    return new Promise((resolve, reject) => readBody(req, limitBytes, { onBody: (error, text) => (error ? reject(error) : resolve(text)) }));
   }
 
   /** A Set-Cookie value (HttpOnly, SameSite=Lax, Secure when the base URL is https). */

@@ -264,7 +264,7 @@ function refuse(socket: Duplex, status: number, reason: string, headers: Record<
 function byCookie(req: IncomingMessage, url: URL): boolean {
   const { cookie: _cookie, ...headers } = req.headers;
   const other = presentedCredentials(headers, url.searchParams);
-  return other.apiKey === undefined && other.sessionToken === undefined;
+  return other.apiKey === undefined && other.sessionToken === undefined && other.accessToken === undefined;
 }
 
 /**

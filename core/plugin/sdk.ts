@@ -88,7 +88,7 @@ export {
   type ListEnvelope,
 } from '../records/list-query.ts';
 export { defineRecord, fieldsOf, type FieldsOf, type InferRecord, type RecordOf, type RecordView } from '../records/records.ts';
-export type { AuthenticatedContext, RequestContext, Principal } from '../base/context.ts';
+export type { AuthenticatedContext, RequestContext, Principal, Door } from '../base/context.ts';
 export type { Caller, OperationCaller } from '../rpc/caller.ts';
 export { ROLES, isManager, mayChangeRecordOf, commonRole, type Role } from '../../config/roles.ts';
 export { actingPrincipal, authorOf, withAuthor, withBound, commonScopes, type Author, type ChainLink, type HolderOf } from '../rpc/authority.ts';
@@ -125,7 +125,13 @@ export { onFirstUse } from '../base/on-first-use.ts';
 export { modulePath, sourcePath } from '../base/paths.ts';
 
 // Credentials and crypto
-export { SESSION_COOKIE, type CredentialVerifier, type CredentialScheme, type CredentialSchemeContribution } from '../credentials/authenticator.ts';
+export {
+  SESSION_COOKIE,
+  ACCESS_TOKEN_PREFIX,
+  type CredentialVerifier,
+  type CredentialScheme,
+  type CredentialSchemeContribution,
+} from '../credentials/authenticator.ts';
 export type { Credentials } from '../credentials/credentials.ts';
 export type { CredentialCache, CachedCredential } from '../credentials/credential-cache.ts';
 export type { CredentialsChanged } from '../credentials/revocation.ts';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createContext, type ContextFactoryDeps, type Principal, type RequestContext } from '../base/context.ts';
 import type { PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Dispatcher } from './dispatch.ts';
+import type { OperationListing } from './registry.ts';
 import { Envelope, type CookieOptions, type Transport } from './operation.ts';
 
 /** Calls operations in the process, as a given caller: no HTTP, the same access checks, validation and error mapping. */
@@ -76,6 +77,12 @@ export class OperationCaller {
   /** The request context of a principal (its subscription's EntityManager, a logger with the request id), for services called for it. */
   contextOf(principal: Principal, requestId: string = randomUUID()): RequestContext {
     return createContext(this.#contexts, requestId, principal);
+  }
+
+  /** Every operation the service has, with its access level, kind and description. */
+  listing(): readonly OperationListing[] {
+    if (!this.#dispatcher) throw new Error('Operations are listed only once every plugin is loaded');
+    return this.#dispatcher.listing();
   }
 
   as(principal: Principal): Caller {

@@ -7,7 +7,7 @@ import { RpcError, validationError, type ErrorBody, type ValidationIssue } from 
 import { unsafeInputIssues } from '../base/input-guard.ts';
 import { answerData, type Transport } from './operation.ts';
 import type { RequestPipeline } from './pipeline.ts';
-import type { RegisteredOperation, Registry } from './registry.ts';
+import type { OperationListing, RegisteredOperation, Registry } from './registry.ts';
 
 const REPORT_ALL_ISSUES = { abortEarly: false } as const;
 
@@ -76,6 +76,11 @@ export class Dispatcher {
     this.#registry = registry;
     this.#pipeline = pipeline;
     this.#checkResults = checkResults;
+  }
+
+  /** Every operation as `GET /api/rpc` lists it: what a plugin offers people to choose from (an OAuth consent's scopes). */
+  listing(): readonly OperationListing[] {
+    return this.#registry.listing();
   }
 
   /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Authenticator, PresentedCredentials } from '../credentials/authenticator.ts';
+import type { Authenticator, CredentialScheme, PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../base/logger.ts';
 import { createContext, type Principal, type RequestContext } from '../base/context.ts';
@@ -103,9 +103,14 @@ export class RequestPipeline {
     return lenient ? pending.catch(() => null) : pending;
   }
 
+  /** Whether a credential scheme is verified by a loaded plugin. */
+  accepts(scheme: CredentialScheme): boolean {
+    return this.#authenticator.accepts(scheme);
+  }
+
   /** The caller a request's credentials name, for a listing of what they may call; null without (or with an invalid) credential. */
   async callerOf(presented: PresentedCredentials): Promise<Principal | null> {
-    return presented.apiKey || presented.sessionToken ? await this.principalFor(presented, 'public') : null;
+    return presented.apiKey || presented.sessionToken || presented.accessToken ? await this.principalFor(presented, 'public') : null;
   }
 
   /** Throws unless the principal may use something of this access level; `what` names it in the message. */
@@ -125,11 +130,12 @@ export class RequestPipeline {
     this.admit(site.access, principal, site.method);
     const limits = principal?.limits;
     if (!limits) return;
+    const credential = principal!.grant ? 'This access token' : 'This API key';
     if (limits.readOnly && site.kind !== 'read') {
-      throw new RpcError('FORBIDDEN', `This API key is read-only, and ${site.method} changes data`);
+      throw new RpcError('FORBIDDEN', `${credential} is read-only, and ${site.method} changes data`);
     }
     if (limits.scopes && !inScope(limits.scopes, site)) {
-      throw new RpcError('FORBIDDEN', `This API key may not call ${site.method}: its scopes are ${limits.scopes.join(', ')}`);
+      throw new RpcError('FORBIDDEN', `${credential} may not call ${site.method}: its scopes are ${limits.scopes.join(', ')}`);
     }
   }
 

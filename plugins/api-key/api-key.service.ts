@@ -308,27 +308,26 @@ export class ApiKeyService implements CredentialVerifier {
   }
 
   /**
-   * A key never grants or lifts beyond itself: called with an API key, the
-   * key made or left by this call must be within the calling key's own
-   * limits (scopes it covers, read-only if it is, a rate limit no higher).
+   * A credential never grants or lifts beyond itself: called with an API key
+   * (or an app's access token, or by a stored action acting with limits), the
+   * key made or left by this call must be within the caller's own limits
+   * (scopes they cover, read-only if they are, a rate limit no higher).
    * Sessions, and keys without limits, are bounded by the role alone.
    */
   async #withinCaller(ctx: AuthenticatedContext, result: Required<KeyLimits>): Promise<void> {
-    if (ctx.apiKeyId === null) return;
-    const caller = await ctx.em.findOne(ApiKey, { id: ctx.apiKeyId });
-    if (!caller) throw unauthenticated('The API key of this call no longer exists');
-    const own = limitsOf(caller).limits;
+    const own = ctx.limits;
     if (!own) return;
+    const credential = ctx.apiKeyId === null ? 'This caller' : 'This API key';
     if (own.scopes) {
       const covered = (scope: string) => own.scopes!.includes(scope) || own.scopes!.includes(scope.split('.')[0]!);
       const wider = result.scopes === null ? ['every group'] : result.scopes.filter((scope) => !covered(scope));
       if (wider.length > 0) {
-        throw forbidden(`This API key may not grant beyond its own scopes (${own.scopes.join(', ')}): ${wider.join(', ')} is wider; give scopes within them`);
+        throw forbidden(`${credential} may not grant beyond its own scopes (${own.scopes.join(', ')}): ${wider.join(', ')} is wider; give scopes within them`);
       }
     }
-    if (own.readOnly && !result.readOnly) throw forbidden('This API key is read-only: a key it makes or changes must be read-only too (readOnly: true)');
+    if (own.readOnly && !result.readOnly) throw forbidden(`${credential} is read-only: a key it makes or changes must be read-only too (readOnly: true)`);
     if (own.perMinute !== null && (result.rateLimitPerMinute === null || result.rateLimitPerMinute > own.perMinute)) {
-      throw forbidden(`This API key is limited to ${own.perMinute} calls a minute: a key it makes or changes must have a rateLimitPerMinute of at most that`);
+      throw forbidden(`${credential} is limited to ${own.perMinute} calls a minute: a key it makes or changes must have a rateLimitPerMinute of at most that`);
     }
   }
 

@@ -267,6 +267,32 @@ export type NotificationRpcGetSchemaParams = Record<string, never>;
 export type NotificationRpcMarkAllAsReadParams = Record<string, never>;
 export type NotificationRpcMarkAllAsReadResult = number;
 export type NotificationRpcMarkAsReadResult = true;
+export type OAuthServerRpcListAppsParams = Record<string, never>;
+export type OAuthServerRpcListAppsResult = {
+  id: string;
+  userId: string;
+  clientId: string;
+  clientName: string;
+  redirectHost: string;
+  door: 'mcp' | 'api';
+  scopes: string[] | null;
+  readOnly: boolean;
+  createdAt: string;
+  refreshedAt: string;
+}[];
+export type OAuthServerRpcListSubscriptionAppsParams = Record<string, never>;
+export type OAuthServerRpcListSubscriptionAppsResult = {
+  id: string;
+  userId: string;
+  clientId: string;
+  clientName: string;
+  redirectHost: string;
+  door: 'mcp' | 'api';
+  scopes: string[] | null;
+  readOnly: boolean;
+  createdAt: string;
+  refreshedAt: string;
+}[];
 export type PushNotificationRpcGetVapidPublicKeyParams = Record<string, never>;
 export type SchedulerRpcCreateResult = string;
 export type SchedulerRpcDeleteResult = true;
@@ -809,6 +835,34 @@ export interface Operations {
   'NotificationRpc.markAsRead': {
     params: NotificationRpcMarkAsReadParams;
     result: NotificationRpcMarkAsReadResult;
+  };
+  'OAuthServerRpc.approveConsent': {
+    params: OAuthServerRpcApproveConsentParams;
+    result: OAuthServerRpcApproveConsentResult;
+  };
+  'OAuthServerRpc.denyConsent': {
+    params: OAuthServerRpcDenyConsentParams;
+    result: OAuthServerRpcDenyConsentResult;
+  };
+  'OAuthServerRpc.getConsent': {
+    params: OAuthServerRpcGetConsentParams;
+    result: OAuthServerRpcGetConsentResult;
+  };
+  'OAuthServerRpc.listApps': {
+    params: OAuthServerRpcListAppsParams;
+    result: OAuthServerRpcListAppsResult;
+  };
+  'OAuthServerRpc.listSubscriptionApps': {
+    params: OAuthServerRpcListSubscriptionAppsParams;
+    result: OAuthServerRpcListSubscriptionAppsResult;
+  };
+  'OAuthServerRpc.revokeApp': {
+    params: OAuthServerRpcRevokeAppParams;
+    result: OAuthServerRpcRevokeAppResult;
+  };
+  'OAuthServerRpc.revokeSubscriptionApp': {
+    params: OAuthServerRpcRevokeSubscriptionAppParams;
+    result: OAuthServerRpcRevokeSubscriptionAppResult;
   };
   'PlaybookRpc.create': {
     params: PlaybookRpcCreateParams;
@@ -3401,6 +3455,55 @@ export interface NotificationRpcGetSchemaResult {
 export interface NotificationRpcMarkAsReadParams {
   _id: string;
 }
+export interface OAuthServerRpcApproveConsentParams {
+  request: string;
+  scopes: [string, ...string[]] | null;
+  readOnly: boolean;
+}
+export interface OAuthServerRpcApproveConsentResult {
+  redirectTo: string;
+}
+export interface OAuthServerRpcDenyConsentParams {
+  request: string;
+}
+export interface OAuthServerRpcDenyConsentResult {
+  redirectTo: string;
+}
+export interface OAuthServerRpcGetConsentParams {
+  request: string;
+}
+export interface OAuthServerRpcGetConsentResult {
+  client: {
+    id: string;
+    name: string;
+    uri: string | null;
+    kind: 'metadata-document' | 'registered';
+  };
+  redirectUri: string;
+  redirectHost: string;
+  door: 'mcp' | 'api';
+  resource: string;
+  scopes:
+    | {
+        scope: string;
+        describe: string;
+      }[]
+    | null;
+  readOnly: boolean;
+  expiresAt: string;
+}
+export interface OAuthServerRpcRevokeAppParams {
+  id: string;
+}
+export interface OAuthServerRpcRevokeAppResult {
+  success: true;
+}
+export interface OAuthServerRpcRevokeSubscriptionAppParams {
+  id: string;
+}
+export interface OAuthServerRpcRevokeSubscriptionAppResult {
+  success: true;
+}
 export interface PlaybookRpcCreateParams {
   name: string;
   description?: string;
@@ -5182,6 +5285,22 @@ export interface NotificationRpc {
   /** Mark one of your notifications read; answers true. (user, write) */
   markAsRead(params: NotificationRpcMarkAsReadParams, options?: CallOptions): Promise<NotificationRpcMarkAsReadResult>;
 }
+export interface OAuthServerRpc {
+  /** Authorise the app of a consent page, with what it asked or less (some of its scopes, read-only); answers the address to send the browser back to, with the code. (user, write) */
+  approveConsent(params: OAuthServerRpcApproveConsentParams, options?: CallOptions): Promise<OAuthServerRpcApproveConsentResult>;
+  /** Refuse the app of a consent page; answers the address to send the browser back to, with the app's access_denied. (user, write) */
+  denyConsent(params: OAuthServerRpcDenyConsentParams, options?: CallOptions): Promise<OAuthServerRpcDenyConsentResult>;
+  /** What an app asks to be allowed (its name, where it returns, the door and scopes): what the consent page shows a signed-in user. (user, read) */
+  getConsent(params: OAuthServerRpcGetConsentParams, options?: CallOptions): Promise<OAuthServerRpcGetConsentResult>;
+  /** The apps the caller authorised (OAuth grants): each app, its door, scopes and when it last refreshed. (user, read) */
+  listApps(params?: OAuthServerRpcListAppsParams, options?: CallOptions): Promise<OAuthServerRpcListAppsResult>;
+  /** Every app authorised by a user of the subscription, with the user. (admin, read) */
+  listSubscriptionApps(params?: OAuthServerRpcListSubscriptionAppsParams, options?: CallOptions): Promise<OAuthServerRpcListSubscriptionAppsResult>;
+  /** Revoke an app the caller authorised: its access and refresh tokens stop working at once on every node. (user, write) */
+  revokeApp(params: OAuthServerRpcRevokeAppParams, options?: CallOptions): Promise<OAuthServerRpcRevokeAppResult>;
+  /** Revoke an app any user of the subscription authorised: its tokens stop working at once. (admin, write) */
+  revokeSubscriptionApp(params: OAuthServerRpcRevokeSubscriptionAppParams, options?: CallOptions): Promise<OAuthServerRpcRevokeSubscriptionAppResult>;
+}
 export interface PlaybookRpc {
   /** Create a playbook: name, description, content (Markdown), category, tags, isActive (true by default). Answers the playbook. (user, write) */
   create(params: PlaybookRpcCreateParams, options?: CallOptions): Promise<PlaybookRpcCreateResult>;
@@ -5375,6 +5494,7 @@ export interface Groups {
   KnowledgeBaseAdminRpc: KnowledgeBaseAdminRpc;
   MemoryRpc: MemoryRpc;
   NotificationRpc: NotificationRpc;
+  OAuthServerRpc: OAuthServerRpc;
   PlaybookRpc: PlaybookRpc;
   ProcessExecutorRpc: ProcessExecutorRpc;
   PushNotificationRpc: PushNotificationRpc;
@@ -5461,6 +5581,7 @@ export const GROUPS = {
   ],
   MemoryRpc: ['deleteMemory', 'listMemories', 'recallMemories', 'saveMemory'],
   NotificationRpc: ['delete', 'deleteAll', 'findById', 'getData', 'getSchema', 'markAllAsRead', 'markAsRead'],
+  OAuthServerRpc: ['approveConsent', 'denyConsent', 'getConsent', 'listApps', 'listSubscriptionApps', 'revokeApp', 'revokeSubscriptionApp'],
   PlaybookRpc: ['create', 'delete', 'finalizeResourceUpload', 'findById', 'getResourceUploadKey', 'list', 'search', 'update'],
   ProcessExecutorRpc: ['getProcessLogs', 'getProcessStatus', 'sendProcessInput', 'startProcess', 'stopProcess'],
   PushNotificationRpc: ['getVapidPublicKey', 'subscribe', 'unsubscribe'],

@@ -2,6 +2,7 @@
 import { form, h, field } from './dom.js';
 import { rpc, RpcFailure } from './rpc.js';
 import { accessPage } from './pages/access.js';
+import { appsPage, authorizePage } from './pages/apps.js';
 import { jobsPage } from './pages/jobs.js';
 import { keysPage, webhooksPage } from './pages/keys.js';
 import { secretsPage } from './pages/secrets.js';
@@ -12,9 +13,13 @@ import { telemetryPage } from './pages/telemetry.js';
  * The pages, in the order of the menu, with the least role that opens each.
  * The role only chooses what the menu offers: every call a page makes is
  * authorised by the service again, and a refusal is shown as it comes.
+ * A page `inMenu: false` is opened by a link from elsewhere (an app's
+ * authorization request), with what follows its path as its argument.
  */
 const PAGES = [
   { path: 'keys', title: 'API keys', role: 'staff', render: keysPage },
+  { path: 'apps', title: 'Authorised apps', role: 'user', render: appsPage },
+  { path: 'authorize', title: 'Authorize an app', role: 'user', render: authorizePage, inMenu: false },
   { path: 'webhooks', title: 'Webhooks', role: 'admin', render: webhooksPage },
   { path: 'users', title: 'Users and invites', role: 'admin', render: accessPage },
   { path: 'secrets', title: 'Secrets', role: 'staff', render: secretsPage },
@@ -68,25 +73,13 @@ async function signOut() {
   signInPage();
 }
 
-function refusedPage() {
-  nav.hidden = true;
-  show(
-    'Not for your role',
-    h(
-      'p',
-      { role: 'alert' },
-      `You are signed in as ${session.user.email} with the role "${session.user.role}". The console is for the admins and staff of a subscription.`,
-    ),
-  );
-}
-
 function renderNav() {
   const current = routeOf(window.location.hash);
   nav.replaceChildren(
     h(
       'ul',
       {},
-      PAGES.filter((page) => mayOpen(session.user.role, page)).map((page) =>
+      PAGES.filter((page) => page.inMenu !== false && mayOpen(session.user.role, page)).map((page) =>
         h('li', {}, h('a', { href: `#/${page.path}`, 'aria-current': page.path === current ? 'page' : undefined }, page.title)),
       ),
     ),
@@ -100,13 +93,14 @@ function route() {
     h('span', { class: 'who' }, `${session.user.email} (${session.user.role})`),
     h('button', { type: 'button', class: 'secondary', onclick: signOut }, 'Sign out'),
   );
-  if (!mayOpen(session.user.role, { role: 'staff' })) return refusedPage();
-  const path = routeOf(window.location.hash);
-  const page = PAGES.find((candidate) => candidate.path === path) ?? PAGES[0];
+  const [path, argument] = (routeOf(window.location.hash) ?? '').split(/\/(.*)/s);
+  const first = PAGES.find((page) => page.inMenu !== false && mayOpen(session.user.role, page));
+  const page = PAGES.find((candidate) => candidate.path === path && (argument === undefined) === (candidate.inMenu !== false)) ?? first;
   if (path !== page.path) return window.location.replace(`#/${page.path}`);
   renderNav();
-  if (!mayOpen(session.user.role, page)) return show(page.title, h('p', { class: 'error', role: 'alert' }, `${page.title} is for admins.`));
-  show(page.title, page.render(session));
+  if (!mayOpen(session.user.role, page))
+    return show(page.title, h('p', { class: 'error', role: 'alert' }, `${page.title} is for ${page.role === 'admin' ? 'admins' : 'staff and admins'}.`));
+  show(page.title, page.render(session, argument));
 }
 
 async function start() {
