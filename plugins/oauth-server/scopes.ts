@@ -43,9 +43,14 @@ export class ScopeVocabulary {
     return (this.#known = { groups, operations });
   }
 
-  /** What protected resource and server metadata list: the groups and `read-only` (operations are scopes too, but would make the list long). */
+  /**
+   * What protected resource and server metadata list: the groups. Operations
+   * and `read-only` are scopes too, but not listed: a client that names no
+   * scope asks for what is listed (the MCP SDK does), and would then ask for
+   * hundreds of operations, or only to read.
+   */
   supported(): string[] {
-    return [...[...this.#vocabulary.groups.keys()].sort(), READ_ONLY];
+    return [...this.#vocabulary.groups.keys()].sort();
   }
 
   /** Parses a `scope` parameter; `invalid_scope` for a name no loaded plugin has. */

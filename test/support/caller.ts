@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { RpcError, type Principal } from 'rpc-service/plugin';
 import type { App } from '../../core/app/app.ts';
 import type { CallerOptions } from '../../core/rpc/caller.ts';
+import type { PresentedCredentials } from '../../core/credentials/authenticator.ts';
 import { createClient, RpcError as ClientRpcError } from '../../clients/typescript/src/index.ts';
 import { GROUPS, type ErrorCode, type Groups, type Operations } from '../../clients/typescript/src/operations.ts';
 import type { CallOptions } from '../../clients/typescript/src/options.ts';
@@ -9,8 +10,8 @@ import type { CallOptions } from '../../clients/typescript/src/options.ts';
 /** The operations' params and results as the typed client declares them, for tests (a plugin's too) to name. */
 export type * from '../../clients/typescript/src/operations.ts';
 
-/** A session (the `token` of a signup or a login) or an API key, as a test holds it. */
-export type Credential = { token: string } | { apiKey: string };
+/** A session (the `token` of a signup or a login), an API key, or an app's OAuth access token for the API, as a test holds it. */
+export type Credential = { token: string } | { apiKey: string } | { accessToken: string };
 
 /** Who calls: a credential, a principal, or nobody (null: anonymously). */
 export type Who = Credential | Principal | null;
@@ -40,7 +41,10 @@ function typed(call: (method: string, params: unknown) => Promise<unknown>): Cal
   return caller as Caller;
 }
 
-const isCredential = (who: Who): who is Credential => who !== null && ('token' in who || 'apiKey' in who);
+const isCredential = (who: Who): who is Credential => who !== null && ('token' in who || 'apiKey' in who || 'accessToken' in who);
+
+const presented = (who: Credential): PresentedCredentials =>
+  'token' in who ? { sessionToken: who.token } : 'apiKey' in who ? { apiKey: who.apiKey } : { accessToken: { token: who.accessToken, door: 'api' } };
 
 /**
  * Calls in the process (core/rpc/caller.ts): the endpoint's path without HTTP,
@@ -49,7 +53,7 @@ const isCredential = (who: Who): who is Credential => who !== null && ('token' i
  * `options.baseUrl` is the address the answers' links (upload URLs) name.
  */
 export function callerIn(app: App, who: Who, options?: CallerOptions): Caller {
-  const identity = isCredential(who) ? { credentials: 'token' in who ? { sessionToken: who.token } : { apiKey: who.apiKey } } : who;
+  const identity = isCredential(who) ? { credentials: presented(who) } : who;
   const caller = app.createCaller(identity, options);
   return typed(async (method, params) => {
     const answer = await caller.call(method, params);
@@ -59,7 +63,9 @@ export function callerIn(app: App, who: Who, options?: CallerOptions): Caller {
 
 /** Calls over HTTP with the typed client, for a service in another process: no retries, so a refusal is seen as it comes. */
 export function callerAt(baseUrl: string, who: Credential | null): Caller {
-  const client = createClient({ baseUrl, retries: 0, ...(who === null ? {} : 'token' in who ? { token: who.token } : { apiKey: who.apiKey }) });
+  // An access token travels as a bearer token, as a session's does.
+  const credential = who === null ? {} : 'apiKey' in who ? { apiKey: who.apiKey } : { token: 'token' in who ? who.token : who.accessToken };
+  const client = createClient({ baseUrl, retries: 0, ...credential });
   return typed((method, params) => client.call(method, params as Record<string, unknown>));
 }
 
