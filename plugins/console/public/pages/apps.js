@@ -12,7 +12,7 @@ const scopesText = (app) => `${app.scopes ? app.scopes.join(', ') : 'everything 
  * answers where to send the browser (plugins/oauth-server/README.md).
  */
 export function authorizePage(_session, request) {
-  return section('Authorize an app', async () => {
+  return section('What it asks for', async () => {
     const consent = await rpc('OAuthServerRpc.getConsent', { request });
     const asked = consent.scopes;
     const scopeBoxes = (asked ?? []).map(({ scope, describe }) =>
