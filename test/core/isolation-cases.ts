@@ -42,6 +42,8 @@ export interface Tenant {
   page: string;
   /** Ids and other values naming A's records, each of them A's alone (the label is in every free-text one). */
   ids: Record<string, string>;
+  /** An OAuth access token of an app the admin authorised for the API, with everything their role allows. */
+  appToken: string;
 }
 
 export type Params = Record<string, unknown>;
@@ -270,6 +272,8 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
   },
 
   'NoteRpc.remove': { _id: notFound((x) => ({ _id: x.note })) },
+  'OAuthServerRpc.revokeApp': { id: notFound((x) => ({ id: x.oauthGrant })) },
+  'OAuthServerRpc.revokeSubscriptionApp': { id: notFound((x) => ({ id: x.oauthGrant })) },
 
   'NotificationRpc.delete': { _id: notFound((x) => ({ _id: x.notification })) },
   'NotificationRpc.findById': { _id: notFound((x) => ({ _id: x.notification })) },

@@ -1,5 +1,6 @@
 import { uniqueName, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
+import { authorizeApp } from '../support/oauth.ts';
 import { waitingRun } from '../support/workflows.ts';
 import { tinyPng } from '../support/uploads.ts';
 import { PASSWORD, schedulerTask, uploaded, waitingGraph, type Tenant } from './isolation-cases.ts';
@@ -115,6 +116,10 @@ export const SEEDS: Record<string, Seed> = {
     x.ids.comment = task.comments[0].commentId;
     await t.as(x.admin).TaskRpc.create({ taskInstanceId: x.ids.taskInstance, title: 'Dial', parentId: task._id });
     x.ids.notification = (await t.as(x.member).NotificationRpc.getData()).data[0]._id;
+  },
+  async apps(t, x) {
+    x.appToken = (await authorizeApp(t, x.admin)).accessToken;
+    x.ids.oauthGrant = (await t.as(x.admin).OAuthServerRpc.listApps())[0]!.id;
   },
   async telephony(t, x) {
     x.ids.agentConfig = `${x.label}-agent-config`;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { OperationListing } from '../../core/rpc/registry.ts';
-import type { Refusal } from '../support/caller.ts';
+import type { Refusal, Who } from '../support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../support/harness.ts';
 import { eventually, startHttpReceiver } from '../support/peers.ts';
 import { type Schema, idParams, PASSWORD, type Session, type Tenant, type Params, PAGE, EXPECTATIONS } from './isolation-cases.ts';
@@ -25,6 +25,9 @@ import { SEEDS } from './isolation-seeds.ts';
  * named `uploadKey` (an upload key names the files of its uploader), and
  * any property of format uuid whatever its name (a cursor such as
  * MemoryRpc.listMemories' `offset`).
+ *
+ * The lookups are made twice: by B's admin with a session, and by an app B's
+ * admin authorised with OAuth, with its access token (plugins/oauth-server).
  */
 
 describe('tenant isolation of every operation that takes an id', () => {
@@ -102,7 +105,13 @@ describe('tenant isolation of every operation that takes an id', () => {
     assert.deepEqual(stale, [], 'expectations for params no operation has');
   });
 
-  it("answers tenant B's admin for each of A's ids as for an id that exists nowhere: NOT_FOUND, or nothing of A's", async () => {
+  /**
+   * The failures of calling, as `who` of tenant B, each checked operation with
+   * A's ids and with ids that exist nowhere; `lookupsOnly` leaves out the
+   * calls that write a record of B's (naming A's ids inside it), which a
+   * second pass would find as B's own.
+   */
+  async function crossTenantFailures(who: Who, lookupsOnly: boolean): Promise<{ failures: string[]; checked: number }> {
     const failures: string[] = [];
     let checked = 0;
     // Calls that make records of B's come last: B may name its own records as A named theirs (a board "alpha-board"), and the reads before must not see them.
@@ -110,12 +119,13 @@ describe('tenant isolation of every operation that takes an id', () => {
       .flatMap(([method, fields]) =>
         Object.entries(fields).flatMap(([field, expectation]) => ('exempt' in expectation ? [] : [{ method, field, expectation }])),
       )
+      .filter(({ expectation }) => !lookupsOnly || expectation.answer === 'NOT_FOUND')
       .sort((x, y) => Number(Boolean(x.expectation.creates)) - Number(Boolean(y.expectation.creates)));
     for (const { method, field, expectation } of cases) {
       const label = `${method} (${field})`;
-      const unknown = await answerOf(t, method, await expectation.params(nobody, b, t), b);
+      const unknown = await answerOf(t, method, await expectation.params(nobody, b, t), who);
       const params = await expectation.params(a.ids, b, t);
-      const answer = await answerOf(t, method, params, b);
+      const answer = await answerOf(t, method, params, who);
       checked++;
       const code = answer.code ?? 'OK';
       if (code !== expectation.answer) failures.push(`${label}: ${code} (expected ${expectation.answer}): ${JSON.stringify(answer).slice(0, 300)}`);
@@ -129,6 +139,18 @@ describe('tenant isolation of every operation that takes an id', () => {
       const leaked = Object.entries(a.ids).filter(([, value]) => JSON.stringify(answer).includes(value) && !sent.includes(value));
       if (leaked.length > 0) failures.push(`${label}: the answer holds A's ${leaked.map(([key]) => key).join(', ')}: ${JSON.stringify(answer).slice(0, 300)}`);
     }
+    return { failures, checked };
+  }
+
+  // Lookups of A's records, before the admin's pass writes records of B's naming A's ids (a memory with A's memory's id).
+  it("answers an app tenant B's admin authorised (an OAuth access token) for each of A's ids as for one that exists nowhere", async () => {
+    const { failures, checked } = await crossTenantFailures({ accessToken: b.appToken }, true);
+    assert.ok(checked >= 80, `only ${checked} checks`);
+    assert.deepEqual(failures, []);
+  });
+
+  it("answers tenant B's admin for each of A's ids as for an id that exists nowhere: NOT_FOUND, or nothing of A's", async () => {
+    const { failures, checked } = await crossTenantFailures(b.admin, false);
     assert.ok(checked >= 100, `only ${checked} checks`);
     assert.deepEqual(failures, []);
   });
@@ -145,9 +167,9 @@ interface Answer {
 }
 
 /** The data of the call, or the code and message it was refused with (the code stands for its HTTP status). */
-async function answerOf(t: TestApp, method: string, params: Params, caller: Tenant): Promise<Answer> {
+async function answerOf(t: TestApp, method: string, params: Params, who: Who): Promise<Answer> {
   return t
-    .as(caller.admin)
+    .as(who)
     .call(method, params)
     .then(
       (data) => ({ data }),
