@@ -15,6 +15,7 @@ import { AuditLog } from '../audit/audit-log.ts';
 import { AiClient, aiCallsPoint } from '../ai/ai-client.ts';
 import { loadCatalogue } from '../ai/catalogue.ts';
 import { ToolCatalogue, toolsPoint } from '../rpc/tools.ts';
+import { ResourceCatalogue, resourcesPoint } from '../rpc/resources.ts';
 import { CollectionCatalogue, collectionsPoint } from '../records/collections.ts';
 import { DataScopeCatalogue, dataScopesPoint } from '../records/data-scopes.ts';
 import { DataFolders } from '../base/data-folders.ts';
@@ -53,7 +54,16 @@ import { UploadService } from '../uploads/upload-service.ts';
 const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
 
 /** The extension points of the core: plugins contribute to them like to any plugin's. */
-export const CORE_EXTENSION_POINTS = [credentialsPoint, eventsPoint, toolsPoint, collectionsPoint, dataScopesPoint, aiCallsPoint, tenantDataPoint];
+export const CORE_EXTENSION_POINTS = [
+  credentialsPoint,
+  eventsPoint,
+  toolsPoint,
+  resourcesPoint,
+  collectionsPoint,
+  dataScopesPoint,
+  aiCallsPoint,
+  tenantDataPoint,
+];
 
 export interface AppOptions {
   config: Config;
@@ -204,6 +214,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     const authenticator = new Authenticator(credentialVerifiers(extensions), core.credentials);
     const registry = buildRegistry(plugins, (plugin) => scopes.get(plugin.id)!.cradle);
     core.tools.load(extensions.all('core.tools'), registry);
+    const resources = new ResourceCatalogue();
+    resources.load(extensions.all('core.resources'), registry);
     core.collections.load(extensions.all('core.collections'));
     core.dataScopes.load(extensions.all('core.dataScopes'));
     core.ai.load(extensions.all('core.aiCalls'));
@@ -244,6 +256,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       dispatcher,
       pipeline,
       authenticator,
+      resources,
       bus,
       rateLimiter: core.rateLimiter,
       uploadService,

@@ -13,6 +13,7 @@ import { readBody } from './read-body.ts';
 import { baseUrlOf, HttpTransport } from './request-info.ts';
 import { AnswerBudget, recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 import { onFirstUse } from '../base/on-first-use.ts';
+import type { ResourceCatalogue, ResourceDeclaration } from '../rpc/resources.ts';
 
 /**
  * An MCP server at `/mcp` (Streamable HTTP, stateless, on the official SDK):
@@ -22,7 +23,28 @@ import { onFirstUse } from '../base/on-first-use.ts';
  */
 export interface McpEndpoint extends RpcEndpoint {
   version: string;
+  /** What plugins offer as resources (`core.resources`). */
+  resources: ResourceCatalogue;
 }
+
+/** Resources in one `resources/list` answer at most. */
+const RESOURCE_PAGE = 50;
+
+/** A `resources/list` cursor: which declaration the listing is at, and that declaration's own cursor. */
+const encodeCursor = (at: number, inner: string | undefined) => Buffer.from(JSON.stringify([at, inner ?? null])).toString('base64url');
+function decodeCursor(cursor: string | undefined): [number, string | undefined] | undefined {
+  if (cursor === undefined) return [0, undefined];
+  try {
+    const [at, inner] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (Number.isInteger(at) && (at as number) >= 0 && (inner === null || typeof inner === 'string')) return [at as number, inner ?? undefined];
+  } catch {
+    // not one of ours
+  }
+  return undefined;
+}
+
+/** The MCP specification's code for a resource that does not exist. */
+const RESOURCE_NOT_FOUND = -32002;
 
 /** MCP tool names: `Group_operation`, as clients that follow the tool-name pattern [A-Za-z0-9_-] refuse dots. */
 export const toolName = (method: string): string => method.replace('.', '_');
@@ -94,8 +116,13 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
    * answered once per request and metered like a tool call.
    */
   const serverFor = (sdk: Awaited<ReturnType<typeof loadSdk>>, principal: Principal, req: IncomingMessage, requestId: string): Server => {
-    const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } = sdk;
-    const server = new Server({ name: 'rpc-service', version: endpoint.version }, { capabilities: { tools: { listChanged: false } } });
+    const { Server, CallToolRequestSchema, ListToolsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ReadResourceRequestSchema } =
+      sdk;
+    const { McpError, ErrorCode } = sdk;
+    const server = new Server(
+      { name: 'rpc-service', version: endpoint.version },
+      { capabilities: { tools: { listChanged: false }, resources: { listChanged: false } } },
+    );
     const transport = new HttpTransport(req, endpoint.options);
     const budget = new AnswerBudget(endpoint.options);
     let listed = false;
@@ -106,6 +133,79 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
       return next;
     };
     const mcpError = (error: RpcError) => new McpError(jsonRpcCode(error.code, error.status), error.message, errorBody(error));
+    /** An error of an operation a resource is read through, as MCP says it: an unknown resource is -32002 (its specification's code). */
+    const resourceError = (thrown: unknown, method: string) => {
+      if (thrown instanceof McpError) return thrown;
+      const { error } = endpoint.pipeline.failure(thrown, { requestId, method });
+      return error.code === 'NOT_FOUND' ? new McpError(RESOURCE_NOT_FOUND, error.message, errorBody(error)) : mcpError(error);
+    };
+    /** Calls an operation for a resource as this caller, counted and logged as any call. */
+    const call = async (method: string, params: Record<string, unknown>) => {
+      const started = performance.now();
+      const outcome = await endpoint.dispatcher.dispatch({ method, params, requestId, principal, transport, traceHeaders: req.headers });
+      recordCall(endpoint, requestId, method, outcome, started);
+      if (!outcome.ok) throw outcome.error;
+      return answerData(outcome.result);
+    };
+    /** Declarations the caller may read: the first operation each reads through is permitted. */
+    const readable = () =>
+      endpoint.resources.list().filter((declaration) => endpoint.pipeline.permits(endpoint.registry.get(declaration.operations[0])!, principal));
+    const answer = <T>(result: T): T => {
+      if (!budget.take(Buffer.byteLength(JSON.stringify(result)))) throw mcpError(budget.refusal(true));
+      return result;
+    };
+
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
+      inTurn(async () =>
+        answer({
+          resourceTemplates: readable().map((declaration) => ({
+            uriTemplate: declaration.template,
+            name: declaration.name,
+            title: declaration.title,
+            description: declaration.describe,
+            mimeType: declaration.mimeType,
+          })),
+        }),
+      ),
+    );
+    server.setRequestHandler(ListResourcesRequestSchema, (request) =>
+      inTurn(async () => {
+        const position = decodeCursor(request.params?.cursor);
+        if (!position) throw new McpError(ErrorCode.InvalidParams, 'Unknown cursor: pass the nextCursor of the previous answer');
+        const offered = readable();
+        let [at, inner] = position;
+        // A page holds one declaration's resources; a declaration with none (or none for this caller) is passed over.
+        for (; at < offered.length; at++, inner = undefined) {
+          const declaration: ResourceDeclaration = offered[at]!;
+          if (!declaration.list) continue;
+          let page: Awaited<ReturnType<NonNullable<ResourceDeclaration['list']>>>;
+          try {
+            page = await declaration.list(call, inner, RESOURCE_PAGE);
+          } catch (thrown) {
+            if (thrown instanceof RpcError && (thrown.code === 'FORBIDDEN' || thrown.code === 'NOT_FOUND')) continue;
+            throw resourceError(thrown, `resources/list ${declaration.name}`);
+          }
+          const resources = page.resources.map((resource) => ({ mimeType: declaration.mimeType, ...resource }));
+          const next = page.next !== null ? encodeCursor(at, page.next) : at + 1 < offered.length ? encodeCursor(at + 1, undefined) : undefined;
+          if (resources.length === 0 && next !== undefined) continue;
+          return answer({ resources, ...(next ? { nextCursor: next } : {}) });
+        }
+        return answer({ resources: [] });
+      }),
+    );
+    server.setRequestHandler(ReadResourceRequestSchema, (request) =>
+      inTurn(async () => {
+        const uri = request.params.uri;
+        const found = endpoint.resources.match(uri);
+        if (!found) throw new McpError(RESOURCE_NOT_FOUND, `No resource has the URI ${uri.slice(0, 200)}`);
+        try {
+          const content = await found.declaration.read(call, found.values);
+          return answer({ contents: [{ uri, mimeType: found.declaration.mimeType, ...content }] });
+        } catch (thrown) {
+          throw resourceError(thrown, `resources/read ${found.declaration.name}`);
+        }
+      }),
+    );
 
     server.setRequestHandler(ListToolsRequestSchema, () =>
       inTurn(async () => {

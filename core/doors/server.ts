@@ -16,6 +16,7 @@ import type { RequestPipeline } from '../rpc/pipeline.ts';
 import type { Registry } from '../rpc/registry.ts';
 import type { UploadService } from '../uploads/upload-service.ts';
 import { createMcpEndpoint } from './mcp.ts';
+import type { ResourceCatalogue } from '../rpc/resources.ts';
 import type { Metrics } from '../base/metrics.ts';
 import { requestIdOf, untrustedProxyCheck } from './request-info.ts';
 import { mountRoutes } from './routes.ts';
@@ -47,6 +48,7 @@ export function createHttpServer(parts: {
   dispatcher: Dispatcher;
   pipeline: RequestPipeline;
   authenticator: Authenticator;
+  resources: ResourceCatalogue;
   bus: EventBus;
   rateLimiter: RateLimiter;
   uploadService: UploadService;
@@ -70,7 +72,7 @@ export function createHttpServer(parts: {
     options: { bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.trustProxy, publicUrl: config.publicUrl },
   };
   const handleRpc = createRpcEndpoint(rpcEndpoint);
-  const handleMcp = createMcpEndpoint({ ...rpcEndpoint, version: CORE_VERSION });
+  const handleMcp = createMcpEndpoint({ ...rpcEndpoint, version: CORE_VERSION, resources: parts.resources });
   const checkProxy = untrustedProxyCheck(config.trustProxy, logger);
 
   // Idle connections are kept longer than clients and proxies keep theirs (undici 4 s, load balancers 60 s): a

@@ -23,6 +23,7 @@ import {
   tagRelease,
   writeFile,
 } from './operations.ts';
+import { scopeFileResources } from './resources.ts';
 
 /** CheckpointRpc: versioned data scopes of a subscription, each a git repository kept in the database (files, or records of other plugins as JSON files). */
 export const checkpointPlugin = definePlugin<CheckpointDeps>({
@@ -45,6 +46,7 @@ export const checkpointPlugin = definePlugin<CheckpointDeps>({
     ],
     // The scopes' rows move with the tenant as every subscription_id row does; repositories of earlier releases not yet moved into the database move as folders.
     'core.tenantData': (deps) => [{ folders: [deps.checkpointService.diskRoot] }],
+    'core.resources': [scopeFileResources],
   },
   operations: { listScopes, getStatus, listCheckpoints, createCheckpoint, tagRelease, restore, rollback, writeFile, readFile, listFiles, deleteFile },
 });

@@ -6,6 +6,7 @@ import { create, getAllDocuments, getById, getByTitle, getVersions, remove, sear
 import { Page } from './page.entity.ts';
 import { PageService } from './page.service.ts';
 import { PageVersion } from './page-version.entity.ts';
+import { pageResources } from './resources.ts';
 
 /** DocumentRpc: trees of Markdown pages per documentation instance, versioned, searched by meaning through the knowledge base's index. */
 export const documentsPlugin = definePlugin<DocumentsDeps>({
@@ -20,6 +21,7 @@ export const documentsPlugin = definePlugin<DocumentsDeps>({
     'core.tools': [
       { name: 'documents.search', describe: 'Find the passages of a documentation instance that answer a question.', method: 'DocumentRpc.search' },
     ],
+    'core.resources': [pageResources],
   },
   operations: { getAllDocuments, getById, getByTitle, create, update, delete: remove, getVersions, search },
 });

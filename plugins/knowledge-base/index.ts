@@ -39,6 +39,7 @@ import {
   updateDocument,
 } from './operations.ts';
 import { parsersPoint } from './parsers.ts';
+import { documentResources } from './resources.ts';
 
 declare module 'rpc-service/plugin' {
   interface PluginServices {
@@ -73,6 +74,7 @@ export const knowledgeBasePlugin = definePlugin<KnowledgeBaseDeps>({
     documentsService: asClass(DocumentsService).singleton(),
   },
   exports: ['knowledgeIndex'],
+  extends: { 'core.resources': [documentResources] },
   operations: {
     getUploadKey,
     ingestText,

@@ -207,6 +207,15 @@ export class MemoryService {
     return { success: true, message: 'Memory deleted' };
   }
 
+  /** One memory of the scope; NOT_FOUND for one of another scope or owner, as for one that does not exist. */
+  async getMemory(ctx: AuthenticatedContext, whose: Whose, memoryId: string): Promise<MemoryRecord> {
+    const owner = await this.#owner(ctx, whose);
+    const owned = ownerCondition(ctx.subscriptionId, owner);
+    const [row] = await ctx.em.execute<RecordRow[]>(`select id, content, metadata from memory where id = ? and ${owned.sql}`, [memoryId, ...owned.params]);
+    if (!row) throw notFound(`Memory ${memoryId} not found in this scope`);
+    return row;
+  }
+
   /**
    * Oldest first. `offset` a memory id: the page after that memory (cursor);
    * a number: that many skipped (index). `next_page_offset` continues in the

@@ -72,6 +72,15 @@ export const deleteMemory = defineOperation({
   handler: ({ params: { memoryId, ...whose }, ctx, deps }) => deps.memoryService.deleteMemory(ctx, whose, memoryId),
 });
 
+export const getMemory = defineOperation({
+  access: 'user',
+  kind: 'read',
+  describe: 'One memory of the scope by its id (what an agent reads as the MCP resource memory://<scope>/<memoryId>).',
+  result: MEMORY_RECORD,
+  params: v.object({ ...whose, memoryId: v.pipe(v.string('memoryId must be a string'), v.uuid('memoryId must be a UUID')) }),
+  handler: ({ params: { memoryId, ...whose }, ctx, deps }) => deps.memoryService.getMemory(ctx, whose, memoryId),
+});
+
 export const listMemories = defineOperation({
   access: 'user',
   kind: 'read',

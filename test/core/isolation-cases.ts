@@ -254,6 +254,10 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
     memoryId: notFound((x) => ({ scope: 'user', memoryId: x.memory })),
     targetUserId: notFound((x, b) => ({ scope: 'user', targetUserId: x.member, memoryId: b.ids.memory })),
   },
+  'MemoryRpc.getMemory': {
+    memoryId: notFound((x) => ({ scope: 'user', memoryId: x.memory })),
+    targetUserId: notFound((x, b) => ({ scope: 'user', targetUserId: x.member, memoryId: b.ids.memory })),
+  },
   'MemoryRpc.listMemories': {
     targetUserId: notFound((x) => ({ scope: 'user', targetUserId: x.member })),
     offset: invalid('a cursor must be a memory of the list: “no memory with this id in this scope to continue after”', (x) => ({

@@ -796,6 +796,10 @@ export interface Operations {
     params: MemoryRpcDeleteMemoryParams;
     result: MemoryRpcDeleteMemoryResult;
   };
+  'MemoryRpc.getMemory': {
+    params: MemoryRpcGetMemoryParams;
+    result: MemoryRpcGetMemoryResult;
+  };
   'MemoryRpc.listMemories': {
     params: MemoryRpcListMemoriesParams;
     result: MemoryRpcListMemoriesResult;
@@ -3347,6 +3351,18 @@ export interface MemoryRpcDeleteMemoryResult {
   success: true;
   message: string;
 }
+export interface MemoryRpcGetMemoryParams {
+  scope: 'user' | 'global';
+  targetUserId?: string;
+  memoryId: string;
+}
+export interface MemoryRpcGetMemoryResult {
+  id: string;
+  content: string;
+  metadata: {
+    [k: string]: unknown | undefined;
+  };
+}
 export interface MemoryRpcListMemoriesParams {
   scope: 'user' | 'global';
   targetUserId?: string;
@@ -5262,6 +5278,8 @@ export interface KnowledgeBaseAdminRpc {
 export interface MemoryRpc {
   /** Delete a memory of the scope. (user, write) */
   deleteMemory(params: MemoryRpcDeleteMemoryParams, options?: CallOptions): Promise<MemoryRpcDeleteMemoryResult>;
+  /** One memory of the scope by its id (what an agent reads as the MCP resource memory://<scope>/<memoryId>). (user, read) */
+  getMemory(params: MemoryRpcGetMemoryParams, options?: CallOptions): Promise<MemoryRpcGetMemoryResult>;
   /** The memories of the scope, oldest first; offset is a memory id (cursor) or a number of memories to skip. (user, read) */
   listMemories(params: MemoryRpcListMemoriesParams, options?: CallOptions): Promise<MemoryRpcListMemoriesResult>;
   /** The memories that best answer queryText, best first: by meaning and words together (mode hybrid, the default), by meaning alone (semantic: cosine similarity as score) or by words alone (text: BM25); filter on metadata with the list operators. (user, write) */
@@ -5579,7 +5597,7 @@ export const GROUPS = {
     'updateChunk',
     'updateDocument',
   ],
-  MemoryRpc: ['deleteMemory', 'listMemories', 'recallMemories', 'saveMemory'],
+  MemoryRpc: ['deleteMemory', 'getMemory', 'listMemories', 'recallMemories', 'saveMemory'],
   NotificationRpc: ['delete', 'deleteAll', 'findById', 'getData', 'getSchema', 'markAllAsRead', 'markAsRead'],
   OAuthServerRpc: ['approveConsent', 'denyConsent', 'getConsent', 'listApps', 'listSubscriptionApps', 'revokeApp', 'revokeSubscriptionApp'],
   PlaybookRpc: ['create', 'delete', 'finalizeResourceUpload', 'findById', 'getResourceUploadKey', 'list', 'search', 'update'],
