@@ -123,6 +123,8 @@ export interface AiClientOptions {
   maxRetries: number;
   /** Where the GenAI client metrics are counted; none in a client made outside an app. */
   metrics?: Metrics;
+  /** Chat messages and answers on the spans, when the operator opts in (TracingConfig.captureAiContent). */
+  captureContent?: boolean;
 }
 
 /** Texts per task of the worker pool: big enough to amortise the hand-over, small enough to spread a batch over the threads. */
@@ -193,7 +195,7 @@ export class AiClient {
     if (provider.type === 'local') throw new RpcError('FEATURE_UNAVAILABLE', `Model ${model.id} cannot chat: its provider is the local embedder`);
     return this.#traced(ctx, 'chat', model, provider, options, async (signal) => {
       const { content, usage, attempts, response } = await this.#remote.chat(messages, model, provider, options, signal);
-      return { result: { content, model: model.id }, usage, attempts, response };
+      return { result: { content, model: model.id }, usage, attempts, response: { ...response, messages, answer: content } };
     });
   }
 
@@ -208,7 +210,8 @@ export class AiClient {
   /**
    * Runs a call of the model, records it (`core.aiCalls`) and makes it a
    * span in OpenTelemetry's GenAI conventions (genAiRequest, genAiResponse):
-   * one span for the whole call, its retries included, never its content.
+   * one span for the whole call, its retries included; its content only when
+   * the operator opts in.
    */
   #traced<T extends object>(
     ctx: RequestContext,
@@ -227,7 +230,7 @@ export class AiClient {
         // In-process models are INTERNAL, the conventions say; a provider over HTTP is a CLIENT.
         kind: provider.type === 'local' ? SpanKind.INTERNAL : SpanKind.CLIENT,
         attributes: request,
-        outcome: (span) => span.setAttributes(genAiResponse(model, usage, response)),
+        outcome: (span) => span.setAttributes(genAiResponse(model, usage, response, this.#options.captureContent === true)),
       },
       async () => {
         const outcome = await this.#recorded(ctx, operation, model, provider, options, call);
@@ -313,11 +316,13 @@ export class AiClient {
   }
 }
 
-/** What a provider said of its answer, for the span: its id, the model that answered, why it stopped. */
+/** What a provider said of its answer, for the span: its id, the model that answered, why it stopped; a chat's messages and answer. */
 interface GenAiResponse {
   id?: string;
   model?: string;
   finishReasons?: string[];
+  messages?: readonly ChatMessage[];
+  answer?: string;
 }
 
 /** The GenAI conventions' operation names (gen_ai.operation.name). */
@@ -338,9 +343,24 @@ function genAiRequest(operation: 'embedding' | 'chat', model: AiModel, provider:
   };
 }
 
-/** What the answer tells, in the same conventions: the model that answered, the tokens, why it stopped. */
-function genAiResponse(model: AiModel, usage: Usage, response: GenAiResponse): Record<string, string | number | string[]> {
+/**
+ * What the answer tells, in the same conventions: the model that answered, the
+ * tokens, why it stopped; with `content`, the chat's messages and answer as
+ * the conventions' JSON (each message a role and its parts).
+ */
+function genAiResponse(model: AiModel, usage: Usage, response: GenAiResponse, content: boolean): Record<string, string | number | string[]> {
+  const text = (value: string) => [{ type: 'text', content: value }];
+  const captured: Record<string, string> =
+    content && response.messages && response.answer !== undefined
+      ? {
+          'gen_ai.input.messages': JSON.stringify(response.messages.map((message) => ({ role: message.role, parts: text(message.content) }))),
+          'gen_ai.output.messages': JSON.stringify([
+            { role: 'assistant', parts: text(response.answer), ...(response.finishReasons?.[0] ? { finish_reason: response.finishReasons[0] } : {}) },
+          ]),
+        }
+      : {};
   return {
+    ...captured,
     'gen_ai.response.model': response.model ?? model.id,
     'gen_ai.usage.input_tokens': usage.inputTokens,
     'gen_ai.usage.output_tokens': usage.outputTokens,

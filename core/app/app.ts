@@ -190,6 +190,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         timeoutMs: config.aiTimeoutMs,
         maxRetries: config.aiMaxRetries,
         metrics,
+        captureContent: config.tracing?.captureAiContent === true,
       }),
       audit: new AuditLog({ db }),
       rateLimiter: new RateLimiter(db),

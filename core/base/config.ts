@@ -109,6 +109,11 @@ export const CoreSettings = settings({
     '1',
   ),
   OTEL_BSP_SCHEDULE_DELAY: setting(env.integer(0, 600_000), 'how long finished spans wait to be sent together, in milliseconds', '5000'),
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: setting(
+    env.boolean(),
+    "put chat calls' messages and answers on their spans (gen_ai.input.messages, gen_ai.output.messages); they may hold personal data",
+    'false',
+  ),
 });
 
 export const CORE_SETTING_NAMES = Object.keys(CoreSettings.entries);
@@ -181,6 +186,8 @@ export interface TracingConfig {
   sampler: (typeof SAMPLERS)[number];
   samplerRatio: number;
   scheduleDelayMs: number;
+  /** Chat calls' messages and answers on their spans (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). */
+  captureAiContent: boolean;
 }
 
 /** Tracing's settings when an OTLP endpoint is set, as OpenTelemetry's environment specification reads them. */
@@ -194,6 +201,7 @@ function tracingConfig(e: v.InferOutput<typeof CoreSettings>): TracingConfig | u
     sampler: e.OTEL_TRACES_SAMPLER,
     samplerRatio: e.OTEL_TRACES_SAMPLER_ARG,
     scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+    captureAiContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
   };
 }
 

@@ -98,3 +98,15 @@ export function traceFields(): { trace_id?: string; span_id?: string } {
   const { traceId, spanId } = span.spanContext();
   return { trace_id: traceId, span_id: spanId };
 }
+
+/**
+ * An agent's call of a tool as OpenTelemetry's GenAI conventions name it
+ * (`execute_tool`), so LLM observability tools show it as one: a workflow's
+ * tool node, or an MCP client's `tools/call`. `callId` is the call's own id.
+ */
+export const executeToolAttributes = (tool: string, callId: string): Record<string, string> => ({
+  'gen_ai.operation.name': 'execute_tool',
+  'gen_ai.tool.name': tool,
+  'gen_ai.tool.type': 'function',
+  'gen_ai.tool.call.id': callId,
+});

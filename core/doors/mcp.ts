@@ -13,6 +13,7 @@ import { readBody } from './read-body.ts';
 import { baseUrlOf, HttpTransport } from './request-info.ts';
 import { AnswerBudget, recordCall, send, type RpcEndpoint } from './rpc-reply.ts';
 import { onFirstUse } from '../base/on-first-use.ts';
+import { executeToolAttributes, failedWith, inSpan, remoteParent, SpanKind } from '../base/tracing.ts';
 import type { ResourceCatalogue, ResourceDeclaration } from '../rpc/resources.ts';
 
 /**
@@ -221,21 +222,35 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
         return { tools: permitted.map((entry) => entry.tool) };
       }),
     );
-    server.setRequestHandler(CallToolRequestSchema, (request) =>
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
       inTurn(async () => {
         const entry = tools.get(request.params.name);
         if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
         if (budget.spent) return toolError(budget.refusal(false));
         const started = performance.now();
-        const outcome = await endpoint.dispatcher.dispatch({
-          method: entry.operation.method,
-          params: request.params.arguments ?? {},
-          requestId,
-          principal,
-          transport,
-          // A tool call continues the agent's trace when its request carries a traceparent, as an RPC call does.
-          traceHeaders: req.headers,
-        });
+        // A tool call continues the agent's trace when its request carries a traceparent, as an RPC call does; its span is
+        // the GenAI conventions' execute_tool, named as their MCP conventions name a tools/call, with the operation's inside.
+        const outcome = await inSpan(
+          {
+            name: `tools/call ${entry.tool.name}`,
+            kind: SpanKind.SERVER,
+            parent: remoteParent(req.headers),
+            attributes: {
+              'mcp.method.name': 'tools/call',
+              'jsonrpc.request.id': String(extra.requestId),
+              ...executeToolAttributes(entry.tool.name, String(extra.requestId)),
+            },
+            outcome: (span, result) => (result.ok ? undefined : failedWith(span, result.error.code)),
+          },
+          () =>
+            endpoint.dispatcher.dispatch({
+              method: entry.operation.method,
+              params: request.params.arguments ?? {},
+              requestId,
+              principal,
+              transport,
+            }),
+        );
         recordCall(endpoint, requestId, entry.operation.method, outcome, started);
         const { result, bytes } = toolResult(outcome, entry);
         return budget.take(bytes) ? result : toolError(budget.refusal(true));

@@ -160,6 +160,7 @@ export {
   type VectorColumn,
 } from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../rpc/tools.ts';
+export { executeToolAttributes } from '../base/tracing.ts';
 export { expandTemplate, type ResourceCall, type ResourceContent, type ResourceDeclaration, type ResourceEntry } from '../rpc/resources.ts';
 export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../records/data-scopes.ts';
 export type { DataFolders } from '../base/data-folders.ts';

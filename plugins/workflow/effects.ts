@@ -1,4 +1,5 @@
 import {
+  executeToolAttributes,
   OutboundRefusedError,
   RpcError,
   type AiClient,
@@ -13,7 +14,7 @@ import type { WorkflowConfig } from './config.ts';
 import type { WorkflowInstance } from './instance.entity.ts';
 import type { EffectReply, EffectRequest } from './interpreter.worker.ts';
 import type { NodeRunInput } from './node-types.ts';
-import { inSpan, toolAttributes } from './run-spans.ts';
+import { inSpan } from './run-spans.ts';
 
 type OutboundResponse = Awaited<ReturnType<Outbound['fetch']>>;
 
@@ -65,7 +66,7 @@ export class NodeEffects {
         case 'tool': {
           const tool = this.#tools.get(input.tool as string);
           if (!tool) return { id: request.id, ok: false, error: `${input.tool} is not an available tool` };
-          return await inSpan(`execute_tool ${tool.name}`, toolAttributes(tool.name, `${instance.id}:${request.node}`), async () => ({
+          return await inSpan(`execute_tool ${tool.name}`, executeToolAttributes(tool.name, `${instance.id}:${request.node}`), async () => ({
             id: request.id,
             ok: true as const,
             value: (await this.#operations.as(principal).call(tool.method, input.params)) ?? null,

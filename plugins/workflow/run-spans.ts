@@ -30,14 +30,6 @@ export function inSpan<T>(name: string, attributes: Attributes, run: () => Promi
   });
 }
 
-/** A tool node's call of its tool, as OpenTelemetry's GenAI conventions name an agent's tool call: LLM observability tools show it as one. */
-export const toolAttributes = (tool: string, callId: string): Attributes => ({
-  'gen_ai.operation.name': 'execute_tool',
-  'gen_ai.tool.name': tool,
-  'gen_ai.tool.type': 'function',
-  'gen_ai.tool.call.id': callId,
-});
-
 /** Spans of the part's nodes that ran on its thread alone, each from the step before it (or the part's start) to its own. */
 export function recordSteps(part: Span, steps: readonly Step[], began: Date, hostNodes: ReadonlySet<string>): void {
   const parent = trace.setSpan(context.active(), part);

@@ -9,6 +9,7 @@ type Receiver = Awaited<ReturnType<typeof startHttpReceiver>>;
 
 /** One span as OTLP/HTTP JSON carries it: its name, kind and attributes, each attribute's value under the name of its type. */
 interface ReceivedSpan {
+  traceId: string;
   spanId: string;
   parentSpanId?: string;
   name: string;
@@ -20,7 +21,14 @@ function spansOf(collector: Receiver): ReceivedSpan[] {
   type Export = {
     resourceSpans: {
       scopeSpans: {
-        spans: { spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: { key: string; value: Record<string, unknown> }[] }[];
+        spans: {
+          traceId: string;
+          spanId: string;
+          parentSpanId?: string;
+          name: string;
+          kind: number;
+          attributes?: { key: string; value: Record<string, unknown> }[];
+        }[];
       }[];
     }[];
   };
@@ -32,6 +40,7 @@ function spansOf(collector: Receiver): ReceivedSpan[] {
     (JSON.parse(request.body) as Export).resourceSpans.flatMap((resource) =>
       resource.scopeSpans.flatMap((scope) =>
         scope.spans.map((span) => ({
+          traceId: span.traceId,
           spanId: span.spanId,
           parentSpanId: span.parentSpanId,
           name: span.name,
@@ -43,7 +52,8 @@ function spansOf(collector: Receiver): ReceivedSpan[] {
   );
 }
 
-/** OTLP's SpanKind: 3 is CLIENT. */
+/** OTLP's SpanKind: 2 is SERVER, 3 CLIENT. */
+const SERVER = 2;
 const CLIENT = 3;
 
 /**
@@ -159,5 +169,74 @@ describe('AI calls as GenAI spans', () => {
     assert.equal(value(`gen_ai_client_token_usage_sum{${chat},gen_ai_token_type="output"}`), 5);
     assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${embedding},error_type=""}`), 2);
     assert.equal(value(`gen_ai_client_operation_duration_seconds_count{${chat},error_type=""}`), 1);
+  });
+
+  it("an MCP client's tools/call: execute_tool, named as the MCP conventions name it, continuing the agent's trace, the operation inside", async () => {
+    const admin = await t.signup();
+    const agentTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const answer = await fetch(`${t.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${admin.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        traceparent: `00-${agentTrace}-00f067aa0ba902b7-01`,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'MemoryRpc_listMemories', arguments: { scope: 'user' } } }),
+    });
+    assert.equal(answer.status, 200);
+    const span = await eventually(() => spansOf(collector).find((each) => each.name === 'tools/call MemoryRpc_listMemories'));
+    assert.equal(span.kind, SERVER);
+    assert.equal(span.traceId, agentTrace);
+    assert.deepEqual(span.attributes, {
+      'mcp.method.name': 'tools/call',
+      'jsonrpc.request.id': '7',
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'MemoryRpc_listMemories',
+      'gen_ai.tool.type': 'function',
+      'gen_ai.tool.call.id': '7',
+    });
+    const inside = await eventually(() => spansOf(collector).find((each) => each.name === 'MemoryRpc.listMemories' && each.parentSpanId === span.spanId));
+    assert.equal(inside.attributes['rpc.method'], 'MemoryRpc.listMemories');
+  });
+});
+
+/** With OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, as the conventions' instrumentations read it, a chat span carries its messages and answer. */
+describe('AI calls as GenAI spans, with content captured on opt-in', () => {
+  let t: TestApp;
+  let collector: Receiver;
+  let peer: Awaited<ReturnType<typeof startModelPeer>>;
+
+  before(async () => {
+    collector = await startHttpReceiver();
+    peer = await startModelPeer();
+    t = await startTestApp({
+      withNotes: false,
+      plugins: ['auth', 'workflow'],
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+        AI_CATALOGUE_FILE: peer.catalogueFile,
+        OUTBOUND_ALLOW_PRIVATE: 'true',
+      },
+    });
+  });
+  after(async () => {
+    await t.close();
+    await Promise.all([collector.close(), peer.close()]);
+  });
+
+  it('a chat span holds the input messages and the answer as the conventions write them', async () => {
+    const admin = await t.signup();
+    const graph = linearGraph([{ id: 'ask', type: 'ai', config: { prompt: 'Tell me about {{ $args.topic }}', saveAs: 'answer' } }], 'answer');
+    await t.as(admin).WorkflowRpc.create({ name: 'Ask', ...graph });
+    await t.as(admin).WorkflowRpc.executeWorkflow({ workflowIdentifier: 'Ask', workflowArgs: { topic: 'the moon landing' } });
+    const span = await eventually(() => spansOf(collector).find((each) => each.name === `chat ${PEER_CHAT_MODEL}`));
+    const input = JSON.parse(String(span.attributes['gen_ai.input.messages'])) as { role: string; parts: { type: string; content: string }[] }[];
+    assert.deepEqual(input.at(-1), { role: 'user', parts: [{ type: 'text', content: 'Tell me about the moon landing' }] });
+    assert.deepEqual(JSON.parse(String(span.attributes['gen_ai.output.messages'])), [
+      { role: 'assistant', parts: [{ type: 'text', content: 'You said: Tell me about the moon landing' }], finish_reason: 'stop' },
+    ]);
   });
 });
