@@ -15,6 +15,8 @@ import {
   type Database,
   type Door,
   type EntityManager,
+  type OperationCaller,
+  type PluginServices,
   type Principal,
   type RateLimiter,
   type RowOf,
@@ -23,7 +25,6 @@ import {
 import { OAuthAuthorization } from './authorization.entity.ts';
 import { redirectMatches, type ClientDirectory } from './client-directory.ts';
 import type { OAuthServerConfig } from './config.ts';
-import type { OAuthServerDeps } from './deps.ts';
 import { OAuthGrant } from './grant.entity.ts';
 import { OAuthError } from './oauth-error.ts';
 import { ScopeVocabulary, within, type Access } from './scopes.ts';
@@ -89,13 +90,21 @@ export class OAuthServerService implements CredentialVerifier {
   readonly #db: Database;
   readonly #credentials: Credentials;
   readonly #limiter: RateLimiter;
-  readonly #users: OAuthServerDeps['userService'];
+  readonly #users: PluginServices['userService'];
   readonly #clients: ClientDirectory;
   readonly #config: OAuthServerConfig;
   readonly #cache: CredentialCache;
   readonly vocabulary: ScopeVocabulary;
 
-  constructor(deps: Pick<OAuthServerDeps, 'db' | 'credentials' | 'rateLimiter' | 'operations' | 'userService' | 'clientDirectory' | 'config'>) {
+  constructor(deps: {
+    db: Database;
+    credentials: Credentials;
+    rateLimiter: RateLimiter;
+    operations: OperationCaller;
+    userService: PluginServices['userService'];
+    clientDirectory: ClientDirectory;
+    config: OAuthServerConfig;
+  }) {
     this.#db = deps.db;
     this.#credentials = deps.credentials;
     this.#limiter = deps.rateLimiter;

@@ -162,8 +162,10 @@ describe('OpenTelemetry traces', () => {
     } finally {
       await client.close();
     }
+    const tool = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'tools/call SecretsRpc_getData'));
+    assert.equal(tool.parentSpanId, traceparent.split('-')[2], "the tool call's span is the agent's span's child");
     const call = await eventually(() => spansOf(collector).find((span) => span.traceId === traceId && span.name === 'SecretsRpc.getData'));
-    assert.equal(call.parentSpanId, traceparent.split('-')[2], "the tool call's span is the agent's span's child");
+    assert.equal(call.parentSpanId, tool.spanId, "the operation's span is inside the tool call's");
   });
 
   it('gives a workflow run a span, and each of its nodes one, the HTTP request of an http node under its own', async () => {
