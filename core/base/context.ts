@@ -49,6 +49,8 @@ export interface RequestContext {
   readonly extra: Readonly<Record<string, unknown>>;
   /** What the caller's credential narrows its role to (an API key's scopes and read-only flag); null when nothing. */
   readonly limits: CallerLimits | null;
+  /** The OAuth grant of an app's access token the call came with; null for any other credential. */
+  readonly grantId: string | null;
   /** A forked EntityManager with the tenant filter set to subscriptionId (made on first use). */
   readonly em: EntityManager;
   readonly log: Logger;
@@ -82,6 +84,7 @@ class CallContext implements RequestContext {
   readonly serviceCode: string | null;
   readonly extra: Readonly<Record<string, unknown>>;
   readonly limits: CallerLimits | null;
+  readonly grantId: string | null;
   #em?: EntityManager;
   #log?: Logger;
 
@@ -97,6 +100,7 @@ class CallContext implements RequestContext {
     this.sessionId = principal?.sessionId ?? null;
     this.extra = principal?.initialContext ?? {};
     this.limits = principal?.limits ?? null;
+    this.grantId = principal?.grant?.id ?? null;
     this.projectId = stringOrNull(this.extra.projectId);
     this.serviceCode = stringOrNull(this.extra.serviceCode);
   }

@@ -96,6 +96,20 @@ export class Outbound {
     return target;
   }
 
+  /**
+   * A guard for requests nobody authenticated asked for (a client metadata
+   * document an OAuth client names): public addresses only, whatever
+   * OUTBOUND_ALLOW_PRIVATE and OUTBOUND_ALLOWED_HOSTS let tenants reach,
+   * except `allowedHosts`; the certificate authorities are the same.
+   */
+  narrowed(allowedHosts: readonly string[]): Outbound {
+    return new Outbound({
+      allowPrivate: false,
+      allowedHosts: allowedHosts.map((host) => host.toLowerCase()),
+      ...(this.#policy.caFile ? { caFile: this.#policy.caFile } : {}),
+    });
+  }
+
   async fetch(url: string | URL, init: OutboundInit = {}): Promise<Response> {
     const { maxRedirects = 5, ...first } = init;
     let request: RequestInit = first;

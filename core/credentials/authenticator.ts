@@ -79,7 +79,8 @@ export function presentedCredentials(headers: IncomingHttpHeaders, query?: URLSe
   const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey !== '') return { apiKey };
   const authorization = headers.authorization;
-  if (authorization?.startsWith('Bearer ')) return bearer(authorization.slice(7).trim(), door);
+  // RFC 7235: the scheme's name is case-insensitive.
+  if (authorization !== undefined && /^bearer /i.test(authorization)) return bearer(authorization.slice(7).trim(), door);
   if (query?.get('apiKey')) return { apiKey: query.get('apiKey')! };
   if (query?.get('token')) return bearer(query.get('token')!, door);
   const cookie = cookieValue(headers.cookie, SESSION_COOKIE);

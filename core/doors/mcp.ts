@@ -28,8 +28,9 @@ export interface McpEndpoint extends RpcEndpoint {
   resources: ResourceCatalogue;
 }
 
-/** Resources in one `resources/list` answer at most. */
+/** Resources in one `resources/list` answer at most, and the lists of declarations one answer may ask for looking for some. */
 const RESOURCE_PAGE = 50;
+const RESOURCE_STEPS = 20;
 
 /** A `resources/list` cursor: which declaration the listing is at, and that declaration's own cursor. */
 const encodeCursor = (at: number, inner: string | undefined) => Buffer.from(JSON.stringify([at, inner ?? null])).toString('base64url');
@@ -175,23 +176,24 @@ export function createMcpEndpoint(endpoint: McpEndpoint) {
         if (!position) throw new McpError(ErrorCode.InvalidParams, 'Unknown cursor: pass the nextCursor of the previous answer');
         const offered = readable();
         let [at, inner] = position;
-        // A page holds one declaration's resources; a declaration with none (or none for this caller) is passed over.
-        for (; at < offered.length; at++, inner = undefined) {
+        // A page holds one declaration's resources. An empty page is passed over (to the declaration's next page, or
+        // the next declaration), as is a declaration this caller may not list; at most RESOURCE_STEPS lists per request.
+        for (let steps = 0; at < offered.length && steps < RESOURCE_STEPS; steps++) {
           const declaration: ResourceDeclaration = offered[at]!;
-          if (!declaration.list) continue;
-          let page: Awaited<ReturnType<NonNullable<ResourceDeclaration['list']>>>;
+          let page: Awaited<ReturnType<NonNullable<ResourceDeclaration['list']>>> = { resources: [], next: null };
           try {
-            page = await declaration.list(call, inner, RESOURCE_PAGE);
+            if (declaration.list) page = await declaration.list(call, inner, RESOURCE_PAGE);
           } catch (thrown) {
-            if (thrown instanceof RpcError && (thrown.code === 'FORBIDDEN' || thrown.code === 'NOT_FOUND')) continue;
-            throw resourceError(thrown, `resources/list ${declaration.name}`);
+            if (!(thrown instanceof RpcError && (thrown.code === 'FORBIDDEN' || thrown.code === 'NOT_FOUND'))) {
+              throw resourceError(thrown, `resources/list ${declaration.name}`);
+            }
           }
+          [at, inner] = page.next !== null ? [at, page.next] : [at + 1, undefined];
+          if (page.resources.length === 0) continue;
           const resources = page.resources.map((resource) => ({ mimeType: declaration.mimeType, ...resource }));
-          const next = page.next !== null ? encodeCursor(at, page.next) : at + 1 < offered.length ? encodeCursor(at + 1, undefined) : undefined;
-          if (resources.length === 0 && next !== undefined) continue;
-          return answer({ resources, ...(next ? { nextCursor: next } : {}) });
+          return answer({ resources, ...(at < offered.length ? { nextCursor: encodeCursor(at, inner) } : {}) });
         }
-        return answer({ resources: [] });
+        return answer({ resources: [], ...(at < offered.length ? { nextCursor: encodeCursor(at, inner) } : {}) });
       }),
     );
     server.setRequestHandler(ReadResourceRequestSchema, (request) =>

@@ -161,6 +161,7 @@ export {
 } from '../ai/embedding-columns.ts';
 export type { ToolCatalogue, ToolDeclaration, ToolListing } from '../rpc/tools.ts';
 export { executeToolAttributes } from '../base/tracing.ts';
+export { unsafeInputIssues } from '../base/input-guard.ts';
 export { expandTemplate, type ResourceCall, type ResourceContent, type ResourceDeclaration, type ResourceEntry } from '../rpc/resources.ts';
 export { entityScope, SCOPE_NAME, type DataScopeCatalogue, type DataScope, type DataScopeDeclaration, type ScopeFiles } from '../records/data-scopes.ts';
 export type { DataFolders } from '../base/data-folders.ts';

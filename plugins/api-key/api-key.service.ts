@@ -315,6 +315,8 @@ export class ApiKeyService implements CredentialVerifier {
    * Sessions, and keys without limits, are bounded by the role alone.
    */
   async #withinCaller(ctx: AuthenticatedContext, result: Required<KeyLimits>): Promise<void> {
+    // A key made by an app would outlive the app's revocation (plugins/oauth-server/README.md).
+    if (ctx.grantId !== null) throw forbidden('An app (an OAuth access token) may not make or change API keys: they would outlive its revocation');
     const own = ctx.limits;
     if (!own) return;
     const credential = ctx.apiKeyId === null ? 'This caller' : 'This API key';

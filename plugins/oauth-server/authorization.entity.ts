@@ -10,6 +10,8 @@ export const OAuthAuthorization = defineEntity({
   tableName: 'oauth_server_authorization',
   properties: (p) => ({
     requestHash: p.text().primary(),
+    /** The issuer the request was made to (PUBLIC_URL, or the host the client used): the code's answer names it as `iss`. */
+    issuer: p.text(),
     clientId: p.text(),
     clientName: p.text(),
     clientUri: p.text().nullable(),

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { OutboundRefusedError, type Database, type Outbound, type RateLimiter } from 'rpc-service/plugin';
+import { OutboundRefusedError, splitList, unsafeInputIssues, type Database, type Outbound, type RateLimiter } from 'rpc-service/plugin';
 import { OAuthClient } from './client.entity.ts';
 import type { OAuthServerConfig } from './config.ts';
 import { OAuthError } from './oauth-error.ts';
@@ -97,7 +97,8 @@ export class ClientDirectory {
 
   constructor({ db, outbound, rateLimiter, config }: { db: Database; outbound: Outbound; rateLimiter: RateLimiter; config: OAuthServerConfig }) {
     this.#db = db;
-    this.#outbound = outbound;
+    // Nobody authenticated names the document: it may reach public addresses only, not what the operator lets tenants reach.
+    this.#outbound = outbound.narrowed(splitList(config.OAUTH_SERVER_CLIENT_DOCUMENT_HOSTS));
     this.#limiter = rateLimiter;
     this.#config = config;
   }
@@ -106,6 +107,8 @@ export class ClientDirectory {
   async register(body: unknown, clientIp: string): Promise<Record<string, unknown>> {
     await this.#limiter.take(`oauth-server.register:${clientIp}`, this.#config.OAUTH_SERVER_REGISTRATION_IP_LIMIT, 3600);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OAuthError('invalid_client_metadata', 'The body must be a JSON object');
+    const [unsafe] = unsafeInputIssues(body);
+    if (unsafe) throw new OAuthError('invalid_client_metadata', `${unsafe.path} ${unsafe.message}`);
     const metadata = clientMetadata(body as Record<string, unknown>);
     const method = (body as Record<string, unknown>).token_endpoint_auth_method;
     if (method !== undefined && method !== 'none') {

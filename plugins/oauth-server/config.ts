@@ -1,4 +1,4 @@
-import type * as v from 'valibot';
+import * as v from 'valibot';
 import { env, setting, settings } from 'rpc-service/plugin';
 
 export const oauthServerSettings = settings({
@@ -9,6 +9,11 @@ export const oauthServerSettings = settings({
     String(30 * 86_400),
   ),
   OAUTH_SERVER_REGISTRATION_IP_LIMIT: setting(env.integer(1, 100_000), 'client registrations (RFC 7591) from one address an hour', '30'),
+  OAUTH_SERVER_CLIENT_DOCUMENT_HOSTS: setting(
+    v.string(),
+    'comma-separated hosts (name or name:port) client metadata documents may be fetched from whatever they resolve to; any other host must be a public address',
+    '',
+  ),
   OAUTH_SERVER_AUTHORIZE_IP_LIMIT: setting(
     env.integer(1, 100_000),
     'authorization requests from one address a minute (each may fetch a client metadata document)',

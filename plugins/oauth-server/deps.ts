@@ -1,4 +1,4 @@
-import { operationBuilder, type Deps } from 'rpc-service/plugin';
+import { jobBuilder, operationBuilder, type Deps } from 'rpc-service/plugin';
 import type { OAuthServerConfig } from './config.ts';
 import type { ClientDirectory } from './client-directory.ts';
 import type { OAuthServerService } from './oauth-server.service.ts';
@@ -9,3 +9,4 @@ export const DEPS = ['db', 'credentials', 'rateLimiter', 'outbound', 'operations
 export type OAuthServerDeps = Deps<typeof DEPS, { oauthServerService: OAuthServerService; clientDirectory: ClientDirectory }, OAuthServerConfig>;
 
 export const defineOperation = operationBuilder<OAuthServerDeps>();
+export const defineJob = jobBuilder<OAuthServerDeps>();

@@ -8,7 +8,7 @@ import { DEPS, type OAuthServerDeps } from './deps.ts';
 import { OAuthGrant } from './grant.entity.ts';
 import { migrations } from './migrations/index.ts';
 import { OAuthServerService } from './oauth-server.service.ts';
-import { approveConsent, denyConsent, getConsent, listApps, listSubscriptionApps, revokeApp, revokeSubscriptionApp } from './operations.ts';
+import { approveConsent, denyConsent, getConsent, listApps, listSubscriptionApps, revokeApp, revokeSubscriptionApp, sweep } from './operations.ts';
 import { oauthServerRoutes } from './routes.ts';
 import { OAuthToken } from './token.entity.ts';
 
@@ -39,5 +39,6 @@ export const oauthServerPlugin = definePlugin<OAuthServerDeps>({
     },
   },
   operations: { getConsent, approveConsent, denyConsent, listApps, revokeApp, listSubscriptionApps, revokeSubscriptionApp },
+  jobs: { sweep },
   routes: oauthServerRoutes,
 });

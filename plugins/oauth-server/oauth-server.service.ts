@@ -48,8 +48,10 @@ export const CONSENT = v.strictObject({
   door: DOOR,
   /** The door's path: `/mcp` or `/api/rpc`. */
   resource: v.string(),
-  /** The scopes asked for; null for everything the user's role allows. */
-  scopes: v.nullable(v.array(v.strictObject({ scope: v.string(), describe: v.string() }))),
+  /** The scopes asked for; every group when the request named none (`everything`). */
+  scopes: v.array(v.strictObject({ scope: v.string(), describe: v.string() })),
+  /** The request named no scope: it asks for everything the user's role allows. */
+  everything: v.boolean(),
   readOnly: v.boolean(),
   expiresAt: wireTimestamp,
 });
@@ -184,6 +186,7 @@ export class OAuthServerService implements CredentialVerifier {
       await em.nativeDelete(OAuthAuthorization, { expiresAt: { $lt: new Date() } });
       em.create(OAuthAuthorization, {
         requestHash: sha256Hex(request),
+        issuer,
         clientId: client.id,
         clientName: client.name,
         clientUri: client.uri,
@@ -231,14 +234,16 @@ export class OAuthServerService implements CredentialVerifier {
       redirectHost: hostOf(pending.redirectUri),
       door: pending.door as Door,
       resource: DOOR_PATHS[pending.door as Door],
-      scopes: pending.scopes ? this.vocabulary.describe(pending.scopes) : null,
+      // A request that names no scope asks for every group: each is offered, so the user may still untick some.
+      scopes: this.vocabulary.describe(pending.scopes ?? this.vocabulary.supported()),
+      everything: !pending.scopes,
       readOnly: pending.readOnly,
       expiresAt: pending.expiresAt.toISOString(),
     };
   }
 
   /** The user grants what was asked, or less: a code goes back to the client's redirect URI. */
-  async approveConsent(ctx: AuthenticatedContext, request: string, granted: Access, issuer: string): Promise<{ redirectTo: string }> {
+  async approveConsent(ctx: AuthenticatedContext, request: string, granted: Access): Promise<{ redirectTo: string }> {
     const pending = await this.#pending(ctx, request);
     const asked = { scopes: pending.scopes ?? null, readOnly: pending.readOnly };
     if (!within(granted, asked)) {
@@ -260,15 +265,15 @@ export class OAuthServerService implements CredentialVerifier {
       ],
     );
     if (claimed.length === 0) throw conflict('This authorization request was answered already');
-    return { redirectTo: redirectWith(pending.redirectUri, { code, state: pending.state ?? undefined, iss: issuer }) };
+    return { redirectTo: redirectWith(pending.redirectUri, { code, state: pending.state ?? undefined, iss: pending.issuer }) };
   }
 
   /** The user refuses: the client hears `access_denied`. */
-  async denyConsent(ctx: AuthenticatedContext, request: string, issuer: string): Promise<{ redirectTo: string }> {
+  async denyConsent(ctx: AuthenticatedContext, request: string): Promise<{ redirectTo: string }> {
     const pending = await this.#pending(ctx, request);
     await this.#db.forkEm(null).nativeDelete(OAuthAuthorization, { requestHash: pending.requestHash, codeHash: null });
     const error = { error: 'access_denied', error_description: 'The user did not authorize this client' };
-    return { redirectTo: redirectWith(pending.redirectUri, { ...error, state: pending.state ?? undefined, iss: issuer }) };
+    return { redirectTo: redirectWith(pending.redirectUri, { ...error, state: pending.state ?? undefined, iss: pending.issuer }) };
   }
 
   /**
@@ -285,6 +290,7 @@ export class OAuthServerService implements CredentialVerifier {
 
   /** `POST /oauth/token`: a code or a refresh token for a new access token (and refresh token). */
   async token(form: URLSearchParams, issuer: string): Promise<Record<string, unknown>> {
+    refuseRepeated(form);
     const grantType = form.get('grant_type');
     if (grantType === 'authorization_code') return this.#exchangeCode(form, issuer);
     if (grantType === 'refresh_token') return this.#refresh(form, issuer);
@@ -336,33 +342,34 @@ export class OAuthServerService implements CredentialVerifier {
     });
     const tokens = this.#issue(tenant, granted.approverSubscriptionId!, grantId);
     await tenant.flush();
-    return { ...tokens, scope: this.vocabulary.format({ scopes: granted.grantedScopes ?? null, readOnly: granted.grantedReadOnly ?? false }) };
+    return withScope(tokens, this.vocabulary.format({ scopes: granted.grantedScopes ?? null, readOnly: granted.grantedReadOnly ?? false }));
   }
 
-  /** Rotation (OAuth 2.1 section 4.3.1): each refresh token is used once; a second use revokes the grant, as only a thief would present it. */
+  /**
+   * Rotation (OAuth 2.1 section 4.3.1): each refresh token is used once; a
+   * second use revokes the grant, as only a thief (or a client that lost
+   * track) would present it. Used tokens are kept until they expire, so any
+   * of them presented again is seen. A refresh refused for its params uses
+   * nothing up: the checks come before the token is claimed.
+   */
   async #refresh(form: URLSearchParams, issuer: string): Promise<Record<string, unknown>> {
     const presented = form.get('refresh_token');
     if (!presented?.startsWith(REFRESH_TOKEN_PREFIX)) throw new OAuthError('invalid_request', 'refresh_token is missing or malformed');
     const tokenHash = sha256Hex(presented);
     const now = new Date();
-    const [used] = await this.#db.execute<RefreshRow>(
-      "update oauth_server_token set used_at = ? where token_hash = ? and kind = 'refresh' and used_at is null returning subscription_id, grant_id, expires_at, used_at",
-      [now, tokenHash],
+    const [row] = await this.#db.execute<RefreshRow>(
+      "select subscription_id, grant_id, expires_at, used_at from oauth_server_token where token_hash = ? and kind = 'refresh'",
+      [tokenHash],
     );
-    if (!used) {
-      const [again] = await this.#db.execute<RefreshRow>(
-        "select subscription_id, grant_id, expires_at, used_at from oauth_server_token where token_hash = ? and kind = 'refresh'",
-        [tokenHash],
-      );
-      if (again) {
-        await this.#revokeGrant(again.subscription_id, again.grant_id);
-        throw new OAuthError('invalid_grant', 'This refresh token was used already: the grant is revoked; authorize the app again');
-      }
-      throw new OAuthError('invalid_grant', 'The refresh token is unknown or revoked');
-    }
-    if (new Date(used.expires_at).getTime() <= now.getTime()) throw new OAuthError('invalid_grant', 'The refresh token has expired');
-    const tenant = this.#db.forkEm(used.subscription_id);
-    const grant = await tenant.findOne(OAuthGrant, { id: used.grant_id });
+    if (!row) throw new OAuthError('invalid_grant', 'The refresh token is unknown or revoked');
+    const reused = async () => {
+      await this.#revokeGrant(row.subscription_id, row.grant_id);
+      return new OAuthError('invalid_grant', 'This refresh token was used already: the grant is revoked; authorize the app again');
+    };
+    if (row.used_at !== null) throw await reused();
+    if (new Date(row.expires_at).getTime() <= now.getTime()) throw new OAuthError('invalid_grant', 'The refresh token has expired');
+    const tenant = this.#db.forkEm(row.subscription_id);
+    const grant = await tenant.findOne(OAuthGrant, { id: row.grant_id });
     if (!grant) throw new OAuthError('invalid_grant', 'The grant of this refresh token was revoked');
     if (form.get('client_id') !== grant.clientId) throw new OAuthError('invalid_grant', 'The refresh token was issued to another client');
     const resource = form.get('resource');
@@ -371,12 +378,42 @@ export class OAuthServerService implements CredentialVerifier {
     const scope = form.get('scope');
     if (scope !== null && !within(this.vocabulary.parse(scope), access))
       throw new OAuthError('invalid_scope', 'A refresh may not ask for more than the grant gives');
-    // Ended tokens of the grant go: a grant refreshed for months keeps two live rows, not one per refresh.
-    await tenant.nativeDelete(OAuthToken, { grantId: grant.id, $or: [{ usedAt: { $ne: null } }, { expiresAt: { $lt: now } }], tokenHash: { $ne: tokenHash } });
+    const claimed = await this.#db.execute<{ id: string }>(
+      "update oauth_server_token set used_at = ? where subscription_id = ? and token_hash = ? and kind = 'refresh' and used_at is null returning id",
+      [now, row.subscription_id, tokenHash],
+    );
+    // Presented twice at once: one refresh won, and the other is a second use.
+    if (claimed.length === 0) throw await reused();
+    await tenant.nativeDelete(OAuthToken, { grantId: grant.id, expiresAt: { $lt: now } });
     grant.refreshedAt = now;
     const tokens = this.#issue(tenant, grant.subscriptionId, grant.id);
     await tenant.flush();
-    return { ...tokens, scope: this.vocabulary.format(access) };
+    return withScope(tokens, this.vocabulary.format(access));
+  }
+
+  /**
+   * Ends what is over (the plugin's sweep job): authorization requests past
+   * their time, expired tokens, grants no token is left for, and registered
+   * clients that are a day old and authorised by nobody.
+   */
+  async sweep(): Promise<{ requests: number; tokens: number; grants: number; clients: number }> {
+    const now = new Date();
+    const count = async (sql: string, params: unknown[]) =>
+      (await this.#db.execute<{ n: number }>(`with gone as (${sql} returning 1) select count(*)::int as n from gone`, params))[0]!.n;
+    const requests = await count('delete from oauth_server_authorization where expires_at < ?', [now]);
+    const tokens = await count('delete from oauth_server_token where expires_at < ?', [now]);
+    const grants = await count(
+      `delete from oauth_server_grant g where not exists
+         (select 1 from oauth_server_token t where t.subscription_id = g.subscription_id and t.grant_id = g.id)`,
+      [],
+    );
+    const clients = await count(
+      `delete from oauth_server_client c where c.created_at < ?
+         and not exists (select 1 from oauth_server_grant g where g.client_id = c.id)
+         and not exists (select 1 from oauth_server_authorization a where a.client_id = c.id)`,
+      [new Date(now.getTime() - 86_400_000)],
+    );
+    return { requests, tokens, grants, clients };
   }
 
   #issue(em: EntityManager, subscriptionId: string, grantId: string) {
@@ -405,6 +442,7 @@ export class OAuthServerService implements CredentialVerifier {
 
   /** RFC 7009: a refresh token ends its grant, an access token itself; an unknown token is not an error. */
   async revoke(form: URLSearchParams): Promise<void> {
+    refuseRepeated(form);
     const token = form.get('token');
     if (!token) throw new OAuthError('invalid_request', 'token is missing');
     const tokenHash = sha256Hex(token);
@@ -518,6 +556,16 @@ const appOf = (grant: OAuthGrant): AppGrant => ({
   createdAt: grant.createdAt.toISOString(),
   refreshedAt: grant.refreshedAt.toISOString(),
 });
+
+/** The token answer, with `scope` when the grant has one (a grant of everything the role allows has none to name). */
+const withScope = (tokens: Record<string, unknown>, scope: string) => (scope === '' ? tokens : { ...tokens, scope });
+
+/** RFC 6749 section 3.2: a parameter of a request to the token endpoint is sent once. */
+function refuseRepeated(form: URLSearchParams): void {
+  const names = [...form.keys()];
+  const repeated = names.find((name, index) => names.indexOf(name) !== index);
+  if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated.slice(0, 50)} is given more than once`);
+}
 
 /** The redirect URI with the answer's parameters added to its query (RFC 6749 section 4.1.2; `iss` from RFC 9207). */
 function redirectWith(redirectUri: string, params: Record<string, string | undefined>): string {

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { recordId } from 'rpc-service/plugin';
-import { defineOperation } from './deps.ts';
+import { defineJob, defineOperation } from './deps.ts';
 import { APP_GRANT, CONSENT } from './oauth-server.service.ts';
 
 /** The id in the consent page's address (`#/authorize/<request>`). */
@@ -31,8 +31,7 @@ export const approveConsent = defineOperation({
     readOnly: v.boolean('readOnly must be a boolean'),
   }),
   result: REDIRECT,
-  handler: ({ params, ctx, deps, transport }) =>
-    deps.oauthServerService.approveConsent(ctx, params.request, { scopes: params.scopes, readOnly: params.readOnly }, transport.baseUrl),
+  handler: ({ params, ctx, deps }) => deps.oauthServerService.approveConsent(ctx, params.request, { scopes: params.scopes, readOnly: params.readOnly }),
 });
 
 export const denyConsent = defineOperation({
@@ -41,7 +40,7 @@ export const denyConsent = defineOperation({
   describe: "Refuse the app of a consent page; answers the address to send the browser back to, with the app's access_denied.",
   params: v.object({ request }),
   result: REDIRECT,
-  handler: ({ params, ctx, deps, transport }) => deps.oauthServerService.denyConsent(ctx, params.request, transport.baseUrl),
+  handler: ({ params, ctx, deps }) => deps.oauthServerService.denyConsent(ctx, params.request),
 });
 
 export const listApps = defineOperation({
@@ -78,4 +77,11 @@ export const revokeSubscriptionApp = defineOperation({
   params: v.object({ id: recordId('id') }),
   result: DONE,
   handler: ({ params, ctx, deps }) => deps.oauthServerService.revokeSubscriptionApp(ctx, params.id),
+});
+
+export const sweep = defineJob({
+  describe: 'Deletes what is over: expired authorization requests and tokens, grants with no token left, clients a day old that nobody authorised.',
+  data: v.object({}),
+  handler: ({ deps }) => deps.oauthServerService.sweep(),
+  schedule: '17 * * * *',
 });

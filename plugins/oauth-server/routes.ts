@@ -1,4 +1,4 @@
-import type { Door, RouteContext, Router, RpcError } from 'rpc-service/plugin';
+import { unsafeInputIssues, type Door, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { OAuthServerDeps } from './deps.ts';
 import { OAuthError } from './oauth-error.ts';
 import { DOOR_PATHS } from './oauth-server.service.ts';
@@ -18,9 +18,18 @@ function refusalPage(http: RouteContext, status: number, text: string): void {
   http.body = `<!doctype html><html><head><meta charset="utf-8"><title>Authorization refused</title></head><body><h1>Authorization refused</h1><p>${escapeHtml(text)}</p></body></html>`;
 }
 
-/** OAuth's own error shape (RFC 6749 section 5.2) for what the pipeline refuses, such as a rate limit. */
+/** Refuses a parameter holding text a column cannot (a NUL, half a surrogate pair), as every operation's params are refused (core/base/input-guard.ts). */
+function safe(params: URLSearchParams): URLSearchParams {
+  for (const [name, value] of params) {
+    const [unsafe] = unsafeInputIssues({ [name.slice(0, 50)]: value });
+    if (unsafe) throw new OAuthError('invalid_request', `${unsafe.path} ${unsafe.message}`);
+  }
+  return params;
+}
+
+/** OAuth's own error shape (RFC 6749 section 5.2) for what the pipeline refuses, such as a rate limit (429 with Retry-After). */
 function oauthAnswer(http: RouteContext, error: RpcError): void {
-  const code = error.code === 'RATE_LIMITED' ? 'slow_down' : error.status >= 500 ? 'server_error' : 'invalid_request';
+  const code = error.code === 'RATE_LIMITED' ? 'temporarily_unavailable' : error.status >= 500 ? 'server_error' : 'invalid_request';
   if (error.retryAfter !== undefined) http.set('Retry-After', String(error.retryAfter));
   http.status = error.status;
   http.set('Cache-Control', 'no-store');
@@ -64,7 +73,7 @@ export function oauthServerRoutes(router: Router, { oauthServerService, clientDi
   };
   const form = async (ctx: RouteContext): Promise<URLSearchParams> => {
     if (!ctx.is('application/x-www-form-urlencoded')) throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded');
-    return new URLSearchParams(await http.readText(ctx.req, BODY_LIMIT_BYTES));
+    return safe(new URLSearchParams(await http.readText(ctx.req, BODY_LIMIT_BYTES)));
   };
 
   router.get(
@@ -83,7 +92,7 @@ export function oauthServerRoutes(router: Router, { oauthServerService, clientDi
     http.route({ ...endpoint, answerError: (ctx, error) => refusalPage(ctx, error.status, error.message) }, async ({ http: ctx }) => {
       try {
         ctx.set('Cache-Control', 'no-store');
-        ctx.redirect(await oauthServerService.authorize(new URLSearchParams(ctx.querystring), issuer(ctx), http.clientIp(ctx.req)));
+        ctx.redirect(await oauthServerService.authorize(safe(new URLSearchParams(ctx.querystring)), issuer(ctx), http.clientIp(ctx.req)));
       } catch (error) {
         if (!(error instanceof OAuthError)) throw error;
         refusalPage(ctx, 400, error.description);

@@ -72,6 +72,7 @@ describe('the generated TypeScript client (clients/typescript) against a live se
     assert.equal(typeof (await track('KnowledgeBaseAdminRpc', client.KnowledgeBaseAdminRpc.getQuota())).documents.limit, 'number');
     assert.ok(Array.isArray((await track('MemoryRpc', client.MemoryRpc.listMemories({ scope: 'user' }))).memories));
     assert.equal((await track('NotificationRpc', client.NotificationRpc.getData())).totalCount, 0);
+    assert.deepEqual(await track('OAuthServerRpc', client.OAuthServerRpc.listApps()), []);
     assert.equal((await track('PlaybookRpc', client.PlaybookRpc.list())).totalCount, 0);
     const unknownProcess = await refusal(track('ProcessExecutorRpc', client.ProcessExecutorRpc.getProcessStatus({ instanceId: randomUUID() })));
     assert.ok(['NOT_FOUND', 'FEATURE_UNAVAILABLE'].includes(unknownProcess.code), unknownProcess.message);

@@ -17,7 +17,7 @@ describe('MCP resources', () => {
   let admin: Session;
   let other: Session;
   const clients: Client[] = [];
-  const ids = { memories: [] as string[], global: '', theirs: '', document: '', page: '', otherDocument: '' };
+  const ids = { memories: [] as string[], global: '', theirs: '', document: '', page: '', otherDocument: '', otherGlobal: '' };
 
   async function connect(headers: Record<string, string>): Promise<Client> {
     const client = new Client({ name: 'resource-reader', version: '1.0.0' });
@@ -61,6 +61,7 @@ describe('MCP resources', () => {
     ids.theirs = (await t.as(member).MemoryRpc.saveMemory({ scope: 'user', memory: { content: 'A member keeps this to themselves' } })).memoryId;
     ids.document = (await me.KnowledgeBaseAdminRpc.ingestText({ name: 'Opening hours', content: '# Opening hours\n\nWe open at nine.' })).document._id;
     ids.otherDocument = (await t.as(other).KnowledgeBaseAdminRpc.ingestText({ name: 'Secret plans', content: '# Plans\n\nNot yours.' })).document._id;
+    ids.otherGlobal = (await t.as(other).MemoryRpc.saveMemory({ scope: 'global', memory: { content: 'Only the team’s, none of mine' } })).memoryId;
     await eventually(async () => ((await me.KnowledgeBaseAdminRpc.getDocument({ docId: ids.document })).content ? true : undefined));
     ids.page = (await me.DocumentRpc.create({ documentInstanceId: 'handbook', title: 'Holidays', content: 'Take them.' }))._id;
     await me.CheckpointRpc.writeFile({ scope: 'notes', path: 'guide/readme.md', content: '# Guide' });
@@ -117,6 +118,12 @@ describe('MCP resources', () => {
     assert.equal(await codeOf(client.listResources({ cursor: 'not-a-cursor' })), -32602);
     const outsider = await connect({ authorization: `Bearer ${other.token}` });
     assert.equal(await codeOf(outsider.readResource({ uri: `memory://global/${ids.global}` })), -32002);
+    // A caller with no memories of their own still finds the subscription's, past the empty page of theirs.
+    const { resources } = await listAll(outsider);
+    assert.ok(
+      resources.some((resource) => resource.uri === `memory://global/${ids.otherGlobal}`),
+      JSON.stringify(resources),
+    );
   });
 
   it("holds an app to what it was granted: only its groups' resources are offered, listed and read", async () => {

@@ -121,7 +121,7 @@ describe('MCP with OAuth: the official SDK client, from nothing', () => {
   before(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     const certificates = makeCertificates();
-    // The client's metadata document, on https at a host the operator allows (localhost resolves to a loopback address, which the guard refuses otherwise).
+    // The client's metadata document, on https at a host the operator allows for them (localhost resolves to a loopback address, which the guard refuses otherwise).
     const https = createHttpsServer({ key: certificates.key, cert: certificates.cert }, (request, response) => {
       if (request.url !== '/client.json') return void response.writeHead(404).end();
       response.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -140,14 +140,17 @@ describe('MCP with OAuth: the official SDK client, from nothing', () => {
     const documentPort = await listen(https);
     documentUrl = `https://localhost:${documentPort}/client.json`;
     callbacks = createHttpServer((request, response) => {
-      returned.push(new URL(request.url!, 'http://127.0.0.1').searchParams);
+      const url = new URL(request.url!, 'http://127.0.0.1');
+      // The browser asks for a favicon too: only the redirect URI is the app's answer.
+      if (url.pathname !== '/callback') return void response.writeHead(404).end();
+      returned.push(url.searchParams);
       response.writeHead(200, { 'content-type': 'text/plain' }).end('You can close this window.');
     });
     redirectUrl = `http://127.0.0.1:${await listen(callbacks)}/callback`;
     t = await startTestApp({
       plugins: ['auth', 'oauth-server', 'memory', 'console'],
       withNotes: false,
-      env: { OUTBOUND_ALLOWED_HOSTS: `localhost:${documentPort}`, OUTBOUND_CA_FILE: certificates.caFile },
+      env: { OAUTH_SERVER_CLIENT_DOCUMENT_HOSTS: `localhost:${documentPort}`, OUTBOUND_CA_FILE: certificates.caFile },
     });
     const admin = await t.signup();
     user = await addUser(t, admin.subscriptionId, 'user');

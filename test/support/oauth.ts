@@ -66,8 +66,8 @@ export async function authorizeApp(t: TestApp, user: Credential, options: Author
   const request = /#\/authorize\/([\w-]+)$/.exec(location)?.[1];
   if (!request) throw new Error(`no consent page: ${location}`);
   const consent = await t.as(user).OAuthServerRpc.getConsent({ request });
-  const asked = consent.scopes?.map(({ scope }) => scope);
-  const grant = options.grant ?? { scopes: asked ? (asked as [string, ...string[]]) : null, readOnly: consent.readOnly };
+  const asked = consent.scopes.map(({ scope }) => scope) as [string, ...string[]];
+  const grant = options.grant ?? { scopes: consent.everything ? null : asked, readOnly: consent.readOnly };
   const { redirectTo } = await t.as(user).OAuthServerRpc.approveConsent({ request, ...grant });
   const code = new URL(redirectTo).searchParams.get('code')!;
   const { status, body } = await oauthPost(t, '/oauth/token', {

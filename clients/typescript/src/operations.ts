@@ -3499,12 +3499,11 @@ export interface OAuthServerRpcGetConsentResult {
   redirectHost: string;
   door: 'mcp' | 'api';
   resource: string;
-  scopes:
-    | {
-        scope: string;
-        describe: string;
-      }[]
-    | null;
+  scopes: {
+    scope: string;
+    describe: string;
+  }[];
+  everything: boolean;
   readOnly: boolean;
   expiresAt: string;
 }

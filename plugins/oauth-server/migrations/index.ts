@@ -1,4 +1,4 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
-import { Migration20261207174320_initial } from './Migration20261207174320_initial.ts';
+import { Migration20261207190852_initial } from './Migration20261207190852_initial.ts';
 
-export const migrations = [Migration20261207174320_initial];
+export const migrations = [Migration20261207190852_initial];

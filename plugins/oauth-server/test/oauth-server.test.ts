@@ -91,9 +91,11 @@ describe('OAuthServerRpc: tokens, doors and refusals', () => {
     await caller.MemoryRpc.listMemories({ scope: 'user' });
     assert.match((await refused(caller.MemoryRpc.saveMemory({ scope: 'user', memory: { content: 'not allowed' } }), 'FORBIDDEN')).message, /read-only/);
     assert.match((await refused(caller.AuthRpc.getSession(), 'FORBIDDEN')).message, /may not call AuthRpc.getSession/);
-    const writer = t.as({ accessToken: (await authorizeApp(t, admin, { scope: 'ApiKeyRpc' })).accessToken });
-    assert.match((await refused(writer.ApiKeyRpc.create({ description: 'wider' }), 'FORBIDDEN')).message, /beyond its own scopes/);
-    await writer.ApiKeyRpc.create({ description: 'within', scopes: ['ApiKeyRpc'] });
+    // A key made by an app would outlive the app's revocation: apps make none.
+    const writer = t.as({ accessToken: (await authorizeApp(t, admin)).accessToken });
+    assert.match((await refused(writer.ApiKeyRpc.create({ description: 'wider' }), 'FORBIDDEN')).message, /may not make or change API keys/);
+    const key = await t.as(admin).ApiKeyRpc.create({ description: 'made in a session' });
+    await refused(writer.ApiKeyRpc.update({ _id: key._id, scopes: null }), 'FORBIDDEN');
   });
 
   it('lets the user grant less than asked, never more', async () => {
@@ -164,6 +166,62 @@ describe('OAuthServerRpc: tokens, doors and refusals', () => {
     assert.equal((await api(first.body.access_token, 'MemoryRpc.listMemories', { scope: 'user' })).status, 401, 'the grant is revoked with the tokens it had');
     const next = await oauthPost(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: app.clientId });
     assert.equal(next.body.error, 'invalid_grant');
+  });
+
+  it('uses up no refresh token on a refresh refused for its params, and sees any used one again, however many rotations later', async () => {
+    const app = await authorizeApp(t, admin);
+    const refresh = (token: string, more: Record<string, string> = {}) =>
+      oauthPost(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, client_id: app.clientId, ...more });
+    assert.equal((await refresh(app.refreshToken, { resource: 'https://elsewhere.example/api/rpc' })).body.error, 'invalid_target');
+    assert.equal((await refresh(app.refreshToken, { scope: 'NoSuchRpc' })).body.error, 'invalid_scope');
+    const second = await refresh(app.refreshToken);
+    assert.equal(second.status, 200, 'the refused refreshes used nothing up');
+    const third = await refresh(second.body.refresh_token);
+    assert.equal(third.status, 200);
+    assert.equal(third.body.scope, undefined, 'a grant of everything the role allows names no scope');
+    assert.equal((await refresh(app.refreshToken)).body.error, 'invalid_grant', 'the first token, two rotations later');
+    assert.equal((await api(third.body.access_token, 'MemoryRpc.listMemories', { scope: 'user' })).status, 401, 'the grant went with it');
+    assert.equal((await refresh(third.body.refresh_token)).body.error, 'invalid_grant');
+  });
+
+  it('refuses a repeated parameter, and text no column can hold, without an error of its own', async () => {
+    const app = await authorizeApp(t, admin);
+    const repeated = await fetch(`${t.url}/oauth/token`, {
+      method: 'POST',
+      body: `grant_type=refresh_token&refresh_token=${app.refreshToken}&refresh_token=${app.refreshToken}&client_id=${app.clientId}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(repeated.status, 400);
+    assert.equal((await repeated.json()).error, 'invalid_request');
+    const clientId = await registerClient(t, 'http://127.0.0.1:9/callback');
+    const nul = await fetch(`${t.url}/oauth/authorize?${authorizeQuery(clientId, 'http://127.0.0.1:9/callback', { state: 'a\u0000b' })}`, {
+      redirect: 'manual',
+    });
+    assert.equal(nul.status, 400);
+    assert.match(await nul.text(), /NUL/);
+    const registered = await fetch(`${t.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'bad\u0000name', redirect_uris: ['https://app.example/cb'] }),
+    });
+    assert.equal(registered.status, 400);
+    assert.equal((await registered.json()).error, 'invalid_client_metadata');
+  });
+
+  it('sweeps what is over: expired requests and tokens, grants with no token left, clients nobody authorised', async () => {
+    const app = await authorizeApp(t, admin);
+    const unused = await registerClient(t, 'http://127.0.0.1:9/callback');
+    const db = t.app.deps.db;
+    await db.execute(
+      "update oauth_server_token set expires_at = now() - interval '1 second' where grant_id in (select id from oauth_server_grant where client_id = ?)",
+      [app.clientId],
+    );
+    await db.execute("update oauth_server_client set created_at = now() - interval '2 days' where id = ?", [unused]);
+    const swept = await t.app.depsOf('oauth-server').oauthServerService.sweep();
+    assert.ok(swept.tokens >= 2 && swept.grants >= 1 && swept.clients >= 1, JSON.stringify(swept));
+    assert.deepEqual(await db.execute('select id from oauth_server_grant where client_id = ?', [app.clientId]), []);
+    assert.deepEqual(await db.execute('select id from oauth_server_client where id = ?', [unused]), []);
+    assert.equal((await db.execute('select id from oauth_server_client where id = ?', [app.clientId])).length, 1, 'a client someone authorised stays');
   });
 
   it('refuses a wrong PKCE verifier, another client, a reused code, and grants nothing', async () => {

@@ -14,8 +14,7 @@ const scopesText = (app) => `${app.scopes ? app.scopes.join(', ') : 'everything 
 export function authorizePage(_session, request) {
   return section('What it asks for', async () => {
     const consent = await rpc('OAuthServerRpc.getConsent', { request });
-    const asked = consent.scopes;
-    const scopeBoxes = (asked ?? []).map(({ scope, describe }) =>
+    const scopeBoxes = consent.scopes.map(({ scope, describe }) =>
       checkbox(`${scope}: ${describe}`, h('input', { type: 'checkbox', name: `scope:${scope}`, checked: true })),
     );
     const readOnly = h('input', { type: 'checkbox', name: 'readOnly', checked: consent.readOnly, disabled: consent.readOnly });
@@ -25,15 +24,23 @@ export function authorizePage(_session, request) {
         h(
           'fieldset',
           {},
-          h('legend', {}, asked ? 'It asks for these scopes; untick what it should not have' : 'It asks for everything your role allows'),
+          h(
+            'legend',
+            {},
+            consent.everything
+              ? 'It asks for everything your role allows; untick what it should not have'
+              : 'It asks for these scopes; untick what it should not have',
+          ),
           ...scopeBoxes,
           checkbox('Read only: it may read, never change anything', readOnly),
         ),
       ],
       `Allow ${consent.client.name}`,
       async (values) => {
-        const scopes = asked ? asked.map(({ scope }) => scope).filter((scope) => values[`scope:${scope}`]) : null;
-        if (scopes && scopes.length === 0) return h('p', { class: 'error', role: 'alert' }, 'Tick at least one scope, or refuse.');
+        const ticked = consent.scopes.map(({ scope }) => scope).filter((scope) => values[`scope:${scope}`]);
+        if (ticked.length === 0) return h('p', { class: 'error', role: 'alert' }, 'Tick at least one scope, or refuse.');
+        // Everything left ticked grants what was asked: all the role allows, groups loaded later included.
+        const scopes = consent.everything && ticked.length === consent.scopes.length ? null : ticked;
         const { redirectTo } = await rpc('OAuthServerRpc.approveConsent', { request, scopes, readOnly: consent.readOnly || values.readOnly });
         window.location.assign(redirectTo);
         return h('p', { role: 'status' }, `Allowed; returning to ${consent.client.name}…`);

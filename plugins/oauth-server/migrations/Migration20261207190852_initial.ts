@@ -1,9 +1,9 @@
 import { Migration } from 'rpc-service/plugin';
 
-export class Migration20261207174320_initial extends Migration {
+export class Migration20261207190852_initial extends Migration {
   override async up(): Promise<void> {
     this.addSql(
-      `create table "oauth_server_authorization" ("request_hash" text not null, "client_id" text not null, "client_name" text not null, "client_uri" text null, "client_kind" text not null, "redirect_uri" text not null, "code_challenge" text not null, "state" text null, "door" text not null, "scopes" jsonb null, "read_only" boolean not null, "expires_at" timestamptz not null, "code_hash" text null, "approver_subscription_id" uuid null, "approver_user_id" uuid null, "granted_scopes" jsonb null, "granted_read_only" boolean null, "grant_id" uuid null, constraint "oauth_server_authorization_pkey" primary key ("request_hash"));`,
+      `create table "oauth_server_authorization" ("request_hash" text not null, "issuer" text not null, "client_id" text not null, "client_name" text not null, "client_uri" text null, "client_kind" text not null, "redirect_uri" text not null, "code_challenge" text not null, "state" text null, "door" text not null, "scopes" jsonb null, "read_only" boolean not null, "expires_at" timestamptz not null, "code_hash" text null, "approver_subscription_id" uuid null, "approver_user_id" uuid null, "granted_scopes" jsonb null, "granted_read_only" boolean null, "grant_id" uuid null, constraint "oauth_server_authorization_pkey" primary key ("request_hash"));`,
     );
     this.addSql(`alter table "oauth_server_authorization" add constraint "oauth_server_authorization_code_hash_unique" unique ("code_hash");`);
 
