@@ -21,6 +21,7 @@ const PLUGINS = [
   'ai-telemetry',
   'job-queue',
   'queue-probe',
+  'oauth-server',
   'console',
 ];
 /** Answers that say the console itself is wrong: an operation it names that does not exist, params it builds that do not fit, or a failure of the service. */

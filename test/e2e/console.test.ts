@@ -28,6 +28,7 @@ const PLUGINS = [
   'memory',
   'job-queue',
   'queue-probe',
+  'oauth-server',
   'console',
 ];
 // The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless told.
@@ -334,7 +335,7 @@ describe('console in a browser', () => {
     await signIn(staffPage, staff.username, staff.password);
     await staffPage.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
     const menu = await staffPage.getByRole('navigation').locator('a').allTextContents();
-    assert.deepEqual(menu, ['API keys', 'Secrets', 'Workflows and schedules', 'Knowledge base', 'Background jobs', 'AI telemetry']);
+    assert.deepEqual(menu, ['API keys', 'Authorised apps', 'Secrets', 'Workflows and schedules', 'Knowledge base', 'Background jobs', 'AI telemetry']);
     await staffPage.goto(`${t.url}/console#/jobs`);
     await staffPage.getByRole('table', { name: 'Jobs per queue and state' }).waitFor();
     assert.equal(await staffPage.getByRole('button', { name: /^Retry/ }).count(), 0, 'staff see jobs but retry none');
@@ -361,15 +362,17 @@ describe('console in a browser', () => {
     await own.close();
   });
 
-  step('refuses a user with the role user, on every page, and the service refuses their calls', async () => {
+  step('gives a user with the role user their authorised apps only, refuses every other page, and the service refuses their calls', async () => {
     const own = await browser.newContext();
     own.setDefaultTimeout(10_000);
     const refused = await own.newPage();
     await signIn(refused, member.username, member.password);
-    await refused.getByRole('heading', { level: 1, name: 'Not for your role' }).waitFor();
+    await refused.getByRole('heading', { level: 1, name: 'Authorised apps' }).waitFor();
+    assert.deepEqual(await refused.getByRole('navigation').locator('a').allTextContents(), ['Authorised apps']);
     await refused.goto(`${t.url}/console#/users`);
-    await refused.getByRole('heading', { level: 1, name: 'Not for your role' }).waitFor();
-    assert.equal(await refused.getByRole('navigation').locator('a').count(), 0);
+    await refused.getByText('Users and invites is for admins.').waitFor();
+    await refused.goto(`${t.url}/console#/keys`);
+    await refused.getByText('API keys is for staff and admins.').waitFor();
     // The page only hides: the service itself refuses the admin operations to this session.
     const status = await refused.evaluate(async () => {
       const response = await fetch('/api/rpc', {
