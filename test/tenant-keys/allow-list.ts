@@ -29,6 +29,29 @@ export const ALLOW_LIST: readonly Allowed[] = [
     reason: 'a session token is looked up by its hash before its tenant is known',
   },
   {
+    tables: ['oauth_server_grant', 'oauth_server_token'],
+    match:
+      /^select t\.subscription_id, t\.grant_id, .* from oauth_server_token t join oauth_server_grant g on g\.subscription_id = t\.subscription_id and .* where t\.token_hash = \? and t\.kind = 'access'$/,
+    reason: "an app's access token is looked up by its hash before its tenant is known",
+  },
+  {
+    tables: ['oauth_server_token'],
+    match: /^select subscription_id, grant_id, (kind|expires_at, used_at) from oauth_server_token where token_hash = \?( and kind = 'refresh')?$/,
+    reason: 'a refresh token (or any token being revoked) is looked up by its hash before its tenant is known',
+  },
+  {
+    tables: ['oauth_server_grant', 'oauth_server_token'],
+    match:
+      /^with gone as \(delete from oauth_server_(token where expires_at < \?|grant g where not exists \(select 1 from oauth_server_token t where t\.subscription_id = g\.subscription_id and t\.grant_id = g\.id\)) returning 1\) select count\(\*\)::int as n from gone$/,
+    reason: "the OAuth sweep removes every tenant's expired tokens and the grants none is left for (plugins/oauth-server/oauth-server.service.ts)",
+  },
+  {
+    tables: ['oauth_server_grant'],
+    match:
+      /^with gone as \(delete from oauth_server_client c where c\.created_at < \? and not exists \(select 1 from oauth_server_grant g where g\.client_id = c\.id\) .*returning 1\) select count\(\*\)::int as n from gone$/,
+    reason: 'the OAuth sweep keeps a registered client that any tenant has a grant for (clients belong to no tenant)',
+  },
+  {
     tables: ['api_key'],
     match: /^select "a0"\.\* from "api_key" as "a0" where "a0"\."prefix" = \? limit \?$/,
     reason: 'an API key is looked up by its prefix before its tenant is known',
