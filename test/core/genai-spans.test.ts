@@ -56,6 +56,29 @@ function spansOf(collector: Receiver): ReceivedSpan[] {
 const SERVER = 2;
 const CLIENT = 3;
 
+/** The service sending its spans to a collector, with its models at the loopback peer (the OpenAI-compatible provider). */
+async function tracedService(plugins: string[], env: Record<string, string> = {}) {
+  const collector = await startHttpReceiver();
+  const peer = await startModelPeer();
+  const t = await startTestApp({
+    withNotes: false,
+    plugins,
+    env: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      AI_CATALOGUE_FILE: peer.catalogueFile,
+      OUTBOUND_ALLOW_PRIVATE: 'true',
+      ...env,
+    },
+  });
+  return { t, collector, peer };
+}
+
+async function closeTraced(t: TestApp, collector: Receiver, peer: { close(): Promise<void> }): Promise<void> {
+  await t?.close();
+  await Promise.all([collector?.close(), peer?.close()]);
+}
+
 /**
  * The AI calls the service makes, as spans in OpenTelemetry's GenAI
  * conventions, so LLM observability tools that read them (Langfuse,
@@ -68,24 +91,8 @@ describe('AI calls as GenAI spans', () => {
   let collector: Receiver;
   let peer: Awaited<ReturnType<typeof startModelPeer>>;
 
-  before(async () => {
-    collector = await startHttpReceiver();
-    peer = await startModelPeer();
-    t = await startTestApp({
-      withNotes: false,
-      plugins: ['auth', 'memory', 'workflow'],
-      env: {
-        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-        OTEL_BSP_SCHEDULE_DELAY: '50',
-        AI_CATALOGUE_FILE: peer.catalogueFile,
-        OUTBOUND_ALLOW_PRIVATE: 'true',
-      },
-    });
-  });
-  after(async () => {
-    await t.close();
-    await Promise.all([collector.close(), peer.close()]);
-  });
+  before(async () => void ({ t, collector, peer } = await tracedService(['auth', 'memory', 'workflow'])));
+  after(() => closeTraced(t, collector, peer));
 
   it('an embedding call: embeddings and the model as its name, the provider, the server, the vector size and the tokens', async () => {
     const admin = await t.signup();
@@ -207,25 +214,8 @@ describe('AI calls as GenAI spans, with content captured on opt-in', () => {
   let collector: Receiver;
   let peer: Awaited<ReturnType<typeof startModelPeer>>;
 
-  before(async () => {
-    collector = await startHttpReceiver();
-    peer = await startModelPeer();
-    t = await startTestApp({
-      withNotes: false,
-      plugins: ['auth', 'workflow'],
-      env: {
-        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-        OTEL_BSP_SCHEDULE_DELAY: '50',
-        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
-        AI_CATALOGUE_FILE: peer.catalogueFile,
-        OUTBOUND_ALLOW_PRIVATE: 'true',
-      },
-    });
-  });
-  after(async () => {
-    await t.close();
-    await Promise.all([collector.close(), peer.close()]);
-  });
+  before(async () => void ({ t, collector, peer } = await tracedService(['auth', 'workflow'], { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' })));
+  after(() => closeTraced(t, collector, peer));
 
   it('a chat span holds the input messages and the answer as the conventions write them', async () => {
     const admin = await t.signup();
