@@ -7,6 +7,7 @@ export const defaults = {
   bodyLimitBytes: 1024 * 1024,
   /** Cached credentials are re-read from the database at most this often, even without an invalidation event. */
   authCacheTtlSeconds: 60,
+  stepUpMaxAgeSeconds: 600,
   shutdownTimeoutMs: 10_000,
   /** WebSocket ping interval; each beat also re-checks every connection's credential. */
   wsHeartbeatSeconds: 30,

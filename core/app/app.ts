@@ -180,7 +180,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       collections: new CollectionCatalogue(),
       dataScopes: new DataScopeCatalogue(),
       dataFolders: new DataFolders(config.dataDir),
-      operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger }),
+      operations: new OperationCaller({ forkEm: (id) => db.forkEm(id), logger, stepUpMaxAgeMs: config.stepUpMaxAgeSeconds * 1000 }),
       ai: new AiClient({
         catalogue: aiCatalogue,
         pool,
@@ -220,7 +220,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     core.collections.load(extensions.all('core.collections'));
     core.dataScopes.load(extensions.all('core.dataScopes'));
     core.ai.load(extensions.all('core.aiCalls'));
-    const pipeline = new RequestPipeline(authenticator, { db, logger, rateLimiter: core.rateLimiter, eventGroups: eventGroupsOf(extensions, plugins) });
+    const pipeline = new RequestPipeline(authenticator, {
+      db,
+      logger,
+      rateLimiter: core.rateLimiter,
+      eventGroups: eventGroupsOf(extensions, plugins),
+      stepUpMaxAgeSeconds: config.stepUpMaxAgeSeconds,
+    });
     bus.useAudience((principal, event) => pipeline.hears(principal, event));
     const dispatcher = new Dispatcher(registry, pipeline, { checkResults: config.checkResults });
     core.http.bind(pipeline, logger);

@@ -43,6 +43,11 @@ export const CoreSettings = settings({
   PLUGINS: setting(v.string(), 'comma-separated npm package names (or paths) of third-party plugins', ''),
   BODY_LIMIT_BYTES: setting(env.integer(1024, 64 * 1024 * 1024), 'largest accepted request body', String(defaults.bodyLimitBytes)),
   AUTH_CACHE_TTL_SECONDS: setting(env.integer(0, 3600), 'how long a verified credential is trusted from memory', String(defaults.authCacheTtlSeconds)),
+  STEP_UP_MAX_AGE_SECONDS: setting(
+    env.integer(30, 86_400),
+    'how recent a session’s sign-in (or step-up) must be for operations that need one: revealing a secret, a role, a new API key, factors',
+    String(defaults.stepUpMaxAgeSeconds),
+  ),
   TRUST_PROXY: setting(env.boolean(), 'take client address and scheme from X-Forwarded-*', 'false'),
   CHECK_RESULTS: setting(
     env.boolean(),
@@ -149,6 +154,8 @@ export interface Config {
   plugins: string[];
   bodyLimitBytes: number;
   authCacheTtlSeconds: number;
+  /** How recent a sign-in the operations that ask for a step-up accept (STEP_UP_MAX_AGE_SECONDS). */
+  stepUpMaxAgeSeconds: number;
   /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
   trustProxy: boolean;
   /** Check every answer against the operation's declared result (CHECK_RESULTS). */
@@ -226,6 +233,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     plugins: splitList(e.PLUGINS),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheTtlSeconds: e.AUTH_CACHE_TTL_SECONDS,
+    stepUpMaxAgeSeconds: e.STEP_UP_MAX_AGE_SECONDS,
     trustProxy: e.TRUST_PROXY,
     checkResults: e.CHECK_RESULTS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

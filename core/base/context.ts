@@ -17,6 +17,26 @@ export interface Principal {
   limits?: CallerLimits;
   /** For an OAuth access token: the grant it belongs to and the door (resource) it was issued for. */
   grant?: { id: string; door: Door };
+  /** For a session: when its person last proved who they are with every factor they have (sign-in or step-up), in ms since the epoch. */
+  signedInAt?: number;
+  /** For stored work: someone shaped it from a session that had not proved itself recently, so it may not do what needs a step-up. */
+  unconfirmed?: true;
+}
+
+/** How recent a sign-in operations that need a step-up accept, unless STEP_UP_MAX_AGE_SECONDS says otherwise. */
+export const STEP_UP_MAX_AGE_MS = 600_000;
+
+/**
+ * Whether the caller may do what needs a recent sign-in (OperationDefinition.stepUp,
+ * docs/decisions/0065-second-factors.md): a session proved within the max age;
+ * an API key, made only under a step-up; stored work none of whose authors
+ * shaped it from a session that had not. Never an app's token: no person is there.
+ */
+export function provedRecently(principal: Principal | null, maxAgeMs: number, now = Date.now()): boolean {
+  if (!principal || principal.grant) return false;
+  if (principal.sessionId) return principal.signedInAt !== undefined && now - principal.signedInAt <= maxAgeMs;
+  if (principal.apiKeyId) return true;
+  return principal.unconfirmed !== true;
 }
 
 /** The resources an OAuth access token may be issued for: the MCP door (`/mcp`), or the API (`/api/rpc`, its WebSocket and routes). */
@@ -51,6 +71,8 @@ export interface RequestContext {
   readonly limits: CallerLimits | null;
   /** The OAuth grant of an app's access token the call came with; null for any other credential. */
   readonly grantId: string | null;
+  /** Whether the caller may do what needs a recent sign-in (provedRecently): what it stores to run later keeps this. */
+  readonly steppedUp: boolean;
   /** A forked EntityManager with the tenant filter set to subscriptionId (made on first use). */
   readonly em: EntityManager;
   readonly log: Logger;
@@ -66,6 +88,8 @@ export interface AuthenticatedContext extends RequestContext {
 export interface ContextFactoryDeps {
   forkEm: (subscriptionId: string | null) => EntityManager;
   logger: Logger;
+  /** STEP_UP_MAX_AGE_SECONDS in ms (STEP_UP_MAX_AGE_MS when not given). */
+  stepUpMaxAgeMs?: number;
 }
 
 const stringOrNull = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
@@ -85,6 +109,7 @@ class CallContext implements RequestContext {
   readonly extra: Readonly<Record<string, unknown>>;
   readonly limits: CallerLimits | null;
   readonly grantId: string | null;
+  readonly steppedUp: boolean;
   #em?: EntityManager;
   #log?: Logger;
 
@@ -101,6 +126,7 @@ class CallContext implements RequestContext {
     this.extra = principal?.initialContext ?? {};
     this.limits = principal?.limits ?? null;
     this.grantId = principal?.grant?.id ?? null;
+    this.steppedUp = provedRecently(principal, deps.stepUpMaxAgeMs ?? STEP_UP_MAX_AGE_MS);
     this.projectId = stringOrNull(this.extra.projectId);
     this.serviceCode = stringOrNull(this.extra.serviceCode);
   }

@@ -3,6 +3,8 @@ export const CORE_ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   BAD_REQUEST: 400,
   UNAUTHENTICATED: 401,
+  /** The operation needs the person to have proved who they are recently (core/rpc/pipeline.ts, requireRecentSignIn). */
+  STEP_UP_REQUIRED: 401,
   FORBIDDEN: 403,
   METHOD_NOT_FOUND: 404,
   NOT_FOUND: 404,
@@ -49,6 +51,8 @@ export interface RpcErrorOptions {
   issues?: ValidationIssue[];
   /** Seconds after which a rate-limited caller may try again (sent as Retry-After). */
   retryAfter?: number;
+  /** What the caller needs to go on (a sign-in's ticket, say): sent beside the message as `details`. */
+  details?: Record<string, unknown>;
   cause?: unknown;
 }
 
@@ -61,6 +65,7 @@ export class RpcError extends Error {
   readonly status: number;
   readonly issues?: ValidationIssue[];
   readonly retryAfter?: number;
+  readonly details?: Record<string, unknown>;
 
   constructor(code: ErrorCode, message: string, options: RpcErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -70,6 +75,7 @@ export class RpcError extends Error {
     this.status = errorStatus(code) ?? CORE_ERROR_STATUS.INTERNAL;
     this.issues = options.issues;
     this.retryAfter = options.retryAfter;
+    this.details = options.details;
   }
 }
 
@@ -91,5 +97,6 @@ export interface ErrorBody {
   error: string;
   code: ErrorCode;
   issues?: ValidationIssue[];
+  details?: Record<string, unknown>;
   errorId?: string;
 }

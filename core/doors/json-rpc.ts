@@ -96,6 +96,7 @@ function errorMember(error: RpcError, requestId: string, errorId?: string) {
     data: {
       code: error.code,
       ...(error.issues ? { issues: error.issues } : {}),
+      ...(error.details ? { details: error.details } : {}),
       requestId,
       ...(errorId ? { errorId } : {}),
       ...(error.retryAfter !== undefined ? { retryAfter: error.retryAfter } : {}),

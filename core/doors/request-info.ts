@@ -85,6 +85,10 @@ export class HttpTransport implements Transport {
     return (this.#baseUrl ??= baseUrlOf(this.req, this.options));
   }
 
+  get userAgent(): string | null {
+    return this.req.headers['user-agent']?.slice(0, 300) || null;
+  }
+
   setCookie(name: string, value: string, options?: CookieOptions): void {
     this.cookies.push(serializeCookie(name, value, this.baseUrl.startsWith('https:'), options));
   }

@@ -26,6 +26,12 @@ export interface PluginDefinition<D = unknown> {
   id: string;
   /** The RPC group; every operation becomes `<group>.<name>`. */
   group: string;
+  /**
+   * The plugin takes part in signing people in (a second factor, a passkey):
+   * like AuthRpc, it may declare `public` operations, which a person calls
+   * before they have a session. No other plugin may.
+   */
+  signIn?: boolean;
   /** Range of core versions the plugin works with (semver), checked at load. */
   coreVersion: string;
   /** Ids of plugins that must load first (besides those whose services or extension points it uses). */

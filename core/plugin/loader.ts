@@ -419,8 +419,11 @@ function checkOperations(plugin: Plugin): void {
     if (!ACCESS_LEVELS.includes(operation.access)) {
       throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" has unknown access "${String(operation.access)}"`);
     }
-    if (operation.access === 'public' && plugin.group !== 'AuthRpc') {
-      throw new PluginLoadError('PLUGIN_PUBLIC_OPERATION', `${label}: operation "${name}" cannot be public; only AuthRpc operations are`);
+    if (operation.access === 'public' && plugin.group !== 'AuthRpc' && plugin.signIn !== true) {
+      throw new PluginLoadError(
+        'PLUGIN_PUBLIC_OPERATION',
+        `${label}: operation "${name}" cannot be public; only AuthRpc's and those of a plugin that signs people in (signIn: true) are`,
+      );
     }
     if (!v.isOfKind('schema', operation.params) || typeof operation.handler !== 'function') {
       throw new PluginLoadError('PLUGIN_INVALID_OPERATION', `${label}: operation "${name}" needs a valibot params schema and a handler`);

@@ -13,6 +13,8 @@ export interface Author {
   role?: Role;
   scopes?: readonly string[];
   readOnly?: true;
+  /** They shaped it from a session that had not proved itself recently (RequestContext.steppedUp): it may not do what needs a step-up. */
+  unconfirmed?: true;
 }
 
 /** A link of the chain an action acts through: an author, or someone who only bounds it (`vouches: false`). */
@@ -25,13 +27,14 @@ export interface ChainLink extends Author {
 export type HolderOf = (userId: string) => Promise<{ role: Role; isActive: boolean } | null>;
 
 /** The caller of a request as an author: their user and their credential's limits. */
-export function authorOf(ctx: Pick<RequestContext, 'userId' | 'role' | 'limits'> & { userId: string }): Author {
+export function authorOf(ctx: Pick<RequestContext, 'userId' | 'role' | 'limits'> & Partial<Pick<RequestContext, 'steppedUp'>> & { userId: string }): Author {
   const limits = ctx.limits;
   return {
     userId: ctx.userId,
     ...(ctx.role ? { role: ctx.role } : {}),
     ...(limits?.scopes ? { scopes: [...limits.scopes] } : {}),
     ...(limits?.readOnly ? { readOnly: true as const } : {}),
+    ...(ctx.steppedUp === false ? { unconfirmed: true as const } : {}),
   };
 }
 
@@ -46,6 +49,7 @@ export function withBound(chain: readonly ChainLink[], sender: Author): ChainLin
     link.userId === sender.userId &&
     link.role === sender.role &&
     link.readOnly === sender.readOnly &&
+    link.unconfirmed === sender.unconfirmed &&
     JSON.stringify(link.scopes ?? null) === JSON.stringify(sender.scopes ?? null);
   return chain.some(same) ? [...chain] : [...chain, { ...sender, vouches: false }];
 }
@@ -96,6 +100,7 @@ export async function actingPrincipal(
   let role = roleOf(actor);
   let scopes: readonly string[] | null = null;
   let readOnly = false;
+  let unconfirmed = false;
   for (const [index, link] of chain.entries()) {
     const own = roleOf(link);
     const common = commonRole(role, own);
@@ -104,6 +109,7 @@ export async function actingPrincipal(
     role = common;
     scopes = commonScopes(scopes, link.scopes ?? null);
     readOnly ||= link.readOnly === true;
+    unconfirmed ||= link.unconfirmed === true;
   }
   const limits: CallerLimits | undefined = scopes !== null || readOnly ? { scopes, readOnly, perMinute: null } : undefined;
   return {
@@ -114,5 +120,6 @@ export async function actingPrincipal(
     sessionId: null,
     initialContext,
     ...(limits ? { limits } : {}),
+    ...(unconfirmed ? { unconfirmed: true as const } : {}),
   };
 }

@@ -38,6 +38,7 @@ export function createCaller(dispatcher: Dispatcher, who: CallerIdentity, option
   const transport: Transport = {
     clientIp: options.clientIp ?? '127.0.0.1',
     baseUrl: options.baseUrl ?? 'http://localhost',
+    userAgent: null,
     setCookie(name: string, value: string, cookie?: CookieOptions) {
       if (cookie?.maxAge === 0) cookies.delete(name);
       else cookies.set(name, value);

@@ -46,6 +46,7 @@ export function errorBody(error: RpcError, errorId?: string): ErrorBody {
     error: error.message,
     code: error.code,
     ...(error.issues ? { issues: error.issues } : {}),
+    ...(error.details ? { details: error.details } : {}),
     ...(errorId ? { errorId } : {}),
   };
 }
@@ -152,6 +153,8 @@ export class Dispatcher {
       if (unsafe.length > 0) throw validationError(unsafe);
       const parsed = v.safeParse(operation.params, request.params ?? {}, REPORT_ALL_ISSUES);
       if (!parsed.success) throw validationError(issuesOf(parsed.issues));
+      const { stepUp } = operation;
+      if (stepUp && (stepUp === true || stepUp(parsed.output))) this.#pipeline.requireRecentSignIn(principal, operation.method);
       const ctx = this.#pipeline.context(request.requestId, principal);
       const result = operation.handler({ params: parsed.output, ctx, deps: operation.deps, transport: request.transport });
       return result instanceof Promise

@@ -20,6 +20,8 @@ export interface Transport {
   readonly clientIp: string;
   /** The base URL the caller used (PUBLIC_URL when set). */
   readonly baseUrl: string;
+  /** The caller's User-Agent, cut to 300 characters; null when none was sent (or not over HTTP). */
+  readonly userAgent: string | null;
   setCookie(name: string, value: string, options?: CookieOptions): void;
 }
 
@@ -54,6 +56,13 @@ export interface OperationDefinition<S extends GenericSchema = GenericSchema, A 
    */
   result?: R;
   kind?: OperationKind;
+  /**
+   * The operation needs a recent strong sign-in (step-up): a session whose
+   * person proved who they are within STEP_UP_MAX_AGE_SECONDS, or an API key;
+   * STEP_UP_REQUIRED otherwise. A function decides from the params (a role
+   * change among other changes, say).
+   */
+  stepUp?: true | ((params: InferOutput<S>) => boolean);
   /** One line for the operation listing. */
   describe: string;
   handler(args: HandlerArgs<S, A, D>): Awaitable<InferInput<R> | Envelope>;

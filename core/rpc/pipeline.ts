@@ -3,7 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Authenticator, CredentialScheme, PresentedCredentials } from '../credentials/authenticator.ts';
 import type { Database } from '../db/orm.ts';
 import type { Logger } from '../base/logger.ts';
-import { createContext, type Principal, type RequestContext } from '../base/context.ts';
+import { createContext, provedRecently, type Principal, type RequestContext } from '../base/context.ts';
 import { RpcError } from '../base/errors.ts';
 import { refusedRegexError } from '../records/filter-language.ts';
 import type { Access, OperationKind } from './operation.ts';
@@ -57,11 +57,12 @@ export interface Failure {
  */
 export class RequestPipeline {
   readonly #authenticator: Authenticator;
-  readonly #contextDeps: { forkEm: Database['forkEm']; logger: Logger };
+  readonly #contextDeps: { forkEm: Database['forkEm']; logger: Logger; stepUpMaxAgeMs: number };
   readonly #logger: Logger;
 
   readonly #rateLimiter: RateLimiter;
   readonly #eventGroups: ReadonlyMap<string, string>;
+  readonly #stepUpMaxAgeMs: number;
 
   constructor(
     authenticator: Authenticator,
@@ -70,19 +71,22 @@ export class RequestPipeline {
       logger,
       rateLimiter,
       eventGroups,
+      stepUpMaxAgeSeconds = 600,
     }: {
       db: Database;
       logger: Logger;
       rateLimiter: RateLimiter;
       /** The group of the plugin that declared each event of the catalogue. */
       eventGroups: ReadonlyMap<string, string>;
+      stepUpMaxAgeSeconds?: number;
     },
   ) {
+    this.#stepUpMaxAgeMs = stepUpMaxAgeSeconds * 1000;
     this.#authenticator = authenticator;
     this.#eventGroups = eventGroups;
     this.#logger = logger;
     this.#rateLimiter = rateLimiter;
-    this.#contextDeps = { forkEm: (id) => db.forkEm(id), logger };
+    this.#contextDeps = { forkEm: (id) => db.forkEm(id), logger, stepUpMaxAgeMs: this.#stepUpMaxAgeMs };
   }
 
   /**
@@ -137,6 +141,25 @@ export class RequestPipeline {
     if (limits.scopes && !inScope(limits.scopes, site)) {
       throw new RpcError('FORBIDDEN', `${credential} may not call ${site.method}: its scopes are ${limits.scopes.join(', ')}`);
     }
+  }
+
+  /**
+   * Throws STEP_UP_REQUIRED unless the caller proved who they are recently
+   * (provedRecently, docs/decisions/0065-second-factors.md).
+   */
+  requireRecentSignIn(principal: Principal | null, what: string): void {
+    if (provedRecently(principal, this.#stepUpMaxAgeMs)) return;
+    const minutes = Math.round(this.#stepUpMaxAgeMs / 60_000);
+    const details = { maxAgeSeconds: this.#stepUpMaxAgeMs / 1000 };
+    if (principal?.sessionId) {
+      throw new RpcError('STEP_UP_REQUIRED', `${what} needs a sign-in within the last ${minutes} minutes: confirm who you are (AccountSecurityRpc.stepUp)`, {
+        details,
+      });
+    }
+    const why = principal?.grant
+      ? "an app's token stands for nobody present: use a session or an API key"
+      : 'someone saved what runs here from a session not confirmed within that time: confirm who you are and save it again';
+    throw new RpcError('STEP_UP_REQUIRED', `${what} needs a person who confirmed who they are within ${minutes} minutes; ${why}`, { details });
   }
 
   /** Whether the caller may call the operation (what MCP lists and GET /api/rpc shows a caller). */

@@ -13,6 +13,7 @@ export interface RegisteredOperation {
   /** What it answers in `data`, where declared. */
   result?: GenericSchema;
   kind?: OperationKind;
+  stepUp?: Operation['stepUp'];
   handler: Operation['handler'];
   /** The deps of the plugin that declared it, handed to the handler. */
   deps: object;
@@ -181,6 +182,7 @@ export function buildRegistry<P extends OperationSource>(plugins: readonly P[], 
           params: strictParams(operation.params),
           result: operation.result,
           kind: operation.kind,
+          stepUp: operation.stepUp,
           handler: operation.handler,
           deps,
         }),

@@ -35,6 +35,8 @@ const editable = {
 export const create = defineOperation({
   access: 'admin',
   kind: 'write',
+  // Making an admin or staff member is a role change.
+  stepUp: (params) => params.role !== 'user',
   describe: 'Create a user in the caller’s subscription.',
   result: ADMIN_USER_SCHEMA,
   params: v.object({ email, password, username, role, isActive: v.optional(v.boolean(), true), ...editable }),
@@ -44,6 +46,7 @@ export const create = defineOperation({
 export const update = defineOperation({
   access: 'admin',
   kind: 'write',
+  stepUp: (params) => params.role !== undefined,
   describe: 'Change a user of the caller’s subscription.',
   result: ADMIN_USER_SCHEMA,
   params: v.object({
@@ -87,6 +90,8 @@ export const getData = defineOperation({
 export const resetPassword = defineOperation({
   access: 'admin',
   kind: 'write',
+  // A password an admin sets signs them in as that user.
+  stepUp: true,
   describe: 'Set a new password for a user and end all of their sessions.',
   result: v.literal(true),
   params: v.object({ userId: recordId('userId'), newPassword: password }),
@@ -105,6 +110,8 @@ export const getAvailableRoles = defineOperation({
 export const createInviteCode = defineOperation({
   access: 'admin',
   kind: 'write',
+  // A code for an admin or staff member hands out a role.
+  stepUp: (params) => params.role !== 'user',
   describe: 'Create an invite code to the caller’s subscription; the code is shown once.',
   result: v.strictObject({ ...INVITE_CODE_SCHEMA.entries, code: v.string() }),
   params: v.object({

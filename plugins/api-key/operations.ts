@@ -47,6 +47,7 @@ export const getData = defineOperation({
 export const create = defineOperation({
   access: 'user',
   kind: 'write',
+  stepUp: true,
   describe:
     'Create an API key, optionally limited to some groups or operations, to reading, or to a rate; the full key is returned once, in this response only.',
   result: CREATED_API_KEY,

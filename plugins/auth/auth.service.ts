@@ -15,7 +15,8 @@ import type { JoinQuestion, JoinService } from './join.service.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from './password.ts';
 import { Session } from './session.entity.ts';
-import type { SessionService } from './session.service.ts';
+import type { AmrMethod, SessionService } from './session.service.ts';
+import { accountOf, knownAddress, type SessionGrant, type SignedIn, type SignInOutcome, type SignInService } from './sign-in.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
 import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
@@ -38,20 +39,18 @@ export interface SignupInput {
   verifications?: { email?: Verification; phone?: Verification };
 }
 
-export interface SessionGrant {
-  token: string;
-  expiresAt: string;
-  user: UserView;
+/** Where a sign-in comes from: the client address and User-Agent (Transport). */
+export interface SignInFrom {
+  clientIp: string;
+  userAgent: string | null;
 }
 
 type LoginRow = RowOf<User, 'subscriptionId' | 'id' | 'passwordHash' | 'isActive'>;
 
-/** How long an address a user logged in from counts as theirs (see login). */
-const KNOWN_ADDRESS_SECONDS = 90 * 86_400;
-
 interface Deps {
   db: Database;
   sessionService: SessionService;
+  signInService: SignInService;
   userService: UserService;
   rateLimiter: RateLimiter;
   config: AuthConfig;
@@ -65,6 +64,7 @@ interface Deps {
 export class AuthService {
   readonly #db: Database;
   readonly #sessions: SessionService;
+  readonly #signIns: SignInService;
   readonly #users: UserService;
   readonly #limiter: RateLimiter;
   readonly #config: AuthConfig;
@@ -76,6 +76,7 @@ export class AuthService {
   constructor(deps: Deps) {
     this.#db = deps.db;
     this.#sessions = deps.sessionService;
+    this.#signIns = deps.signInService;
     this.#users = deps.userService;
     this.#limiter = deps.rateLimiter;
     this.#config = deps.config;
@@ -105,7 +106,8 @@ export class AuthService {
    * code, in the inviting subscription with the code's role. Required
    * verifications are consumed first; the user starts with a session.
    */
-  async signup(input: SignupInput, clientIp: string): Promise<SessionGrant & { subscriptionId: string }> {
+  async signup(input: SignupInput, from: SignInFrom): Promise<SessionGrant & { subscriptionId: string }> {
+    const { clientIp } = from;
     // An invite is an administrator letting someone in, so only signups without one are counted.
     const byIp: Limit[] = input.inviteCode ? [] : [[RateLimiter.bucket('signup-ip', clientIp), this.#config.signupIpLimit]];
     // A signup refused as taken answers what preSignupValidate does, so it counts among the address's signup checks.
@@ -153,8 +155,9 @@ export class AuthService {
       byIp.map(([bucket]) => bucket),
       this.#config.signupWindowSeconds,
     );
-    const grant = await this.#grant(user, clientIp);
-    await this.#lifecycle.afterSignup({ user: grant.user, subscriptionId: user.subscriptionId, joinedExisting: joined });
+    await this.#lifecycle.afterSignup({ user: toUserView(user), subscriptionId: user.subscriptionId, joinedExisting: joined });
+    const amr: AmrMethod[] = [...(input.password ? ['pwd' as const] : []), ...(proven.emailVerified || proven.phone ? ['code' as const] : [])];
+    const grant = signedIn(await this.#signIns.start(user, { amr, clientIp: from.clientIp, userAgent: from.userAgent, resume: {} }));
     return { ...grant, subscriptionId: user.subscriptionId };
   }
 
@@ -205,7 +208,8 @@ export class AuthService {
    * count covers only the accounts that address failed on: a flood from one
    * address leaves every account it never tried one attempt from there.
    */
-  async login(identifier: string, password: string, clientIp: string): Promise<SessionGrant> {
+  async login(identifier: string, password: string, from: SignInFrom): Promise<SessionGrant> {
+    const { clientIp } = from;
     const [row] = await this.#db.execute<LoginRow>(
       `select subscription_id, id, password_hash, is_active from auth_user where lower(email) = lower(?) or lower(username) = lower(?) limit 1`,
       [identifier, identifier],
@@ -232,7 +236,7 @@ export class AuthService {
       throw unauthenticated('Invalid identifier or password');
     }
     await this.#limiter.reset([fromHere]);
-    return this.#loginAs(row, 'password', clientIp);
+    return this.#loginAs(row, 'pwd', from);
   }
 
   /**
@@ -242,8 +246,8 @@ export class AuthService {
    * made by someone else (an administrator, who chose its password): the
    * person is asked first (a JoinQuestion; joinWithCode when they join).
    */
-  async loginWithCode(otpRequestId: string, code: string, clientIp: string): Promise<SessionGrant | JoinQuestion> {
-    const proven = await this.#codes.consume(otpRequestId, code, clientIp, 'login');
+  async loginWithCode(otpRequestId: string, code: string, from: SignInFrom): Promise<SessionGrant | JoinQuestion> {
+    const proven = await this.#codes.consume(otpRequestId, code, from.clientIp, 'login');
     const rows = await this.#db.execute<LoginRow>(
       proven.channel === 'email'
         ? 'select subscription_id, id, password_hash, is_active from auth_user where lower(email) = ?'
@@ -256,35 +260,22 @@ export class AuthService {
     const user = await this.#users.findForLogin(row.subscription_id, row.id);
     if (!user) throw unauthenticated('No account matches this verified address');
     if (proven.channel === 'email' && !ownerProvedEmail(user)) return this.#join.ask(user, proven.identifier, null);
-    return this.#signIn(user, 'code', clientIp);
+    return signedIn(await this.#signIns.start(user, { amr: ['code'], clientIp: from.clientIp, userAgent: from.userAgent, resume: {} }));
   }
 
   /** The person a code login asked (join.service.ts) joins the account: it becomes theirs (UserService.claim), and they are signed in. */
-  async joinWithCode(user: User, email: string, clientIp: string): Promise<SessionGrant> {
+  async joinWithCode(user: User, email: string, from: SignInFrom): Promise<SignInOutcome> {
     await this.#users.claim(user, email, 'code');
     const claimed = await this.#users.findForLogin(user.subscriptionId, user.id);
     if (!claimed?.isActive) throw unauthenticated('This account is deactivated or gone');
-    return this.#signIn(claimed, 'code', clientIp);
+    return this.#signIns.attempt(claimed, { amr: ['code'], clientIp: from.clientIp, userAgent: from.userAgent, resume: {} });
   }
 
-  async #loginAs(row: LoginRow, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {
+  async #loginAs(row: LoginRow, method: AmrMethod, from: SignInFrom): Promise<SessionGrant> {
     if (!row.is_active) throw unauthenticated('This account is deactivated');
     const user = await this.#users.findForLogin(row.subscription_id, row.id);
     if (!user) throw unauthenticated('Invalid identifier or password');
-    return this.#signIn(user, method, clientIp);
-  }
-
-  async #signIn(user: User, method: 'password' | 'code', clientIp: string): Promise<SessionGrant> {
-    const grant = await this.#grant(user, clientIp);
-    await this.#lifecycle.afterLogin({ user: grant.user, method });
-    return grant;
-  }
-
-  /** A new session; the address it was asked from becomes one the user is known to log in from. */
-  async #grant(user: User, clientIp: string): Promise<SessionGrant> {
-    const session = await this.#sessions.create(user);
-    await this.#limiter.hit([knownAddress(accountOf(user.id), clientIp)], KNOWN_ADDRESS_SECONDS);
-    return { token: session.token, expiresAt: session.expiresAt.toISOString(), user: toUserView(user) };
+    return signedIn(await this.#signIns.start(user, { amr: [method], clientIp: from.clientIp, userAgent: from.userAgent, resume: {} }));
   }
 
   async logout(ctx: AuthenticatedContext): Promise<void> {
@@ -309,10 +300,11 @@ export class AuthService {
   }
 }
 
-const accountOf = (userId: string): string => `user:${userId}`;
+/** The session of a sign-in by an operation, which has no external login to hand it to. */
+const signedIn = (done: SignedIn): SessionGrant => {
+  if (done.status !== 'signed-in') throw new Error('A sign-in without an external login was handed over');
+  return { token: done.token, expiresAt: done.expiresAt, user: done.user };
+};
 
 /** Counts the answers to whether an address or username has an account, per client address (see preSignupValidate). */
 const signupChecks = (clientIp: string): string => RateLimiter.bucket('signup-check-ip', clientIp);
-
-/** Counts the sessions an account was given from an address (see login). */
-const knownAddress = (account: string, clientIp: string): string => RateLimiter.bucket('login-known', `${account} ${clientIp}`);

@@ -7,6 +7,7 @@ import type { Lifecycle } from './lifecycle.ts';
 import type { MessageSender } from './message-sender.ts';
 import type { OAuthService } from './oauth.service.ts';
 import type { SessionService } from './session.service.ts';
+import type { SignInService } from './sign-in.service.ts';
 import type { UserService } from './user.service.ts';
 import type { VerificationService } from './verification.service.ts';
 
@@ -19,6 +20,7 @@ export type AuthDeps = Deps<
     authService: AuthService;
     userService: UserService;
     sessionService: SessionService;
+    signInService: SignInService;
     verificationService: VerificationService;
     inviteCodeService: InviteCodeService;
     oauthService: OAuthService;

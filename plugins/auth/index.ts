@@ -20,6 +20,7 @@ import { OutboxMessage } from './outbox.entity.ts';
 import { PendingLink } from './pending-link.entity.ts';
 import { Session } from './session.entity.ts';
 import { SessionService } from './session.service.ts';
+import { SignInService, signInPoint, type SignInGate } from './sign-in.service.ts';
 import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
 import { UserService } from './user.service.ts';
@@ -29,11 +30,13 @@ declare module 'rpc-service/plugin' {
   interface PluginServices {
     userService: UserService;
     sessionService: SessionService;
+    signInService: SignInService;
     verificationService: VerificationService;
     inviteCodeService: InviteCodeService;
   }
   interface ExtensionPoints {
     'auth.lifecycle': LifecycleHooks;
+    'auth.signIn': SignInGate;
   }
   interface PluginErrorCodes {
     /** A code login proved an address whose account someone else may have made: the person answers at /auth/join first. */
@@ -59,6 +62,7 @@ export const authPlugin = definePlugin<AuthDeps>({
     authService: asClass(AuthService).singleton(),
     userService: asClass(UserService).singleton(),
     sessionService: asClass(SessionService).singleton(),
+    signInService: asClass(SignInService).singleton(),
     verificationService: asClass(VerificationService).singleton(),
     inviteCodeService: asClass(InviteCodeService).singleton(),
     oauthService: asClass(OAuthService).singleton(),
@@ -66,8 +70,8 @@ export const authPlugin = definePlugin<AuthDeps>({
     lifecycle: asClass(Lifecycle).singleton(),
     messageSender: asClass(MessageSender).singleton(),
   },
-  exports: ['userService', 'sessionService', 'verificationService', 'inviteCodeService'],
-  extensionPoints: [lifecyclePoint],
+  exports: ['userService', 'sessionService', 'signInService', 'verificationService', 'inviteCodeService'],
+  extensionPoints: [lifecyclePoint, signInPoint],
   extends: {
     'core.credentials': (deps) => [{ scheme: 'session', verifier: deps.sessionService }],
     // The subscription's own row is keyed by its id; its users, sessions and links move by their subscription_id.

@@ -12,7 +12,7 @@ export interface AfterSignup {
 
 export interface AfterLogin {
   user: UserView;
-  method: 'password' | 'code' | 'oauth';
+  method: 'password' | 'code' | 'oauth' | 'passkey';
 }
 
 export interface UserRemoved {

@@ -1,6 +1,7 @@
 import { badRequest, SESSION_COOKIE, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { AuthDeps } from './deps.ts';
 import { JOIN_COOKIE, type JoinQuestion } from './join.service.ts';
+import type { SignInOutcome } from './sign-in.service.ts';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
@@ -46,12 +47,16 @@ export function oauthRoutes(router: Router, { oauthService, authService, joinSer
   // Sign-in doors, as AuthRpc's login operations are: each writes (a login's state, a session, a link).
   const browserRoute = { access: 'public', serves: 'AuthRpc', kind: 'write', answerError: failurePage } as const;
 
-  const signedIn = (ctx: RouteContext, login: { token: string; expiresAt: Date | string; external?: boolean }) => {
-    if (login.external) {
+  const from = (ctx: RouteContext) => ({ clientIp: ctx.ip, userAgent: ctx.req.headers['user-agent']?.slice(0, 300) ?? null });
+
+  // A sign-in a gate stopped (a second factor) goes on at the gate's page.
+  const signedIn = (ctx: RouteContext, login: SignInOutcome) => {
+    ctx.set('Cache-Control', 'no-store');
+    if (login.status === 'handed-over') {
       return page(ctx, 200, 'Login complete', 'You are signed in. You can close this window and return to the application.');
     }
+    if (login.status === 'challenged') return ctx.redirect(`${http.publicUrl ?? ''}${login.challenge.page}`);
     ctx.append('Set-Cookie', http.cookie(ctx.req, SESSION_COOKIE, login.token, { expires: new Date(login.expiresAt) }));
-    ctx.set('Cache-Control', 'no-store');
     ctx.redirect(`${http.publicUrl ?? ''}/`);
   };
 
@@ -78,7 +83,9 @@ export function oauthRoutes(router: Router, { oauthService, authService, joinSer
       if (answer.status === 'join') {
         return signedIn(
           ctx,
-          answer.via ? await oauthService.join(answer.user, answer.email, answer.via) : await authService.joinWithCode(answer.user, answer.email, ctx.ip),
+          answer.via
+            ? await oauthService.join(answer.user, answer.email, answer.via, from(ctx))
+            : await authService.joinWithCode(answer.user, answer.email, from(ctx)),
         );
       }
       page(
@@ -106,8 +113,8 @@ export function oauthRoutes(router: Router, { oauthService, authService, joinSer
       if (typeof ctx.query.error === 'string') {
         return page(ctx, 400, 'Login cancelled', `The provider answered: ${ctx.query.error}`);
       }
-      const login = await oauthService.completeLogin(ctx.params.provider!, new URL(ctx.href), baseUrl(ctx));
-      if (login.status === 'signed-in') return signedIn(ctx, login);
+      const login = await oauthService.completeLogin(ctx.params.provider!, new URL(ctx.href), baseUrl(ctx), from(ctx));
+      if (login.status !== 'question') return signedIn(ctx, login);
       ctx.append('Set-Cookie', http.cookie(ctx.req, JOIN_COOKIE, login.token, { expires: login.expiresAt }));
       questionPage(ctx, login);
     }),

@@ -22,7 +22,9 @@ import type { JoinQuestion, JoinService, ProviderSignIn } from './join.service.t
 import type { Lifecycle } from './lifecycle.ts';
 import { OAuthLink } from './oauth-link.entity.ts';
 import type { OAuthState } from './oauth-state.entity.ts';
+import type { SignInFrom } from './auth.service.ts';
 import type { SessionService } from './session.service.ts';
+import type { SignInOutcome, SignInService } from './sign-in.service.ts';
 import { checkSignupRules } from './signup-policy.ts';
 import { Subscription } from './subscription.entity.ts';
 import { User } from './user.entity.ts';
@@ -53,22 +55,15 @@ export interface ExternalLoginStarted {
 
 export type ExternalLoginStatus = { status: 'pending' | 'expired' } | { status: 'completed'; token: string; expiresAt: string; user: UserView };
 
-/** A sign-in that made a session; `external` when another program started it and collects it by polling. */
-export interface OAuthSignedIn {
-  status: 'signed-in';
-  token: string;
-  expiresAt: Date;
-  user: UserView;
-  external: boolean;
-}
-
-export type OAuthLogin = OAuthSignedIn | JoinQuestion;
+/** A provider's sign-in: a session (handed over when another program started it and collects it by polling), a gate's challenge, or a question. */
+export type OAuthLogin = SignInOutcome | JoinQuestion;
 
 interface Deps {
   config: AuthConfig;
   db: Database;
   secretBox: SecretBox;
   sessionService: SessionService;
+  signInService: SignInService;
   userService: UserService;
   lifecycle: Lifecycle;
   joinService: JoinService;
@@ -161,7 +156,7 @@ export class OAuthService {
   }
 
   /** Completes the login the provider redirected back with: checks state, nonce and PKCE, then finds or makes the user. */
-  async completeLogin(providerName: string, callbackUrl: URL, baseUrl: string): Promise<OAuthLogin> {
+  async completeLogin(providerName: string, callbackUrl: URL, baseUrl: string, from: SignInFrom): Promise<OAuthLogin> {
     const provider = this.provider(providerName);
     const state = callbackUrl.searchParams.get('state');
     if (!state) throw badRequest('The provider answered without a state');
@@ -194,17 +189,12 @@ export class OAuthService {
       throw badRequest('The provider did not confirm this login; start again');
     }
     const found = await this.#userFor(provider.name, claims);
-    if ('user' in found) return this.#signIn(found.user, pending.external_login_id);
+    if ('user' in found) return this.#signIn(found.user, pending.external_login_id, from);
     return this.#deps.joinService.ask(found.ask, found.email, { provider: provider.name, subject: claims.sub, externalLoginId: pending.external_login_id });
   }
 
-  async #signIn(user: User, externalLoginId: string | null): Promise<OAuthSignedIn> {
-    if (!user.isActive) throw new RpcError('UNAUTHENTICATED', 'This account is deactivated');
-    const session = await this.#deps.sessionService.create(user);
-    const view = toUserView(user);
-    if (externalLoginId) await this.#completeExternal(externalLoginId, session.token, user.id);
-    await this.#deps.lifecycle.afterLogin({ user: view, method: 'oauth' });
-    return { status: 'signed-in', token: session.token, expiresAt: session.expiresAt, user: view, external: externalLoginId !== null };
+  #signIn(user: User, externalLoginId: string | null, from: SignInFrom): Promise<SignInOutcome> {
+    return this.#deps.signInService.attempt(user, { amr: ['oauth'], ...from, resume: externalLoginId ? { externalLoginId } : {} });
   }
 
   /**
@@ -263,9 +253,9 @@ export class OAuthService {
   }
 
   /** The person a provider's sign-in asked (join.service.ts) joins the account: linked, claimed, signed in. */
-  async join(user: User, email: string, via: ProviderSignIn): Promise<OAuthSignedIn> {
+  async join(user: User, email: string, via: ProviderSignIn, from: SignInFrom): Promise<SignInOutcome> {
     const linked = await this.#link(via.provider, via.subject, user, email, true);
-    return this.#signIn(await this.#loginUser(linked), via.externalLoginId);
+    return this.#signIn(await this.#loginUser(linked), via.externalLoginId, from);
   }
 
   async #signup(provider: string, claims: IDToken, email: string): Promise<User> {
@@ -339,14 +329,6 @@ export class OAuthService {
     if (!isUuid(id)) throw badRequest('This login link is not valid; start again from the application');
     const [row] = await this.#deps.db.execute('select 1 from auth_external_login where id = ? and completed_at is null and expires_at > now()', [id]);
     if (!row) throw badRequest('This login link has expired or was already used; start again from the application');
-  }
-
-  async #completeExternal(id: string, token: string, userId: string): Promise<void> {
-    await this.#deps.db.execute(
-      `update auth_external_login set session_token = ?, user_id = ?, completed_at = now()
-       where id = ? and completed_at is null and expires_at > now()`,
-      [this.#deps.secretBox.encrypt(token), userId, id],
-    );
   }
 
   /** The login's state; a completed result is handed out once, then reads as expired. */

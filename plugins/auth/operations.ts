@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { email, envelope, password, RpcError, SESSION_COOKIE, username, validationError, wireTimestamp, type Transport } from 'rpc-service/plugin';
-import type { SessionGrant } from './auth.service.ts';
+import type { SessionGrant } from './sign-in.service.ts';
 import { SIGNUP_MODES } from './config.ts';
 import { defineOperation } from './deps.ts';
 import { JOIN_COOKIE } from './join.service.ts';
@@ -47,7 +47,7 @@ export const signup = defineOperation({
     inviteCode,
     verifications: v.optional(v.object({ email: v.optional(verification), phone: v.optional(verification) })),
   }),
-  handler: async ({ params, deps, transport }) => startSession(transport, await deps.authService.signup(params, transport.clientIp)),
+  handler: async ({ params, deps, transport }) => startSession(transport, await deps.authService.signup(params, transport)),
 });
 
 export const requestVerificationCode = defineOperation({
@@ -104,8 +104,8 @@ export const login = defineOperation({
   handler: async ({ params, deps, transport }) => {
     const login =
       params.otpRequestId !== undefined
-        ? await deps.authService.loginWithCode(params.otpRequestId, params.code!, transport.clientIp)
-        : await deps.authService.login(params.identifier!, params.password!, transport.clientIp);
+        ? await deps.authService.loginWithCode(params.otpRequestId, params.code!, transport)
+        : await deps.authService.login(params.identifier!, params.password!, transport);
     if (!('status' in login)) return startSession(transport, login);
     // The account may be someone else's making: this browser answers the question at /auth/join (plugins/auth/README.md).
     transport.setCookie(JOIN_COOKIE, login.token, { expires: login.expiresAt });

@@ -21,7 +21,30 @@ export interface IssuedSession {
   sessionId: string;
 }
 
-type SessionRow = RowOf<Session, 'id' | 'subscriptionId' | 'userId' | 'expiresAt' | 'lastSeenAt'> & RowOf<User, 'role' | 'isActive'>;
+/** How a person proved who they are (Session.amr). */
+export const AMR_METHODS = ['pwd', 'code', 'oauth', 'otp', 'recovery', 'webauthn'] as const;
+export type AmrMethod = (typeof AMR_METHODS)[number];
+
+/** How a session was made, and from where. */
+export interface SessionOrigin {
+  amr: readonly AmrMethod[];
+  clientIp: string | null;
+  userAgent: string | null;
+}
+
+/** A session as its person (or their admin) sees it in a list of devices. */
+export interface SessionView {
+  id: string;
+  createdAt: string;
+  lastSeenAt: string;
+  expiresAt: string;
+  signedInAt: string;
+  amr: AmrMethod[];
+  ipAddress: string | null;
+  userAgent: string | null;
+}
+
+type SessionRow = RowOf<Session, 'id' | 'subscriptionId' | 'userId' | 'expiresAt' | 'lastSeenAt' | 'signedInAt'> & RowOf<User, 'role' | 'isActive'>;
 
 /**
  * Session tokens: 32 random bytes, stored only as SHA-256, expiring after
@@ -44,7 +67,7 @@ export class SessionService implements CredentialVerifier {
     this.#touchEveryMs = Math.min(3_600_000, this.#ttlMs / 10);
   }
 
-  async create(user: Pick<User, 'id' | 'subscriptionId'>): Promise<IssuedSession> {
+  async create(user: Pick<User, 'id' | 'subscriptionId'>, origin: SessionOrigin): Promise<IssuedSession> {
     const token = randomToken(32);
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.#ttlMs);
@@ -57,6 +80,10 @@ export class SessionService implements CredentialVerifier {
       createdAt: now,
       lastSeenAt: now,
       expiresAt,
+      amr: origin.amr.join(' '),
+      signedInAt: now,
+      ipAddress: origin.clientIp,
+      userAgent: origin.userAgent?.slice(0, 300) ?? null,
     });
     await em.flush();
     return { token, expiresAt, sessionId: session.id };
@@ -93,7 +120,7 @@ export class SessionService implements CredentialVerifier {
     if (!entry) {
       const readAt = this.#cache.generation;
       const [row] = await this.#db.execute<SessionRow>(
-        `select s.id, s.subscription_id, s.user_id, s.expires_at, s.last_seen_at, u.role, u.is_active
+        `select s.id, s.subscription_id, s.user_id, s.expires_at, s.last_seen_at, s.signed_in_at, u.role, u.is_active
          from auth_session s join auth_user u on u.subscription_id = s.subscription_id and u.id = s.user_id where s.token_hash = ?`,
         [tokenHash],
       );
@@ -106,6 +133,7 @@ export class SessionService implements CredentialVerifier {
           apiKeyId: null,
           sessionId: row.id,
           initialContext: null,
+          signedInAt: new Date(row.signed_in_at).getTime(),
         },
         expiresAt: new Date(row.expires_at),
         lastSeenAt: new Date(row.last_seen_at),
@@ -129,15 +157,54 @@ export class SessionService implements CredentialVerifier {
     return entry.principal;
   }
 
+  /**
+   * The person of a session proved who they are again (a step-up): it counts
+   * as signed in now, with the methods added to how it was made.
+   */
+  async confirm(subscriptionId: string, sessionId: string, amr: readonly AmrMethod[]): Promise<void> {
+    const em = this.#db.forkEm(subscriptionId);
+    const session = await em.findOne(Session, { id: sessionId });
+    if (!session) throw unauthenticated('Invalid or revoked session');
+    session.amr = [...new Set([...session.amr.split(' ').filter(Boolean), ...amr])].join(' ');
+    session.signedInAt = new Date();
+    await em.flush();
+    await this.#credentials.changed({ sessionId });
+  }
+
+  /** A user's unexpired sessions, the most recently used first. */
+  async listOfUser(subscriptionId: string, userId: string): Promise<SessionView[]> {
+    const sessions = await this.#db
+      .forkEm(subscriptionId)
+      .find(Session, { userId, expiresAt: { $gt: new Date() } }, { orderBy: { lastSeenAt: 'desc', id: 'asc' }, limit: 1000 });
+    return sessions.map((session) => ({
+      id: session.id,
+      createdAt: session.createdAt.toISOString(),
+      lastSeenAt: session.lastSeenAt.toISOString(),
+      expiresAt: session.expiresAt.toISOString(),
+      signedInAt: session.signedInAt.toISOString(),
+      amr: session.amr.split(' ').filter((method): method is AmrMethod => (AMR_METHODS as readonly string[]).includes(method)),
+      ipAddress: session.ipAddress ?? null,
+      userAgent: session.userAgent ?? null,
+    }));
+  }
+
+  /** Ends one session of a user; false when the user has no such session. */
+  async revokeOfUser(subscriptionId: string, userId: string, sessionId: string): Promise<boolean> {
+    const deleted = await this.#db.forkEm(null).nativeDelete(Session, { subscriptionId, userId, id: sessionId }, ACROSS_TENANTS);
+    if (deleted > 0) await this.#credentials.changed({ sessionId });
+    return deleted > 0;
+  }
+
   async revoke(subscriptionId: string, sessionId: string): Promise<void> {
     await this.#db.forkEm(null).nativeDelete(Session, { subscriptionId, id: sessionId }, ACROSS_TENANTS);
     await this.#credentials.changed({ sessionId });
   }
 
-  /** Ends every session of a user, except one when given (e.g. the caller's own). */
-  async revokeAllOfUser(subscriptionId: string, userId: string, exceptSessionId?: string): Promise<void> {
+  /** Ends every session of a user, except one when given (e.g. the caller's own); answers how many ended. */
+  async revokeAllOfUser(subscriptionId: string, userId: string, exceptSessionId?: string | null): Promise<number> {
     const where = exceptSessionId ? { subscriptionId, userId, id: { $ne: exceptSessionId } } : { subscriptionId, userId };
-    await this.#db.forkEm(null).nativeDelete(Session, where, ACROSS_TENANTS);
+    const deleted = await this.#db.forkEm(null).nativeDelete(Session, where, ACROSS_TENANTS);
     await this.#credentials.changed({ userId });
+    return deleted;
   }
 }

@@ -294,19 +294,29 @@ export class UserService {
    * stolen session dies with the old password.
    */
   async changePassword(ctx: AuthenticatedContext, currentPassword: string, newPassword: string): Promise<void> {
+    const user = await this.confirmPassword(ctx, currentPassword, 'currentPassword');
+    await this.setPassword(ctx, user, newPassword, ctx.sessionId ?? undefined);
+  }
+
+  /**
+   * The calling user, once they gave their password again (a password change,
+   * a step-up). Failed attempts count per user like failed logins; past the
+   * limit even the right password is refused until the window ends.
+   */
+  async confirmPassword(ctx: AuthenticatedContext, password: string, path = 'password'): Promise<User> {
     const { rateLimiter, config } = this.#deps;
     const bucket = RateLimiter.bucket('password-change', ctx.userId);
     await rateLimiter.check([[bucket, config.loginFailureLimit]]);
     const user = await this.self(ctx, ['passwordHash']);
     if (!user.passwordHash) {
-      throw badRequest('This account has no password to change (it signs in another way); an administrator can set one with AdminUserRpc.resetPassword');
+      throw badRequest('This account has no password (it signs in another way); an administrator can set one with AdminUserRpc.resetPassword');
     }
-    if (!(await verifyPassword(currentPassword, user.passwordHash))) {
+    if (!(await verifyPassword(password, user.passwordHash))) {
       await rateLimiter.hit([bucket], config.loginFailureWindowSeconds);
-      throw validationError([{ path: 'currentPassword', message: 'Current password is incorrect' }]);
+      throw validationError([{ path, message: 'The password is incorrect' }]);
     }
     await rateLimiter.reset([bucket]);
-    await this.setPassword(ctx, user, newPassword, ctx.sessionId ?? undefined);
+    return user;
   }
 
   /**

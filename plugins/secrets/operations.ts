@@ -90,6 +90,7 @@ export const remove = defineOperation({
 export const getSecretValue = defineOperation({
   access: 'admin',
   kind: 'read',
+  stepUp: true,
   describe: 'Read the value of a secret (admins only); every read is in the audit log, and no value is returned unless its read was recorded.',
   result: v.strictObject({ value: v.string() }),
   params: v.object({ zone, key }),

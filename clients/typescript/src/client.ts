@@ -136,6 +136,7 @@ function jsonRpcRefusal({ response, body }: Attempt): RpcError | undefined {
       requestId: (data.requestId as string | undefined) ?? requestId,
       errorId: data.errorId as string | undefined,
       retryAfter: typeof data.retryAfter === 'number' ? data.retryAfter : retryAfterHeader(response),
+      details: isObject(data.details) ? data.details : undefined,
       status: ERROR_STATUS[code as keyof typeof ERROR_STATUS] ?? response?.status,
     });
   }
@@ -153,6 +154,7 @@ function envelopeRefusal({ response, body }: Attempt): RpcError | undefined {
       requestId: response?.headers.get('x-request-id') ?? undefined,
       errorId: body.data.errorId as string | undefined,
       retryAfter: retryAfterHeader(response),
+      details: isObject(body.data.details) ? body.data.details : undefined,
       status: response?.status,
     });
   }

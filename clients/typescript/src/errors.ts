@@ -20,6 +20,7 @@ export interface RpcErrorFields {
   requestId?: string;
   errorId?: string;
   retryAfter?: number;
+  details?: Record<string, unknown>;
   status?: number;
   cause?: unknown;
 }
@@ -37,16 +38,19 @@ export class RpcError extends Error {
   readonly errorId: string | undefined;
   /** Seconds the service asked to wait before trying again (RATE_LIMITED). */
   readonly retryAfter: number | undefined;
+  /** What the caller needs to go on, where the service gives it (SECOND_FACTOR_REQUIRED's ticket, say). */
+  readonly details: Record<string, unknown> | undefined;
   /** The HTTP status the code stands for. */
   readonly status: number | undefined;
 
-  constructor({ code, message, issues, requestId, errorId, retryAfter, status, cause }: RpcErrorFields) {
+  constructor({ code, message, issues, requestId, errorId, retryAfter, details, status, cause }: RpcErrorFields) {
     super(message, cause === undefined ? undefined : { cause });
     this.code = code;
     this.issues = issues;
     this.requestId = requestId;
     this.errorId = errorId;
     this.retryAfter = retryAfter;
+    this.details = details;
     this.status = status;
   }
 }

@@ -5,6 +5,7 @@ import { Migration20261126014417_outbox_from_core } from './Migration20261126014
 import { Migration20261126154922_tenant_keys } from './Migration20261126154922_tenant_keys.ts';
 import { Migration20261128231630_owner_proof } from './Migration20261128231630_owner_proof.ts';
 import { Migration20261129000059_code_join } from './Migration20261129000059_code_join.ts';
+import { Migration20261207211515_session_devices } from './Migration20261207211515_session_devices.ts';
 
 export const migrations = [
   Migration20261123171525_initial,
@@ -13,4 +14,5 @@ export const migrations = [
   Migration20261126154922_tenant_keys,
   Migration20261128231630_owner_proof,
   Migration20261129000059_code_join,
+  Migration20261207211515_session_devices,
 ];

@@ -78,7 +78,7 @@ describe('UserProfileRpc: profile and password', () => {
       t.as(ann).UserProfileRpc.changePassword({ currentPassword: 'not my password', newPassword: 'a brand new password' }),
       'VALIDATION_ERROR',
     );
-    assert.deepEqual(wrong.issues, [{ path: 'currentPassword', message: 'Current password is incorrect' }]);
+    assert.deepEqual(wrong.issues, [{ path: 'currentPassword', message: 'The password is incorrect' }]);
     const short = await refused(t.as(ann).UserProfileRpc.changePassword({ currentPassword: ann.password, newPassword: 'short' }), 'VALIDATION_ERROR');
     assert.deepEqual(
       short.issues?.map((issue) => issue.path),

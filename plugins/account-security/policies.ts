@@ -1,0 +1,56 @@
+import { isManager, type EntityManager, type Role } from 'rpc-service/plugin';
+import { FactorPolicy } from './policy.entity.ts';
+
+export const REQUIRED_FOR = ['nobody', 'admins', 'staff', 'everyone'] as const;
+export type RequiredFor = (typeof REQUIRED_FOR)[number];
+
+export interface PolicyView {
+  requiredFor: RequiredFor;
+  graceDays: number;
+  since: string | null;
+  updatedAt: string | null;
+  updatedBy: string | null;
+}
+
+/** Whether a policy asks a second factor of a role: admins; staff and admins; or everyone. */
+export const covers = (requiredFor: RequiredFor, role: Role): boolean =>
+  requiredFor === 'everyone' || (requiredFor === 'staff' && isManager(role)) || (requiredFor === 'admins' && role === 'admin');
+
+const NONE: PolicyView = { requiredFor: 'nobody', graceDays: 0, since: null, updatedAt: null, updatedBy: null };
+
+/** A subscription's policy on second factors: none until an admin sets one. */
+export class Policies {
+  async get(em: EntityManager, subscriptionId: string): Promise<PolicyView> {
+    const policy = await em.findOne(FactorPolicy, { subscriptionId });
+    return policy ? viewOf(policy) : NONE;
+  }
+
+  async set(em: EntityManager, subscriptionId: string, input: { requiredFor: RequiredFor; graceDays: number }, by: string): Promise<PolicyView> {
+    const now = new Date();
+    const policy = await em.findOne(FactorPolicy, { subscriptionId });
+    if (policy) {
+      if (policy.requiredFor !== input.requiredFor) policy.since = now;
+      Object.assign(policy, input, { updatedAt: now, updatedBy: by });
+      await em.flush();
+      return viewOf(policy);
+    }
+    const made = em.create(FactorPolicy, { subscriptionId, ...input, since: now, updatedAt: now, updatedBy: by });
+    await em.flush();
+    return viewOf(made);
+  }
+
+  /** Whether the policy asks this person for a factor, and from when their sign-ins need one (null: not asked). */
+  requirement(policy: PolicyView, user: { role: Role; createdAt: Date }): { required: boolean; deadline: Date | null } {
+    if (!covers(policy.requiredFor, user.role) || !policy.since) return { required: false, deadline: null };
+    const from = Math.max(new Date(policy.since).getTime(), user.createdAt.getTime());
+    return { required: true, deadline: new Date(from + policy.graceDays * 86_400_000) };
+  }
+}
+
+const viewOf = (policy: FactorPolicy): PolicyView => ({
+  requiredFor: policy.requiredFor as RequiredFor,
+  graceDays: policy.graceDays,
+  since: policy.since.toISOString(),
+  updatedAt: policy.updatedAt.toISOString(),
+  updatedBy: policy.updatedBy,
+});
