@@ -165,7 +165,7 @@ export class AccountSecurityService {
   async finishPasskeySignIn(challengeId: string, response: AuthenticationResponseJSON, transport: Transport): Promise<SignInAnswer> {
     const { passkey, challenge } = await this.#passkeys.authenticate(challengeId, ['sign-in', 'second-factor'], {}, response);
     if (challenge.purpose === 'second-factor') {
-      const open = await this.#tickets.byId(challenge.subscription_id!, challenge.ticket_id!);
+      const open = await this.#tickets.byId(challenge.for_subscription_id!, challenge.ticket_id!);
       return this.#finish(open, ['webauthn'], transport);
     }
     // A passkey is a factor of possession verified by the device: it signs in alone, and no gate asks for more.
@@ -283,7 +283,9 @@ export class AccountSecurityService {
     ctx: AuthenticatedContext,
     input: { password?: string; code?: string; challengeId?: string; response?: AuthenticationResponseJSON },
   ): Promise<{ signedInAt: string; amr: string[] }> {
-    if (!ctx.sessionId) throw badRequest('A step-up confirms a session; an API key is made under one and needs none');
+    if (!ctx.sessionId) {
+      throw new RpcError('STEP_UP_REQUIRED', 'Only a signed-in person’s session steps up: an API key needs none, and an app’s token never passes one');
+    }
     const factors = await this.#factorsOf(ctx.em, ctx.subscriptionId, ctx.userId);
     let method: AmrMethod;
     if (input.password !== undefined) {

@@ -2,8 +2,8 @@ import { defineEntity, type InferEntity } from 'rpc-service/plugin';
 
 /**
  * A WebAuthn challenge handed to a browser, used once and within minutes. A
- * sign-in without a username has no tenant yet, so challenges are kept
- * apart from any: who they are for is in their columns.
+ * sign-in without a username has no tenant yet, so challenges belong to no
+ * tenant: whom they are for is in `for…` columns.
  */
 export const PasskeyChallenge = defineEntity({
   name: 'PasskeyChallenge',
@@ -13,8 +13,8 @@ export const PasskeyChallenge = defineEntity({
     challenge: p.text(),
     /** `register`, `sign-in` (no username), `second-factor` (a ticket's) or `step-up` (a session's). */
     purpose: p.text(),
-    subscriptionId: p.uuid().nullable(),
-    userId: p.uuid().nullable(),
+    forSubscriptionId: p.uuid().nullable(),
+    forUserId: p.uuid().nullable(),
     /** The ticket (second-factor, or register during an enrolment) or session (step-up, register) it was asked with. */
     ticketId: p.uuid().nullable(),
     sessionId: p.uuid().nullable(),

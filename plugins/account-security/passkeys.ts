@@ -11,7 +11,7 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import * as v from 'valibot';
-import { RpcError, unauthenticated, validationError, type Database, type EntityManager, type Logger, type RowOf } from 'rpc-service/plugin';
+import { notFound, RpcError, unauthenticated, validationError, type Database, type EntityManager, type Logger, type RowOf } from 'rpc-service/plugin';
 import { PasskeyChallenge } from './challenge.entity.ts';
 import { Passkey } from './passkey.entity.ts';
 
@@ -152,11 +152,11 @@ export class Passkeys {
     }
     if (!verified.verified) throw validationError([{ path: 'response', message: 'The passkey could not be verified' }]);
     const info = verified.registrationInfo;
-    const em = this.#db.forkEm(challenge.subscription_id!);
+    const em = this.#db.forkEm(challenge.for_subscription_id!);
     const passkey = em.create(Passkey, {
-      subscriptionId: challenge.subscription_id!,
+      subscriptionId: challenge.for_subscription_id!,
       id: randomUUID(),
-      userId: challenge.user_id!,
+      userId: challenge.for_user_id!,
       credentialId: info.credential.id,
       publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
       counter: info.credential.counter,
@@ -214,10 +214,10 @@ export class Passkeys {
       'select subscription_id, id from account_security_passkey where credential_id = ?',
       [response.id],
     );
-    if (!row || (challenge.subscription_id && row.subscription_id !== challenge.subscription_id)) throw refused;
+    if (!row || (challenge.for_subscription_id && row.subscription_id !== challenge.for_subscription_id)) throw refused;
     const em = this.#db.forkEm(row.subscription_id);
     const passkey = await em.findOne(Passkey, { subscriptionId: row.subscription_id, id: row.id });
-    if (!passkey || (challenge.user_id && passkey.userId !== challenge.user_id)) throw refused;
+    if (!passkey || (challenge.for_user_id && passkey.userId !== challenge.for_user_id)) throw refused;
     // A sign-in without a username learns the user from the passkey; the authenticator's user handle must agree.
     const handle = response.response.userHandle;
     if (handle && Buffer.from(handle, 'base64url').toString('utf8') !== passkey.userId) throw refused;
@@ -269,7 +269,10 @@ export class Passkeys {
       id,
       challenge,
       purpose,
-      ...owner,
+      forSubscriptionId: owner.subscriptionId,
+      forUserId: owner.userId,
+      ticketId: owner.ticketId,
+      sessionId: owner.sessionId,
       origin: rp.origin,
       rpId: rp.rpId,
       expiresAt: new Date(Date.now() + CHALLENGE_SECONDS * 1000),
@@ -278,28 +281,31 @@ export class Passkeys {
     return id;
   }
 
-  /** Uses a challenge up: it must be unexpired, of one of the purposes, and asked by the same owner. */
+  /**
+   * Uses a challenge up: it must be unexpired, of one of the purposes, and
+   * asked by the same owner; anyone else's is not found, and stays for its owner.
+   */
   async #take(challengeId: string, purposes: readonly ChallengePurpose[], owner: Partial<ChallengeOwner>): Promise<ChallengeRow> {
+    // An owner's part left undefined is not checked (a sign-in learns its user from the passkey); null must be null.
+    const parts = (
+      [
+        ['for_subscription_id', owner.subscriptionId],
+        ['for_user_id', owner.userId],
+        ['ticket_id', owner.ticketId],
+        ['session_id', owner.sessionId],
+      ] as const
+    ).filter(([, value]) => value !== undefined);
     const [challenge] = await this.#db.execute<ChallengeRow>(
-      `delete from account_security_challenge where id = ? and expires_at > now()
-       returning challenge, purpose, subscription_id, user_id, ticket_id, session_id, origin, rp_id`,
-      [challengeId],
+      `delete from account_security_challenge where id = ? and expires_at > now() and purpose in (?)
+       ${parts.map(([column]) => `and ${column} is not distinct from ?`).join(' ')}
+       returning challenge, purpose, for_subscription_id, for_user_id, ticket_id, session_id, origin, rp_id`,
+      [challengeId, purposes, ...parts.map(([, value]) => value ?? null)],
     );
-    const same = (mine: string | null | undefined, theirs: string | null) => mine === undefined || (mine ?? null) === theirs;
-    if (
-      !challenge ||
-      !purposes.includes(challenge.purpose as ChallengePurpose) ||
-      !same(owner.subscriptionId, challenge.subscription_id) ||
-      !same(owner.userId, challenge.user_id) ||
-      !same(owner.ticketId, challenge.ticket_id) ||
-      !same(owner.sessionId, challenge.session_id)
-    ) {
-      throw new RpcError('BAD_REQUEST', 'This passkey challenge is unknown, was used or has expired; begin again');
-    }
+    if (!challenge) throw notFound('This passkey challenge is unknown, was used or has expired; begin again');
     return challenge;
   }
 }
 
-export type ChallengeRow = RowOf<PasskeyChallenge, 'challenge' | 'purpose' | 'subscriptionId' | 'userId' | 'ticketId' | 'sessionId' | 'origin' | 'rpId'>;
+export type ChallengeRow = RowOf<PasskeyChallenge, 'challenge' | 'purpose' | 'forSubscriptionId' | 'forUserId' | 'ticketId' | 'sessionId' | 'origin' | 'rpId'>;
 
 const transportsOf = (passkey: Passkey): AuthenticatorTransportFuture[] => passkey.transports.split(' ').filter(Boolean) as AuthenticatorTransportFuture[];

@@ -54,6 +54,12 @@ describe('the generated TypeScript client (clients/typescript) against a live se
       called.add(group);
       return promise;
     };
+    // With a key, none of the owner's sessions is the calling one.
+    const sessions = await track('AccountSecurityRpc', client.AccountSecurityRpc.listSessions());
+    assert.deepEqual(
+      sessions.items.map((session) => [session.current, session.amr]),
+      [[false, ['pwd']]],
+    );
     assert.ok((await track('AdminUserRpc', client.AdminUserRpc.getAvailableRoles())).includes('admin'));
     assert.ok(Array.isArray(await track('AgentConfigRpc', client.AgentConfigRpc.getAvailableTools())));
     assert.ok(Array.isArray(await track('AIConfigRpc', client.AIConfigRpc.getModelCategories())));

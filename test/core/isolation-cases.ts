@@ -78,6 +78,11 @@ const CONTACT = 'a messaging contact id, free text the tenant chooses';
 const PROJECT = "a project name from the caller's context, free text the tenant chooses";
 const OAUTH = "an identity provider's account id (its subject), not a record of a tenant: which user it signs in is the OAuth login's concern (plugins/auth)";
 const namedNew = (base: string) => uniqueName(base);
+const CREDENTIAL =
+  "an authenticator's credential id inside its signed answer: the signature and the challenge decide, not the id (plugins/account-security/test)";
+/** A passkey's answer of the right form, signed by nobody: the challenge it names is looked up first. */
+const assertion = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' } };
+const registration = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', attestationObject: 'AAAA' } };
 
 /** For each operation with id-like params, what each of them must answer. */
 export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
@@ -90,6 +95,31 @@ export const EXPECTATIONS: Record<string, Record<string, Expectation>> = {
       role: 'user',
       partnerContactId: x.contact,
     })),
+  },
+  'AccountSecurityRpc.confirmTotpEnrolment': { enrolmentId: notFound((x) => ({ enrolmentId: x.totpEnrolment, code: '123456' })) },
+  'AccountSecurityRpc.finishPasskeyRegistration': {
+    challengeId: notFound((x) => ({ challengeId: x.passkeyChallenge, response: registration })),
+    'response.id': exempt(CREDENTIAL),
+    'response.rawId': exempt(CREDENTIAL),
+  },
+  'AccountSecurityRpc.finishPasskeySignIn': {
+    challengeId: notFound((x) => ({ challengeId: x.passkeyChallenge, response: assertion })),
+    'response.id': exempt(CREDENTIAL),
+    'response.rawId': exempt(CREDENTIAL),
+  },
+  'AccountSecurityRpc.stepUp': {
+    challengeId: notFound((x) => ({ challengeId: x.passkeyChallenge, response: assertion })),
+    'response.id': exempt(CREDENTIAL),
+    'response.rawId': exempt(CREDENTIAL),
+  },
+  'AccountSecurityRpc.listUserSessions': { userId: notFound((x) => ({ userId: x.member })) },
+  'AccountSecurityRpc.renamePasskey': { id: notFound((x) => ({ id: x.passkey, name: 'taken over' })) },
+  'AccountSecurityRpc.removePasskey': { id: notFound((x) => ({ id: x.passkey })) },
+  'AccountSecurityRpc.resetUserFactors': { userId: notFound((x) => ({ userId: x.member })) },
+  'AccountSecurityRpc.revokeSession': { id: notFound((x) => ({ id: x.memberSession })) },
+  'AccountSecurityRpc.revokeUserSessions': {
+    userId: notFound((x) => ({ userId: x.member })),
+    id: notFound((x, b) => ({ userId: b.ids.member, id: x.memberSession })),
   },
   'AdminUserRpc.delete': { _id: notFound((x) => ({ _id: x.member })) },
   'AdminUserRpc.findById': { id: notFound((x) => ({ id: x.member })) },

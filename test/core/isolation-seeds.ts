@@ -1,3 +1,4 @@
+import { SoftAuthenticator } from '../support/authenticator.ts';
 import { uniqueName, type TestApp } from '../support/harness.ts';
 import { eventually } from '../support/peers.ts';
 import { authorizeApp } from '../support/oauth.ts';
@@ -27,6 +28,19 @@ export const SEEDS: Record<string, Seed> = {
     x.member = await t.as(null).AuthRpc.login({ identifier: name, password: PASSWORD });
     x.ids.inviteCode = (await t.as(x.admin).AdminUserRpc.createInviteCode())._id;
     x.ids.pictureKey = await uploaded(t, x, 'UserProfileRpc.getUploadKeyForProfilePicture', {}, tinyPng(), 'image/png');
+  },
+  async accountSecurity(t, x) {
+    const device = new SoftAuthenticator(t.url);
+    const begun = await t.as(x.admin).AccountSecurityRpc.beginPasskeyRegistration({});
+    const made = await t.as(x.admin).AccountSecurityRpc.finishPasskeyRegistration({
+      challengeId: begun.challengeId,
+      response: device.create(begun.options),
+      name: `${x.label} laptop`,
+    });
+    x.ids.passkey = made.passkey.id;
+    x.ids.memberSession = (await t.as(x.member).AccountSecurityRpc.listSessions()).items[0]!.id;
+    x.ids.totpEnrolment = (await t.as(x.admin).AccountSecurityRpc.beginTotpEnrolment({})).enrolmentId;
+    x.ids.passkeyChallenge = (await t.as(x.admin).AccountSecurityRpc.beginPasskeyRegistration({})).challengeId;
   },
   async agents(t, x) {
     x.ids.project = `${x.label}-crm`;

@@ -128,7 +128,10 @@ describe('tenant isolation of every operation that takes an id', () => {
       const answer = await answerOf(t, method, params, who);
       checked++;
       const code = answer.code ?? 'OK';
-      if (code !== expectation.answer) failures.push(`${label}: ${code} (expected ${expectation.answer}): ${JSON.stringify(answer).slice(0, 300)}`);
+      // An app's token is refused what needs a person present before any lookup: alike for A's ids and unknown ones (compared below).
+      const refusedApp = code === 'STEP_UP_REQUIRED' && 'accessToken' in (who ?? {});
+      if (code !== expectation.answer && !refusedApp)
+        failures.push(`${label}: ${code} (expected ${expectation.answer}): ${JSON.stringify(answer).slice(0, 300)}`);
       const comparable = (reply: Answer) => normalised(expectation.creates ? { code: reply.code } : reply, a.ids, nobody);
       if (JSON.stringify(comparable(answer)) !== JSON.stringify(comparable(unknown))) {
         failures.push(

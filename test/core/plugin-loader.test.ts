@@ -404,6 +404,8 @@ describe('plugin deps, settings and extension points', () => {
       assert.deepEqual(
         listing.data.events.map((event: { name: string }) => event.name),
         [
+          'factor.changed',
+          'factorPolicy.changed',
           'webhook.test',
           'dataScopeRefreshed',
           'notification.created',

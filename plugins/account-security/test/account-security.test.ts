@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
+import { SoftAuthenticator } from '../../../test/support/authenticator.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
@@ -211,5 +212,93 @@ describe('AccountSecurityRpc', () => {
     const overview = await t.as(owner).AccountSecurityRpc.getSecurity({});
     assert.deepEqual([overview.authenticator, overview.recoveryCodesLeft], [false, 0]);
     assert.equal((await t.as(null).AuthRpc.login({ identifier: owner.user.username, password: 'a new long password' })).user._id, owner.user._id);
+  });
+
+  it('passkeys: registered, a sign-in without a username, a second factor, a step-up; another person’s is refused', async () => {
+    const owner = await t.signup();
+    const device = new SoftAuthenticator(t.url);
+    const begun = await t.as(owner).AccountSecurityRpc.beginPasskeyRegistration({});
+    assert.equal((begun.options.authenticatorSelection as { residentKey: string }).residentKey, 'required');
+    assert.equal(begun.options.attestation, 'none');
+    const first = await t
+      .as(owner)
+      .AccountSecurityRpc.finishPasskeyRegistration({ challengeId: begun.challengeId, response: device.create(begun.options), name: 'Laptop' });
+    assert.equal(first.passkey.name, 'Laptop');
+    assert.equal(first.recoveryCodes?.length, 10, 'the first factor answers the recovery codes');
+    // A challenge is answered once.
+    await refused(
+      t
+        .as(owner)
+        .AccountSecurityRpc.finishPasskeyRegistration({ challengeId: begun.challengeId, response: new SoftAuthenticator(t.url).create(begun.options) }),
+      'NOT_FOUND',
+    );
+    const again = await t.as(owner).AccountSecurityRpc.beginPasskeyRegistration({});
+    assert.deepEqual(
+      (again.options.excludeCredentials as { id: string }[]).map(({ id }) => id),
+      device.credentialIds,
+    );
+    const second = await t.as(owner).AccountSecurityRpc.finishPasskeyRegistration({ challengeId: again.challengeId, response: device.create(again.options) });
+    assert.equal(second.recoveryCodes, null, 'later factors keep the codes');
+    assert.deepEqual(
+      (await t.as(owner).AccountSecurityRpc.listPasskeys({})).items.map(({ name }) => name),
+      ['Laptop', 'Passkey'],
+    );
+
+    // No username: the passkey names its user.
+    const anyone = await t.as(null).AccountSecurityRpc.beginPasskeySignIn({});
+    assert.equal(anyone.options.allowCredentials, undefined);
+    const alone = await t
+      .as(null)
+      .AccountSecurityRpc.finishPasskeySignIn({ challengeId: anyone.challengeId, response: device.get(anyone.options, device.credentialIds[1]) });
+    assert.equal(alone.status, 'signed-in');
+    const byPasskey = { token: (alone as { token: string }).token };
+    assert.equal((await t.as(byPasskey).AuthRpc.getSession({})).user._id, owner.user._id);
+    assert.deepEqual((await t.as(byPasskey).AccountSecurityRpc.getSecurity({})).session?.amr, ['webauthn']);
+
+    // A second factor: only the person's own passkeys are offered and taken.
+    const { ticket, methods } = await stopped(owner.user.username, owner.password);
+    assert.deepEqual(methods, ['passkey', 'recovery-code']);
+    const challenge = await t.as(null).AccountSecurityRpc.beginPasskeySignIn({ ticket });
+    assert.deepEqual((challenge.options.allowCredentials as { id: string }[]).map(({ id }) => id).sort(), [...device.credentialIds].sort());
+    const intruder = await t.signup();
+    const theirs = new SoftAuthenticator(t.url);
+    const theirBegin = await t.as(intruder).AccountSecurityRpc.beginPasskeyRegistration({});
+    await t.as(intruder).AccountSecurityRpc.finishPasskeyRegistration({ challengeId: theirBegin.challengeId, response: theirs.create(theirBegin.options) });
+    await refused(
+      t.as(null).AccountSecurityRpc.finishPasskeySignIn({
+        challengeId: challenge.challengeId,
+        response: theirs.get({ ...challenge.options, allowCredentials: undefined }),
+      }),
+      'UNAUTHENTICATED',
+    );
+    const retry = await t.as(null).AccountSecurityRpc.beginPasskeySignIn({ ticket });
+    const finished = await t.as(null).AccountSecurityRpc.finishPasskeySignIn({ challengeId: retry.challengeId, response: device.get(retry.options) });
+    const twoFactor = { token: (finished as { token: string }).token };
+    assert.deepEqual((await t.as(twoFactor).AccountSecurityRpc.getSecurity({})).session?.amr, ['pwd', 'webauthn']);
+
+    // Another person's passkey is not theirs to rename or remove.
+    const [mine] = (await t.as(owner).AccountSecurityRpc.listPasskeys({})).items;
+    await refused(t.as(intruder).AccountSecurityRpc.renamePasskey({ id: mine!.id, name: 'mine now' }), 'NOT_FOUND');
+    await refused(t.as(intruder).AccountSecurityRpc.removePasskey({ id: mine!.id }), 'NOT_FOUND');
+
+    // A step-up with a passkey, then removing one ends the other sessions.
+    await age(owner);
+    await refused(t.as(owner).AccountSecurityRpc.removePasskey({ id: mine!.id }), 'STEP_UP_REQUIRED');
+    const stepUp = await t.as(owner).AccountSecurityRpc.beginPasskeySignIn({});
+    const confirmed = await t.as(owner).AccountSecurityRpc.stepUp({ challengeId: stepUp.challengeId, response: device.get(stepUp.options) });
+    assert.ok(confirmed.amr.includes('webauthn'));
+    await t.as(owner).AccountSecurityRpc.removePasskey({ id: mine!.id });
+    await refused(t.as(twoFactor).AuthRpc.getSession({}), 'UNAUTHENTICATED');
+    await refused(t.as(byPasskey).AuthRpc.getSession({}), 'UNAUTHENTICATED');
+    assert.equal((await t.as(owner).AccountSecurityRpc.listPasskeys({})).items.length, 1);
+    // The removed passkey signs nobody in.
+    const after = await t.as(null).AccountSecurityRpc.beginPasskeySignIn({});
+    await refused(
+      t.as(null).AccountSecurityRpc.finishPasskeySignIn({
+        challengeId: after.challengeId,
+        response: device.get(after.options, mine!.id === first.passkey.id ? device.credentialIds[0] : device.credentialIds[1]),
+      }),
+      'UNAUTHENTICATED',
+    );
   });
 });

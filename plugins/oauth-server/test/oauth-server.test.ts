@@ -91,9 +91,9 @@ describe('OAuthServerRpc: tokens, doors and refusals', () => {
     await caller.MemoryRpc.listMemories({ scope: 'user' });
     assert.match((await refused(caller.MemoryRpc.saveMemory({ scope: 'user', memory: { content: 'not allowed' } }), 'FORBIDDEN')).message, /read-only/);
     assert.match((await refused(caller.AuthRpc.getSession(), 'FORBIDDEN')).message, /may not call AuthRpc.getSession/);
-    // A key made by an app would outlive the app's revocation: apps make none.
+    // A key made by an app would outlive the app's revocation: apps make none (nor anything else that needs a person present).
     const writer = t.as({ accessToken: (await authorizeApp(t, admin)).accessToken });
-    assert.match((await refused(writer.ApiKeyRpc.create({ description: 'wider' }), 'FORBIDDEN')).message, /may not make or change API keys/);
+    assert.match((await refused(writer.ApiKeyRpc.create({ description: 'wider' }), 'STEP_UP_REQUIRED')).message, /an app's token stands for nobody/);
     const key = await t.as(admin).ApiKeyRpc.create({ description: 'made in a session' });
     await refused(writer.ApiKeyRpc.update({ _id: key._id, scopes: null }), 'FORBIDDEN');
   });

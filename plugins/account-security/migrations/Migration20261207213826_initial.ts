@@ -1,6 +1,6 @@
 import { Migration } from 'rpc-service/plugin';
 
-export class Migration20261207212425_initial extends Migration {
+export class Migration20261207213826_initial extends Migration {
   override async up(): Promise<void> {
     this.addSql(
       `create table "account_security_authenticator" ("subscription_id" uuid not null, "id" uuid not null, "user_id" uuid not null, "secret" text not null, "confirmed_at" timestamptz null, "last_step" int null, "created_at" timestamptz not null, constraint "account_security_authenticator_pkey" primary key ("subscription_id", "id"));`,
@@ -18,7 +18,7 @@ export class Migration20261207212425_initial extends Migration {
     this.addSql(`alter table "account_security_passkey" add constraint "account_security_passkey_credential_id_unique" unique ("credential_id");`);
 
     this.addSql(
-      `create table "account_security_challenge" ("id" uuid not null, "challenge" text not null, "purpose" text not null, "subscription_id" uuid null, "user_id" uuid null, "ticket_id" uuid null, "session_id" uuid null, "origin" text not null, "rp_id" text not null, "expires_at" timestamptz not null, constraint "account_security_challenge_pkey" primary key ("id"));`,
+      `create table "account_security_challenge" ("id" uuid not null, "challenge" text not null, "purpose" text not null, "for_subscription_id" uuid null, "for_user_id" uuid null, "ticket_id" uuid null, "session_id" uuid null, "origin" text not null, "rp_id" text not null, "expires_at" timestamptz not null, constraint "account_security_challenge_pkey" primary key ("id"));`,
     );
     this.addSql(`create index "account_security_challenge_expires_at_index" on "account_security_challenge" ("expires_at");`);
 
