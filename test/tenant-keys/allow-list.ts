@@ -52,6 +52,21 @@ export const ALLOW_LIST: readonly Allowed[] = [
     reason: 'the OAuth sweep keeps a registered client that any tenant has a grant for (clients belong to no tenant)',
   },
   {
+    tables: ['account_security_ticket'],
+    match: /^select subscription_id, id, user_id, purpose, amr, resume, client_ip, user_agent, expires_at from account_security_ticket where token_hash = \? and expires_at > now\(\)$/,
+    reason: "a sign-in's ticket (its second step) is looked up by its hash before its tenant is known",
+  },
+  {
+    tables: ['account_security_passkey'],
+    match: /^select subscription_id, id from account_security_passkey where credential_id = \?$/,
+    reason: 'a sign-in with a passkey and no username finds the passkey by its credential id before the tenant is known',
+  },
+  {
+    tables: ['account_security_ticket'],
+    match: /^with gone as \(delete from account_security_ticket where expires_at < now\(\) returning 1\) select count\(\*\)::int as n from gone$/,
+    reason: "the hourly sweep removes every tenant's expired sign-in tickets (plugins/account-security/tickets.ts)",
+  },
+  {
     tables: ['api_key'],
     match: /^select "a0"\.\* from "api_key" as "a0" where "a0"\."prefix" = \? limit \?$/,
     reason: 'an API key is looked up by its prefix before its tenant is known',

@@ -301,4 +301,17 @@ describe('AccountSecurityRpc', () => {
       'UNAUTHENTICATED',
     );
   });
+
+  it('sweeps the sign-in tickets that expired, and only those', async () => {
+    const owner = await t.signup();
+    const { secret } = await enrolTotp(owner);
+    const expired = await stopped(owner.user.username, owner.password);
+    const waiting = await stopped(owner.user.username, owner.password);
+    await t.app.deps.db.execute(`update account_security_ticket set expires_at = now() - interval '1 minute' where token_hash = ?`, [
+      createHash('sha256').update(expired.ticket).digest('hex'),
+    ]);
+    assert.ok((await t.app.depsOf('account-security').accountSecurityService.sweep()) >= 1);
+    await refused(t.as(null).AccountSecurityRpc.getSignIn({ ticket: expired.ticket }), 'UNAUTHENTICATED');
+    assert.equal((await t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: waiting.ticket, code: codeOf(secret, 1) })).status, 'signed-in');
+  });
 });
