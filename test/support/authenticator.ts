@@ -1,4 +1,9 @@
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
+
+/** The code an authenticator app shows for a base32 secret, `steps` periods of 30 s from now (the test is the app). */
+export const totpCode = (secret: string, steps = 0): string =>
+  new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: Date.now() + steps * 30_000 });
 
 /** What `navigator.credentials.create()` answers, as JSON. */
 export interface RegistrationJson {

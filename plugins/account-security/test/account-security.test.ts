@@ -1,15 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { Secret, TOTP } from 'otpauth';
-import { SoftAuthenticator } from '../../../test/support/authenticator.ts';
+import { SoftAuthenticator, totpCode as codeOf } from '../../../test/support/authenticator.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
-
-/** The code an authenticator app shows for the secret, `steps` periods from now (the test is the app). */
-const codeOf = (secret: string, steps = 0) =>
-  new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: Date.now() + steps * 30_000 });
 
 /** Second factors, step-ups, the policy and devices over the API (passkeys in a browser: test/e2e/security.test.ts). */
 describe('AccountSecurityRpc', () => {

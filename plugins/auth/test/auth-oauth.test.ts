@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuthRpcCreateExternalOAuthLoginSessionResult } from '../../../test/support/caller.ts';
+import { totpCode } from '../../../test/support/authenticator.ts';
 import { refused } from '../../../test/support/caller.ts';
 import { startTestApp, uniqueName, type TestApp } from '../../../test/support/harness.ts';
 import { acmeProviderEnv, startOpenIdProvider, TestBrowser } from '../../../test/support/oidc.ts';
@@ -390,6 +391,37 @@ describe('OAuth login with an OpenID provider', () => {
     // The link cannot start a second login once used.
     const reuse = await new TestBrowser().get(started.loginUrl);
     assert.equal(reuse.status, 400);
+  });
+
+  it('a user with a second factor is signed in by the provider only once they give it: the browser goes on at the console, an external login is handed over', async () => {
+    const sub = uniqueName('twofactor');
+    idp.accounts.set(sub, { email: `${sub}@example.com` });
+    const first = new TestBrowser();
+    await first.signInAt(`${t.url}/auth/acme`, sub, idp.issuer);
+    const session = { token: first.cookie(host(), 'session')! };
+    const enrolment = await t.as(session).AccountSecurityRpc.beginTotpEnrolment({});
+    const { recoveryCodes } = await t
+      .as(session)
+      .AccountSecurityRpc.confirmTotpEnrolment({ enrolmentId: enrolment.enrolmentId, code: totpCode(enrolment.secret) });
+    const ticketOf = (answer: Response) => {
+      assert.equal(answer.status, 302);
+      const location = answer.headers.get('location') ?? '';
+      assert.match(location, /\/console#\/sign-in\/sit_[\w-]+$/);
+      return location.slice(location.lastIndexOf('/') + 1);
+    };
+
+    const browser = new TestBrowser();
+    const ticket = ticketOf(await browser.signInAt(`${t.url}/auth/acme`, sub, idp.issuer));
+    assert.equal(browser.cookie(host(), 'session'), undefined, 'no session before the second factor');
+    const done = await t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket, code: totpCode(enrolment.secret, 1) });
+    if (done.status !== 'signed-in') assert.fail(JSON.stringify(done));
+    assert.deepEqual((await t.as({ token: done.token }).AccountSecurityRpc.getSecurity()).session?.amr, ['oauth', 'otp']);
+
+    const started = await t.as(null).AuthRpc.createExternalOAuthLoginSession({ provider: 'acme' });
+    const external = ticketOf(await new TestBrowser().signInAt(started.loginUrl, sub, idp.issuer));
+    assert.deepEqual(await poll(started), { status: 'pending' });
+    assert.deepEqual(await t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: external, code: recoveryCodes![0]! }), { status: 'handed-over' });
+    assert.equal((await completedLogin(started)).user.email, `${sub}@example.com`);
   });
 
   it('an expired external session reads as expired and its link no longer works', async () => {
