@@ -158,6 +158,12 @@ export class AccountSecurityService {
     if (ctx.sessionId && ctx.subscriptionId && ctx.userId) {
       return this.#passkeys.authenticationOptions(rp, 'step-up', owner(ctx.subscriptionId, ctx.userId, null, ctx.sessionId));
     }
+    // Anyone may ask, and each asking stores a challenge: counted per client address.
+    await this.#deps.rateLimiter.take(
+      RateLimiter.bucket('passkey-sign-in-ip', transport.clientIp),
+      this.#deps.config.ACCOUNT_SECURITY_PASSKEY_SIGN_IN_IP_LIMIT,
+      60,
+    );
     return this.#passkeys.authenticationOptions(rp, 'sign-in', owner(null, null, null, null));
   }
 

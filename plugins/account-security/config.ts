@@ -17,6 +17,11 @@ export const accountSecuritySettings = settings({
     'wrong second-factor codes (authenticator or recovery) one user may give in a window before every code is refused',
     '5',
   ),
+  ACCOUNT_SECURITY_PASSKEY_SIGN_IN_IP_LIMIT: setting(
+    env.integer(1, 100_000),
+    'passkey sign-ins without a username one client address may begin a minute (each stores a challenge)',
+    '60',
+  ),
   ACCOUNT_SECURITY_FAILURE_WINDOW_SECONDS: setting(env.integer(60, 86_400), 'the window wrong second-factor codes are counted in', '900'),
 });
 

@@ -126,9 +126,13 @@ describe('AccountSecurityRpc', () => {
     const staff = await addUser(t, admin.subscriptionId, 'staff');
     const member = await addUser(t, admin.subscriptionId, 'user');
     await refused(t.as(staff).AccountSecurityRpc.setPolicy({ requiredFor: 'staff' }), 'FORBIDDEN');
+    await refused(t.as(member).AccountSecurityRpc.getPolicy({}), 'FORBIDDEN');
     const policy = await t.as(admin).AccountSecurityRpc.setPolicy({ requiredFor: 'staff', graceDays: 7 });
     assert.equal(policy.requiredFor, 'staff');
     assert.equal(policy.graceDays, 7);
+    // Another subscription's admin sees their own policy, never this one.
+    const stranger = await t.signup();
+    assert.equal((await t.as(stranger).AccountSecurityRpc.getPolicy({})).requiredFor, 'nobody');
 
     // Within the grace period: a session, and the overview says from when a factor is needed.
     const graced = await t.as(null).AuthRpc.login({ identifier: staff.username, password: staff.password });
