@@ -86,7 +86,8 @@ export class RateLimiter {
     );
     if (row && row.hits > limit) {
       const retryAfter = Math.max(1, Math.ceil((new Date(row.window_ends_at).getTime() - Date.now()) / 1000));
-      throw new RpcError('RATE_LIMITED', `Rate limit of ${limit} calls a minute reached; try again in ${retryAfter} s`, { retryAfter });
+      const per = windowSeconds === 60 ? 'a minute' : windowSeconds === 3600 ? 'an hour' : `in ${windowSeconds} s`;
+      throw new RpcError('RATE_LIMITED', `Rate limit of ${limit} calls ${per} reached; try again in ${retryAfter} s`, { retryAfter });
     }
   }
 

@@ -149,6 +149,8 @@ export class RequestPipeline {
    */
   requireRecentSignIn(principal: Principal | null, what: string): void {
     if (provedRecently(principal, this.#stepUpMaxAgeMs)) return;
+    // A public operation called without a credential (and without what else it takes, a ticket): nobody to confirm.
+    if (!principal) throw new RpcError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or a session token');
     const minutes = Math.round(this.#stepUpMaxAgeMs / 60_000);
     const details = { maxAgeSeconds: this.#stepUpMaxAgeMs / 1000 };
     if (principal?.sessionId) {

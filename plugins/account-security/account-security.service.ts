@@ -21,9 +21,11 @@ import {
 } from 'rpc-service/plugin';
 import { Authenticators, type Enrolment } from './authenticators.ts';
 import type { AccountSecurityConfig } from './config.ts';
-import { Passkeys, passkeyView, relyingPartyOf, type ChallengeOwner, type PasskeyView } from './passkeys.ts';
+import { Passkey } from './passkey.entity.ts';
+import { defaultPasskeyName, Passkeys, passkeyView, relyingPartyOf, type ChallengeOwner, type PasskeyView } from './passkeys.ts';
 import { Policies, type PolicyView, type RequiredFor } from './policies.ts';
 import { RecoveryCodes } from './recovery-codes.ts';
+import { SignInTicket } from './ticket.entity.ts';
 import { Tickets, type OpenTicket } from './tickets.ts';
 
 type SessionService = PluginServices['sessionService'];
@@ -128,8 +130,10 @@ export class AccountSecurityService {
   /** Finishes a stopped sign-in with an authenticator's code or a recovery code. */
   async verifySecondFactor(ticket: string, code: string, transport: Transport): Promise<SignInAnswer> {
     const open = await this.#tickets.open(ticket, ['verify']);
-    const method = await this.#checkCode(this.#em(open.subscription_id), open.subscription_id, open.user_id, code);
-    return this.#finish(open, [method], transport);
+    return this.#tickets.finishing(open, async () => {
+      const method = await this.#checkCode(this.#em(open.subscription_id), open.subscription_id, open.user_id, code, transport.clientIp);
+      return this.#finish(open, [method], transport);
+    });
   }
 
   /** What a stopped sign-in is waiting for, for the page that finishes it. */
@@ -172,7 +176,7 @@ export class AccountSecurityService {
     const { passkey, challenge } = await this.#passkeys.authenticate(challengeId, ['sign-in', 'second-factor'], {}, response);
     if (challenge.purpose === 'second-factor') {
       const open = await this.#tickets.byId(challenge.for_subscription_id!, challenge.ticket_id!);
-      return this.#finish(open, ['webauthn'], transport);
+      return this.#tickets.finishing(open, () => this.#finish(open, ['webauthn'], transport));
     }
     // A passkey is a factor of possession verified by the device: it signs in alone, and no gate asks for more.
     const done = await this.#deps.signInService.finish(
@@ -204,29 +208,32 @@ export class AccountSecurityService {
   ): Promise<{ passkey: PasskeyView; recoveryCodes: string[] | null; signIn: SignInAnswer | null }> {
     const enroller = await this.#enroller(ctx, input.ticket);
     const { subscriptionId, userId } = enroller;
-    const passkey = await this.#passkeys.register(
-      input.challengeId,
-      owner(subscriptionId, userId, enroller.ticket?.id ?? null, enroller.sessionId),
-      input.response,
-      input.name ?? defaultPasskeyName(transport.userAgent),
-    );
-    const recoveryCodes = await this.#firstCodes(subscriptionId, userId);
-    await this.#changed(subscriptionId, userId, 'added', 'passkey', passkey.id);
-    const signIn = enroller.ticket ? await this.#finish(enroller.ticket, ['webauthn'], transport) : null;
-    return { passkey: passkeyView(passkey), recoveryCodes, signIn };
+    return this.#enrolling(enroller, async () => {
+      const passkey = await this.#passkeys.register(
+        input.challengeId,
+        owner(subscriptionId, userId, enroller.ticket?.id ?? null, enroller.sessionId),
+        input.response,
+        input.name ?? defaultPasskeyName(transport.userAgent),
+      );
+      const recoveryCodes = await this.#firstCodes(subscriptionId, userId);
+      await this.#changed(subscriptionId, userId, 'added', 'passkey', passkey.id);
+      const signIn = enroller.ticket ? await this.#finish(enroller.ticket, ['webauthn'], transport) : null;
+      return { passkey: passkeyView(passkey), recoveryCodes, signIn };
+    });
   }
 
   async renamePasskey(ctx: AuthenticatedContext, id: string, name: string): Promise<PasskeyView> {
     const passkey = await this.#ownPasskey(ctx, id);
+    // The name is the person's to tell their devices apart.
     passkey.name = name;
     await ctx.em.flush();
     return passkeyView(passkey);
   }
 
   async removePasskey(ctx: AuthenticatedContext, id: string): Promise<{ success: true }> {
-    const passkey = await this.#ownPasskey(ctx, id);
-    await this.#keepRequiredFactor(ctx, { passkeyId: id });
-    await ctx.em.removeAndFlush(passkey);
+    this.#person(ctx);
+    await this.#ownPasskey(ctx, id);
+    await this.#removing(ctx, { passkeyId: id }, (tx) => tx.nativeDelete(Passkey, { subscriptionId: ctx.subscriptionId, userId: ctx.userId, id }));
     await this.#afterRemoval(ctx, 'passkey', id);
     return { success: true };
   }
@@ -251,29 +258,32 @@ export class AccountSecurityService {
   ): Promise<{ recoveryCodes: string[] | null; signIn: SignInAnswer | null }> {
     const enroller = await this.#enroller(ctx, input.ticket);
     const { subscriptionId, userId } = enroller;
-    const bucket = this.#failures(userId);
-    await this.#deps.rateLimiter.check([[bucket, this.#deps.config.ACCOUNT_SECURITY_FAILURE_LIMIT]]);
-    if (!(await this.#authenticators.confirm(this.#em(subscriptionId), subscriptionId, userId, input.enrolmentId, input.code))) {
-      await this.#deps.rateLimiter.hit([bucket], this.#deps.config.ACCOUNT_SECURITY_FAILURE_WINDOW_SECONDS);
-      throw validationError([
-        { path: 'code', message: 'This code is not the app’s current one: check the clock of the device, and type the code it shows now' },
-      ]);
-    }
-    await this.#deps.rateLimiter.reset([bucket]);
-    const recoveryCodes = await this.#firstCodes(subscriptionId, userId);
-    await this.#changed(subscriptionId, userId, 'added', 'authenticator', input.enrolmentId);
-    const signIn = enroller.ticket ? await this.#finish(enroller.ticket, ['otp'], transport) : null;
-    return { recoveryCodes, signIn };
+    return this.#enrolling(enroller, async () => {
+      await this.#attempt(userId, transport.clientIp, async () => {
+        const confirmed = await this.#authenticators.confirm(this.#em(subscriptionId), subscriptionId, userId, input.enrolmentId, input.code);
+        if (!confirmed) {
+          throw validationError([
+            { path: 'code', message: 'This code is not the app’s current one: check the clock of the device, and type the code it shows now' },
+          ]);
+        }
+      });
+      const recoveryCodes = await this.#firstCodes(subscriptionId, userId);
+      await this.#changed(subscriptionId, userId, 'added', 'authenticator', input.enrolmentId);
+      const signIn = enroller.ticket ? await this.#finish(enroller.ticket, ['otp'], transport) : null;
+      return { recoveryCodes, signIn };
+    });
   }
 
   async removeTotp(ctx: AuthenticatedContext): Promise<{ success: true }> {
-    await this.#keepRequiredFactor(ctx, { authenticator: true });
-    if (!(await this.#authenticators.remove(ctx.em, ctx.subscriptionId, ctx.userId))) throw notFound('No authenticator app is enrolled');
+    this.#person(ctx);
+    if (!(await this.#authenticators.confirmedOf(ctx.em, ctx.subscriptionId, ctx.userId))) throw notFound('No authenticator app is enrolled');
+    await this.#removing(ctx, { authenticator: true }, (tx) => this.#authenticators.remove(tx, ctx.subscriptionId, ctx.userId));
     await this.#afterRemoval(ctx, 'authenticator', null);
     return { success: true };
   }
 
   async regenerateRecoveryCodes(ctx: AuthenticatedContext): Promise<{ recoveryCodes: string[] }> {
+    this.#person(ctx);
     if ((await this.#factorsOf(ctx.em, ctx.subscriptionId, ctx.userId)).length === 0) {
       throw badRequest('Recovery codes stand in for a second factor: enrol an authenticator app or a passkey first');
     }
@@ -288,6 +298,7 @@ export class AccountSecurityService {
   async stepUp(
     ctx: AuthenticatedContext,
     input: { password?: string; code?: string; challengeId?: string; response?: AuthenticationResponseJSON },
+    clientIp: string,
   ): Promise<{ signedInAt: string; amr: string[] }> {
     if (!ctx.sessionId) {
       throw new RpcError('STEP_UP_REQUIRED', 'Only a signed-in person’s session steps up: an API key needs none, and an app’s token never passes one');
@@ -299,7 +310,7 @@ export class AccountSecurityService {
       await this.#deps.userService.confirmPassword(ctx, input.password);
       method = 'pwd';
     } else if (input.code !== undefined) {
-      method = await this.#checkCode(ctx.em, ctx.subscriptionId, ctx.userId, input.code);
+      method = await this.#checkCode(ctx.em, ctx.subscriptionId, ctx.userId, input.code, clientIp);
     } else {
       await this.#passkeys.authenticate(input.challengeId!, ['step-up'], owner(ctx.subscriptionId, ctx.userId, null, ctx.sessionId), input.response!);
       method = 'webauthn';
@@ -360,6 +371,7 @@ export class AccountSecurityService {
       await this.#passkeys.removeAll(tx, ctx.subscriptionId, userId);
       await this.#recovery.removeAll(tx, ctx.subscriptionId, userId);
     });
+    // Ending their sessions also ends their sign-ins waiting for a second step (sessionsEnded).
     await this.#deps.sessionService.revokeAllOfUser(ctx.subscriptionId, userId, userId === ctx.userId ? ctx.sessionId : null);
     await this.#changed(ctx.subscriptionId, userId, 'removed', 'all', null);
     return { success: true };
@@ -382,6 +394,26 @@ export class AccountSecurityService {
     return this.#tickets.sweep();
   }
 
+  /**
+   * The owner of an address joins the account with it (auth.lifecycle's
+   * accountClaimed): refused while the account has a factor, since whoever
+   * holds it is the account's person, and a mailbox alone must not take it
+   * over; they sign in with it, or an admin resets it. Otherwise what
+   * someone else may have begun (an enrolment, a waiting sign-in) goes.
+   */
+  async claimed(em: EntityManager, subscriptionId: string, userId: string): Promise<void> {
+    if ((await this.#factorsOf(em, subscriptionId, userId)).length > 0) {
+      throw conflict('This account has a second factor: sign in with it (password and factor), or ask an administrator to reset it');
+    }
+    await this.removeAllOf(em, subscriptionId, userId);
+    await em.nativeDelete(SignInTicket, { subscriptionId, userId });
+  }
+
+  /** Ends the sign-ins of a user waiting for their second step (auth.lifecycle's sessionsEnded). */
+  sessionsEnded({ subscriptionId, userId }: { subscriptionId: string; userId: string }): Promise<void> {
+    return this.#tickets.endAllOf(subscriptionId, userId);
+  }
+
   /** A removed user's factors go with them (auth.lifecycle), in the removal's transaction. */
   async removeAllOf(em: EntityManager, subscriptionId: string, userId: string): Promise<void> {
     await this.#authenticators.remove(em, subscriptionId, userId);
@@ -399,10 +431,6 @@ export class AccountSecurityService {
     return relyingPartyOf(transport.baseUrl, this.#deps.config.ACCOUNT_SECURITY_RP_NAME);
   }
 
-  #failures(userId: string): string {
-    return RateLimiter.bucket('second-factor', userId);
-  }
-
   async #user(subscriptionId: string, userId: string) {
     const user = await this.#deps.userService.findForLogin(subscriptionId, userId);
     if (!user) throw notFound('No such user');
@@ -416,30 +444,77 @@ export class AccountSecurityService {
   }
 
   /**
-   * An authenticator's code (six digits) or a recovery code, counted like
-   * logins: past ACCOUNT_SECURITY_FAILURE_LIMIT wrong ones in the window,
-   * every code is refused (RATE_LIMITED with Retry-After), right or wrong.
+   * An authenticator's code (six digits) or a recovery code, each attempt
+   * counted like a login's (#attempt); a recovery code used tells the user.
    */
-  async #checkCode(em: EntityManager, subscriptionId: string, userId: string, code: string): Promise<'otp' | 'recovery'> {
-    const { rateLimiter, config } = this.#deps;
-    const bucket = this.#failures(userId);
-    await rateLimiter.check([[bucket, config.ACCOUNT_SECURITY_FAILURE_LIMIT]]);
-    const digits = /^\s*\d{3}\s?\d{3}\s*$/.test(code);
-    const method = digits
-      ? (await this.#authenticators.verify(em, subscriptionId, userId, code)) && ('otp' as const)
-      : (await this.#recovery.use(em, subscriptionId, userId, code)) && ('recovery' as const);
-    if (!method) {
-      await rateLimiter.hit([bucket], config.ACCOUNT_SECURITY_FAILURE_WINDOW_SECONDS);
-      throw unauthenticated('This code is not valid (a code is used once)');
-    }
-    await rateLimiter.reset([bucket]);
+  async #checkCode(em: EntityManager, subscriptionId: string, userId: string, code: string, clientIp: string): Promise<'otp' | 'recovery'> {
+    const method = await this.#attempt(userId, clientIp, async () => {
+      const digits = /^\s*\d{3}\s?\d{3}\s*$/.test(code);
+      const valid = digits
+        ? (await this.#authenticators.verify(em, subscriptionId, userId, code)) && ('otp' as const)
+        : (await this.#recovery.use(em, subscriptionId, userId, code)) && ('recovery' as const);
+      if (!valid) throw validationError([{ path: 'code', message: 'This code is not valid (a code is used once)' }]);
+      return valid;
+    });
     if (method === 'recovery') await this.#changed(subscriptionId, userId, 'used', 'recovery-codes', null);
     return method;
   }
 
-  /** A stopped sign-in's session, once: the same factor sent twice at once makes one. */
+  /**
+   * One attempt at a code, counted before it is checked (one statement per
+   * count, so attempts sent together cannot all be tried first), as logins
+   * are: per user and client address, and per user from addresses they have
+   * not signed in from lately, so someone with only the password cannot lock
+   * the person out of their usual address. Past ACCOUNT_SECURITY_FAILURE_LIMIT
+   * in the window every code is refused, right or wrong (RATE_LIMITED with
+   * Retry-After); a right one clears the address's count.
+   */
+  async #attempt<T>(userId: string, clientIp: string, check: () => Promise<T>): Promise<T> {
+    const { rateLimiter, signInService, config } = this.#deps;
+    const limit = config.ACCOUNT_SECURITY_FAILURE_LIMIT;
+    const window = config.ACCOUNT_SECURITY_FAILURE_WINDOW_SECONDS;
+    const fromHere = RateLimiter.bucket('second-factor', `${userId} ${clientIp}`);
+    await rateLimiter.take(fromHere, limit, window);
+    if (!(await signInService.knownAddress(userId, clientIp))) {
+      await rateLimiter.take(RateLimiter.bucket('second-factor-user', userId), limit * 4, window);
+    }
+    const result = await check();
+    await rateLimiter.reset([fromHere]);
+    return result;
+  }
+
+  /** Refuses a call that manages a person's own factors without their session (an API key, an app's token): factors are the person's. */
+  #person(ctx: AuthenticatedContext): void {
+    if (!ctx.sessionId) throw badRequest('A factor is a person’s: manage it from a signed-in session, not with an API key or an app’s token');
+  }
+
+  /** An enrolment's step: with a ticket, as the one request that holds it (Tickets.finishing). */
+  #enrolling<T>(enroller: Enroller, step: () => Promise<T>): Promise<T> {
+    return enroller.ticket ? this.#tickets.finishing(enroller.ticket, step) : step();
+  }
+
+  /**
+   * Removes a factor in one transaction with the check that the policy keeps
+   * one, under a lock of the user's factors, so two removals at once cannot
+   * both see the other's factor left.
+   */
+  async #removing(ctx: AuthenticatedContext, removing: { passkeyId?: string; authenticator?: boolean }, remove: (tx: EntityManager) => Promise<unknown>) {
+    const [policy, user] = await Promise.all([this.#policies.get(ctx.em, ctx.subscriptionId), this.#user(ctx.subscriptionId, ctx.userId)]);
+    const required = this.#policies.requirement(policy, user).required;
+    await ctx.em.transactional(async (tx) => {
+      await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`account-security:factors:${ctx.subscriptionId}:${ctx.userId}`]);
+      const [authenticator, passkeys] = await Promise.all([
+        this.#authenticators.confirmedOf(tx, ctx.subscriptionId, ctx.userId),
+        tx.find(Passkey, { subscriptionId: ctx.subscriptionId, userId: ctx.userId }),
+      ]);
+      const left = (authenticator && !removing.authenticator ? 1 : 0) + passkeys.filter(({ id }) => id !== removing.passkeyId).length;
+      if (left === 0 && required) throw conflict('Your subscription requires a second factor: add another before removing this one');
+      await remove(tx);
+    });
+  }
+
+  /** A stopped sign-in's session, made by the request that holds its ticket (Tickets.finishing). */
   async #finish(ticket: OpenTicket, added: AmrMethod[], transport: Transport): Promise<SignInAnswer> {
-    if (!(await this.#tickets.close(ticket))) throw unauthenticated('This sign-in was already finished; sign in again');
     const done = await this.#deps.signInService.finish(
       { subscriptionId: ticket.subscription_id, id: ticket.user_id },
       {
@@ -476,20 +551,6 @@ export class AccountSecurityService {
     return passkey;
   }
 
-  /** Refuses to remove a person's last factor while the policy requires one of them (past or within their grace period). */
-  async #keepRequiredFactor(ctx: AuthenticatedContext, removing: { passkeyId?: string; authenticator?: boolean }): Promise<void> {
-    const [authenticator, passkeys, policy, user] = await Promise.all([
-      this.#authenticators.confirmedOf(ctx.em, ctx.subscriptionId, ctx.userId),
-      this.#passkeys.list(ctx.em, ctx.userId),
-      this.#policies.get(ctx.em, ctx.subscriptionId),
-      this.#user(ctx.subscriptionId, ctx.userId),
-    ]);
-    const left = (authenticator && !removing.authenticator ? 1 : 0) + passkeys.filter(({ id }) => id !== removing.passkeyId).length;
-    if (left === 0 && this.#policies.requirement(policy, user).required) {
-      throw conflict('Your subscription requires a second factor: add another before removing this one');
-    }
-  }
-
   /** After a factor goes: the other sessions end, and with no factor left, so do the recovery codes. */
   async #afterRemoval(ctx: AuthenticatedContext, factor: 'passkey' | 'authenticator', id: string | null): Promise<void> {
     if ((await this.#factorsOf(ctx.em, ctx.subscriptionId, ctx.userId)).length === 0) await this.#recovery.removeAll(ctx.em, ctx.subscriptionId, ctx.userId);
@@ -508,31 +569,6 @@ const owner = (subscriptionId: string | null, userId: string | null, ticketId: s
   ticketId,
   sessionId,
 });
-
-/** A passkey's name when its person gives none: the browser and system it was made on, as far as the User-Agent tells. */
-function defaultPasskeyName(userAgent: string | null): string {
-  const browser = /Edg\//.test(userAgent ?? '')
-    ? 'Edge'
-    : /Firefox\//.test(userAgent ?? '')
-      ? 'Firefox'
-      : /Chrom/.test(userAgent ?? '')
-        ? 'Chrome'
-        : /Safari\//.test(userAgent ?? '')
-          ? 'Safari'
-          : null;
-  const system = /Android/.test(userAgent ?? '')
-    ? 'Android'
-    : /iPhone|iPad/.test(userAgent ?? '')
-      ? 'iOS'
-      : /Mac OS X/.test(userAgent ?? '')
-        ? 'macOS'
-        : /Windows/.test(userAgent ?? '')
-          ? 'Windows'
-          : /Linux/.test(userAgent ?? '')
-            ? 'Linux'
-            : null;
-  return browser && system ? `${browser} on ${system}` : 'Passkey';
-}
 
 /** A finished sign-in as its caller is answered; a session's token is also set as the cookie. */
 function answerOf(done: Awaited<ReturnType<SignInService['finish']>>, transport: Transport): SignInAnswer {

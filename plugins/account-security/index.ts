@@ -45,11 +45,18 @@ export const accountSecurityPlugin = definePlugin<AccountSecurityDeps>({
   services: { accountSecurityService: asClass(AccountSecurityService).singleton() },
   extends: {
     'auth.signIn': (deps) => [{ check: (attempt) => deps.accountSecurityService.check(attempt) }],
-    // A removed user's factors go with them; so do those of an account its address's owner claims, as someone else may have enrolled them.
+    // A removed user's factors go with them. An account with a factor cannot be claimed by its address alone; one without loses what
+    // someone else may have begun. Sign-ins waiting for their second step end with the user's sessions.
     'auth.lifecycle': (deps) => {
-      const removeFactors = ({ em, subscriptionId, userId }: { em: EntityManager; subscriptionId: string; userId: string }) =>
-        deps.accountSecurityService.removeAllOf(em, subscriptionId, userId);
-      return [{ userRemoved: removeFactors, accountClaimed: removeFactors }];
+      const service = deps.accountSecurityService;
+      type Event = { em: EntityManager; subscriptionId: string; userId: string };
+      return [
+        {
+          userRemoved: ({ em, subscriptionId, userId }: Event) => service.removeAllOf(em, subscriptionId, userId),
+          accountClaimed: ({ em, subscriptionId, userId }: Event) => service.claimed(em, subscriptionId, userId),
+          sessionsEnded: (event: { subscriptionId: string; userId: string }) => service.sessionsEnded(event),
+        },
+      ];
     },
     'core.events': [
       {
@@ -65,11 +72,11 @@ export const accountSecurityPlugin = definePlugin<AccountSecurityDeps>({
       },
       {
         name: POLICY_CHANGED,
-        describe: "The subscription's policy on second factors changed: {requiredFor, graceDays, since, updatedAt, updatedBy}.",
+        describe: "The subscription's policy on second factors changed: {requiredFor, graceDays, coveredSince, updatedAt, updatedBy}.",
         payload: v.strictObject({
           requiredFor: v.picklist(REQUIRED_FOR),
           graceDays: v.number(),
-          since: v.nullable(v.string()),
+          coveredSince: v.record(v.string(), v.string()),
           updatedAt: v.nullable(v.string()),
           updatedBy: v.nullable(v.string()),
         }),

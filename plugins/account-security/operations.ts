@@ -1,6 +1,6 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import * as v from 'valibot';
-import { recordId, wireTimestamp } from 'rpc-service/plugin';
+import { recordId, ROLES, wireTimestamp } from 'rpc-service/plugin';
 import { defineJob, defineOperation } from './deps.ts';
 import { AUTHENTICATION_RESPONSE, REGISTRATION_RESPONSE } from './passkeys.ts';
 import { REQUIRED_FOR } from './policies.ts';
@@ -48,7 +48,7 @@ const SESSION = v.strictObject({
 const POLICY = v.strictObject({
   requiredFor: v.picklist(REQUIRED_FOR),
   graceDays: v.number(),
-  since: v.nullable(wireTimestamp),
+  coveredSince: v.record(v.picklist(ROLES), wireTimestamp),
   updatedAt: v.nullable(wireTimestamp),
   updatedBy: v.nullable(v.string()),
 });
@@ -212,8 +212,8 @@ export const stepUp = defineOperation({
       'Send a password, a code, or a passkey’s challengeId and response: one of them',
     ),
   ),
-  handler: ({ params, ctx, deps }) =>
-    deps.accountSecurityService.stepUp(ctx, { ...params, response: params.response as AuthenticationResponseJSON | undefined }),
+  handler: ({ params, ctx, deps, transport }) =>
+    deps.accountSecurityService.stepUp(ctx, { ...params, response: params.response as AuthenticationResponseJSON | undefined }, transport.clientIp),
 });
 
 export const getSecurity = defineOperation({

@@ -41,12 +41,14 @@ export const relyingPartyOf = (baseUrl: string, name: string): RelyingParty => {
 };
 
 const b64url = v.pipe(v.string(), v.maxLength(16_384), v.regex(/^[A-Za-z0-9_-]*={0,2}$/, 'must be base64url'));
+/** A credential id: at most 1023 bytes (WebAuthn), 1364 characters of base64url. */
+const credentialId = v.pipe(v.string(), v.maxLength(1364), v.regex(/^[A-Za-z0-9_-]*={0,2}$/, 'must be base64url'));
 const transports = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(32))), v.maxLength(10)));
 
 /** What `navigator.credentials.create()` answers, as `PublicKeyCredential.toJSON()` gives it. */
 export const REGISTRATION_RESPONSE = v.looseObject({
-  id: b64url,
-  rawId: b64url,
+  id: credentialId,
+  rawId: credentialId,
   type: v.literal('public-key'),
   response: v.looseObject({ clientDataJSON: b64url, attestationObject: b64url, transports }),
   clientExtensionResults: v.optional(v.record(v.string(), v.unknown()), {}),
@@ -55,8 +57,8 @@ export const REGISTRATION_RESPONSE = v.looseObject({
 
 /** What `navigator.credentials.get()` answers, as `PublicKeyCredential.toJSON()` gives it. */
 export const AUTHENTICATION_RESPONSE = v.looseObject({
-  id: b64url,
-  rawId: b64url,
+  id: credentialId,
+  rawId: credentialId,
   type: v.literal('public-key'),
   response: v.looseObject({
     clientDataJSON: b64url,
@@ -152,6 +154,10 @@ export class Passkeys {
     }
     if (!verified.verified) throw validationError([{ path: 'response', message: 'The passkey could not be verified' }]);
     const info = verified.registrationInfo;
+    // WebAuthn's credential ids are at most 1023 bytes; the authenticator's data, which the client sends, could say more.
+    if (Buffer.from(info.credential.id, 'base64url').length > 1023) {
+      throw validationError([{ path: 'response', message: 'The credential id is longer than WebAuthn allows' }]);
+    }
     const em = this.#db.forkEm(challenge.for_subscription_id!);
     const passkey = em.create(Passkey, {
       subscriptionId: challenge.for_subscription_id!,
@@ -190,7 +196,8 @@ export class Passkeys {
     const options = await generateAuthenticationOptions({
       rpID: rp.rpId,
       timeout: CHALLENGE_SECONDS * 1000,
-      userVerification: 'preferred',
+      // A passkey that signs in alone must be more than possession: the device checks its person (a PIN, a fingerprint).
+      userVerification: purpose === 'sign-in' ? 'required' : 'preferred',
       ...(allowed ? { allowCredentials: allowed.map((passkey) => ({ id: passkey.credentialId, transports: transportsOf(passkey) })) } : {}),
     });
     return { challengeId: await this.#challenge(options.challenge, purpose, rp, owner), options: asJson(options) };
@@ -234,7 +241,7 @@ export class Passkeys {
           counter: passkey.counter,
           transports: transportsOf(passkey),
         },
-        requireUserVerification: false,
+        requireUserVerification: challenge.purpose === 'sign-in',
       });
     } catch (err) {
       this.#logger.info({ err, passkeyId: passkey.id }, 'passkey assertion refused');
@@ -309,3 +316,28 @@ export class Passkeys {
 export type ChallengeRow = RowOf<PasskeyChallenge, 'challenge' | 'purpose' | 'forSubscriptionId' | 'forUserId' | 'ticketId' | 'sessionId' | 'origin' | 'rpId'>;
 
 const transportsOf = (passkey: Passkey): AuthenticatorTransportFuture[] => passkey.transports.split(' ').filter(Boolean) as AuthenticatorTransportFuture[];
+
+/** A passkey's name when its person gives none: the browser and system it was made on, as far as the User-Agent tells. */
+export function defaultPasskeyName(userAgent: string | null): string {
+  const browser = /Edg\//.test(userAgent ?? '')
+    ? 'Edge'
+    : /Firefox\//.test(userAgent ?? '')
+      ? 'Firefox'
+      : /Chrom/.test(userAgent ?? '')
+        ? 'Chrome'
+        : /Safari\//.test(userAgent ?? '')
+          ? 'Safari'
+          : null;
+  const system = /Android/.test(userAgent ?? '')
+    ? 'Android'
+    : /iPhone|iPad/.test(userAgent ?? '')
+      ? 'iOS'
+      : /Mac OS X/.test(userAgent ?? '')
+        ? 'macOS'
+        : /Windows/.test(userAgent ?? '')
+          ? 'Windows'
+          : /Linux/.test(userAgent ?? '')
+            ? 'Linux'
+            : null;
+  return browser && system ? `${browser} on ${system}` : 'Passkey';
+}

@@ -1,4 +1,4 @@
-import { isManager, type EntityManager, type Role } from 'rpc-service/plugin';
+import { isManager, ROLES, type EntityManager, type Role } from 'rpc-service/plugin';
 import { FactorPolicy } from './policy.entity.ts';
 
 export const REQUIRED_FOR = ['nobody', 'admins', 'staff', 'everyone'] as const;
@@ -7,7 +7,8 @@ export type RequiredFor = (typeof REQUIRED_FOR)[number];
 export interface PolicyView {
   requiredFor: RequiredFor;
   graceDays: number;
-  since: string | null;
+  /** From when each covered role has been covered (its grace period counts from then). */
+  coveredSince: Partial<Record<Role, string>>;
   updatedAt: string | null;
   updatedBy: string | null;
 }
@@ -16,7 +17,7 @@ export interface PolicyView {
 export const covers = (requiredFor: RequiredFor, role: Role): boolean =>
   requiredFor === 'everyone' || (requiredFor === 'staff' && isManager(role)) || (requiredFor === 'admins' && role === 'admin');
 
-const NONE: PolicyView = { requiredFor: 'nobody', graceDays: 0, since: null, updatedAt: null, updatedBy: null };
+const NONE: PolicyView = { requiredFor: 'nobody', graceDays: 0, coveredSince: {}, updatedAt: null, updatedBy: null };
 
 /** A subscription's policy on second factors: none until an admin sets one. */
 export class Policies {
@@ -28,21 +29,26 @@ export class Policies {
   async set(em: EntityManager, subscriptionId: string, input: { requiredFor: RequiredFor; graceDays: number }, by: string): Promise<PolicyView> {
     const now = new Date();
     const policy = await em.findOne(FactorPolicy, { subscriptionId });
+    // Widening the policy gives only the newly covered their grace period; those covered already keep their date.
+    const before = policy?.coveredSince ?? {};
+    const coveredSince = Object.fromEntries(
+      ROLES.filter((role) => covers(input.requiredFor, role)).map((role) => [role, before[role] ?? now.toISOString()]),
+    ) as Partial<Record<Role, string>>;
     if (policy) {
-      if (policy.requiredFor !== input.requiredFor) policy.since = now;
-      Object.assign(policy, input, { updatedAt: now, updatedBy: by });
+      Object.assign(policy, input, { coveredSince, updatedAt: now, updatedBy: by });
       await em.flush();
       return viewOf(policy);
     }
-    const made = em.create(FactorPolicy, { subscriptionId, ...input, since: now, updatedAt: now, updatedBy: by });
+    const made = em.create(FactorPolicy, { subscriptionId, ...input, coveredSince, updatedAt: now, updatedBy: by });
     await em.flush();
     return viewOf(made);
   }
 
   /** Whether the policy asks this person for a factor, and from when their sign-ins need one (null: not asked). */
   requirement(policy: PolicyView, user: { role: Role; createdAt: Date }): { required: boolean; deadline: Date | null } {
-    if (!covers(policy.requiredFor, user.role) || !policy.since) return { required: false, deadline: null };
-    const from = Math.max(new Date(policy.since).getTime(), user.createdAt.getTime());
+    const since = policy.coveredSince[user.role];
+    if (!covers(policy.requiredFor, user.role) || !since) return { required: false, deadline: null };
+    const from = Math.max(new Date(since).getTime(), user.createdAt.getTime());
     return { required: true, deadline: new Date(from + policy.graceDays * 86_400_000) };
   }
 }
@@ -50,7 +56,7 @@ export class Policies {
 const viewOf = (policy: FactorPolicy): PolicyView => ({
   requiredFor: policy.requiredFor as RequiredFor,
   graceDays: policy.graceDays,
-  since: policy.since.toISOString(),
+  coveredSince: policy.coveredSince,
   updatedAt: policy.updatedAt.toISOString(),
   updatedBy: policy.updatedBy,
 });

@@ -1,4 +1,4 @@
-import { defineEntity, type InferEntity } from 'rpc-service/plugin';
+import { defineEntity, type InferEntity, type Role } from 'rpc-service/plugin';
 
 /** What a subscription's admins require of its people: a second factor for admins, staff and admins, or everyone, after a grace period. */
 export const FactorPolicy = defineEntity({
@@ -10,8 +10,11 @@ export const FactorPolicy = defineEntity({
     requiredFor: p.text(),
     /** Days a person the policy covers may still sign in without a factor: counted from `since`, or from their account's making when later. */
     graceDays: p.integer(),
-    /** When `requiredFor` was last changed; a change of the grace period alone keeps it. */
-    since: p.datetime(),
+    /**
+     * From when each role has been covered: a role newly covered starts its
+     * grace period then; one already covered keeps its date whatever else changes.
+     */
+    coveredSince: p.json<Partial<Record<Role, string>>>(),
     updatedAt: p.datetime(),
     updatedBy: p.uuid(),
   }),

@@ -23,6 +23,8 @@ export const SignInTicket = defineEntity({
     userAgent: p.text().nullable(),
     createdAt: p.datetime(),
     expiresAt: p.datetime().index(),
+    /** Set while a request finishes the sign-in (checks its factor): another waits, so one code or passkey is never spent by a request that then fails. */
+    claimedUntil: p.datetime().nullable(),
   }),
 });
 export type SignInTicket = InferEntity<typeof SignInTicket>;

@@ -77,13 +77,35 @@ export class Tickets {
   }
 
   /**
-   * Ends a ticket as its sign-in finishes: true for the one request that
-   * ended it, false when another did first (the same second factor sent
-   * twice at once makes one session).
+   * Runs `step` (checking the factor, finishing the sign-in) as the one
+   * request that holds the ticket: a second request at the same time is
+   * refused before it spends its code. The ticket ends when the step
+   * succeeds, and is free again when it fails (a mistyped code).
    */
-  async close(ticket: Pick<OpenTicket, 'subscription_id' | 'id'>): Promise<boolean> {
-    const deleted = await this.#db.forkEm(ticket.subscription_id).nativeDelete(SignInTicket, { subscriptionId: ticket.subscription_id, id: ticket.id });
-    return deleted > 0;
+  async finishing<T>(ticket: Pick<OpenTicket, 'subscription_id' | 'id'>, step: () => Promise<T>): Promise<T> {
+    const [held] = await this.#db.execute<{ id: string }>(
+      `update account_security_ticket set claimed_until = now() + interval '30 seconds'
+       where subscription_id = ? and id = ? and expires_at > now() and (claimed_until is null or claimed_until < now()) returning id`,
+      [ticket.subscription_id, ticket.id],
+    );
+    if (!held) throw unauthenticated('This sign-in is being finished by another request, or was already; sign in again if it does not go on');
+    let result: T;
+    try {
+      result = await step();
+    } catch (err) {
+      await this.#db.execute('update account_security_ticket set claimed_until = null where subscription_id = ? and id = ?', [
+        ticket.subscription_id,
+        ticket.id,
+      ]);
+      throw err;
+    }
+    await this.#db.forkEm(ticket.subscription_id).nativeDelete(SignInTicket, { subscriptionId: ticket.subscription_id, id: ticket.id });
+    return result;
+  }
+
+  /** Ends every sign-in of the user waiting for its second step (their sessions ended, a new password, their factors reset). */
+  async endAllOf(subscriptionId: string, userId: string): Promise<void> {
+    await this.#db.forkEm(subscriptionId).nativeDelete(SignInTicket, { subscriptionId, userId });
   }
 
   /** Drops every tenant's expired tickets (the hourly sweep). */

@@ -46,7 +46,8 @@ export const create = defineOperation({
 export const update = defineOperation({
   access: 'admin',
   kind: 'write',
-  stepUp: (params) => params.role !== undefined,
+  // A role is power; an e-mail address is where a one-time code signs the account in.
+  stepUp: (params) => params.role !== undefined || params.email !== undefined,
   describe: 'Change a user of the caller’s subscription.',
   result: ADMIN_USER_SCHEMA,
   params: v.object({

@@ -46,16 +46,24 @@ export interface LifecycleHooks {
    * credentials. A failure stops the join.
    */
   accountClaimed?(event: AccountClaimed): Promise<void>;
+  /**
+   * After every session of a user ended (a new password, an admin's reset,
+   * "sign out everywhere else"): end what else would sign them in (a sign-in
+   * waiting for its second step). A failure is the caller's.
+   */
+  sessionsEnded?(event: { subscriptionId: string; userId: string }): Promise<void>;
 }
 
 export const lifecyclePoint = defineExtensionPoint({
   id: 'auth.lifecycle',
-  describe: 'Hooks that run after signup and login, and inside the removal of a user or the claim of an account by its owner.',
+  describe:
+    'Hooks that run after signup and login, inside the removal of a user or the claim of an account by its owner, and after all of a user’s sessions ended.',
   contribution: v.strictObject({
     afterSignup: v.optional(v.function()),
     afterLogin: v.optional(v.function()),
     userRemoved: v.optional(v.function()),
     accountClaimed: v.optional(v.function()),
+    sessionsEnded: v.optional(v.function()),
   }),
 });
 
@@ -83,6 +91,10 @@ export class Lifecycle {
 
   async accountClaimed(event: AccountClaimed): Promise<void> {
     for (const { value } of this.#extensions.get('auth.lifecycle')) await value.accountClaimed?.(event);
+  }
+
+  async sessionsEnded(event: { subscriptionId: string; userId: string }): Promise<void> {
+    for (const { value } of this.#extensions.get('auth.lifecycle')) await value.sessionsEnded?.(event);
   }
 
   async #notify(name: 'afterSignup' | 'afterLogin', event: AfterSignup | AfterLogin): Promise<void> {

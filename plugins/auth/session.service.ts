@@ -12,6 +12,7 @@ import {
   type RowOf,
 } from 'rpc-service/plugin';
 import type { AuthConfig } from './config.ts';
+import type { Lifecycle } from './lifecycle.ts';
 import { Session } from './session.entity.ts';
 import type { User } from './user.entity.ts';
 
@@ -58,9 +59,11 @@ export class SessionService implements CredentialVerifier {
   // Sliding expiry is written back at most this often per session, not on every call.
   readonly #touchEveryMs: number;
   readonly #cache: CredentialCache;
+  readonly #lifecycle: Lifecycle;
 
-  constructor({ db, credentials, config }: { db: Database; credentials: Credentials; config: AuthConfig }) {
+  constructor({ db, credentials, config, lifecycle }: { db: Database; credentials: Credentials; config: AuthConfig; lifecycle: Lifecycle }) {
     this.#db = db;
+    this.#lifecycle = lifecycle;
     this.#credentials = credentials;
     this.#cache = credentials.createCache();
     this.#ttlMs = config.sessionTtlSeconds * 1000;
@@ -205,6 +208,7 @@ export class SessionService implements CredentialVerifier {
     const where = exceptSessionId ? { subscriptionId, userId, id: { $ne: exceptSessionId } } : { subscriptionId, userId };
     const deleted = await this.#db.forkEm(null).nativeDelete(Session, where, ACROSS_TENANTS);
     await this.#credentials.changed({ userId });
+    await this.#lifecycle.sessionsEnded({ subscriptionId, userId });
     return deleted;
   }
 }

@@ -92,8 +92,6 @@ export class SignInService {
   /** The session, or the challenge of the first gate that has one (a browser's sign-in goes on at its page). */
   async attempt(user: User, attempt: Omit<SignInAttempt, 'user'>): Promise<SignInOutcome> {
     if (!user.isActive) throw unauthenticated('This account is deactivated');
-    // The person knows the first factor here: this address is theirs, whatever a second factor then says (AuthService.login).
-    await this.#deps.rateLimiter.hit([knownAddress(accountOf(user.id), attempt.clientIp)], KNOWN_ADDRESS_SECONDS);
     for (const { value } of this.#deps.extensions.get('auth.signIn')) {
       const challenge = await value.check({ ...attempt, user });
       if (challenge) return { status: 'challenged', challenge };
@@ -110,6 +108,8 @@ export class SignInService {
     const user = await this.#deps.userService.findForLogin(found.subscriptionId, found.id);
     if (!user?.isActive) throw unauthenticated('This account is deactivated or gone');
     const session = await this.#deps.sessionService.create(user, attempt);
+    // A sign-in finished (every factor given): the address is one the person signs in from (AuthService.login).
+    await this.#deps.rateLimiter.hit([knownAddress(accountOf(user.id), attempt.clientIp)], KNOWN_ADDRESS_SECONDS);
     const view = toUserView(user);
     await this.#deps.lifecycle.afterLogin({ user: view, method: methodOf(attempt.amr) });
     if (attempt.resume.externalLoginId) {
@@ -118,6 +118,11 @@ export class SignInService {
       return { status: 'handed-over', user: view };
     }
     return { status: 'signed-in', token: session.token, expiresAt: session.expiresAt.toISOString(), user: view };
+  }
+
+  /** Whether the user finished a sign-in from this client address lately: failures from it are counted apart from others' (AuthService.login). */
+  async knownAddress(userId: string, clientIp: string): Promise<boolean> {
+    return (await this.#deps.rateLimiter.count(knownAddress(accountOf(userId), clientIp))) > 0;
   }
 
   /** Gives an external login (OAuthService.createExternalOAuthLoginSession) its session, unless it expired or was collected meanwhile. */

@@ -306,15 +306,13 @@ export class UserService {
   async confirmPassword(ctx: AuthenticatedContext, password: string, path = 'password'): Promise<User> {
     const { rateLimiter, config } = this.#deps;
     const bucket = RateLimiter.bucket('password-change', ctx.userId);
-    await rateLimiter.check([[bucket, config.loginFailureLimit]]);
     const user = await this.self(ctx, ['passwordHash']);
     if (!user.passwordHash) {
       throw badRequest('This account has no password (it signs in another way); an administrator can set one with AdminUserRpc.resetPassword');
     }
-    if (!(await verifyPassword(password, user.passwordHash))) {
-      await rateLimiter.hit([bucket], config.loginFailureWindowSeconds);
-      throw validationError([{ path, message: 'The password is incorrect' }]);
-    }
+    // Counted before it is checked, in one statement: attempts sent together cannot all be tried before any is counted.
+    await rateLimiter.take(bucket, config.loginFailureLimit, config.loginFailureWindowSeconds);
+    if (!(await verifyPassword(password, user.passwordHash))) throw validationError([{ path, message: 'The password is incorrect' }]);
     await rateLimiter.reset([bucket]);
     return user;
   }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { sourcePath, type RouteContext, type Router, type RpcError } from 'rpc-service/plugin';
 import type { ConsoleDeps } from './deps.ts';
 
@@ -36,18 +37,33 @@ interface StaticFile {
 }
 
 /**
- * The files of `public/`, read once at start and keyed by their path inside
- * it: a request names a key of this map or gets 404, so no request path ever
- * reaches the file system.
+ * Modules of the project's dependencies the page imports, by their key under
+ * /console/: the QR code encoder (`uqr`, one ES module importing nothing)
+ * draws an authenticator app's code without any other origin.
+ */
+const VENDOR: Record<string, string> = {
+  'vendor/qr.js': fileURLToPath(import.meta.resolve('uqr')),
+};
+
+const staticFile = (type: string, body: Buffer): StaticFile => ({
+  type,
+  body,
+  etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+});
+
+/**
+ * The files of `public/` and VENDOR, read once at start and keyed by their
+ * path under /console/: a request names a key of this map or gets 404, so no
+ * request path ever reaches the file system.
  */
 function loadFiles(): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>();
   for (const name of readdirSync(PUBLIC, { recursive: true }) as string[]) {
     const type = TYPES[path.extname(name)];
     if (!type) continue;
-    const body = readFileSync(path.join(PUBLIC, name));
-    files.set(name.split(path.sep).join('/'), { type, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+    files.set(name.split(path.sep).join('/'), staticFile(type, readFileSync(path.join(PUBLIC, name))));
   }
+  for (const [key, file] of Object.entries(VENDOR)) files.set(key, staticFile(TYPES['.js']!, readFileSync(file)));
   return files;
 }
 

@@ -22,6 +22,7 @@ const PLUGINS = [
   'job-queue',
   'queue-probe',
   'oauth-server',
+  'account-security',
   'console',
 ];
 /** Answers that say the console itself is wrong: an operation it names that does not exist, params it builds that do not fit, or a failure of the service. */
@@ -45,12 +46,10 @@ describe('every button of every console page', () => {
   const dialogs: string[] = [];
   let where = 'signing in';
   let inFlight = 0;
-  let adminToken = '';
 
   before(async () => {
     t = await startTestApp({ withNotes: false, plugins: PLUGINS, extraPlugins: [queueProbePlugin(new Set(['broken-export']))] });
     const admin = await t.signup();
-    adminToken = admin.token;
     // Something on each page for its buttons to act on: a key, a secret, a user, an invite code, a dead job.
     await t.as(admin).ApiKeyRpc.create({ description: 'key to delete' });
     await t.as(admin).SecretsRpc.create({ zone: 'production', key: 'db-password', value: 'a value long enough', description: 'The database' });
@@ -157,7 +156,9 @@ describe('every button of every console page', () => {
       dialogs.some((message) => message.startsWith('Delete the key "key to delete"?')),
       'Delete asks first',
     );
-    const keys = (await t.as({ token: adminToken }).ApiKeyRpc.getData()).data as { description: string }[];
+    // The browser's session: the security page's buttons signed out the admin's other ones.
+    const token = (await page.context().cookies()).find((cookie) => cookie.name === 'session')!.value;
+    const keys = (await t.as({ token }).ApiKeyRpc.getData()).data as { description: string }[];
     assert.equal(keys.filter((key) => key.description === 'key to delete').length, 0, 'the key was deleted');
   });
 });

@@ -29,6 +29,7 @@ const PLUGINS = [
   'job-queue',
   'queue-probe',
   'oauth-server',
+  'account-security',
   'console',
 ];
 // The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless told.
@@ -315,7 +316,7 @@ describe('console in a browser', () => {
       assert.ok(scroll <= width, `${what}: ${scroll} px wide in ${width}`);
     };
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const path of ['keys', 'webhooks', 'users', 'secrets', 'runs', 'knowledge', 'jobs', 'telemetry']) {
+    for (const path of ['keys', 'security', 'webhooks', 'users', 'secrets', 'runs', 'knowledge', 'jobs', 'telemetry']) {
       await page.goto(`${t.url}/console#/${path}`);
       await page.locator('main h2').first().waitFor();
       await page.waitForLoadState('networkidle');
@@ -335,7 +336,16 @@ describe('console in a browser', () => {
     await signIn(staffPage, staff.username, staff.password);
     await staffPage.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
     const menu = await staffPage.getByRole('navigation').locator('a').allTextContents();
-    assert.deepEqual(menu, ['API keys', 'Authorised apps', 'Secrets', 'Workflows and schedules', 'Knowledge base', 'Background jobs', 'AI telemetry']);
+    assert.deepEqual(menu, [
+      'API keys',
+      'Authorised apps',
+      'Security',
+      'Secrets',
+      'Workflows and schedules',
+      'Knowledge base',
+      'Background jobs',
+      'AI telemetry',
+    ]);
     await staffPage.goto(`${t.url}/console#/jobs`);
     await staffPage.getByRole('table', { name: 'Jobs per queue and state' }).waitFor();
     assert.equal(await staffPage.getByRole('button', { name: /^Retry/ }).count(), 0, 'staff see jobs but retry none');
@@ -362,13 +372,13 @@ describe('console in a browser', () => {
     await own.close();
   });
 
-  step('gives a user with the role user their authorised apps only, refuses every other page, and the service refuses their calls', async () => {
+  step('gives a user with the role user their apps and security pages only, refuses the others, and the service refuses their calls', async () => {
     const own = await browser.newContext();
     own.setDefaultTimeout(10_000);
     const refused = await own.newPage();
     await signIn(refused, member.username, member.password);
     await refused.getByRole('heading', { level: 1, name: 'Authorised apps' }).waitFor();
-    assert.deepEqual(await refused.getByRole('navigation').locator('a').allTextContents(), ['Authorised apps']);
+    assert.deepEqual(await refused.getByRole('navigation').locator('a').allTextContents(), ['Authorised apps', 'Security']);
     await refused.goto(`${t.url}/console#/users`);
     await refused.getByText('Users and invites is for admins.').waitFor();
     await refused.goto(`${t.url}/console#/keys`);

@@ -53,7 +53,8 @@ export const ALLOW_LIST: readonly Allowed[] = [
   },
   {
     tables: ['account_security_ticket'],
-    match: /^select subscription_id, id, user_id, purpose, amr, resume, client_ip, user_agent, expires_at from account_security_ticket where token_hash = \? and expires_at > now\(\)$/,
+    match:
+      /^select subscription_id, id, user_id, purpose, amr, resume, client_ip, user_agent, expires_at from account_security_ticket where token_hash = \? and expires_at > now\(\)$/,
     reason: "a sign-in's ticket (its second step) is looked up by its hash before its tenant is known",
   },
   {

@@ -1394,7 +1394,9 @@ export interface AccountSecurityRpcFinishPasskeySignInParams {
 export interface AccountSecurityRpcGetPolicyResult {
   requiredFor: 'nobody' | 'admins' | 'staff' | 'everyone';
   graceDays: number;
-  since: string | null;
+  coveredSince: {
+    [k: string]: string | undefined;
+  };
   updatedAt: string | null;
   updatedBy: string | null;
 }
@@ -1509,7 +1511,9 @@ export interface AccountSecurityRpcSetPolicyParams {
 export interface AccountSecurityRpcSetPolicyResult {
   requiredFor: 'nobody' | 'admins' | 'staff' | 'everyone';
   graceDays: number;
-  since: string | null;
+  coveredSince: {
+    [k: string]: string | undefined;
+  };
   updatedAt: string | null;
   updatedBy: string | null;
 }
@@ -5261,12 +5265,14 @@ export interface FactorChangedEvent {
   id: string | null;
 }
 /**
- * The subscription's policy on second factors changed: {requiredFor, graceDays, since, updatedAt, updatedBy}.
+ * The subscription's policy on second factors changed: {requiredFor, graceDays, coveredSince, updatedAt, updatedBy}.
  */
 export interface FactorPolicyChangedEvent {
   requiredFor: 'nobody' | 'admins' | 'staff' | 'everyone';
   graceDays: number;
-  since: string | null;
+  coveredSince: {
+    [k: string]: string | undefined;
+  };
   updatedAt: string | null;
   updatedBy: string | null;
 }

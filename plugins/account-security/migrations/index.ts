@@ -1,4 +1,4 @@
 // Written by `npm run migration:create`: the migrations of this folder, oldest first.
-import { Migration20261207213826_initial } from './Migration20261207213826_initial.ts';
+import { Migration20261207215735_initial } from './Migration20261207215735_initial.ts';
 
-export const migrations = [Migration20261207213826_initial];
+export const migrations = [Migration20261207215735_initial];

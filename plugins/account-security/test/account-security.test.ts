@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { SoftAuthenticator, totpCode as codeOf } from '../../../test/support/authenticator.ts';
 import { refused } from '../../../test/support/caller.ts';
-import { startTestApp, type Session, type TestApp } from '../../../test/support/harness.ts';
+import { startTestApp, uniqueName, type Session, type TestApp } from '../../../test/support/harness.ts';
 import { addUser } from '../../../test/support/users.ts';
 
 /** Second factors, step-ups, the policy and devices over the API (passkeys in a browser: test/e2e/security.test.ts). */
@@ -51,7 +51,7 @@ describe('AccountSecurityRpc', () => {
     const first = await stopped(owner.user.username, owner.password);
     assert.deepEqual(first.methods, ['authenticator', 'recovery-code']);
     assert.match(first.ticket, /^sit_/);
-    await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: first.ticket, code: '000000' }), 'UNAUTHENTICATED');
+    await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: first.ticket, code: '000000' }), 'VALIDATION_ERROR');
     const next = codeOf(secret, 1);
     const signedIn = await t.call('AccountSecurityRpc.verifySecondFactor', { ticket: first.ticket, code: next });
     assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
@@ -63,12 +63,12 @@ describe('AccountSecurityRpc', () => {
     await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: first.ticket, code: next }), 'UNAUTHENTICATED');
 
     const replay = await stopped(owner.user.username, owner.password);
-    const replayed = await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: replay.ticket, code: next }), 'UNAUTHENTICATED');
+    const replayed = await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: replay.ticket, code: next }), 'VALIDATION_ERROR');
     assert.match(replayed.message, /used once/);
     const byRecovery = await t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: replay.ticket, code: recoveryCodes[0]!.toUpperCase() });
     assert.equal(byRecovery.status, 'signed-in');
     const again = await stopped(owner.user.username, owner.password);
-    await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: again.ticket, code: recoveryCodes[0]! }), 'UNAUTHENTICATED');
+    await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: again.ticket, code: recoveryCodes[0]! }), 'VALIDATION_ERROR');
     const overview = await t.as(session).AccountSecurityRpc.getSecurity({});
     assert.equal(overview.authenticator, true);
     assert.equal(overview.recoveryCodesLeft, 9);
@@ -81,7 +81,7 @@ describe('AccountSecurityRpc', () => {
     const { secret } = await enrolTotp(owner);
     const { ticket } = await stopped(owner.user.username, owner.password);
     for (let attempt = 0; attempt < 5; attempt++) {
-      await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket, code: String(111111 + attempt) }), 'UNAUTHENTICATED');
+      await refused(t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket, code: String(111111 + attempt) }), 'VALIDATION_ERROR');
     }
     const locked = await t.call('AccountSecurityRpc.verifySecondFactor', { ticket, code: codeOf(secret, 1) });
     assert.equal(locked.status, 429);
@@ -312,5 +312,78 @@ describe('AccountSecurityRpc', () => {
     assert.ok((await t.app.depsOf('account-security').accountSecurityService.sweep()) >= 1);
     await refused(t.as(null).AccountSecurityRpc.getSignIn({ ticket: expired.ticket }), 'UNAUTHENTICATED');
     assert.equal((await t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket: waiting.ticket, code: codeOf(secret, 1) })).status, 'signed-in');
+  });
+
+  /** A code login to an address the account's owner never proved: the browser's question, answered "join" (plugins/auth/README.md). */
+  const joinWithMailbox = async (address: string) => {
+    const { otpRequestId } = await t.as(null).AuthRpc.requestVerificationCode({ channelType: 'email', identifier: address });
+    const [sent] = await t.app.deps.db.execute<{ body: string }>('select body from auth_outbox where recipient = ? order by created_at desc limit 1', [
+      address,
+    ]);
+    const asked = await t.call('AuthRpc.login', { otpRequestId, code: /\b(\d{6})\b/.exec(sent!.body)![1] });
+    assert.equal(asked.body.data.code, 'CONFIRM_JOIN');
+    const cookie = asked.headers
+      .getSetCookie()
+      .map((line) => line.split(';')[0]!)
+      .join('; ');
+    return fetch(`${t.url}/auth/join?decision=join`, { method: 'POST', redirect: 'manual', headers: { cookie } });
+  };
+
+  it('a mailbox alone takes over no account with a factor, and a stale admin session cannot point another account at one', async () => {
+    const owner = await t.signup();
+    await enrolTotp(owner);
+    const refusedJoin = await joinWithMailbox(owner.user.email);
+    assert.equal(refusedJoin.status, 409);
+    assert.match(await refusedJoin.text(), /second factor/);
+    assert.equal((await t.as(owner).AccountSecurityRpc.getSecurity({})).authenticator, true, 'the factor stays');
+
+    const admin = await t.signup();
+    const victim = await addUser(t, admin.subscriptionId, 'admin');
+    await age(admin);
+    await refused(t.as(admin).AdminUserRpc.update({ _id: victim.user._id, email: `${uniqueName('mallory')}@example.com` }), 'STEP_UP_REQUIRED');
+  });
+
+  it('codes sent together are counted before any is judged, and a ticket is finished by one request without spending another’s code', async () => {
+    const owner = await t.signup();
+    const { recoveryCodes } = await enrolTotp(owner);
+    await age(owner);
+    const burst = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => t.as(owner).AccountSecurityRpc.stepUp({ code: String(300000 + i) })));
+    const codes = burst.map((settled) => (settled.status === 'rejected' ? (settled.reason as { code: string }).code : 'OK'));
+    assert.equal(codes.filter((code) => code === 'VALIDATION_ERROR').length, 5, codes.join(' '));
+    assert.equal(codes.filter((code) => code === 'RATE_LIMITED').length, 15);
+
+    const other = await t.signup();
+    const { recoveryCodes: theirs } = await enrolTotp(other);
+    const { ticket } = await stopped(other.user.username, other.password);
+    const both = await Promise.allSettled(theirs.slice(0, 2).map((code) => t.as(null).AccountSecurityRpc.verifySecondFactor({ ticket, code })));
+    assert.deepEqual(both.map((settled) => settled.status).sort(), ['fulfilled', 'rejected']);
+    assert.equal((await t.as(other).AccountSecurityRpc.getSecurity({})).recoveryCodesLeft, 9, 'the refused request spent no code');
+    assert.equal(recoveryCodes.length, 10);
+  });
+
+  it('two removals at once leave the factor the policy requires; a ticket ends with a new password; a passkey signs in alone only with user verification', async () => {
+    const owner = await t.signup();
+    const staff = await addUser(t, owner.subscriptionId, 'staff');
+    await t.as(owner).AccountSecurityRpc.setPolicy({ requiredFor: 'everyone', graceDays: 0 });
+    await enrolTotp(owner);
+    const device = new SoftAuthenticator(t.url);
+    const begun = await t.as(owner).AccountSecurityRpc.beginPasskeyRegistration({});
+    const { passkey } = await t
+      .as(owner)
+      .AccountSecurityRpc.finishPasskeyRegistration({ challengeId: begun.challengeId, response: device.create(begun.options) });
+    const removals = await Promise.allSettled([
+      t.as(owner).AccountSecurityRpc.removeTotp({}),
+      t.as(owner).AccountSecurityRpc.removePasskey({ id: passkey.id }),
+    ]);
+    assert.deepEqual(removals.map((settled) => settled.status).sort(), ['fulfilled', 'rejected']);
+    const left = await t.as(owner).AccountSecurityRpc.getSecurity({});
+    assert.equal(Number(left.authenticator) + left.passkeys, 1);
+
+    const { ticket } = await stopped(staff.username, staff.password, 'ENROLMENT_REQUIRED');
+    await t.as(staff).UserProfileRpc.changePassword({ currentPassword: staff.password, newPassword: 'changed before the thief enrols' });
+    await refused(t.as(null).AccountSecurityRpc.beginTotpEnrolment({ ticket }), 'UNAUTHENTICATED');
+
+    const anyone = await t.as(null).AccountSecurityRpc.beginPasskeySignIn({});
+    assert.equal(anyone.options.userVerification, 'required');
   });
 });

@@ -98,7 +98,7 @@ export function section(title, load) {
   const refresh = async () => {
     body.setAttribute('aria-busy', 'true');
     try {
-      body.replaceChildren(...[await load(refresh)].flat());
+      body.replaceChildren(...[await load(refresh)].flat().filter((child) => child !== undefined && child !== null && child !== false));
     } catch (error) {
       body.replaceChildren(failure(error));
     } finally {

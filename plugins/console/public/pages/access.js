@@ -1,5 +1,6 @@
 import { action, checkbox, field, form, h, section, table, titled, when } from '../dom.js';
 import { rpc } from '../rpc.js';
+import { sessionsTable } from './security.js';
 
 const name = (user) => [user.firstName, user.lastName].filter(Boolean).join(' ') || user.username;
 
@@ -34,6 +35,50 @@ function changeForm(user, roles, saved) {
   );
 }
 
+/**
+ * A user's sessions, to sign out one or all, and the reset of their second
+ * factors (a lost phone: they sign in with their password and enrol again).
+ */
+function securityOf(user) {
+  const done = h('p', { role: 'status' });
+  const devices = section(`Sessions of ${name(user)}`, async (refresh) => {
+    const { items } = await rpc('AccountSecurityRpc.listUserSessions', { userId: user._id });
+    return [
+      sessionsTable(`Where ${name(user)} is signed in`, items, async (session) => {
+        await rpc('AccountSecurityRpc.revokeUserSessions', { userId: user._id, id: session.id });
+        await refresh();
+      }),
+      h(
+        'div',
+        { class: 'actions' },
+        items.some((session) => !session.current) &&
+          action(
+            'Sign out everywhere',
+            async () => {
+              await rpc('AccountSecurityRpc.revokeUserSessions', { userId: user._id });
+              await refresh();
+            },
+            { class: 'danger', 'aria-label': `Sign out ${name(user)} everywhere` },
+          ),
+        action(
+          'Reset second factors',
+          async () => {
+            await rpc('AccountSecurityRpc.resetUserFactors', { userId: user._id });
+            await refresh();
+            done.textContent = `Reset: ${name(user)} has no second factor and is signed out; they sign in with their password and may add one again.`;
+          },
+          {
+            class: 'danger',
+            'aria-label': `Reset the second factors of ${name(user)}`,
+            confirm: `Remove the passkeys, authenticator app and recovery codes of ${name(user)}, and sign them out everywhere?`,
+          },
+        ),
+      ),
+    ];
+  });
+  return h('div', {}, devices, done);
+}
+
 /** The users page; the menu offers it to admins only, as only they may call AdminUserRpc. */
 export function accessPage() {
   // The role names do not change while the page is open: one call serves every section.
@@ -45,6 +90,11 @@ export function accessPage() {
       editor.replaceChildren(changeForm(user, roles, users.refresh));
       editor.querySelector('select').focus();
     };
+    const showSecurity = (user) => {
+      editor.replaceChildren(securityOf(user));
+      editor.querySelector('h2').setAttribute('tabindex', -1);
+      editor.querySelector('h2').focus();
+    };
     return [
       h('p', {}, `${totalDocs} users${totalDocs > docs.length ? ` (the first ${docs.length} shown)` : ''}.`),
       table(
@@ -55,7 +105,16 @@ export function accessPage() {
           ['Role', (user) => user.role],
           ['Active', (user) => (user.isActive ? 'yes' : 'no')],
           ['Created', (user) => when(user.createdAt)],
-          ['Actions', (user) => action('Change', () => edit(user), { class: 'secondary', 'aria-label': `Change the role or status of ${name(user)}` })],
+          [
+            'Actions',
+            (user) =>
+              h(
+                'span',
+                { class: 'reveal' },
+                action('Change', () => edit(user), { class: 'secondary', 'aria-label': `Change the role or status of ${name(user)}` }),
+                action('Sessions', () => showSecurity(user), { class: 'secondary', 'aria-label': `Sessions and second factors of ${name(user)}` }),
+              ),
+          ],
         ],
         docs,
       ),

@@ -1,6 +1,6 @@
 import { Migration } from 'rpc-service/plugin';
 
-export class Migration20261207213826_initial extends Migration {
+export class Migration20261207215735_initial extends Migration {
   override async up(): Promise<void> {
     this.addSql(
       `create table "account_security_authenticator" ("subscription_id" uuid not null, "id" uuid not null, "user_id" uuid not null, "secret" text not null, "confirmed_at" timestamptz null, "last_step" int null, "created_at" timestamptz not null, constraint "account_security_authenticator_pkey" primary key ("subscription_id", "id"));`,
@@ -8,7 +8,7 @@ export class Migration20261207213826_initial extends Migration {
     this.addSql(`create index "account_security_authenticator_user_id_index" on "account_security_authenticator" ("user_id");`);
 
     this.addSql(
-      `create table "account_security_policy" ("subscription_id" uuid not null, "required_for" text not null, "grace_days" int not null, "since" timestamptz not null, "updated_at" timestamptz not null, "updated_by" uuid not null, constraint "account_security_policy_pkey" primary key ("subscription_id"));`,
+      `create table "account_security_policy" ("subscription_id" uuid not null, "required_for" text not null, "grace_days" int not null, "covered_since" jsonb not null, "updated_at" timestamptz not null, "updated_by" uuid not null, constraint "account_security_policy_pkey" primary key ("subscription_id"));`,
     );
 
     this.addSql(
@@ -28,7 +28,7 @@ export class Migration20261207213826_initial extends Migration {
     this.addSql(`create index "account_security_recovery_code_user_id_index" on "account_security_recovery_code" ("user_id");`);
 
     this.addSql(
-      `create table "account_security_ticket" ("subscription_id" uuid not null, "id" uuid not null, "user_id" uuid not null, "token_hash" text not null, "purpose" text not null, "amr" text not null, "resume" jsonb not null, "client_ip" text not null, "user_agent" text null, "created_at" timestamptz not null, "expires_at" timestamptz not null, constraint "account_security_ticket_pkey" primary key ("subscription_id", "id"));`,
+      `create table "account_security_ticket" ("subscription_id" uuid not null, "id" uuid not null, "user_id" uuid not null, "token_hash" text not null, "purpose" text not null, "amr" text not null, "resume" jsonb not null, "client_ip" text not null, "user_agent" text null, "created_at" timestamptz not null, "expires_at" timestamptz not null, "claimed_until" timestamptz null, constraint "account_security_ticket_pkey" primary key ("subscription_id", "id"));`,
     );
     this.addSql(`alter table "account_security_ticket" add constraint "account_security_ticket_token_hash_unique" unique ("token_hash");`);
     this.addSql(`create index "account_security_ticket_expires_at_index" on "account_security_ticket" ("expires_at");`);
