@@ -22,7 +22,7 @@ import {
 import { Authenticators, type Enrolment } from './authenticators.ts';
 import type { AccountSecurityConfig } from './config.ts';
 import { Passkey } from './passkey.entity.ts';
-import { defaultPasskeyName, Passkeys, passkeyView, relyingPartyOf, type ChallengeOwner, type PasskeyView } from './passkeys.ts';
+import { Passkeys, passkeyView, relyingPartyOf, type ChallengeOwner, type PasskeyView } from './passkeys.ts';
 import { Policies, type PolicyView, type RequiredFor } from './policies.ts';
 import { RecoveryCodes } from './recovery-codes.ts';
 import { SignInTicket } from './ticket.entity.ts';
@@ -213,7 +213,7 @@ export class AccountSecurityService {
         input.challengeId,
         owner(subscriptionId, userId, enroller.ticket?.id ?? null, enroller.sessionId),
         input.response,
-        input.name ?? defaultPasskeyName(transport.userAgent),
+        input.name ?? 'Passkey',
       );
       const recoveryCodes = await this.#firstCodes(subscriptionId, userId);
       await this.#changed(subscriptionId, userId, 'added', 'passkey', passkey.id);

@@ -316,28 +316,3 @@ export class Passkeys {
 export type ChallengeRow = RowOf<PasskeyChallenge, 'challenge' | 'purpose' | 'forSubscriptionId' | 'forUserId' | 'ticketId' | 'sessionId' | 'origin' | 'rpId'>;
 
 const transportsOf = (passkey: Passkey): AuthenticatorTransportFuture[] => passkey.transports.split(' ').filter(Boolean) as AuthenticatorTransportFuture[];
-
-/** A passkey's name when its person gives none: the browser and system it was made on, as far as the User-Agent tells. */
-export function defaultPasskeyName(userAgent: string | null): string {
-  const browser = /Edg\//.test(userAgent ?? '')
-    ? 'Edge'
-    : /Firefox\//.test(userAgent ?? '')
-      ? 'Firefox'
-      : /Chrom/.test(userAgent ?? '')
-        ? 'Chrome'
-        : /Safari\//.test(userAgent ?? '')
-          ? 'Safari'
-          : null;
-  const system = /Android/.test(userAgent ?? '')
-    ? 'Android'
-    : /iPhone|iPad/.test(userAgent ?? '')
-      ? 'iOS'
-      : /Mac OS X/.test(userAgent ?? '')
-        ? 'macOS'
-        : /Windows/.test(userAgent ?? '')
-          ? 'Windows'
-          : /Linux/.test(userAgent ?? '')
-            ? 'Linux'
-            : null;
-  return browser && system ? `${browser} on ${system}` : 'Passkey';
-}

@@ -226,8 +226,24 @@ describe('account security in a browser', () => {
     assert.equal((await t.call('AuthRpc.getSession', {}, { token })).status, 401, 'the phone is signed out');
   });
 
-  step('an admin requires a factor of everyone; a member signing in through #/sign-in/<ticket> enrols an authenticator app first', async () => {
+  step('an admin requires a factor of everyone: within the grace period a member signing in is led to add one', async () => {
     await page.getByLabel('Require a second factor of').selectOption('everyone');
+    await page.getByLabel('Days to add one').fill('7');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText(/^Everyone must have a second factor, 7 days after/).waitFor();
+    const graced = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    graced.setDefaultTimeout(10_000);
+    const gracedPage = await graced.newPage();
+    await gracedPage.goto(`${base}/console`);
+    await gracedPage.getByLabel('E-mail or username').fill(member.username);
+    await gracedPage.getByLabel('Password').fill(member.password);
+    await gracedPage.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await gracedPage.getByRole('heading', { level: 1, name: 'Security' }).waitFor();
+    await gracedPage.getByText(/^Your subscription requires a second factor of you: add a passkey or an authenticator app before /).waitFor();
+    await graced.close();
+  });
+
+  step('past the grace period, a member signing in through #/sign-in/<ticket> enrols an authenticator app first', async () => {
     await page.getByLabel('Days to add one').fill('0');
     await page.getByRole('button', { name: 'Save policy' }).click();
     await page.getByText(/^Everyone must have a second factor, 0 days after/).waitFor();

@@ -220,6 +220,9 @@ async function start() {
     if (error instanceof RpcFailure && error.code === 'UNAUTHENTICATED') return signInPage();
     return show('Console', h('p', { class: 'error', role: 'alert' }, error.message));
   }
+  // A person the subscription's policy asks for a second factor, with none yet, is led to add one (plugins/account-security/README.md).
+  const security = await rpc('AccountSecurityRpc.getSecurity').catch(() => null);
+  if (security?.required && !security.authenticator && security.passkeys === 0) window.history.replaceState(null, '', '#/security');
   route();
 }
 

@@ -26,6 +26,25 @@ async function ceremony(run) {
 
 const getCredential = (options) => ceremony(() => navigator.credentials.get({ publicKey: window.PublicKeyCredential.parseRequestOptionsFromJSON(options) }));
 
+/** A device as its User-Agent names it: the browser and the system, as far as they tell; the whole agent otherwise. */
+export function deviceOf(userAgent) {
+  if (!userAgent) return 'Unknown device';
+  const browser = [
+    [/Edg\//, 'Edge'],
+    [/Firefox\//, 'Firefox'],
+    [/Chrom/, 'Chrome'],
+    [/Safari\//, 'Safari'],
+  ].find(([pattern]) => pattern.test(userAgent))?.[1];
+  const system = [
+    [/Android/, 'Android'],
+    [/iPhone|iPad/, 'iOS'],
+    [/Mac OS X/, 'macOS'],
+    [/Windows/, 'Windows'],
+    [/Linux/, 'Linux'],
+  ].find(([pattern]) => pattern.test(userAgent))?.[1];
+  return browser && system ? `${browser} on ${system}` : userAgent;
+}
+
 /** A sign-in with a passkey: without a username, or as the second factor of the sign-in `ticket` stands for. */
 export async function signInWithPasskey(ticket) {
   const { challengeId, options } = await rpc('AccountSecurityRpc.beginPasskeySignIn', { ticket });
@@ -36,7 +55,8 @@ export async function signInWithPasskey(ticket) {
 export async function registerPasskey({ ticket, name }) {
   const { challengeId, options } = await rpc('AccountSecurityRpc.beginPasskeyRegistration', { ticket });
   const response = await ceremony(() => navigator.credentials.create({ publicKey: window.PublicKeyCredential.parseCreationOptionsFromJSON(options) }));
-  return rpc('AccountSecurityRpc.finishPasskeyRegistration', { ticket, challengeId, response, name: name || undefined });
+  // Unnamed, a passkey is named after the device that made it, so a list of several tells them apart.
+  return rpc('AccountSecurityRpc.finishPasskeyRegistration', { ticket, challengeId, response, name: name || deviceOf(navigator.userAgent).slice(0, 100) });
 }
 
 /** A QR code as SVG, one path of dark modules over a light square, with the quiet zone of four modules scanners expect. */

@@ -1,29 +1,10 @@
 import { action, field, form, h, section, table, when } from '../dom.js';
-import { authenticatorSetup, passkeysSupported, recoveryCodesView, registerPasskey } from '../factors.js';
+import { authenticatorSetup, deviceOf, passkeysSupported, recoveryCodesView, registerPasskey } from '../factors.js';
 import { rpc } from '../rpc.js';
 
 /** How a session proved who its person is (its `amr`), in words. */
 const PROOF = { pwd: 'password', code: 'e-mailed code', oauth: 'OpenID provider', otp: 'authenticator app', recovery: 'recovery code', webauthn: 'passkey' };
 const howSignedIn = (session) => session.amr.map((method) => PROOF[method] ?? method).join(' + ') || '—';
-
-/** A device as its User-Agent names it: the browser and the system, as far as they tell; the whole agent otherwise. */
-function deviceOf(userAgent) {
-  if (!userAgent) return 'Unknown device';
-  const browser = [
-    [/Edg\//, 'Edge'],
-    [/Firefox\//, 'Firefox'],
-    [/Chrom/, 'Chrome'],
-    [/Safari\//, 'Safari'],
-  ].find(([pattern]) => pattern.test(userAgent))?.[1];
-  const system = [
-    [/Android/, 'Android'],
-    [/iPhone|iPad/, 'iOS'],
-    [/Mac OS X/, 'macOS'],
-    [/Windows/, 'Windows'],
-    [/Linux/, 'Linux'],
-  ].find(([pattern]) => pattern.test(userAgent))?.[1];
-  return browser && system ? `${browser} on ${system}` : userAgent;
-}
 
 /** A table of sessions, the current one marked; `signOut(session)` ends another. */
 export function sessionsTable(caption, sessions, signOut) {
