@@ -25,7 +25,6 @@ import { Passkey } from './passkey.entity.ts';
 import { Passkeys, passkeyView, relyingPartyOf, type ChallengeOwner, type PasskeyView } from './passkeys.ts';
 import { Policies, type PolicyView, type RequiredFor } from './policies.ts';
 import { RecoveryCodes } from './recovery-codes.ts';
-import { SignInTicket } from './ticket.entity.ts';
 import { Tickets, type OpenTicket } from './tickets.ts';
 
 type SessionService = PluginServices['sessionService'];
@@ -105,12 +104,12 @@ export class AccountSecurityService {
   async check(attempt: Parameters<ExtensionPoints['auth.signIn']['check']>[0]): Promise<SignInChallenge | undefined> {
     const { user } = attempt;
     const em = this.#em(user.subscriptionId);
-    const factors = await this.#factorsOf(em, user.subscriptionId, user.id);
-    if (factors.length > 0) {
+    const methods = await this.#methodsOf(em, user.subscriptionId, user.id);
+    if (methods.length > 0) {
       const issued = await this.#tickets.issue({ ...attempt, subscriptionId: user.subscriptionId, userId: user.id, purpose: 'verify' });
       return {
         error: new RpcError('SECOND_FACTOR_REQUIRED', 'Give a second factor to finish signing in: AccountSecurityRpc.verifySecondFactor, or a passkey', {
-          details: { ...issued, methods: [...factors, ...((await this.#recovery.left(em, user.subscriptionId, user.id)) > 0 ? ['recovery-code'] : [])] },
+          details: { ...issued, methods },
         }),
         page: `/console#/sign-in/${issued.ticket}`,
       };
@@ -139,11 +138,9 @@ export class AccountSecurityService {
   /** What a stopped sign-in is waiting for, for the page that finishes it. */
   async getSignIn(ticket: string): Promise<{ purpose: 'verify' | 'enrol'; methods: FactorMethod[]; expiresAt: string }> {
     const open = await this.#tickets.open(ticket, ['verify', 'enrol']);
-    const em = this.#em(open.subscription_id);
-    if (open.purpose === 'enrol') return { purpose: 'enrol', methods: ['authenticator', 'passkey'], expiresAt: new Date(open.expires_at).toISOString() };
-    const methods = await this.#factorsOf(em, open.subscription_id, open.user_id);
-    const recovery = (await this.#recovery.left(em, open.subscription_id, open.user_id)) > 0;
-    return { purpose: 'verify', methods: [...methods, ...(recovery ? ['recovery-code' as const] : [])], expiresAt: new Date(open.expires_at).toISOString() };
+    const expiresAt = new Date(open.expires_at).toISOString();
+    if (open.purpose === 'enrol') return { purpose: 'enrol', methods: ['authenticator', 'passkey'], expiresAt };
+    return { purpose: 'verify', methods: await this.#methodsOf(this.#em(open.subscription_id), open.subscription_id, open.user_id), expiresAt };
   }
 
   // Passkeys
@@ -315,23 +312,21 @@ export class AccountSecurityService {
       await this.#passkeys.authenticate(input.challengeId!, ['step-up'], owner(ctx.subscriptionId, ctx.userId, null, ctx.sessionId), input.response!);
       method = 'webauthn';
     }
-    await this.#deps.sessionService.confirm(ctx.subscriptionId, ctx.sessionId, [method]);
-    const session = (await this.#deps.sessionService.listOfUser(ctx.subscriptionId, ctx.userId)).find(({ id }) => id === ctx.sessionId);
-    return { signedInAt: session?.signedInAt ?? new Date().toISOString(), amr: session?.amr ?? [method] };
+    const { signedInAt, amr } = await this.#deps.sessionService.confirm(ctx.subscriptionId, ctx.sessionId, [method]);
+    return { signedInAt, amr };
   }
 
   async getSecurity(ctx: AuthenticatedContext): Promise<SecurityOverview> {
     const { em, subscriptionId, userId } = ctx;
-    const [authenticator, passkeys, recoveryCodesLeft, policy, user, sessions] = await Promise.all([
+    const [authenticator, passkeys, recoveryCodesLeft, policy, user, session] = await Promise.all([
       this.#authenticators.confirmedOf(em, subscriptionId, userId),
       this.#passkeys.count(em, userId),
       this.#recovery.left(em, subscriptionId, userId),
       this.#policies.get(em, subscriptionId),
       this.#user(subscriptionId, userId),
-      ctx.sessionId ? this.#deps.sessionService.listOfUser(subscriptionId, userId) : Promise.resolve([]),
+      ctx.sessionId ? this.#deps.sessionService.view(subscriptionId, ctx.sessionId) : null,
     ]);
     const { required, deadline } = this.#policies.requirement(policy, user);
-    const session = sessions.find(({ id }) => id === ctx.sessionId);
     return {
       authenticator: authenticator !== null,
       passkeys,
@@ -366,11 +361,7 @@ export class AccountSecurityService {
   /** An admin removes a user's factors and recovery codes (a lost phone), and ends their sessions. */
   async resetUserFactors(ctx: AuthenticatedContext, userId: string): Promise<{ success: true }> {
     await this.#user(ctx.subscriptionId, userId);
-    await ctx.em.transactional(async (tx) => {
-      await this.#authenticators.remove(tx, ctx.subscriptionId, userId);
-      await this.#passkeys.removeAll(tx, ctx.subscriptionId, userId);
-      await this.#recovery.removeAll(tx, ctx.subscriptionId, userId);
-    });
+    await ctx.em.transactional((tx) => this.removeAllOf(tx, ctx.subscriptionId, userId));
     // Ending their sessions also ends their sign-ins waiting for a second step (sessionsEnded).
     await this.#deps.sessionService.revokeAllOfUser(ctx.subscriptionId, userId, userId === ctx.userId ? ctx.sessionId : null);
     await this.#changed(ctx.subscriptionId, userId, 'removed', 'all', null);
@@ -406,7 +397,7 @@ export class AccountSecurityService {
       throw conflict('This account has a second factor: sign in with it (password and factor), or ask an administrator to reset it');
     }
     await this.removeAllOf(em, subscriptionId, userId);
-    await em.nativeDelete(SignInTicket, { subscriptionId, userId });
+    await this.#tickets.endAllOf(subscriptionId, userId, em);
   }
 
   /** Ends the sign-ins of a user waiting for their second step (auth.lifecycle's sessionsEnded). */
@@ -435,6 +426,12 @@ export class AccountSecurityService {
     const user = await this.#deps.userService.findForLogin(subscriptionId, userId);
     if (!user) throw notFound('No such user');
     return user;
+  }
+
+  /** What a person's second step may use: their factors, and recovery codes while they have any left (none without a factor). */
+  async #methodsOf(em: EntityManager, subscriptionId: string, userId: string): Promise<FactorMethod[]> {
+    const [factors, codes] = await Promise.all([this.#factorsOf(em, subscriptionId, userId), this.#recovery.left(em, subscriptionId, userId)]);
+    return factors.length > 0 && codes > 0 ? [...factors, 'recovery-code'] : factors;
   }
 
   /** The factors a person has: an authenticator app, passkeys. */

@@ -2,7 +2,7 @@ import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simp
 import * as v from 'valibot';
 import { recordId, ROLES, wireTimestamp } from 'rpc-service/plugin';
 import { defineJob, defineOperation } from './deps.ts';
-import { AUTHENTICATION_RESPONSE, REGISTRATION_RESPONSE } from './passkeys.ts';
+import { AUTHENTICATION_RESPONSE, PASSKEY_VIEW, REGISTRATION_RESPONSE } from './passkeys.ts';
 import { REQUIRED_FOR } from './policies.ts';
 
 const ticket = v.pipe(v.string('ticket must be a string'), v.minLength(1), v.maxLength(100));
@@ -22,16 +22,6 @@ const SIGN_IN = v.variant('status', [
 
 /** WebAuthn options for `navigator.credentials.create()` or `.get()` (PublicKeyCredential.parse…OptionsFromJSON), with the challenge's id to answer with. */
 const CEREMONY = v.strictObject({ challengeId: v.string(), options: v.record(v.string(), v.unknown()) });
-
-const PASSKEY = v.strictObject({
-  id: v.string(),
-  name: v.string(),
-  createdAt: wireTimestamp,
-  lastUsedAt: v.nullable(wireTimestamp),
-  /** `singleDevice`, or `multiDevice` when the passkey is synced between devices. */
-  deviceType: v.string(),
-  backedUp: v.boolean(),
-});
 
 const SESSION = v.strictObject({
   id: v.string(),
@@ -101,7 +91,7 @@ export const listPasskeys = defineOperation({
   access: 'user',
   kind: 'read',
   describe: 'The caller’s passkeys, oldest first.',
-  result: v.strictObject({ items: v.array(PASSKEY) }),
+  result: v.strictObject({ items: v.array(PASSKEY_VIEW) }),
   params: v.object({}),
   handler: ({ ctx, deps }) => deps.accountSecurityService.listPasskeys(ctx),
 });
@@ -122,7 +112,7 @@ export const finishPasskeyRegistration = defineOperation({
   kind: 'write',
   stepUp: (params) => params.ticket === undefined,
   describe: 'Register the passkey the browser made; the first factor also answers ten recovery codes (shown once), and a ticket’s sign-in finishes.',
-  result: v.strictObject({ passkey: PASSKEY, recoveryCodes: v.nullable(RECOVERY_CODES), signIn: v.nullable(SIGN_IN) }),
+  result: v.strictObject({ passkey: PASSKEY_VIEW, recoveryCodes: v.nullable(RECOVERY_CODES), signIn: v.nullable(SIGN_IN) }),
   params: v.object({ ticket: v.optional(ticket), challengeId, response: REGISTRATION_RESPONSE, name: v.optional(passkeyName) }),
   handler: ({ params, ctx, deps, transport }) =>
     deps.accountSecurityService.finishPasskeyRegistration(ctx, { ...params, response: params.response as unknown as RegistrationResponseJSON }, transport),
@@ -132,7 +122,7 @@ export const renamePasskey = defineOperation({
   access: 'user',
   kind: 'write',
   describe: 'Rename one of the caller’s passkeys.',
-  result: PASSKEY,
+  result: PASSKEY_VIEW,
   params: v.object({ id: recordId('id'), name: passkeyName }),
   handler: ({ params, ctx, deps }) => deps.accountSecurityService.renamePasskey(ctx, params.id, params.name),
 });

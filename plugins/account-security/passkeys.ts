@@ -11,7 +11,17 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import * as v from 'valibot';
-import { notFound, RpcError, unauthenticated, validationError, type Database, type EntityManager, type Logger, type RowOf } from 'rpc-service/plugin';
+import {
+  notFound,
+  RpcError,
+  unauthenticated,
+  validationError,
+  wireTimestamp,
+  type Database,
+  type EntityManager,
+  type Logger,
+  type RowOf,
+} from 'rpc-service/plugin';
 import { PasskeyChallenge } from './challenge.entity.ts';
 import { Passkey } from './passkey.entity.ts';
 
@@ -70,14 +80,17 @@ export const AUTHENTICATION_RESPONSE = v.looseObject({
   authenticatorAttachment: v.optional(v.pipe(v.string(), v.maxLength(32))),
 });
 
-export interface PasskeyView {
-  id: string;
-  name: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  deviceType: string;
-  backedUp: boolean;
-}
+/** A passkey as its person sees it: never its key. */
+export const PASSKEY_VIEW = v.strictObject({
+  id: v.string(),
+  name: v.string(),
+  createdAt: wireTimestamp,
+  lastUsedAt: v.nullable(wireTimestamp),
+  /** `singleDevice`, or `multiDevice` when the passkey is synced between devices. */
+  deviceType: v.string(),
+  backedUp: v.boolean(),
+});
+export type PasskeyView = v.InferOutput<typeof PASSKEY_VIEW>;
 
 export const passkeyView = (passkey: Passkey): PasskeyView => ({
   id: passkey.id,

@@ -104,8 +104,8 @@ export class Tickets {
   }
 
   /** Ends every sign-in of the user waiting for its second step (their sessions ended, a new password, their factors reset). */
-  async endAllOf(subscriptionId: string, userId: string): Promise<void> {
-    await this.#db.forkEm(subscriptionId).nativeDelete(SignInTicket, { subscriptionId, userId });
+  async endAllOf(subscriptionId: string, userId: string, em = this.#db.forkEm(subscriptionId)): Promise<void> {
+    await em.nativeDelete(SignInTicket, { subscriptionId, userId });
   }
 
   /** Drops every tenant's expired tickets (the hourly sweep). */

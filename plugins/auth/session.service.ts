@@ -164,7 +164,7 @@ export class SessionService implements CredentialVerifier {
    * The person of a session proved who they are again (a step-up): it counts
    * as signed in now, with the methods added to how it was made.
    */
-  async confirm(subscriptionId: string, sessionId: string, amr: readonly AmrMethod[]): Promise<void> {
+  async confirm(subscriptionId: string, sessionId: string, amr: readonly AmrMethod[]): Promise<SessionView> {
     const em = this.#db.forkEm(subscriptionId);
     const session = await em.findOne(Session, { id: sessionId });
     if (!session) throw unauthenticated('Invalid or revoked session');
@@ -172,6 +172,7 @@ export class SessionService implements CredentialVerifier {
     session.signedInAt = new Date();
     await em.flush();
     await this.#credentials.changed({ sessionId });
+    return viewOf(session);
   }
 
   /** A user's unexpired sessions, the most recently used first. */
@@ -179,16 +180,13 @@ export class SessionService implements CredentialVerifier {
     const sessions = await this.#db
       .forkEm(subscriptionId)
       .find(Session, { userId, expiresAt: { $gt: new Date() } }, { orderBy: { lastSeenAt: 'desc', id: 'asc' }, limit: 1000 });
-    return sessions.map((session) => ({
-      id: session.id,
-      createdAt: session.createdAt.toISOString(),
-      lastSeenAt: session.lastSeenAt.toISOString(),
-      expiresAt: session.expiresAt.toISOString(),
-      signedInAt: session.signedInAt.toISOString(),
-      amr: session.amr.split(' ').filter((method): method is AmrMethod => (AMR_METHODS as readonly string[]).includes(method)),
-      ipAddress: session.ipAddress ?? null,
-      userAgent: session.userAgent ?? null,
-    }));
+    return sessions.map(viewOf);
+  }
+
+  /** One session as its person sees it; null when it ended. */
+  async view(subscriptionId: string, sessionId: string): Promise<SessionView | null> {
+    const session = await this.#db.forkEm(subscriptionId).findOne(Session, { id: sessionId });
+    return session ? viewOf(session) : null;
   }
 
   /** Ends one session of a user; false when the user has no such session. */
@@ -212,3 +210,14 @@ export class SessionService implements CredentialVerifier {
     return deleted;
   }
 }
+
+const viewOf = (session: Session): SessionView => ({
+  id: session.id,
+  createdAt: session.createdAt.toISOString(),
+  lastSeenAt: session.lastSeenAt.toISOString(),
+  expiresAt: session.expiresAt.toISOString(),
+  signedInAt: session.signedInAt.toISOString(),
+  amr: session.amr.split(' ').filter((method): method is AmrMethod => (AMR_METHODS as readonly string[]).includes(method)),
+  ipAddress: session.ipAddress ?? null,
+  userAgent: session.userAgent ?? null,
+});
