@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --conditions=rpc-service-compiled
+#!/usr/bin/env -S node --conditions=rpc-service-compiled --max-semi-space-size=16
 // The package's command (`npx rpc-service`, see core/cli/cli.ts). Started through
 // this line, node resolves `rpc-service/plugin` (what plugins import) to the
 // built SDK, and the command runs the JavaScript of dist/js, built first when
@@ -17,6 +17,8 @@ if (import.meta.resolve('rpc-service/plugin').endsWith('.js')) {
     console.error(error.message);
     process.exit(1);
   }
+  const { useCompileCache } = await import('../dist/js/core/base/compile-cache.js');
+  useCompileCache();
   await import('../dist/js/core/cli/cli.js');
 } else {
   const { register } = await import('tsx/esm/api');

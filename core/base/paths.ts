@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 const COMPILED = import.meta.url.endsWith('.js');
 /** The package's folder. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), COMPILED ? '../../../..' : '../..');
+/** npm's usual place for a package's caches: the embedded database's template (core/db/pglite.ts), compiled code (core/base/compile-cache.ts). */
+export const CACHE_DIR = path.join(PACKAGE_ROOT, 'node_modules', '.cache', 'rpc-service');
 /** Where the build writes the JavaScript (tsconfig.build.json). */
 const BUILT_DIR = path.join(PACKAGE_ROOT, 'dist', 'js');
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { PGlite, types } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
-import { PACKAGE_ROOT } from '../base/paths.ts';
+import { CACHE_DIR } from '../base/paths.ts';
 
 /**
  * PGlite's own start parameters with two changes. Its `-F` turns fsync off;
@@ -18,8 +18,6 @@ export const PGLITE_START_PARAMS = [...PGlite.defaultStartParams.filter((param) 
 const PGLITE_ENTRY = createRequire(import.meta.url).resolve('@electric-sql/pglite');
 // The version installed (its package.json is not exported, so read from beside its entry point).
 const PGLITE_VERSION: string = JSON.parse(readFileSync(path.join(path.dirname(PGLITE_ENTRY), '..', 'package.json'), 'utf8')).version;
-/** npm's usual place for a package's caches. */
-const CACHE_DIR = path.join(PACKAGE_ROOT, 'node_modules', '.cache', 'rpc-service');
 /** A new database cluster as PGlite's initdb leaves it: a folder to copy for a new data dir, and its tarball for one in memory. */
 const TEMPLATE_DIR = path.join(CACHE_DIR, `pglite-${PGLITE_VERSION}`);
 const TEMPLATE_TARBALL = `${TEMPLATE_DIR}.tar.gz`;

@@ -4,7 +4,7 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import * as tar from 'tar';
+import type { ReadEntry, WriteEntry } from 'tar';
 import { migrations as coreMigrations } from '../db/migrations/index.ts';
 import type { Database } from '../db/orm.ts';
 import { MIGRATIONS_TABLE, type NamedMigration } from '../db/migration.ts';
@@ -113,8 +113,8 @@ export class Staging {
     await writeFile(this.path('manifest.json'), listing);
     const total = Buffer.byteLength(listing) + this.entries.reduce((sum, entry) => sum + entry.size, 0);
     let packed = 0;
-    const reading = new Set<tar.WriteEntry>();
-    const onWriteEntry = (entry: tar.WriteEntry) => {
+    const reading = new Set<WriteEntry>();
+    const onWriteEntry = (entry: WriteEntry) => {
       reading.add(entry);
       entry.once('end', () => {
         reading.delete(entry);
@@ -125,8 +125,10 @@ export class Staging {
     const done = () => [...reading].reduce((sum, entry) => sum + Math.min((entry.pos as number | undefined) ?? 0, entry.stat?.size ?? 0), packed);
     report({ label: 'packing', done: 0, total, unit: 'bytes' });
     const partial = `${out}.partial`;
+    // tar is imported here, not with the module: the serving process holds the operator commands (core/cli/serve.ts) and rarely packs.
+    const { create } = await import('tar');
     await pipeline(
-      tar.create({ gzip: true, cwd: this.folder, portable: true, onWriteEntry }, ['manifest.json', ...this.entries.map((entry) => entry.path)]),
+      create({ gzip: true, cwd: this.folder, portable: true, onWriteEntry }, ['manifest.json', ...this.entries.map((entry) => entry.path)]),
       counter(() => report({ label: 'packing', done: Math.min(done(), total), total, unit: 'bytes' })),
       createWriteStream(partial, { mode: 0o600 }),
     );
@@ -212,7 +214,8 @@ export async function unpackChecked<M extends ArchiveManifest>(
   const writes: Promise<void>[] = [];
   const stop = new AbortController();
   let refusal: Error | undefined;
-  const parser = new tar.Parser({ strict: true });
+  const { Parser } = await import('tar');
+  const parser = new Parser({ strict: true });
   const refuse = (error: unknown): void => {
     refusal ??= error instanceof OperatorError ? error : new OperatorError(`${from} is not ${what}: ${(error as Error).message}`);
     stop.abort(refusal);
@@ -221,7 +224,7 @@ export async function unpackChecked<M extends ArchiveManifest>(
   const altered = (why: string) => new OperatorError(`${from} ${why}: it is not ${what}, or it was altered`);
 
   /** The first member: the manifest, read whole (it is small) and checked before the next member is read (the parser waits for its end). */
-  const readManifest = (member: tar.ReadEntry): void => {
+  const readManifest = (member: ReadEntry): void => {
     if (member.path !== 'manifest.json' || member.type !== 'File' || member.size > MANIFEST_LIMIT) {
       throw new OperatorError(`${from} has no readable manifest.json: it is not ${what}`);
     }
@@ -249,7 +252,7 @@ export async function unpackChecked<M extends ArchiveManifest>(
   };
 
   /** Any later member: a file the manifest lists, written where it says, hashed on the way; a byte beyond its size stops it. */
-  const unpackMember = (member: tar.ReadEntry): void => {
+  const unpackMember = (member: ReadEntry): void => {
     const entry = listed.get(member.path);
     if (!entry || written.has(member.path)) throw altered(`holds ${member.path}, which its manifest does not list${entry ? ' twice' : ''}`);
     if (member.type !== 'File' && member.type !== 'OldFile') throw altered(`holds ${member.path} as a ${member.type}, not a file`);
@@ -274,7 +277,7 @@ export async function unpackChecked<M extends ArchiveManifest>(
     writes.push(pipeline(member, checked, createWriteStream(file, { flags: 'wx', mode: 0o600 }), { signal: stop.signal }).catch(refuse));
   };
 
-  parser.on('entry', (member: tar.ReadEntry) => {
+  parser.on('entry', (member: ReadEntry) => {
     try {
       if (refusal) member.resume();
       else if (members++ === 0) readManifest(member);

@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransportFuture,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransportFuture,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
+import type * as WebAuthn from '@simplewebauthn/server';
 import * as v from 'valibot';
 import {
   notFound,
@@ -24,6 +21,14 @@ import {
 } from 'rpc-service/plugin';
 import { PasskeyChallenge } from './challenge.entity.ts';
 import { Passkey } from './passkey.entity.ts';
+
+/**
+ * The WebAuthn library with its certificate and ASN.1 packages is a tenth of
+ * the JavaScript the service loads at start, and a ceremony is rare: loaded
+ * at the first one (docs/decisions/0066-runtimes-and-start-up.md).
+ */
+let webauthn: Promise<typeof WebAuthn> | undefined;
+const webAuthn = () => (webauthn ??= import('@simplewebauthn/server'));
 
 /** How long a browser has to answer a challenge (the ceremony's own timeout, and the row's life). */
 const CHALLENGE_SECONDS = 5 * 60;
@@ -135,7 +140,9 @@ export class Passkeys {
   ): Promise<Ceremony> {
     const existing = await this.#db.forkEm(user.subscriptionId).find(Passkey, { userId: user.id });
     if (existing.length >= MAX_PASSKEYS) throw new RpcError('CONFLICT', `A user may have at most ${MAX_PASSKEYS} passkeys; remove one first`);
-    const options = await generateRegistrationOptions({
+    const options = await (
+      await webAuthn()
+    ).generateRegistrationOptions({
       rpName: rp.name,
       rpID: rp.rpId,
       userName: user.username,
@@ -154,7 +161,9 @@ export class Passkeys {
     const challenge = await this.#take(challengeId, ['register'], owner);
     let verified;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (
+        await webAuthn()
+      ).verifyRegistrationResponse({
         response,
         expectedChallenge: challenge.challenge,
         expectedOrigin: challenge.origin,
@@ -206,7 +215,9 @@ export class Passkeys {
   async authenticationOptions(rp: RelyingParty, purpose: Exclude<ChallengePurpose, 'register'>, owner: ChallengeOwner): Promise<Ceremony> {
     const allowed = owner.userId && owner.subscriptionId ? await this.#db.forkEm(owner.subscriptionId).find(Passkey, { userId: owner.userId }) : undefined;
     if (allowed?.length === 0) throw new RpcError('BAD_REQUEST', 'This account has no passkey');
-    const options = await generateAuthenticationOptions({
+    const options = await (
+      await webAuthn()
+    ).generateAuthenticationOptions({
       rpID: rp.rpId,
       timeout: CHALLENGE_SECONDS * 1000,
       // A passkey that signs in alone must be more than possession: the device checks its person (a PIN, a fingerprint).
@@ -243,7 +254,9 @@ export class Passkeys {
     if (handle && Buffer.from(handle, 'base64url').toString('utf8') !== passkey.userId) throw refused;
     let verified;
     try {
-      verified = await verifyAuthenticationResponse({
+      verified = await (
+        await webAuthn()
+      ).verifyAuthenticationResponse({
         response,
         expectedChallenge: challenge.challenge,
         expectedOrigin: challenge.origin,

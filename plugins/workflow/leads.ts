@@ -1,4 +1,3 @@
-import { parse } from 'csv-parse/sync';
 import * as v from 'valibot';
 import { defineExtensionPoint, type AuthenticatedContext } from 'rpc-service/plugin';
 
@@ -98,6 +97,8 @@ export const builtInLeadSources: LeadSourceContribution[] = [
     async generate(_ctx, properties) {
       const { csv, delimiter } = properties as { csv: string; delimiter: string };
       let records: Record<string, unknown>[];
+      // Imported at the first import of leads, not at start-up.
+      const { parse } = await import('csv-parse/sync');
       try {
         records = parse(csv, { columns: true, delimiter, skip_empty_lines: true, trim: true, bom: true, relax_column_count: true, to: MAX_LEADS * 2 });
       } catch (error) {

@@ -8,14 +8,18 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { createScratchDatabase } from '../support/database.ts';
 import { START_ARGS } from '../support/process.ts';
+import { supportedRuntimes, type Runtime } from '../support/runtimes.ts';
 import type { Envelope, ResultOf } from '../support/wire.ts';
 
 /**
  * `npm run bench` (second part): the service on the embedded database as
  * `npm start` starts it, on a new DATA_DIR and again on the data it left: time
  * until /health answers, and resident memory 5 s later and once settled (V8
- * gives memory back after some idle time). The baseline, measured in the same
- * run, is a bare node:http process started with the same node flags.
+ * gives memory back after some idle time), then under load. The baseline,
+ * measured in the same run, is a bare node:http process started with the same
+ * node flags. All of it on each supported Node.js major (BENCH_MAJORS=24,20
+ * picks), the others installed by .ci/ensure-node.sh; a table of the aims per
+ * major ends the run.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BARE_SERVER = `require('node:http').createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')`;
@@ -28,6 +32,9 @@ const LOAD_RUNS = Number(process.env.BENCH_LOAD_RUNS ?? 3);
 const LOAD_CLIENTS = Number(process.env.BENCH_LOAD_CLIENTS ?? 20);
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 20);
 const BASE_DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
+const RUNTIMES = supportedRuntimes(process.env.BENCH_MAJORS);
+/** The node binary of the major being measured. */
+let node = process.execPath;
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -57,7 +64,7 @@ interface Started {
 async function start(args: string[], env: Record<string, string>): Promise<Started> {
   const port = await freePort();
   const started = performance.now();
-  const child: ChildProcess = spawn(process.execPath, [...NODE_ARGS, ...args], {
+  const child: ChildProcess = spawn(node, [...NODE_ARGS, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -105,12 +112,17 @@ interface LoadRun {
   settledRssMb: number;
 }
 
+interface Load {
+  idleRssMb: number;
+  runs: LoadRun[];
+}
+
 /**
  * One process, settled, then LOAD_RUNS load runs: each LOAD_CLIENTS clients
  * calling in turn a session read, a list of API keys, a new secret, an audited
  * secret read, a new memory, a recall and a list of secrets, for LOAD_SECONDS.
  */
-async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: number; runs: LoadRun[] }> {
+async function underLoad(env: Record<string, string>): Promise<Load> {
   const { child, port } = await start([ENTRY], env);
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: LOAD_CLIENTS });
   const call = async <M extends string>(method: M, params: object, headers: Record<string, string>): Promise<ResultOf<M>> => {
@@ -168,42 +180,77 @@ async function underLoad(env: Record<string, string>): Promise<{ idleRssMb: numb
   }
 }
 
-const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-footprint-'));
-try {
-  const bare = await measure(['-e', BARE_SERVER], {});
-  const fresh = await measure([ENTRY], { DATA_DIR: dataDir });
-  // Start-up on existing data varies the most from run to run: the median of three starts.
-  const starts = [await measure([ENTRY], { DATA_DIR: dataDir }, false), await measure([ENTRY], { DATA_DIR: dataDir }, false)];
-  const watched = await measure([ENTRY], { DATA_DIR: dataDir });
-  const existing = { ...watched, startMs: [...starts, watched].map((run) => run.startMs).sort((a, b) => a - b)[1]! };
-  const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
-  const row = (label: string, run: Run) =>
-    console.log(
-      `${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`,
-    );
-  console.log(`\nfootprint (embedded database; node ${NODE_ARGS.join(' ')})`);
-  row('bare node:http, same flags', bare);
-  row('service, new DATA_DIR', fresh);
-  row('service, existing DATA_DIR (3)', existing);
-  console.log(
-    `settled RSS over the bare process: ${(existing.settledRssMb - bare.settledRssMb).toFixed(0)} MB (existing data), ${(fresh.settledRssMb - bare.settledRssMb).toFixed(0)} MB (new)`,
-  );
-  console.log('aim: settled RSS under 150 MB and at most 80 MB over the bare process; start on existing data under 1 s');
-  await printLoad('embedded database', { DATA_DIR: dataDir });
-  if (BASE_DATABASE_URL) {
-    const scratch = await createScratchDatabase(BASE_DATABASE_URL);
-    try {
-      await printLoad('PostgreSQL', { DATA_DIR: dataDir, DATABASE_URL: scratch.url, MASTER_KEY: randomBytes(32).toString('base64') });
-    } finally {
-      await scratch.drop();
-    }
-  }
-} finally {
-  rmSync(dataDir, { recursive: true, force: true });
+interface Figures {
+  runtime: Runtime;
+  bare: Run;
+  existing: Run;
+  load: Load;
 }
 
-async function printLoad(database: string, env: Record<string, string>): Promise<void> {
-  const { idleRssMb, runs } = await underLoad(env);
+const figures: Figures[] = [];
+for (const runtime of RUNTIMES) {
+  node = runtime.node;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'rpc-bench-footprint-'));
+  try {
+    const bare = await measure(['-e', BARE_SERVER], {});
+    const fresh = await measure([ENTRY], { DATA_DIR: dataDir });
+    // Start-up on existing data varies the most from run to run: the median of three starts.
+    const starts = [await measure([ENTRY], { DATA_DIR: dataDir }, false), await measure([ENTRY], { DATA_DIR: dataDir }, false)];
+    const watched = await measure([ENTRY], { DATA_DIR: dataDir });
+    const existing = { ...watched, startMs: [...starts, watched].map((run) => run.startMs).sort((a, b) => a - b)[1]! };
+    const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
+    const row = (label: string, run: Run) =>
+      console.log(
+        `${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`,
+      );
+    console.log(`\nfootprint on node ${runtime.version} (embedded database; node ${NODE_ARGS.join(' ')})`);
+    row('bare node:http, same flags', bare);
+    row('service, new DATA_DIR', fresh);
+    row('service, existing DATA_DIR (3)', existing);
+    console.log(
+      `settled RSS over the bare process: ${(existing.settledRssMb - bare.settledRssMb).toFixed(0)} MB (existing data), ${(fresh.settledRssMb - bare.settledRssMb).toFixed(0)} MB (new)`,
+    );
+    const load = await underLoad({ DATA_DIR: dataDir });
+    printLoad(`embedded database, node ${runtime.version}`, load);
+    figures.push({ runtime, bare, existing, load });
+    if (BASE_DATABASE_URL && runtime === RUNTIMES[0]) {
+      const scratch = await createScratchDatabase(BASE_DATABASE_URL);
+      try {
+        printLoad(
+          `PostgreSQL, node ${runtime.version}`,
+          await underLoad({ DATA_DIR: dataDir, DATABASE_URL: scratch.url, MASTER_KEY: randomBytes(32).toString('base64') }),
+        );
+      } finally {
+        await scratch.drop();
+      }
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+// The aims of the footprint, each with its figure on every major measured.
+const aims: Array<[string, (f: Figures) => number, (value: number) => string, (value: number) => boolean]> = [
+  ['settled RSS, existing data (aim < 150 MB)', (f) => f.existing.settledRssMb, (x) => `${x.toFixed(0)} MB`, (x) => x < 150],
+  ['over the bare process (aim <= 80 MB)', (f) => f.existing.settledRssMb - f.bare.settledRssMb, (x) => `${x.toFixed(0)} MB`, (x) => x <= 80],
+  ['bare node:http, settled', (f) => f.bare.settledRssMb, (x) => `${x.toFixed(0)} MB`, () => true],
+  [`RSS right after ${LOAD_CLIENTS} clients, last run`, (f) => f.load.runs.at(-1)!.rssAfterMb, (x) => `${x.toFixed(0)} MB`, () => true],
+  ['first answer on existing data (aim < 1 s)', (f) => f.existing.startMs / 1000, (x) => `${x.toFixed(2)} s`, (x) => x < 1],
+];
+console.log(`\naims per major (embedded database)`);
+console.log(`${''.padEnd(44)}${figures.map((f) => `node ${f.runtime.version}`.padStart(18)).join('')}`);
+for (const [label, figure, shown, met] of aims) {
+  console.log(
+    `${label.padEnd(44)}${figures
+      .map((f) => {
+        const value = figure(f);
+        return `${shown(value)}${met(value) ? '' : ' (not met)'}`.padStart(18);
+      })
+      .join('')}`,
+  );
+}
+
+function printLoad(database: string, { idleRssMb, runs }: Load): void {
   const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
   console.log(`\nunder load (${database}; ${LOAD_CLIENTS} clients, ${LOAD_SECONDS} s a run, settled = ${SETTLED_MS / 1000} s later)`);
   console.log(`${'settled before the first run'.padEnd(34)} RSS ${mb(idleRssMb)}`);

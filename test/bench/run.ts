@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createScratchDatabase, type ScratchDatabase } from '../support/database.ts';
+import { supportedRuntimes } from '../support/runtimes.ts';
 import { readWrk } from './wrk.ts';
 
 /**
@@ -22,7 +23,9 @@ import { readWrk } from './wrk.ts';
  * measured with wrk, interleaved over several rounds in one run, then the
  * ratios a/c, i/c, i/a, b/c, b/f, g/b, h/a and a/d, and a/e and e/c, which separate the cost of
  * the RPC layer from that of the process it runs in. Each target is its own
- * process, so each gets a core while wrk uses the other.
+ * process, so each gets a core while wrk uses the other. Then (a) and (i) again
+ * on each other supported Node.js major (BENCH_MAJORS=24,22 picks), for what
+ * tracing costs on each: Node 24's AsyncLocalStorage runs without async hooks.
  *
  * BENCH_DATABASE_URL=postgres://... runs on a scratch database created on that
  * server (and dropped after); PGlite otherwise. BENCH_TARGETS=b,f measures only
@@ -85,9 +88,9 @@ interface Server {
 
 type ServerKind = 'rpc' | 'node' | 'koa' | 'pg' | 'sink';
 
-async function startServer(kind: ServerKind, args: string[] = [], env: Record<string, string> = {}): Promise<Server> {
+async function startServer(node: string, kind: ServerKind, args: string[] = [], env: Record<string, string> = {}): Promise<Server> {
   const profile = (kind === 'rpc' || kind === 'pg') && PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', `${here}servers.ts`, kind, ...args], {
+  const child = spawn(node, [...profile, '--import', 'tsx', `${here}servers.ts`, kind, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
   });
@@ -117,18 +120,23 @@ function runWrk(url: string, target: Target, apiKey: string, seconds: number): S
 
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
-/** Requests/s and p99 of every target, interleaved over ROUNDS rounds; the medians by label. */
-async function measureThroughput(databaseUrl: string | undefined): Promise<Partial<Record<Label, Sample>>> {
+/** Requests/s and p99 of the targets, interleaved over ROUNDS rounds, every process on `node`; the medians by label. */
+async function measureThroughput(
+  databaseUrl: string | undefined,
+  targets = TARGETS,
+  node = process.execPath,
+  log = true,
+): Promise<Partial<Record<Label, Sample>>> {
   const children: ChildProcess[] = [];
   const start = async (kind: ServerKind, args?: string[], env?: Record<string, string>) => {
-    const server = await startServer(kind, args, env);
+    const server = await startServer(node, kind, args, env);
     children.push(server.child);
     return server.fields;
   };
-  const samples = new Map<Label, Sample[]>(TARGETS.map((target) => [target.label, []]));
+  const samples = new Map<Label, Sample[]>(targets.map((target) => [target.label, []]));
   try {
     const [rpcUrl, apiKey, inProcessUrl, subscriptionId, userId, directUrl] = await start('rpc', databaseUrl ? [databaseUrl] : []);
-    const needs = (kind: Kind) => TARGETS.some((target) => target.kind === kind);
+    const needs = (kind: Kind) => targets.some((target) => target.kind === kind);
     // (i) runs on a database of its own (PGlite in memory, or a second scratch database), so its key is its own.
     const [tracedUrl, tracedKey] = needs('traced') ? await startTraced(start, databaseUrl) : [];
     const keys: Partial<Record<Kind, string>> = { rpc: apiKey, traced: tracedKey };
@@ -140,12 +148,12 @@ async function measureThroughput(databaseUrl: string | undefined): Promise<Parti
       direct: databaseUrl && needs('direct') ? (await start('pg', [databaseUrl, subscriptionId!, userId!]))[0]! : directUrl!,
       traced: tracedUrl ?? '',
     };
-    for (const target of TARGETS) runWrk(urls[target.kind], target, keys[target.kind] ?? '', 1); // warm-up
+    for (const target of targets) runWrk(urls[target.kind], target, keys[target.kind] ?? '', 1); // warm-up
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const target of TARGETS) {
+      for (const target of targets) {
         const sample = runWrk(urls[target.kind], target, keys[target.kind] ?? '', SECONDS);
         samples.get(target.label)!.push(sample);
-        console.log(`round ${round} ${target.label}: ${sample.rps.toFixed(0)} req/s, p99 ${sample.p99ms.toFixed(2)} ms`);
+        if (log) console.log(`round ${round} ${target.label}: ${sample.rps.toFixed(0)} req/s, p99 ${sample.p99ms.toFixed(2)} ms`);
       }
     }
   } finally {
@@ -161,13 +169,14 @@ async function measureThroughput(databaseUrl: string | undefined): Promise<Parti
   );
 }
 
-/** (i)'s own scratch database on PostgreSQL, dropped with the run's. */
-let tracedScratch: ScratchDatabase | undefined;
+/** (i)'s own scratch databases on PostgreSQL, dropped with the run's. */
+const tracedScratches: ScratchDatabase[] = [];
 
 /** The service with OTEL_EXPORTER_OTLP_ENDPOINT at a sink answering 200, as a collector would: its URL and API key. */
 async function startTraced(start: (kind: ServerKind, args?: string[], env?: Record<string, string>) => Promise<string[]>, databaseUrl?: string) {
   const [sinkUrl] = await start('sink');
-  tracedScratch = databaseUrl ? await createScratchDatabase(BASE_DATABASE_URL!) : undefined;
+  const tracedScratch = databaseUrl ? await createScratchDatabase(BASE_DATABASE_URL!) : undefined;
+  if (tracedScratch) tracedScratches.push(tracedScratch);
   const [url, key] = await start('rpc', tracedScratch ? [tracedScratch.url] : [], { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl! });
   return [url!, key!];
 }
@@ -206,12 +215,27 @@ function printThroughput(summary: Partial<Record<Label, Sample>>): void {
   ratio('e', 'c', "   (what the service's process costs a bare handler)");
 }
 
+/** (i)/(a) on each supported major, this process's included (its own figures measured again, beside the others). */
+async function printTracingPerMajor(databaseUrl: string | undefined): Promise<void> {
+  const pair = ALL_TARGETS.filter((target) => target.label === 'a' || target.label === 'i');
+  const rows: string[] = [];
+  for (const runtime of supportedRuntimes(process.env.BENCH_MAJORS)) {
+    const { a, i } = await measureThroughput(databaseUrl, pair, runtime.node, false);
+    rows.push(
+      `node ${runtime.version.padEnd(9)} (a) ${a!.rps.toFixed(0).padStart(6)} req/s   (i) ${i!.rps.toFixed(0).padStart(6)} req/s   i/a = ${(i!.rps / a!.rps).toFixed(2)}`,
+    );
+  }
+  console.log(`\nwhat tracing costs the call per major (median of ${ROUNDS} rounds; aim on Node 24: i/a at least 0.85)`);
+  for (const row of rows) console.log(row);
+}
+
 ensureWrk();
 let scratch: ScratchDatabase | undefined;
 try {
   if (BASE_DATABASE_URL) scratch = await createScratchDatabase(BASE_DATABASE_URL);
   printThroughput(await measureThroughput(scratch?.url));
+  if (!process.env.BENCH_TARGETS) await printTracingPerMajor(scratch?.url);
 } finally {
   await scratch?.drop();
-  await tracedScratch?.drop();
+  for (const traced of tracedScratches) await traced.drop();
 }

@@ -4,17 +4,18 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import semver from 'semver';
+import { SUPPORTED_NODE } from '../support/runtimes.ts';
 
 /**
  * The Node.js majors the service supports are the ranges of package.json's `engines.node`, one per major
- * (README.md says which CI runs). npm warns (EBADENGINE) when a package's own range leaves out the Node
+ * (README.md says which part of the suite CI runs on each). npm warns (EBADENGINE) when a package's own range leaves out the Node
  * it installs on: each installed package must admit the lowest version of every supported major.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const readJson = (file: string) => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
 
 const manifest = readJson('package.json') as { engines: { node: string } };
-const supported = new semver.Range(manifest.engines.node).set.map((comparators) => semver.minVersion(new semver.Range(comparators.join(' ')))!.version);
+const supported = SUPPORTED_NODE;
 
 describe('supported Node.js majors', () => {
   it('engines names 20, 22 and 24, each from a release of its own line', () => {
