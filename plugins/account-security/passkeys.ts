@@ -140,9 +140,8 @@ export class Passkeys {
   ): Promise<Ceremony> {
     const existing = await this.#db.forkEm(user.subscriptionId).find(Passkey, { userId: user.id });
     if (existing.length >= MAX_PASSKEYS) throw new RpcError('CONFLICT', `A user may have at most ${MAX_PASSKEYS} passkeys; remove one first`);
-    const options = await (
-      await webAuthn()
-    ).generateRegistrationOptions({
+    const { generateRegistrationOptions } = await webAuthn();
+    const options = await generateRegistrationOptions({
       rpName: rp.name,
       rpID: rp.rpId,
       userName: user.username,
@@ -159,11 +158,10 @@ export class Passkeys {
   /** Registers the passkey a browser made for a challenge of `register`; answers it. */
   async register(challengeId: string, owner: ChallengeOwner, response: RegistrationResponseJSON, name: string): Promise<Passkey> {
     const challenge = await this.#take(challengeId, ['register'], owner);
+    const { verifyRegistrationResponse } = await webAuthn();
     let verified;
     try {
-      verified = await (
-        await webAuthn()
-      ).verifyRegistrationResponse({
+      verified = await verifyRegistrationResponse({
         response,
         expectedChallenge: challenge.challenge,
         expectedOrigin: challenge.origin,
@@ -215,9 +213,8 @@ export class Passkeys {
   async authenticationOptions(rp: RelyingParty, purpose: Exclude<ChallengePurpose, 'register'>, owner: ChallengeOwner): Promise<Ceremony> {
     const allowed = owner.userId && owner.subscriptionId ? await this.#db.forkEm(owner.subscriptionId).find(Passkey, { userId: owner.userId }) : undefined;
     if (allowed?.length === 0) throw new RpcError('BAD_REQUEST', 'This account has no passkey');
-    const options = await (
-      await webAuthn()
-    ).generateAuthenticationOptions({
+    const { generateAuthenticationOptions } = await webAuthn();
+    const options = await generateAuthenticationOptions({
       rpID: rp.rpId,
       timeout: CHALLENGE_SECONDS * 1000,
       // A passkey that signs in alone must be more than possession: the device checks its person (a PIN, a fingerprint).
@@ -252,11 +249,10 @@ export class Passkeys {
     // A sign-in without a username learns the user from the passkey; the authenticator's user handle must agree.
     const handle = response.response.userHandle;
     if (handle && Buffer.from(handle, 'base64url').toString('utf8') !== passkey.userId) throw refused;
+    const { verifyAuthenticationResponse } = await webAuthn();
     let verified;
     try {
-      verified = await (
-        await webAuthn()
-      ).verifyAuthenticationResponse({
+      verified = await verifyAuthenticationResponse({
         response,
         expectedChallenge: challenge.challenge,
         expectedOrigin: challenge.origin,

@@ -46,6 +46,8 @@ const freePort = () =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
+
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 interface Run {
@@ -198,7 +200,6 @@ for (const runtime of RUNTIMES) {
     const starts = [await measure([ENTRY], { DATA_DIR: dataDir }, false), await measure([ENTRY], { DATA_DIR: dataDir }, false)];
     const watched = await measure([ENTRY], { DATA_DIR: dataDir });
     const existing = { ...watched, startMs: [...starts, watched].map((run) => run.startMs).sort((a, b) => a - b)[1]! };
-    const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
     const row = (label: string, run: Run) =>
       console.log(
         `${label.padEnd(34)} start ${(run.startMs / 1000).toFixed(2).padStart(6)} s   RSS ${mb(run.startedRssMb)} after 5 s, ${mb(run.settledRssMb)} after ${SETTLED_MS / 1000} s`,
@@ -251,7 +252,6 @@ for (const [label, figure, shown, met] of aims) {
 }
 
 function printLoad(database: string, { idleRssMb, runs }: Load): void {
-  const mb = (value: number) => `${value.toFixed(0).padStart(4)} MB`;
   console.log(`\nunder load (${database}; ${LOAD_CLIENTS} clients, ${LOAD_SECONDS} s a run, settled = ${SETTLED_MS / 1000} s later)`);
   console.log(`${'settled before the first run'.padEnd(34)} RSS ${mb(idleRssMb)}`);
   runs.forEach((run, index) =>

@@ -24,7 +24,7 @@ import { readWrk } from './wrk.ts';
  * ratios a/c, i/c, i/a, b/c, b/f, g/b, h/a and a/d, and a/e and e/c, which separate the cost of
  * the RPC layer from that of the process it runs in. Each target is its own
  * process, so each gets a core while wrk uses the other. Then (a) and (i) again
- * on each other supported Node.js major (BENCH_MAJORS=24,22 picks), for what
+ * on each supported Node.js major (BENCH_MAJORS=24,22 picks), for what
  * tracing costs on each: Node 24's AsyncLocalStorage runs without async hooks.
  *
  * BENCH_DATABASE_URL=postgres://... runs on a scratch database created on that
